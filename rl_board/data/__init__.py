@@ -1,0 +1,1 @@
+"""Data layer: loading, caching, deriving and querying. Never imports Streamlit."""

@@ -1,0 +1,1 @@
+"""Readers of scalar training metrics (TensorBoard, stdout logs, DI-engine folders)."""
