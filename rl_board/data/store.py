@@ -1,0 +1,337 @@
+"""RolloutStore: the one interface between rollout logs and everything that shows them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.data import cache, derive, jsonl
+from rl_board.data import schema as S
+from rl_board.data.discover import find_rollout_runs
+from rl_board.data.filters import SampleFilter, mask
+from rl_board.data.report import LoadReport, build_report
+from rl_board.errors import InvalidArgumentError, NotFoundError
+
+STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
+_LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS)
+
+
+@dataclass
+class SampleDetail:
+    """One sample: every field (known and extra), its source, and its tokens."""
+
+    step: int
+    index: int
+    file: str
+    line: int
+    fields: dict[str, Any]
+    tokens: pd.DataFrame
+    n_tokens: int | None
+    n_logprobs: int | None
+
+    @property
+    def length_mismatch(self) -> bool:
+        return self.n_tokens is not None and self.n_logprobs is not None and self.n_tokens != self.n_logprobs
+
+
+class RolloutStore:
+    """A rollout run opened through its columnar cache. Pages code against this.
+
+    Open with ``RolloutStore.open(run_dir, cache_dir=..., progress=...)``: the
+    first open parses the run's ``*.jsonl`` files into the cache; later opens
+    read only the cache (memory-mapped) plus any bytes appended since.
+
+    Questions it answers (all keyword-only, plain return types):
+
+    - ``list_runs(root, cache_dir=None) -> DataFrame`` (static): runs under a
+      root with ``run`` (relative path), ``path``, ``files``, ``bytes``,
+      ``modified``, and ``samples`` / ``steps`` when the run has been cached.
+    - ``report`` -> :class:`LoadReport`: files, counts, bad lines (file, line,
+      reason), repaired lines, timing, ``from_cache``.
+    - ``steps`` -> sorted list of step numbers; ``num_samples``; ``fields`` ->
+      sorted names of the log fields present (known and extra).
+    - ``step_summary() -> DataFrame``: one row per step, sorted numerically, with
+      ``step``, ``samples`` and ``{reward, ref_reward, valid_reward,
+      ref_valid_reward, kl, log_ratio, length, length_chars,
+      ref_length_chars}_{mean, std, min, max, count}`` for the fields present
+      (std is the population std; NaN values are skipped).
+    - ``samples(step=None, columns=None, sort_by=None, descending=False,
+      filters=None, offset=0, limit=None) -> DataFrame``: per-sample rows of
+      one step (or of all steps), always with ``step``, ``sample`` (index
+      within its step: files in natural order, then line order), ``file`` and
+      ``line``; token arrays are never included. Sort by any column; nulls and
+      NaN sort last.
+    - ``count(step=None, filters=None) -> int``: how many samples match.
+    - ``sample(step=, index=) -> SampleDetail``: every field plus the per-token
+      table (token, token_reward, log_ratio, kl, value, logp, ref_logp, prob,
+      ref_prob).
+    - ``refresh(progress=None) -> bool``: ingest bytes appended since the last
+      look; True when anything changed. ``signature`` changes exactly then.
+
+    Bad input never raises: it is in ``report``. ``NotFoundError`` is raised
+    for a missing run folder, ``InvalidArgumentError`` for bad arguments.
+    """
+
+    def __init__(self, run_dir: Path, cache_root: Path) -> None:
+        self.run_dir = run_dir
+        self.cache_root = cache_root
+        self.report = LoadReport(run=str(run_dir))
+        self.signature = ""
+        self._table = pa.table({})
+        self._summary: pd.DataFrame | None = None
+
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path,
+        *,
+        cache_dir: str | Path | None = None,
+        progress: cache.Progress | None = None,
+    ) -> RolloutStore:
+        """Open a run folder, building or updating its cache as needed."""
+        path = Path(run_dir).expanduser()
+        if not path.is_dir():
+            raise NotFoundError(f"no run folder at {path}")
+        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        store = cls(path, root)
+        store._load(progress=progress, verify=True)
+        return store
+
+    def refresh(self, *, progress: cache.Progress | None = None) -> bool:
+        """Pick up appended or changed files; cost grows with the new bytes."""
+        before = self.signature
+        self._load(progress=progress, verify=False)
+        return self.signature != before
+
+    # -- loading -----------------------------------------------------------
+
+    def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
+        t0 = time.perf_counter()
+        try:
+            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify)
+        except PermissionError as exc:
+            raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
+        signature = _signature(result.files)
+        if signature != self.signature or verify:
+            self._build(result)
+            self.signature = signature
+        self.report.seconds = time.perf_counter() - t0
+        self.report.parsed_bytes = result.parsed_bytes
+        self.report.from_cache = result.parsed_bytes == 0
+        self.report.rebuilt_cache = result.rebuilt
+
+    def _build(self, result: cache.SyncResult) -> None:
+        parts = cache.open_segments(result.directory, result.files)
+        self._files = [e.name for e in result.files]
+        tables = [t for _, t in parts]
+        self._table = jsonl.unify_tables(tables) if tables else _empty_table()
+        self._file_idx = np.concatenate(
+            [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts] or [np.zeros(0, np.int32)]
+        )
+        steps = self._table.column(S.STEP).to_numpy()
+        self._order = np.argsort(steps, kind="stable")
+        sorted_steps = steps[self._order]
+        self._steps, self._starts, counts = np.unique(sorted_steps, return_index=True, return_counts=True)
+        self._within = np.empty(len(steps), dtype=np.int64)
+        self._within[self._order] = np.arange(len(steps)) - np.repeat(self._starts, counts)
+        self._counts = counts
+        self._summary = None
+        self.report = build_report(str(self.run_dir), result.files)
+        self.report.steps = len(self._steps)
+        self.report.length_mismatches = int(pc.sum(self._table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+        _write_run_summary(result.directory, self.report)
+
+    # -- questions ---------------------------------------------------------
+
+    @property
+    def steps(self) -> list[int]:
+        return [int(s) for s in self._steps]
+
+    @property
+    def num_samples(self) -> int:
+        return self._table.num_rows
+
+    @property
+    def fields(self) -> list[str]:
+        """Log fields that hold at least one value (derived columns excluded)."""
+        derived = set(S.DERIVED_SAMPLE_FIELDS) | {S.LINE}
+        names = [n for n in self._table.column_names if n not in derived]
+        return sorted(n for n in names if self._table.column(n).null_count < self._table.num_rows)
+
+    @property
+    def extra_fields(self) -> list[str]:
+        return [f for f in self.fields if f not in S.KNOWN_FIELDS]
+
+    def has(self, name: str) -> bool:
+        """Whether a field or derived column holds at least one value."""
+        if name not in self._table.column_names:
+            return False
+        return self._table.column(name).null_count < self._table.num_rows
+
+    def samples_per_step(self) -> dict[int, int]:
+        return {int(s): int(c) for s, c in zip(self._steps, self._counts)}
+
+    def step_summary(self) -> pd.DataFrame:
+        """Per-step statistics; computed once per change of the run."""
+        if self._summary is None:
+            cols = [S.STEP] + [c for c in S.STEP_STAT_SOURCES.values() if self.has(c)]
+            frame = self._table.select(cols).to_pandas()
+            self._summary = derive.step_summary(frame)
+        return self._summary.copy()
+
+    def _rows(self, step: int | None) -> np.ndarray:
+        if step is None:
+            return self._order
+        pos = np.searchsorted(self._steps, step)
+        if pos >= len(self._steps) or self._steps[pos] != step:
+            raise InvalidArgumentError(f"step {step} is not in this run")
+        start = self._starts[pos]
+        return self._order[start : start + self._counts[pos]]
+
+    def _matching(self, step: int | None, filters: SampleFilter | None) -> np.ndarray:
+        rows = self._rows(step)
+        if filters is None or filters.is_empty:
+            return rows
+        cols = filters.columns()
+        if step is None:
+            keep = mask(self._table.select(cols), filters)[rows]
+        else:
+            keep = mask(self._table.select(cols).take(rows), filters)
+        return rows[keep]
+
+    def count(self, *, step: int | None = None, filters: SampleFilter | None = None) -> int:
+        """Number of samples of ``step`` (or all steps) passing ``filters``."""
+        return len(self._matching(step, filters))
+
+    def samples(
+        self,
+        *,
+        step: int | None = None,
+        columns: list[str] | None = None,
+        sort_by: str | None = None,
+        descending: bool = False,
+        filters: SampleFilter | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """Per-sample rows (see the class docstring)."""
+        rows = self._matching(step, filters)
+        if sort_by is not None:
+            rows = rows[self._sort_order(rows, sort_by, descending)]
+        rows = rows[offset : None if limit is None else offset + limit]
+        return self._frame(rows, self._columns(columns))
+
+    def _columns(self, columns: list[str] | None) -> list[str]:
+        names = self._table.column_names
+        if columns is None:
+            return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
+        unknown = [c for c in columns if c not in names and c not in (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s): {', '.join(unknown)}")
+        return [c for c in columns if c in names and c not in (S.STEP, S.LINE)]
+
+    def _sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
+        if sort_by in (INDEX_COL, STEP_COL):
+            keys = pa.table({"k": self._within[rows] if sort_by == INDEX_COL else
+                             self._table.column(S.STEP).to_numpy()[rows]})
+        elif sort_by in self._table.column_names and sort_by not in _LIST_FIELDS:
+            keys = pa.table({"k": self._table.column(sort_by).take(rows)})
+        else:
+            raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
+        order = "descending" if descending else "ascending"
+        return pc.sort_indices(keys, sort_keys=[("k", order)]).to_numpy()
+
+    def _frame(self, rows: np.ndarray, columns: list[str]) -> pd.DataFrame:
+        head = pd.DataFrame({
+            STEP_COL: self._table.column(S.STEP).to_numpy()[rows],
+            INDEX_COL: self._within[rows],
+        })
+        body = self._table.select(columns).take(rows).to_pandas() if columns else pd.DataFrame(index=head.index)
+        tail = pd.DataFrame({
+            FILE_COL: pd.Categorical.from_codes(self._file_idx[rows], categories=self._files)
+            if self._files else [],
+            LINE_COL: self._table.column(S.LINE).to_numpy()[rows],
+        })
+        return pd.concat([head, body, tail], axis=1)
+
+    def sample(self, *, step: int, index: int) -> SampleDetail:
+        """One sample by its step and index within the step."""
+        rows = self._rows(step)
+        if not 0 <= index < len(rows):
+            raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
+        row = int(rows[index])
+        record = self._table.slice(row, 1).to_pylist()[0]
+        tokens = derive.token_frame(
+            tokens=record.get(S.RESPONSE_TOKENS),
+            logprobs=_floats(record.get(S.LOGPROBS)),
+            ref_logprobs=_floats(record.get(S.REF_LOGPROBS)),
+            values=_floats(record.get(S.VALUES)),
+            token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
+        )
+        n_tok = record.get(S.RESPONSE_TOKENS)
+        n_lp = record.get(S.LOGPROBS)
+        return SampleDetail(
+            step=step, index=index, file=self._files[self._file_idx[row]], line=int(record[S.LINE]),
+            fields={k: v for k, v in record.items() if k != S.LINE},
+            tokens=tokens,
+            n_tokens=None if n_tok is None else len(n_tok),
+            n_logprobs=None if n_lp is None else len(n_lp),
+        )
+
+    # -- runs under a root -------------------------------------------------
+
+    @staticmethod
+    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None) -> pd.DataFrame:
+        """Rollout runs under ``root`` (see the class docstring)."""
+        root_path = Path(root).expanduser()
+        if not root_path.is_dir():
+            raise NotFoundError(f"no folder at {root_path}")
+        cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        rows = []
+        for run in find_rollout_runs(root_path):
+            known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
+            rows.append({
+                "run": run.relative, "path": str(run.path), "files": run.files, "bytes": run.bytes,
+                "modified": run.modified, "samples": known.get("samples"), "steps": known.get("steps"),
+            })
+        columns = ["run", "path", "files", "bytes", "modified", "samples", "steps"]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _floats(values: list | None) -> np.ndarray | None:
+    if values is None:
+        return None
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _empty_table() -> pa.Table:
+    table = jsonl.records_to_table([])
+    return derive.with_sample_metrics(table)
+
+
+def _signature(entries: list[cache.FileEntry]) -> str:
+    raw = json.dumps([(e.name, e.size, e.mtime_ns, e.consumed, e.error) for e in entries])
+    return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def _write_run_summary(directory: Path, report: LoadReport) -> None:
+    try:
+        (directory / "summary.json").write_text(json.dumps({"samples": report.samples, "steps": report.steps}))
+    except OSError:
+        pass  # a read-only cache still serves; the run list just shows no counts
+
+
+def _read_run_summary(directory: Path) -> dict:
+    try:
+        return json.loads((directory / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
