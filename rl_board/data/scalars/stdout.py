@@ -67,6 +67,7 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
         if complete:
             progress.offset += len(raw)
             progress.lines = number
+    tail.problems.clear()  # an unfinished last line is "not written yet", not damage
     return TextRead(committed.result(), tail.result(), progress, formats)
 
 

@@ -41,11 +41,16 @@ def event_files(folder: Path) -> list[Path]:
 
 def read_event_folder(folder: Path, run: str) -> ReadResult:
     """Read every event file in `folder` as the run named `run`."""
+    return read_event_files(event_files(folder), run)
+
+
+def read_event_files(paths: list[Path], run: str) -> ReadResult:
+    """Read the given event files, in order, as one run."""
     tables = TableSet()
     plugins: dict[str, str] = {}
     extras: dict[str, Any] = {"hparams": {}, "skipped_tags": []}
     skipped: set[str] = set()
-    for path in event_files(folder):
+    for path in paths:
         for event in _events(path, tables.problems):
             _add_event(event, run, tables, extras, skipped, plugins)
     extras["skipped_tags"] = sorted(skipped)
