@@ -307,3 +307,18 @@ def open_segments(directory: Path, entries: list[FileEntry]) -> list[tuple[int, 
             source = pa.memory_map(str(directory / seg.name), "r")
             out.append((index, pa.ipc.open_file(source).read_all()))
     return out
+
+
+def stat_signature(run_dir: Path) -> str:
+    """Names, sizes and mtimes of the run's files: cheap change detection."""
+    parts = []
+    try:
+        for path in list_rollout_files(run_dir):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError:
+        return ""
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]

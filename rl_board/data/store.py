@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,8 +88,8 @@ class RolloutStore:
         self.cache_root = cache_root
         self.report = LoadReport(run=str(run_dir))
         self.signature = ""
-        self._table = pa.table({})
-        self._summary: pd.DataFrame | None = None
+        self._view = _RunView.from_parts([], [])
+        self._lock = threading.Lock()
 
     @classmethod
     def open(
@@ -109,13 +111,19 @@ class RolloutStore:
     def refresh(self, *, progress: cache.Progress | None = None) -> bool:
         """Pick up appended or changed files; cost grows with the new bytes."""
         before = self.signature
-        self._load(progress=progress, verify=False)
+        with self._lock:
+            self._load(progress=progress, verify=False)
         return self.signature != before
+
+    def stale(self) -> bool:
+        """Cheap check (one stat per file) whether the files changed since the last load."""
+        return cache.stat_signature(self.run_dir) != self._stat_signature
 
     # -- loading -----------------------------------------------------------
 
     def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
         t0 = time.perf_counter()
+        self._stat_signature = cache.stat_signature(self.run_dir)
         try:
             result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify)
         except PermissionError as exc:
@@ -131,41 +139,29 @@ class RolloutStore:
 
     def _build(self, result: cache.SyncResult) -> None:
         parts = cache.open_segments(result.directory, result.files)
-        self._files = [e.name for e in result.files]
-        tables = [t for _, t in parts]
-        self._table = jsonl.unify_tables(tables) if tables else _empty_table()
-        self._file_idx = np.concatenate(
-            [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts] or [np.zeros(0, np.int32)]
-        )
-        steps = self._table.column(S.STEP).to_numpy()
-        self._order = np.argsort(steps, kind="stable")
-        sorted_steps = steps[self._order]
-        self._steps, self._starts, counts = np.unique(sorted_steps, return_index=True, return_counts=True)
-        self._within = np.empty(len(steps), dtype=np.int64)
-        self._within[self._order] = np.arange(len(steps)) - np.repeat(self._starts, counts)
-        self._counts = counts
-        self._summary = None
-        self.report = build_report(str(self.run_dir), result.files)
-        self.report.steps = len(self._steps)
-        self.report.length_mismatches = int(pc.sum(self._table.column(S.LENGTH_MISMATCH)).as_py() or 0)
-        _write_run_summary(result.directory, self.report)
+        view = _RunView.from_parts([e.name for e in result.files], parts)
+        report = build_report(str(self.run_dir), result.files)
+        report.steps = len(view.steps)
+        report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+        self._view, self.report = view, report  # one swap: readers never see a half-built run
+        _write_run_summary(result.directory, report)
 
     # -- questions ---------------------------------------------------------
 
     @property
     def steps(self) -> list[int]:
-        return [int(s) for s in self._steps]
+        return [int(s) for s in self._view.steps]
 
     @property
     def num_samples(self) -> int:
-        return self._table.num_rows
+        return self._view.table.num_rows
 
     @property
     def fields(self) -> list[str]:
         """Log fields that hold at least one value (derived columns excluded)."""
         derived = set(S.DERIVED_SAMPLE_FIELDS) | {S.LINE}
-        names = [n for n in self._table.column_names if n not in derived]
-        return sorted(n for n in names if self._table.column(n).null_count < self._table.num_rows)
+        v = self._view
+        return sorted(n for n in v.table.column_names if n not in derived and v.has(n))
 
     @property
     def extra_fields(self) -> list[str]:
@@ -173,44 +169,19 @@ class RolloutStore:
 
     def has(self, name: str) -> bool:
         """Whether a field or derived column holds at least one value."""
-        if name not in self._table.column_names:
-            return False
-        return self._table.column(name).null_count < self._table.num_rows
+        return self._view.has(name)
 
     def samples_per_step(self) -> dict[int, int]:
-        return {int(s): int(c) for s, c in zip(self._steps, self._counts)}
+        v = self._view
+        return {int(s): int(c) for s, c in zip(v.steps, v.counts, strict=True)}
 
     def step_summary(self) -> pd.DataFrame:
         """Per-step statistics; computed once per change of the run."""
-        if self._summary is None:
-            cols = [S.STEP] + [c for c in S.STEP_STAT_SOURCES.values() if self.has(c)]
-            frame = self._table.select(cols).to_pandas()
-            self._summary = derive.step_summary(frame)
-        return self._summary.copy()
-
-    def _rows(self, step: int | None) -> np.ndarray:
-        if step is None:
-            return self._order
-        pos = np.searchsorted(self._steps, step)
-        if pos >= len(self._steps) or self._steps[pos] != step:
-            raise InvalidArgumentError(f"step {step} is not in this run")
-        start = self._starts[pos]
-        return self._order[start : start + self._counts[pos]]
-
-    def _matching(self, step: int | None, filters: SampleFilter | None) -> np.ndarray:
-        rows = self._rows(step)
-        if filters is None or filters.is_empty:
-            return rows
-        cols = filters.columns()
-        if step is None:
-            keep = mask(self._table.select(cols), filters)[rows]
-        else:
-            keep = mask(self._table.select(cols).take(rows), filters)
-        return rows[keep]
+        return self._view.summary().copy()
 
     def count(self, *, step: int | None = None, filters: SampleFilter | None = None) -> int:
         """Number of samples of ``step`` (or all steps) passing ``filters``."""
-        return len(self._matching(step, filters))
+        return len(self._view.matching(step, filters))
 
     def samples(
         self,
@@ -224,52 +195,21 @@ class RolloutStore:
         limit: int | None = None,
     ) -> pd.DataFrame:
         """Per-sample rows (see the class docstring)."""
-        rows = self._matching(step, filters)
+        v = self._view
+        rows = v.matching(step, filters)
         if sort_by is not None:
-            rows = rows[self._sort_order(rows, sort_by, descending)]
+            rows = rows[v.sort_order(rows, sort_by, descending)]
         rows = rows[offset : None if limit is None else offset + limit]
-        return self._frame(rows, self._columns(columns))
-
-    def _columns(self, columns: list[str] | None) -> list[str]:
-        names = self._table.column_names
-        if columns is None:
-            return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
-        unknown = [c for c in columns if c not in names and c not in (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)]
-        if unknown:
-            raise InvalidArgumentError(f"unknown column(s): {', '.join(unknown)}")
-        return [c for c in columns if c in names and c not in (S.STEP, S.LINE)]
-
-    def _sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
-        if sort_by in (INDEX_COL, STEP_COL):
-            keys = pa.table({"k": self._within[rows] if sort_by == INDEX_COL else
-                             self._table.column(S.STEP).to_numpy()[rows]})
-        elif sort_by in self._table.column_names and sort_by not in _LIST_FIELDS:
-            keys = pa.table({"k": self._table.column(sort_by).take(rows)})
-        else:
-            raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
-        order = "descending" if descending else "ascending"
-        return pc.sort_indices(keys, sort_keys=[("k", order)]).to_numpy()
-
-    def _frame(self, rows: np.ndarray, columns: list[str]) -> pd.DataFrame:
-        head = pd.DataFrame({
-            STEP_COL: self._table.column(S.STEP).to_numpy()[rows],
-            INDEX_COL: self._within[rows],
-        })
-        body = self._table.select(columns).take(rows).to_pandas() if columns else pd.DataFrame(index=head.index)
-        tail = pd.DataFrame({
-            FILE_COL: pd.Categorical.from_codes(self._file_idx[rows], categories=self._files)
-            if self._files else [],
-            LINE_COL: self._table.column(S.LINE).to_numpy()[rows],
-        })
-        return pd.concat([head, body, tail], axis=1)
+        return v.frame(rows, v.columns(columns))
 
     def sample(self, *, step: int, index: int) -> SampleDetail:
         """One sample by its step and index within the step."""
-        rows = self._rows(step)
+        v = self._view
+        rows = v.rows(step)
         if not 0 <= index < len(rows):
             raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
         row = int(rows[index])
-        record = self._table.slice(row, 1).to_pylist()[0]
+        record = v.table.slice(row, 1).to_pylist()[0]
         tokens = derive.token_frame(
             tokens=record.get(S.RESPONSE_TOKENS),
             logprobs=_floats(record.get(S.LOGPROBS)),
@@ -277,11 +217,10 @@ class RolloutStore:
             values=_floats(record.get(S.VALUES)),
             token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
         )
-        n_tok = record.get(S.RESPONSE_TOKENS)
-        n_lp = record.get(S.LOGPROBS)
+        n_tok, n_lp = record.get(S.RESPONSE_TOKENS), record.get(S.LOGPROBS)
         return SampleDetail(
-            step=step, index=index, file=self._files[self._file_idx[row]], line=int(record[S.LINE]),
-            fields={k: v for k, v in record.items() if k != S.LINE},
+            step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
+            fields={k: val for k, val in record.items() if k != S.LINE},
             tokens=tokens,
             n_tokens=None if n_tok is None else len(n_tok),
             n_logprobs=None if n_lp is None else len(n_lp),
@@ -307,6 +246,86 @@ class RolloutStore:
         return pd.DataFrame(rows, columns=columns)
 
 
+class _RunView:
+    """Everything derived from one state of the cache; replaced whole on change."""
+
+    def __init__(self, files: list[str], table: pa.Table, file_idx: np.ndarray) -> None:
+        self.files, self.table, self.file_idx = files, table, file_idx
+        steps = table.column(S.STEP).to_numpy()
+        self.order = np.argsort(steps, kind="stable")
+        self.steps, self.starts, self.counts = np.unique(
+            steps[self.order], return_index=True, return_counts=True)
+        self.within = np.empty(len(steps), dtype=np.int64)
+        self.within[self.order] = np.arange(len(steps)) - np.repeat(self.starts, self.counts)
+        self._summary: pd.DataFrame | None = None
+
+    @classmethod
+    def from_parts(cls, files: list[str], parts: list[tuple[int, pa.Table]]) -> _RunView:
+        tables = [t for _, t in parts]
+        table = jsonl.unify_tables(tables) if tables else _empty_table()
+        idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
+        return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
+
+    def has(self, name: str) -> bool:
+        if name not in self.table.column_names:
+            return False
+        return self.table.column(name).null_count < self.table.num_rows
+
+    def summary(self) -> pd.DataFrame:
+        if self._summary is None:
+            cols = [S.STEP] + [c for c in S.STEP_STAT_SOURCES.values() if self.has(c)]
+            self._summary = derive.step_summary(self.table.select(cols).to_pandas())
+        return self._summary
+
+    def rows(self, step: int | None) -> np.ndarray:
+        if step is None:
+            return self.order
+        pos = int(np.searchsorted(self.steps, step))
+        if pos >= len(self.steps) or self.steps[pos] != step:
+            raise InvalidArgumentError(f"step {step} is not in this run")
+        start = self.starts[pos]
+        return self.order[start : start + self.counts[pos]]
+
+    def matching(self, step: int | None, filters: SampleFilter | None) -> np.ndarray:
+        rows = self.rows(step)
+        if filters is None or filters.is_empty:
+            return rows
+        cols = filters.columns()
+        if step is None:
+            return rows[mask(self.table.select(cols), filters)[rows]]
+        return rows[mask(self.table.select(cols).take(rows), filters)]
+
+    def columns(self, columns: list[str] | None) -> list[str]:
+        names = self.table.column_names
+        if columns is None:
+            return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
+        extra = (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)
+        unknown = [c for c in columns if c not in names and c not in extra]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s): {', '.join(unknown)}")
+        return [c for c in columns if c in names and c not in (S.STEP, S.LINE)]
+
+    def sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
+        if sort_by == INDEX_COL:
+            keys = pa.table({"k": self.within[rows]})
+        elif sort_by in self.table.column_names and sort_by not in _LIST_FIELDS:
+            keys = pa.table({"k": self.table.column(sort_by).take(rows)})
+        else:
+            raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
+        order = "descending" if descending else "ascending"
+        return pc.sort_indices(keys, sort_keys=[("k", order)]).to_numpy()
+
+    def frame(self, rows: np.ndarray, columns: list[str]) -> pd.DataFrame:
+        head = pd.DataFrame({
+            STEP_COL: self.table.column(S.STEP).to_numpy()[rows],
+            INDEX_COL: self.within[rows],
+        })
+        body = self.table.select(columns).take(rows).to_pandas() if columns else pd.DataFrame(index=head.index)
+        files = pd.Categorical.from_codes(self.file_idx[rows], categories=self.files) if self.files else []
+        tail = pd.DataFrame({FILE_COL: files, LINE_COL: self.table.column(S.LINE).to_numpy()[rows]})
+        return pd.concat([head, body, tail], axis=1)
+
+
 def _floats(values: list | None) -> np.ndarray | None:
     if values is None:
         return None
@@ -324,10 +343,9 @@ def _signature(entries: list[cache.FileEntry]) -> str:
 
 
 def _write_run_summary(directory: Path, report: LoadReport) -> None:
-    try:
+    # A read-only cache still serves; the run list just shows no counts.
+    with contextlib.suppress(OSError):
         (directory / "summary.json").write_text(json.dumps({"samples": report.samples, "steps": report.steps}))
-    except OSError:
-        pass  # a read-only cache still serves; the run list just shows no counts
 
 
 def _read_run_summary(directory: Path) -> dict:

@@ -1,0 +1,1 @@
+"""UI layer: Streamlit pages, components and chart builders."""
