@@ -81,10 +81,29 @@ def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
 
 
 def _fast_parse(data: bytes) -> pa.Table | None:
+    """Columns from pyarrow.json, or None if any line needs the careful path.
+
+    pyarrow copies invalid UTF-8 into string columns unchecked; a full
+    validation of the text columns sends such blocks down the line path.
+    """
     try:
-        return pj.read_json(io.BytesIO(data), parse_options=_PARSE_OPTIONS)
+        table = pj.read_json(io.BytesIO(data), parse_options=_PARSE_OPTIONS)
+        for column in table.columns:
+            if _has_text(column.type):
+                column.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
+    return table
+
+
+def _has_text(kind: pa.DataType) -> bool:
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_text(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_text(f.type) for f in kind)
+    return False
 
 
 def _drop_missing_step(table: pa.Table) -> ParsedBlock:

@@ -1,0 +1,46 @@
+"""Shared fixtures: runs written by the package's own demo writer into tmp_path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rl_board.data.demo import DemoSpec, write_eval_run, write_run
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "cache"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def train_run(tmp_path: Path) -> Path:
+    """A token-level run: 6 steps x 8 samples over 2 rank files."""
+    run = tmp_path / "logs" / "ppo"
+    write_run(run, DemoSpec(steps=6, samples=8, ranks=2, tokens=12, seed=3))
+    return run
+
+
+@pytest.fixture
+def eval_run(tmp_path: Path) -> Path:
+    run = tmp_path / "logs" / "eval"
+    write_eval_run(run)
+    return run
+
+
+@pytest.fixture
+def write_lines() -> Callable[..., Path]:
+    """Write raw lines (dicts become JSON) into a file and return its path."""
+
+    def write(path: Path, lines: list, *, end: str = "\n") -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join((json.dumps(x) if isinstance(x, dict) else x) + end for x in lines)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

@@ -1,0 +1,72 @@
+"""The CLI, run as a user runs it: a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def rl_board(*args: str, cache_dir: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RL_BOARD_CACHE_DIR": str(cache_dir)}
+    return subprocess.run([sys.executable, "-m", "rl_board", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120)
+
+
+def test_demo_then_summary_json(tmp_path: Path, cache_dir: Path) -> None:
+    out = rl_board("demo", str(tmp_path / "logs"), "--steps", "5", "--samples", "6", "--ranks", "3",
+                   cache_dir=cache_dir)
+    assert out.returncode == 0, out.stderr
+    run = tmp_path / "logs" / "ppo_math"
+    assert sorted(p.name for p in run.glob("*.jsonl")) == [f"rollout_data_rank_{r}.jsonl" for r in range(3)]
+    with open(run / "rollout_data_rank_0.jsonl", "a") as f:
+        f.write("this is not json\n")
+
+    first = rl_board("summary", str(run), "--json", cache_dir=cache_dir)
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["samples"] == 30 and data["steps"] == [0, 1, 2, 3, 4]
+    assert data["samples_per_step"] == {str(s): 6 for s in range(5)}
+    assert {"prompt", "response", "reward", "logprobs", "ref_reward"} <= set(data["fields"])
+    assert data["fields"] == sorted(data["fields"])
+    assert data["bad_lines"] == [{"file": "rollout_data_rank_0.jsonl", "line": 11,
+                                  "reason": data["bad_lines"][0]["reason"]}]
+    assert data["bad_lines"][0]["reason"].startswith("not valid JSON")
+    assert [f["name"] for f in data["files"]] == [f"rollout_data_rank_{r}.jsonl" for r in range(3)]
+    assert data["files"][0]["lines"] == 11 and data["files"][0]["bytes"] > 0
+    stats = data["step_stats"][0]
+    assert {"step", "samples", "reward_mean", "reward_std", "kl_mean", "ref_reward_mean"} <= set(stats)
+    assert data["from_cache"] is False and data["load_seconds"] >= 0
+
+    second = json.loads(rl_board("summary", str(run), "--json", cache_dir=cache_dir).stdout)
+    assert second["from_cache"] is True
+    assert second["step_stats"] == data["step_stats"]
+
+
+def test_summary_text(tmp_path: Path, cache_dir: Path, eval_run: Path) -> None:
+    out = rl_board("summary", str(eval_run), cache_dir=cache_dir)
+    assert out.returncode == 0, out.stderr
+    assert "samples 65" in out.stdout and "1000" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["summary", "/no/such/run"], ["serve", "/no/such/root"]])
+def test_missing_path_is_a_one_line_message(args: list[str], cache_dir: Path) -> None:
+    out = rl_board(*args, cache_dir=cache_dir)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "/no/such" in out.stderr
+
+
+def test_usage_error_exits_2(cache_dir: Path) -> None:
+    out = rl_board("summary", cache_dir=cache_dir)
+    assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_console_script_is_installed() -> None:
+    exe = Path(sys.executable).parent / "rl-board"
+    out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "summary" in out.stdout and "serve" in out.stdout
