@@ -35,7 +35,7 @@ def trl_series(steps: int, *, unstable: bool = False, seed: int = 0) -> dict[str
     series = {
         "env/reward_mean": reward,
         "objective/kl": kl,
-        "objective/kl_coef": 0.2 * (1.03**t if unstable else np.ones(steps)),
+        "objective/kl_coef": 0.2 * (1.06**t if unstable else np.ones(steps)),
         "objective/entropy": 2.0 * np.exp(-t / 4) if unstable else 2.0 - 0.005 * t,
         "ppo/loss/value": 0.5 + rng.normal(0, 0.02, steps),
         "ppo/policy/clipfrac": np.full(steps, 0.45 if unstable else 0.05),
