@@ -135,10 +135,11 @@ def _token_arrays(rng: np.random.Generator, tokens: list[str], progress: float,
     kl_coef = 0.05
     token_rewards = -kl_coef * (logp - ref)
     token_rewards[-1] += reward
+    # Full float reprs, as trainers write them (``tensor.tolist()`` of float32 values).
     return {
         "response_tokens": tokens,
-        "logprobs": [round(float(x), 6) for x in logp],
-        "ref_logprobs": [round(float(x), 6) for x in ref],
-        "values": [round(float(x), 6) for x in values],
-        "token_rewards": [round(float(x), 6) for x in token_rewards],
+        "logprobs": logp.astype(np.float32).tolist(),
+        "ref_logprobs": ref.astype(np.float32).tolist(),
+        "values": values.astype(np.float32).tolist(),
+        "token_rewards": token_rewards.astype(np.float32).tolist(),
     }

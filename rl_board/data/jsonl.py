@@ -24,6 +24,8 @@ import ujson
 from rl_board.data import schema as S
 
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
+# pyarrow splits a block into parse tasks of this size, one per core at a time.
+_READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
 _PIECE_LINES = 256
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 _BOM = b"\xef\xbb\xbf"
@@ -87,7 +89,7 @@ def _fast_parse(data: bytes) -> pa.Table | None:
     validation of the text columns sends such blocks down the line path.
     """
     try:
-        table = pj.read_json(io.BytesIO(data), parse_options=_PARSE_OPTIONS)
+        table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
         for column in table.columns:
             if _has_text(column.type):
                 column.validate(full=True)
