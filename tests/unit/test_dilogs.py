@@ -82,6 +82,6 @@ def test_real_folder():
     last = bundle.episodes.query("train_iter == 28224")["reward"]
     table = s.query("tag == 'evaluator/reward_max' and step == 28224")["value"].item()
     assert last.max() == pytest.approx(table, abs=1e-3) and 2292.5483 in last.tolist()
-    assert "MAVAC(" in run.network_text and "exp_config" in run.config_text
+    assert "MAVAC(" in run.network_text and "multi_mujoco_ant_2x4_ppo" in run.config_text
     assert [c["name"] for c in run.checkpoints][0] == "ckpt_best.pth.tar"
     assert all(c["exists"] is False for c in run.checkpoints)  # ckpt/ was not committed upstream
