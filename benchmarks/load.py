@@ -1,0 +1,258 @@
+"""Load benchmark: rl-board's store against a naive loader and orjson's bare parse.
+
+    python benchmarks/load.py                 # 100MB and 1GB
+    python benchmarks/load.py --size 100MB    # one size
+    python benchmarks/load.py --size 10GB     # on request (needs ~15 GB of disk)
+
+For each size it writes a run with `rl-board demo` (several rank files, full
+float reprs), then measures, each phase in a fresh process so peak RSS is
+that phase's own:
+  1. cold load through the store (empty cache): s, MB/s, peak RSS
+  2. warm reopen of the unchanged run: s, peak RSS
+  3. the naive loader (json.loads per line, numpy per sample, per-step Python
+     lists: how the reference board loads) and orjson's bare parse as a floor
+  4. query latencies on the loaded run
+  5. refresh after appending ~1 MB
+Numbers are printed as a table; nothing is asserted. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+MB = 1024 * 1024
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(MB|GB)", text.strip(), re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError(f"size like 100MB or 1GB, not {text!r}")
+    return int(float(m.group(1)) * (MB if m.group(2).upper() == "MB" else 1024 * MB))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- phases, each run in its own process ------------------------------------
+
+
+def phase_cold(run: str, cache_dir: str) -> dict:
+    from rl_board.data.store import RolloutStore
+
+    t = time.perf_counter()
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    return {"seconds": time.perf_counter() - t, "samples": store.num_samples, "rss_mb": peak_rss_mb()}
+
+
+def phase_warm(run: str, cache_dir: str) -> dict:
+    from rl_board.data.store import RolloutStore
+
+    t = time.perf_counter()
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    seconds = time.perf_counter() - t
+    assert store.report.from_cache
+    return {"seconds": seconds, "rss_mb": peak_rss_mb()}
+
+
+def phase_naive(run: str, cache_dir: str) -> dict:
+    """The reference board's way: json.loads per line, numpy per sample, lists per step."""
+    import numpy as np
+
+    t = time.perf_counter()
+    steps: dict[int, list[dict]] = {}
+    for path in sorted(Path(run).glob("*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                sample = {k: v for k, v in rec.items() if not isinstance(v, list)}
+                if "logprobs" in rec and "ref_logprobs" in rec:
+                    lp = np.array(rec["logprobs"], dtype=np.float64)
+                    ref = np.array(rec["ref_logprobs"], dtype=np.float64)
+                    n = min(len(lp), len(ref))
+                    ratio = lp[:n] - ref[:n]
+                    sample["log_ratio"] = ratio
+                    sample["kl"] = np.exp(ratio) - 1 - ratio
+                    sample["values"] = np.array(rec.get("values", []), dtype=np.float64)
+                    sample["token_rewards"] = np.array(rec.get("token_rewards", []), dtype=np.float64)
+                    sample["tokens"] = rec.get("response_tokens", [])
+                steps.setdefault(int(rec["step"]), []).append(sample)
+    return {"seconds": time.perf_counter() - t, "rss_mb": peak_rss_mb(), "steps": len(steps)}
+
+
+def phase_orjson(run: str, cache_dir: str) -> dict:
+    """orjson parsing every line and throwing the result away: a floor for any Python loader."""
+    import orjson
+
+    t = time.perf_counter()
+    failed = 0
+    for path in sorted(Path(run).glob("*.jsonl")):
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    failed += 1
+    return {"seconds": time.perf_counter() - t, "rss_mb": peak_rss_mb(), "failed_lines": failed}
+
+
+def phase_queries(run: str, cache_dir: str) -> dict:
+    from rl_board.data.filters import SampleFilter
+    from rl_board.data.store import RolloutStore
+
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    step = store.steps[len(store.steps) // 2]
+    out = {}
+    out["step_sorted_by_kl_ms"] = best_ms(lambda: store.samples(step=step, sort_by="kl_mean", descending=True))
+    regex = SampleFilter.build(text=r"great question.*wonderful", regex=True, text_fields=("response",))
+    out["regex_all_responses_ms"] = best_ms(lambda: store.count(filters=regex))
+    out["one_sample_tokens_ms"] = best_ms(lambda: store.sample(step=step, index=0))
+    out["step_summary_ms"] = best_ms(lambda: store.step_summary())
+    out["rss_mb"] = peak_rss_mb()
+    return out
+
+
+def phase_refresh(run: str, cache_dir: str) -> dict:
+    from rl_board.data.store import RolloutStore
+
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    first = sorted(Path(run).glob("*.jsonl"))[0]
+    lines = first.read_bytes()[: 4 * MB].splitlines(keepends=True)
+    chunk = b"".join(lines[:-1])
+    extra = b""
+    while len(extra) < MB:
+        extra += chunk
+    extra = extra[: extra.rfind(b"\n", 0, MB) + 1]
+    with open(first, "ab") as f:
+        f.write(extra)
+    t = time.perf_counter()
+    changed = store.refresh()
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "appended_mb": len(extra) / MB, "changed": changed, "rss_mb": peak_rss_mb()}
+
+
+def best_ms(fn, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times) * 1000
+
+
+PHASES = {"cold": phase_cold, "warm": phase_warm, "naive": phase_naive, "orjson": phase_orjson,
+          "queries": phase_queries, "refresh": phase_refresh}
+
+
+def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
+    out = subprocess.run([sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- driver ------------------------------------------------------------------
+
+
+def make_run(size: int, work: Path) -> Path:
+    """A demo run of about ``size`` bytes: 512 samples per step, ~600 tokens each, 4 ranks."""
+    out = work / f"run_{size // MB}MB"
+    run = out / "ppo_math"
+    if run.exists() and sum(p.stat().st_size for p in run.glob("*.jsonl")) >= size * 0.9:
+        return run
+    shutil.rmtree(out, ignore_errors=True)
+    bytes_per_sample = 45_000  # measured for --tokens 600 with full float reprs
+    samples = 256
+    steps = max(2, round(size / (bytes_per_sample * samples)))
+    subprocess.run([sys.executable, "-m", "rl_board", "demo", str(out), "--only", "train", "--steps", str(steps),
+                    "--samples", str(samples), "--ranks", "4", "--tokens", "600"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return run
+
+
+def bench(size: int, work: Path) -> dict:
+    run = make_run(size, work)
+    data_mb = sum(p.stat().st_size for p in run.glob("*.jsonl")) / MB
+    cache_dir = work / f"cache_{size // MB}MB"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    r = {"data_mb": data_mb}
+    r["cold"] = run_phase("cold", run, cache_dir)
+    r["warm"] = run_phase("warm", run, cache_dir)
+    r["naive"] = run_phase("naive", run, cache_dir)
+    r["orjson"] = run_phase("orjson", run, cache_dir)
+    r["queries"] = run_phase("queries", run, cache_dir)
+    r["refresh"] = run_phase("refresh", run, cache_dir)
+    r["cache_mb"] = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file()) / MB
+    shutil.rmtree(run.parent)  # the refresh phase changed it; regenerate next time
+    return r
+
+
+def report(results: dict[str, dict]) -> str:
+    rows = []
+    for label, r in results.items():
+        mb = r["data_mb"]
+        cold, warm, naive, floor = r["cold"], r["warm"], r["naive"], r["orjson"]
+        q, ref = r["queries"], r["refresh"]
+        rows += [
+            f"## {label}: {mb:.0f} MB of JSONL, {cold['samples']} samples, cache {r['cache_mb']:.0f} MB",
+            "| measure | seconds | MB/s | peak RSS MB | vs naive | vs orjson parse |",
+            "|---|---|---|---|---|---|",
+            f"| cold load (store) | {cold['seconds']:.2f} | {mb / cold['seconds']:.0f} | {cold['rss_mb']:.0f} "
+            f"| {naive['seconds'] / cold['seconds']:.1f}x faster | {cold['seconds'] / floor['seconds']:.2f}x its time |",
+            f"| warm reopen | {warm['seconds']:.3f} | {mb / warm['seconds']:.0f} | {warm['rss_mb']:.0f} "
+            f"| {naive['seconds'] / warm['seconds']:.0f}x faster | {floor['seconds'] / warm['seconds']:.0f}x faster |",
+            f"| naive loader | {naive['seconds']:.2f} | {mb / naive['seconds']:.0f} | {naive['rss_mb']:.0f} | 1 | |",
+            f"| orjson bare parse | {floor['seconds']:.2f} | {mb / floor['seconds']:.0f} | {floor['rss_mb']:.0f} | | 1 |",
+            "",
+            "| query | ms |",
+            "|---|---|",
+            f"| one step sorted by KL | {q['step_sorted_by_kl_ms']:.1f} |",
+            f"| regex over all responses | {q['regex_all_responses_ms']:.1f} |",
+            f"| one sample's token arrays | {q['one_sample_tokens_ms']:.1f} |",
+            f"| per-step summary | {q['step_summary_ms']:.1f} |",
+            f"| refresh after appending {ref['appended_mb']:.1f} MB | {ref['seconds'] * 1000:.0f} |",
+            "",
+        ]
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=parse_size, action="append", help="100MB, 1GB, 10GB (repeatable)")
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
+    parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.phase:
+        print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
+        return 0
+    sizes = ns.size or [100 * MB, 1024 * MB]
+    work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"date: {time.strftime('%Y-%m-%d')}\n")
+    results = {}
+    for size in sizes:
+        label = f"{size // (1024 * MB)}GB" if size >= 1024 * MB else f"{size // MB}MB"
+        results[label] = bench(size, work)
+        print(report({label: results[label]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
