@@ -41,9 +41,10 @@ def trl_series(steps: int, *, unstable: bool = False, seed: int = 0) -> dict[str
         "ppo/policy/clipfrac": np.full(steps, 0.45 if unstable else 0.05),
         "ppo/policy/approxkl": np.full(steps, 0.2 if unstable else 0.005),
     }
-    if unstable:
+    if unstable and steps > half + 6:
         series["ppo/loss/value"][half + 3] = 50.0
         series["ppo/loss/value"][half + 6] = math.nan
+    if unstable and steps > 3:
         series["objective/kl"][3] = -0.05
     return {name: [float(v) for v in values] for name, values in series.items()}
 
