@@ -1,0 +1,93 @@
+"""`scalars` and `check` through a tiny argparse harness (as cli.py will wire them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from rl_board.cli_metrics import add_check_parser, add_scalars_parser
+from rl_board.data.scalars.fixtures import write_demo_tree, write_di_engine_folder, write_tensorboard_run
+
+REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="rl-board")
+    sub = parser.add_subparsers(required=True)
+    add_scalars_parser(sub)
+    add_check_parser(sub)
+    ns = parser.parse_args(argv)
+    code = ns.func(ns)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_scalars_json_shape(tmp_path, capsys):
+    write_demo_tree(tmp_path)
+    code, out, _ = run_cli(["scalars", str(tmp_path), "--json"], capsys)
+    assert code == 0
+    runs = {r["run"]: r for r in json.loads(out)["runs"]}
+    assert runs["tb/trl_run"]["kind"] == "tensorboard"
+    assert runs["tb/trl_run"]["tags"]["env/reward_mean"] == {"points": 40, "first_step": 0, "last_step": 39}
+    assert runs["tb/trl_run"]["histograms"] == ["objective/kl_dist", "ppo/policy/ratio"]
+    assert runs["logs/roll.log"]["problems"][0]["file"] == "logs/roll.log"
+    assert {r["kind"] for r in runs.values()} == {"tensorboard", "di-engine", "stdout", "jsonl"}
+
+
+def test_scalars_damaged_files_still_exit_zero(tmp_path, capsys):
+    write_tensorboard_run(tmp_path / "run", steps=3, truncate_last=True)
+    code, out, _ = run_cli(["scalars", str(tmp_path), "--json"], capsys)
+    [run] = json.loads(out)["runs"]
+    assert code == 0 and len(run["problems"]) == 1
+
+
+def test_scalars_table_output(tmp_path, capsys):
+    write_di_engine_folder(tmp_path / "exp")
+    code, out, _ = run_cli(["scalars", str(tmp_path)], capsys)
+    assert code == 0 and "exp  [di-engine]" in out and "learner/value_loss_avg" in out
+
+
+def test_missing_path_is_a_one_line_usage_error(tmp_path, capsys):
+    for command in ("scalars", "check"):
+        code, out, err = run_cli([command, str(tmp_path / "nope")], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and "not found" in err
+
+
+def test_check_exit_codes(tmp_path, capsys):
+    write_tensorboard_run(tmp_path / "good", steps=30)
+    code, out, _ = run_cli(["check", str(tmp_path / "good"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["findings"] == []
+    write_tensorboard_run(tmp_path / "bad", steps=30, unstable=True)
+    code, out, _ = run_cli(["check", str(tmp_path / "bad"), "--json"], capsys)
+    findings = json.loads(out)["findings"]
+    assert code == 1 and {"non_finite", "value_loss_spike", "kl_negative"} <= {f["rule"] for f in findings}
+    assert set(findings[0]) >= {"rule", "severity", "run", "steps", "message"}
+
+
+def test_check_set_downgrades_error_and_bad_set_is_usage_error(tmp_path, capsys):
+    write_tensorboard_run(tmp_path, steps=30, unstable=True)
+    code, _, _ = run_cli(["check", str(tmp_path), "--set", "non_finite.severity=warning"], capsys)
+    assert code == 0
+    code, _, err = run_cli(["check", str(tmp_path), "--set", "non_finite.bogus=1"], capsys)
+    assert code == 2 and "allowed: severity, enabled" in err
+
+
+def test_check_reads_rl_board_toml(tmp_path, capsys):
+    write_tensorboard_run(tmp_path, steps=30, unstable=True)
+    (tmp_path / "rl-board.toml").write_text('[rules.non_finite]\nenabled = false\n')
+    code, out, _ = run_cli(["check", str(tmp_path), "--json"], capsys)
+    assert code == 0 and "non_finite" not in {f["rule"] for f in json.loads(out)["findings"]}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="real DI-engine logs not present")
+def test_real_logs(capsys):
+    code, out, _ = run_cli(["scalars", str(REAL), "--json"], capsys)
+    [run] = json.loads(out)["runs"]
+    assert code == 0 and run["run"] == "." and run["kind"] == "di-engine"
+    assert run["tags"]["learner_iter/total_loss_avg"] == {"points": 283, "first_step": 0, "last_step": 28200}
+    assert len(run["tags"]) == 83 + 17 + 11 + 15
+    code, out, _ = run_cli(["check", str(REAL), "--json"], capsys)
+    assert code == 0 and json.loads(out)["findings"] == []
