@@ -74,7 +74,11 @@ def check_command(ns: argparse.Namespace) -> int:
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
     problems = [_problem_dict(p, bundle.root) for p in [*setting_problems, *bundle.problems]]
     if ns.json:
-        print(json.dumps({"findings": [f.to_dict() for f in findings], "problems": problems}, default=_json_default))
+        print(
+            json.dumps(
+                {"findings": [f.to_dict() for f in findings], "problems": problems}, default=_json_default
+            )
+        )
     else:
         print(_findings_table(findings, problems))
     return EXIT_FINDINGS if any(f.severity == "error" for f in findings) else EXIT_OK
@@ -92,7 +96,11 @@ def scalars_report(bundle: MetricsBundle) -> dict[str, Any]:
         tags: dict[str, dict[str, int]] = {}
         if stats is not None and info.run in stats.index.get_level_values(0):
             for tag, row in stats.loc[info.run].iterrows():
-                tags[str(tag)] = {"points": int(row["size"]), "first_step": int(row["min"]), "last_step": int(row["max"])}
+                tags[str(tag)] = {
+                    "points": int(row["size"]),
+                    "first_step": int(row["min"]),
+                    "last_step": int(row["max"]),
+                }
         hist = bundle.histograms
         runs.append({
             "run": info.run,
@@ -118,10 +126,14 @@ def _scalars_table(report: dict[str, Any]) -> str:
         return "no metric runs found"
     lines: list[str] = []
     for run in report["runs"]:
-        lines.append(f"{run['run']}  [{run['kind']}]  {len(run['tags'])} tags, {len(run['histograms'])} histograms")
+        lines.append(
+            f"{run['run']}  [{run['kind']}]  {len(run['tags'])} tags, {len(run['histograms'])} histograms"
+        )
         width = max((len(t) for t in run["tags"]), default=0)
         for tag, s in run["tags"].items():
-            lines.append(f"  {tag:<{width}}  {s['points']:>7} points  steps {s['first_step']}..{s['last_step']}")
+            lines.append(
+                f"  {tag:<{width}}  {s['points']:>7} points  steps {s['first_step']}..{s['last_step']}"
+            )
         lines.extend(f"  histogram {h}" for h in run["histograms"])
         lines.extend(f"  problem: {_problem_text(p)}" for p in run["problems"])
     return "\n".join(lines)
@@ -133,7 +145,10 @@ def _findings_table(findings: list[Finding], problems: list[dict[str, Any]]) -> 
         lines = ["no findings"]
     else:
         order = sorted(findings, key=lambda f: (-SEVERITIES.index(f.severity), f.run, f.rule))
-        lines = [f"{f.severity.upper():<7} {f.rule:<24} {f.run}: {f.message} (steps {_steps_text(f.steps)})" for f in order]
+        lines = [
+            f"{f.severity.upper():<7} {f.rule:<24} {f.run}: {f.message} (steps {_steps_text(f.steps)})"
+            for f in order
+        ]
     lines.extend(f"problem: {_problem_text(p)}" for p in problems)
     return "\n".join(lines)
 

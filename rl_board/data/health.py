@@ -125,7 +125,9 @@ def apply_setting(settings: Settings, rule_name: str, key: str, value: Any) -> N
         (settings.disabled.discard if on else settings.disabled.add)(rule_name)
     elif key == "severity":
         if str(value) not in SEVERITIES:
-            raise InvalidArgumentError(f"severity {value!r} for {rule_name}: use one of {', '.join(SEVERITIES)}")
+            raise InvalidArgumentError(
+                f"severity {value!r} for {rule_name}: use one of {', '.join(SEVERITIES)}"
+            )
         settings.severity[rule_name] = str(value)
     elif key in rule.params:
         try:
@@ -154,13 +156,15 @@ def load_settings(root: Path) -> tuple[Settings, list[Problem]]:
         return settings, problems
     toml = _toml_module()
     if toml is None:
-        return settings, [Problem(str(path), "ignored: reading TOML needs Python 3.11+ or the 'tomli' package")]
+        return settings, [
+            Problem(str(path), "ignored: reading TOML needs Python 3.11+ or the 'tomli' package")
+        ]
     try:
         data = toml.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:  # tomllib.TOMLDecodeError is a ValueError
         return settings, [Problem(str(path), f"ignored: {err}")]
     for rule_name, table in (data.get("rules") or {}).items():
-        for key, value in (table.items() if isinstance(table, dict) else []):
+        for key, value in table.items() if isinstance(table, dict) else []:
             try:
                 apply_setting(settings, rule_name, key, value)
             except InvalidArgumentError as err:
@@ -312,7 +316,9 @@ def robust_z(series: pd.Series, window: int, min_points: int) -> pd.Series:
     """
     values = series.to_numpy(dtype=float)
     padded = np.concatenate([np.full(window, np.nan), values])
-    history = np.lib.stride_tricks.sliding_window_view(padded[:-1], window)  # row i = the window before point i
+    history = np.lib.stride_tricks.sliding_window_view(
+        padded[:-1], window
+    )  # row i = the window before point i
     enough = (~np.isnan(history)).sum(axis=1) >= max(1, min_points)
     z = np.full(len(values), np.nan)
     if enough.any():
@@ -389,7 +395,11 @@ def _rolling_high(name: str, patterns: tuple[str, ...], what: str, limit: float)
                                   f"{_window(ctx)} points at {len(steps)} step(s) (peak mean {rolling.max():.3g})",
                                   step=steps[0], tag=tag)  # fmt: skip
 
-    register(Rule(name, "scalars", "warning", f"{what} high (rolling mean).", {"limit": limit, "window": 5.0}, check))
+    register(
+        Rule(
+            name, "scalars", "warning", f"{what} high (rolling mean).", {"limit": limit, "window": 5.0}, check
+        )
+    )
 
 
 _rolling_high("clipfrac_high", POLICY_CLIPFRAC, "share of clipped tokens", 0.3)
@@ -429,7 +439,11 @@ def _entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
             continue  # negative values: differential entropy of continuous actions, where "near 0" means nothing
         early = float(finite.iloc[: int(ctx.params["early_points"])].median())
         rolling = finite.rolling(_window(ctx), min_periods=1).median()
-        steps = _steps(finite, (rolling < ctx.params["fraction"] * early) & (np.arange(len(finite)) >= ctx.params["early_points"]))
+        steps = _steps(
+            finite,
+            (rolling < ctx.params["fraction"] * early)
+            & (np.arange(len(finite)) >= ctx.params["early_points"]),
+        )
         if early > 0 and steps:
             yield ctx.finding(data.run, steps, f"{tag} fell below {ctx.params['fraction']:.0%} of its early level "
                               f"({early:.3g}) from step {steps[0]}", step=steps[0], tag=tag)  # fmt: skip
@@ -449,7 +463,9 @@ def _reward_stalls_kl_rises(data: RunSeries, ctx: RuleContext) -> Iterable[Findi
         scale = float(both["r"].std()) or 1e-12
         plateau = (r_now - r_before).abs() <= ctx.params["plateau_tolerance"] * scale
         peak = r_now.cummax()
-        decline = (peak - r_now) > ctx.params["decline_fraction"] * (peak - float(both["r"].iloc[0])).abs().clip(lower=1e-12)
+        decline = (peak - r_now) > ctx.params["decline_fraction"] * (
+            peak - float(both["r"].iloc[0])
+        ).abs().clip(lower=1e-12)
         kl_up = (k_now - k_before) > ctx.params["kl_rise"] * k_before.abs().clip(lower=1e-12)
         steps = _steps(both, (plateau | decline) & kl_up)
         if steps:

@@ -77,7 +77,7 @@ def test_check_set_downgrades_error_and_bad_set_is_usage_error(tmp_path, capsys)
 
 def test_check_reads_rl_board_toml(tmp_path, capsys):
     write_tensorboard_run(tmp_path, steps=30, unstable=True)
-    (tmp_path / "rl-board.toml").write_text('[rules.non_finite]\nenabled = false\n')
+    (tmp_path / "rl-board.toml").write_text("[rules.non_finite]\nenabled = false\n")
     code, out, _ = run_cli(["check", str(tmp_path), "--json"], capsys)
     assert code == 0 and "non_finite" not in {f["rule"] for f in json.loads(out)["findings"]}
 

@@ -20,9 +20,13 @@ def test_synthetic_folder_steps_and_tags(tmp_path):
     assert s.query("tag == 'evaluator/reward_mean'")["step"].tolist() == [0, 200]
     assert s.query("tag == 'collector/reward_mean'")["step"].tolist() == [500, 1000, 1500, 2000]
     assert result.texts.query("tag == 'evaluator/ckpt_name'")["text"].tolist() == [
-        "iteration_0.pth.tar", "iteration_200.pth.tar"]
+        "iteration_0.pth.tar",
+        "iteration_200.pth.tar",
+    ]
     assert result.episodes.groupby("train_iter")["reward"].apply(list).to_dict() == {
-        0: [100.0, 101.0], 200: [300.0, 301.0]}
+        0: [100.0, 101.0],
+        200: [300.0, 301.0],
+    }
 
 
 def test_config_is_text_never_executed(tmp_path):
@@ -45,7 +49,9 @@ def test_empty_logger_and_aborted_run_show_what_exists(tmp_path):
     result = read_di_engine_texts(folder, "exp")
     status = {f["role"]: f["status"] for f in result.extras["files"]}
     assert status == {"collector": "empty", "evaluator": "ok", "learner": "ok"}
-    assert result.scalars.query("source == 'learner'")["step"].max() == 200  # the unfinished table is left out
+    assert (
+        result.scalars.query("source == 'learner'")["step"].max() == 200
+    )  # the unfinished table is left out
     assert result.problems == []
 
 

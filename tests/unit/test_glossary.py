@@ -48,5 +48,11 @@ def test_every_framework_is_covered():
 
 
 def test_verl_families():
-    for tag in ["actor/entropy", "actor/pg_clipfrac", "response_length/mean", "perf/throughput", "critic/vf_loss"]:
+    for tag in [
+        "actor/entropy",
+        "actor/pg_clipfrac",
+        "response_length/mean",
+        "perf/throughput",
+        "critic/vf_loss",
+    ]:
         assert "verl" in explain(tag).frameworks

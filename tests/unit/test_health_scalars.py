@@ -90,19 +90,26 @@ def test_reward_plateau_while_kl_rises():
     kl = [0.01 * 1.1**i for i in range(40)]
     fired = rules_fired({"env/reward_mean": reward, "objective/kl": kl})
     assert fired["reward_stalls_kl_rises"][0] >= 20
-    assert "reward_stalls_kl_rises" not in rules_fired({"env/reward_mean": reward, "objective/kl": [0.05] * 40})
+    assert "reward_stalls_kl_rises" not in rules_fired(
+        {"env/reward_mean": reward, "objective/kl": [0.05] * 40}
+    )
 
 
 def test_di_engine_duplicates_are_checked_once():
-    curves = {"learner_iter/value_loss_avg": [1.0] * 20 + [50.0], "learner_step/value_loss_avg": [1.0] * 20 + [50.0],
-              "learner/value_loss_avg": [1.0] * 20 + [50.0]}
+    curves = {
+        "learner_iter/value_loss_avg": [1.0] * 20 + [50.0],
+        "learner_step/value_loss_avg": [1.0] * 20 + [50.0],
+        "learner/value_loss_avg": [1.0] * 20 + [50.0],
+    }
     assert len(check_scalars(frame(curves))) == 1
 
 
 def test_histogram_ratio_from_event_files(tmp_path):
     write_tensorboard_run(tmp_path, steps=10, unstable=True)
     bundle = load_metrics(tmp_path)
-    ratio = [f for f in check_scalars(bundle.scalars, histograms=bundle.histograms) if f.rule == "policy_ratio"]
+    ratio = [
+        f for f in check_scalars(bundle.scalars, histograms=bundle.histograms) if f.rule == "policy_ratio"
+    ]
     assert ratio and all(f.link["tag"] == "ppo/policy/ratio" for f in ratio)
     assert ratio[0].steps[0] == 6
 
@@ -117,8 +124,16 @@ def test_settings_change_thresholds_severity_and_enabled():
     assert [(f.rule, f.severity) for f in fired] == [("non_finite", "info")]
 
 
-@pytest.mark.parametrize("text", ["nope.z=1", "value_loss_spike.nope=1", "value_loss_spike.z=abc",
-                                  "value_loss_spike", "non_finite.severity=fatal"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nope.z=1",
+        "value_loss_spike.nope=1",
+        "value_loss_spike.z=abc",
+        "value_loss_spike",
+        "non_finite.severity=fatal",
+    ],
+)
 def test_bad_set_options_name_the_problem(text):
     with pytest.raises(InvalidArgumentError):
         parse_set_option(Settings(), text)
@@ -126,7 +141,7 @@ def test_bad_set_options_name_the_problem(text):
 
 def test_toml_settings_and_bad_entries(tmp_path):
     (tmp_path / "rl-board.toml").write_text(
-        '[rules.value_loss_spike]\nz = 3\nwindow = 10\n[rules.unknown_rule]\nx = 1\n'
+        "[rules.value_loss_spike]\nz = 3\nwindow = 10\n[rules.unknown_rule]\nx = 1\n"
     )
     settings, problems = load_settings(tmp_path)
     assert settings.params["value_loss_spike"] == {"z": 3.0, "window": 10.0}
@@ -164,4 +179,8 @@ def test_real_run_is_quiet_at_defaults_and_flags_one_bump_at_z6():
     settings = Settings()
     parse_set_option(settings, "value_loss_spike.z=6")
     [finding] = check_scalars(bundle.scalars, settings=settings)
-    assert (finding.rule, finding.steps, finding.link["tag"]) == ("value_loss_spike", [19200], "learner_iter/value_loss_avg")
+    assert (finding.rule, finding.steps, finding.link["tag"]) == (
+        "value_loss_spike",
+        [19200],
+        "learner_iter/value_loss_avg",
+    )

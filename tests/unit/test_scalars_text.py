@@ -24,8 +24,14 @@ def test_roll_lines_behind_any_prefix(tmp_path):
     path = write_roll_stdout_log(tmp_path / "roll.log", steps=6)
     read = read_text_metrics(path, "r")
     scalars = read.committed.scalars
-    assert set(scalars["tag"]) == {"critic/score/mean", "actor/kl_loss", "actor/pg_loss", "critic/loss",
-                                   "actor/clipfrac", "critic/entropy/mean"}
+    assert set(scalars["tag"]) == {
+        "critic/score/mean",
+        "actor/kl_loss",
+        "actor/pg_loss",
+        "critic/loss",
+        "actor/clipfrac",
+        "critic/entropy/mean",
+    }
     assert "actor/pg_loss@sum" not in set(scalars["tag"])  # reducer suffix stripped
     assert sorted(set(scalars["step"])) == list(range(6))
     assert read.committed.texts["text"].tolist()[:2] == ["warmup", "ok"]
@@ -102,8 +108,10 @@ def test_cache_hit_gives_the_same_tables(tmp_path):
     load_metrics(root, cache_dir=cache)
     cached = load_metrics(root, cache_dir=cache)
     key = ["run", "source", "tag", "step"]
-    assert fresh.scalars.sort_values(key).reset_index(drop=True).equals(
-        cached.scalars.sort_values(key).reset_index(drop=True)
+    assert (
+        fresh.scalars.sort_values(key)
+        .reset_index(drop=True)
+        .equals(cached.scalars.sort_values(key).reset_index(drop=True))
     )
     assert cached.histograms["count"].map(type).eq(list).all()
     assert [r.kind for r in cached.runs] == [r.kind for r in fresh.runs]
@@ -135,8 +143,15 @@ def test_data_layer_does_not_import_streamlit():
     import subprocess
     import sys
 
-    code = ("import sys, rl_board.data.scalars.reader, rl_board.data.health, rl_board.data.glossary, "
-            "rl_board.cli_metrics; print('streamlit' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parents[2])
+    code = (
+        "import sys, rl_board.data.scalars.reader, rl_board.data.health, rl_board.data.glossary, "
+        "rl_board.cli_metrics; print('streamlit' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
     assert out.stdout.strip() == "False"

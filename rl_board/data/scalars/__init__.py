@@ -1,1 +1,9 @@
-"""Readers of scalar training metrics (TensorBoard, stdout logs, DI-engine folders)."""
+"""Readers of scalar training metrics (TensorBoard, stdout logs, DI-engine folders).
+
+Entry point: `load_metrics(path, *, cache_dir=None) -> MetricsBundle`.
+"""
+
+from rl_board.data.scalars.reader import MetricsBundle, RunInfo, load_metrics
+from rl_board.data.scalars.table import Problem
+
+__all__ = ["MetricsBundle", "Problem", "RunInfo", "load_metrics"]

@@ -76,7 +76,9 @@ def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
         for name in TABLES:
-            feather.write_feather(getattr(result, name), str(tmp / f"{name}.arrow"), compression="uncompressed")
+            feather.write_feather(
+                getattr(result, name), str(tmp / f"{name}.arrow"), compression="uncompressed"
+            )
         full = {**meta, "version": CACHE_VERSION, "problems": [p.to_dict() for p in result.problems],
                 "extras": result.extras}  # fmt: skip
         (tmp / "meta.json").write_text(json.dumps(full, default=str), encoding="utf-8")

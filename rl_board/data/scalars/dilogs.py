@@ -128,7 +128,9 @@ class _LogParser:
             self.saves.append({"path": save.group(1), "logged_at": stamp})
             return
         self.flush()
-        self.wall_time = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+        self.wall_time = (
+            datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+        )
         iteration = ITERATION.search(line)
         if iteration:
             self.iteration = int(iteration.group(1))
@@ -197,7 +199,12 @@ def checkpoint_listing(folder: Path, logged_saves: list[dict[str, Any]]) -> list
     if ckpt.is_dir():
         for path in sorted(p for p in ckpt.iterdir() if p.is_file()):
             stat = path.stat()
-            rows[path.name] = {"name": path.name, "size": stat.st_size, "mtime": stat.st_mtime, "exists": True}
+            rows[path.name] = {
+                "name": path.name,
+                "size": stat.st_size,
+                "mtime": stat.st_mtime,
+                "exists": True,
+            }
     for save in logged_saves:
         name = Path(save["path"]).name
         row = rows.setdefault(name, {"name": name, "size": None, "mtime": None, "exists": False})

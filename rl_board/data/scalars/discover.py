@@ -69,7 +69,9 @@ def _single_file(path: Path) -> list[RunSource]:
 
 def _walkable(folder: Path, skipped: set[Path]) -> bool:
     """Hidden folders, package caches and the caller's skip list are not searched."""
-    return not folder.name.startswith(".") and folder.name not in SKIP_DIRS and folder.resolve() not in skipped
+    return (
+        not folder.name.startswith(".") and folder.name not in SKIP_DIRS and folder.resolve() not in skipped
+    )
 
 
 def _di_engine_event_files(folder: Path) -> list[Path]:

@@ -54,10 +54,14 @@ def write_tensorboard_run(
 ) -> Path:
     """One run folder: old-style and new-style scalars, histograms, text and hparams."""
     writer = EventFileWriter(str(folder))
-    writer.add_event(event_pb2.Event(wall_time=1.0, summary=hparams_summary.hparams_pb({"lr": 1e-5, "algo": "ppo"})))
+    writer.add_event(
+        event_pb2.Event(wall_time=1.0, summary=hparams_summary.hparams_pb({"lr": 1e-5, "algo": "ppo"}))
+    )
     series = trl_series(steps, unstable=unstable)
     for step in range(steps):
-        values = [summary_pb2.Summary.Value(tag=name, simple_value=curve[step]) for name, curve in series.items()]
+        values = [
+            summary_pb2.Summary.Value(tag=name, simple_value=curve[step]) for name, curve in series.items()
+        ]
         values.append(tensor_scalar("actor/pg_loss", -0.01 * step))
         values.append(old_histogram("ppo/policy/ratio", _ratios(step, unstable)))
         values.append(new_histogram("objective/kl_dist", np.linspace(0, 0.1 + step / 100, 50)))
@@ -82,7 +86,9 @@ def _ratios(step: int, unstable: bool) -> np.ndarray:
 def tensor_scalar(tag: str, value: float) -> summary_pb2.Summary.Value:
     """A new-style scalar: a rank-0 float tensor with scalar-plugin metadata."""
     meta = scalar_metadata.create_summary_metadata(display_name=tag, description="")
-    return summary_pb2.Summary.Value(tag=tag, metadata=meta, tensor=tensor_util.make_tensor_proto(np.float32(value)))
+    return summary_pb2.Summary.Value(
+        tag=tag, metadata=meta, tensor=tensor_util.make_tensor_proto(np.float32(value))
+    )
 
 
 def old_histogram(tag: str, data: np.ndarray) -> summary_pb2.Summary.Value:
@@ -152,7 +158,9 @@ def write_verl_console_log(path: Path, *, steps: int = 20, unstable: bool = Fals
             "response_length/mean": 200.0 + step,
             "timing_s/gen": 3.5,
         }
-        body = " - ".join(f"{k}:np.float64({v})" if k == "timing_s/gen" else f"{k}:{v}" for k, v in fields.items())
+        body = " - ".join(
+            f"{k}:np.float64({v})" if k == "timing_s/gen" else f"{k}:{v}" for k, v in fields.items()
+        )
         lines.append(f"{ANSI_GREEN}(TaskRunner pid=4242){ANSI_RESET} step:{step} - {body}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -160,7 +168,10 @@ def write_verl_console_log(path: Path, *, steps: int = 20, unstable: bool = Fals
 
 def write_jsonl_metrics(path: Path, *, steps: int = 10) -> Path:
     """Plain JSON lines: a step, a timestamp and scalar fields (one nested)."""
-    rows = [{"step": s, "timestamp": 1000.0 + s, "loss": 1.0 / (s + 1), "eval": {"acc": s / 10}} for s in range(steps)]
+    rows = [
+        {"step": s, "timestamp": 1000.0 + s, "loss": 1.0 / (s + 1), "eval": {"acc": s / 10}}
+        for s in range(steps)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -194,7 +205,9 @@ def write_di_engine_folder(
     writer = EventFileWriter(str(log / "serial"))
     for i in range(iterations):
         value = summary_pb2.Summary.Value(tag="learner_iter/total_loss_avg", simple_value=1.0 / (i + 1))
-        writer.add_event(event_pb2.Event(step=i * 100, wall_time=2000.0 + i, summary=summary_pb2.Summary(value=[value])))
+        writer.add_event(
+            event_pb2.Event(step=i * 100, wall_time=2000.0 + i, summary=summary_pb2.Summary(value=[value]))
+        )
     writer.close()
     return folder
 

@@ -125,7 +125,9 @@ def _read_source(source: RunSource, cache: Path | None) -> tuple[RunInfo, ReadRe
         run=source.run,
         kind=kind,
         path=str(source.path),
-        sources=sorted(set(result.scalars["source"]) | set(result.histograms["source"]) | set(result.texts["source"])),
+        sources=sorted(
+            set(result.scalars["source"]) | set(result.histograms["source"]) | set(result.texts["source"])
+        ),
         hparams=result.extras.get("hparams", {}),
         config_text=result.extras.get("config_text", ""),
         network_text=result.extras.get("network_text", ""),

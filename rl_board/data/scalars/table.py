@@ -122,7 +122,14 @@ def scalar_value(raw: Any) -> float | None:
         return float(raw)
     if isinstance(raw, (int, float, np.integer, np.floating)):
         return float(raw)
-    if isinstance(raw, str) and raw.strip().lower() in {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}:
+    if isinstance(raw, str) and raw.strip().lower() in {
+        "nan",
+        "inf",
+        "-inf",
+        "+inf",
+        "infinity",
+        "-infinity",
+    }:
         return float(raw.strip().lower().replace("infinity", "inf"))
     return None
 

@@ -103,7 +103,13 @@ def _add_event(
     if not event.HasField("summary"):
         return
     for value in event.summary.value:
-        where = {"run": run, "source": SOURCE, "tag": value.tag, "step": event.step, "wall_time": event.wall_time}
+        where = {
+            "run": run,
+            "source": SOURCE,
+            "tag": value.tag,
+            "step": event.step,
+            "wall_time": event.wall_time,
+        }
         if value.WhichOneof("value") == "simple_value":
             tables.scalars.add(value=value.simple_value, **where)
             continue
