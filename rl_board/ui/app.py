@@ -1,33 +1,52 @@
-"""Entry point: page config, sidebar, and the page router."""
+"""Entry point: page config, the sidebar, and the router (which only declares pages).
+
+Adding a page is one line in ``PAGES`` (e.g. ``st.Page("views/metrics.py",
+title="Metrics", icon=":material/monitoring:")``). Page files live in
+``views/``, never ``pages/`` (Streamlit's legacy mode would take over).
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from rl_board.data.paths import served_roots
 from rl_board.errors import RLBoardError
-from rl_board.ui import cached
+from rl_board.ui import state
+from rl_board.ui.components import sidebar
+
+PAGE_FILES = {
+    "overview": "views/overview.py",
+    "steps": "views/steps.py",
+    "sample": "views/sample.py",
+}
+
+
+def pages() -> list[st.Page]:
+    """Every page of the app, in menu order (one line per page)."""
+    return [
+        st.Page(PAGE_FILES["overview"], title="Overview", icon=":material/show_chart:", default=True),
+        st.Page(PAGE_FILES["steps"], title="Step browser", icon=":material/table_rows:"),
+        st.Page(PAGE_FILES["sample"], title="Sample", icon=":material/article:"),
+        # st.Page("views/metrics.py", title="Metrics", icon=":material/monitoring:"),
+        # st.Page("views/health.py", title="Health", icon=":material/health_and_safety:"),
+    ]
 
 
 def main() -> None:
-    st.set_page_config(page_title="rl-board", page_icon="📈", layout="wide")
-    roots = served_roots()
-    with st.sidebar:
-        st.title("rl-board")
-        root = st.selectbox("Logs root", [str(r) for r in roots], key="root")
+    st.set_page_config(page_title="rl-board", page_icon=":material/insights:", layout="wide")
+    navigation = st.navigation(pages())
+    state.read_url_once()
+    st.session_state.pop("_context", None)
+    state.set_context(sidebar.render())
+    goto = state.pop_page_request()
+    if goto in PAGE_FILES:
+        st.switch_page(PAGE_FILES[goto])
+    for message in state.pop_notices():
+        st.warning(message, icon=":material/link_off:")
     try:
-        runs = cached.runs_under(root, cached.cache_dir())
-    except RLBoardError as exc:
+        navigation.run()
+    except RLBoardError as exc:  # the page boundary: user problems become messages
         st.error(str(exc))
-        return
-    if runs.empty:
-        st.info(f"No rollout runs (folders holding *.jsonl files) under {root}.")
-        return
-    run = st.sidebar.selectbox("Run", runs["run"].tolist(), key="run")
-    store = cached.store_for(runs.set_index("run").loc[run, "path"])
-    st.header(run)
-    st.caption(f"{store.num_samples} samples · {len(store.steps)} steps · {len(store.report.files)} files")
-    st.dataframe(store.step_summary(), hide_index=True)
+    state.write_url()
 
 
 main()

@@ -1,12 +1,21 @@
-"""Streamlit caching around the store: one load per run and file signature.
+"""Caching at the UI boundary: one shared store per run, small query results per signature.
 
-``st.cache_resource`` holds one open store per (run path, cache dir), shared by
-every browser tab and session. Each access checks the files' stat signature
-and, if they changed, lets the store ingest what was appended.
+``st.cache_resource`` holds one registry per server process; the registry
+keeps one open :class:`RolloutStore` per (run path, cache dir), shared by
+every browser tab and session. The first open reports progress with real
+byte totals; each later access does a cheap stat check (``store.stale()``)
+and lets the store ingest appended bytes (``store.refresh()``). A per-run lock
+makes concurrent tabs wait for one load instead of loading twice.
+
+``st.cache_data`` memoises derived frames keyed by run path and the store's
+file signature, so a change in the files is a new key.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -15,21 +24,76 @@ import streamlit as st
 from rl_board.data.cache import default_cache_dir
 from rl_board.data.store import RolloutStore
 
+Progress = Callable[[int, int], None]
+MAX_OPEN_RUNS = 16
+
 
 def cache_dir() -> str:
     return str(default_cache_dir())
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _open_store(run_path: str, cache_root: str) -> RolloutStore:
-    return RolloutStore.open(run_path, cache_dir=cache_root)
+class StoreRegistry:
+    """Open stores by (run path, cache dir); least recently used are dropped beyond a limit."""
+
+    def __init__(self, limit: int = MAX_OPEN_RUNS) -> None:
+        self.limit = limit
+        self._stores: OrderedDict[tuple[str, str], RolloutStore] = OrderedDict()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, key: tuple[str, str]) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def is_open(self, run_path: str, cache_root: str) -> bool:
+        return (run_path, cache_root) in self._stores
+
+    def get(self, run_path: str, cache_root: str, progress: Progress | None = None) -> RolloutStore:
+        key = (run_path, cache_root)
+        with self._lock(key):
+            store = self._stores.get(key)
+            if store is None:
+                store = RolloutStore.open(run_path, cache_dir=cache_root, progress=progress)
+            elif store.stale():
+                store.refresh(progress=progress)
+            with self._guard:
+                self._stores[key] = store
+                self._stores.move_to_end(key)
+                while len(self._stores) > self.limit:
+                    self._stores.popitem(last=False)
+        return store
 
 
-def store_for(run_path: Path) -> RolloutStore:
-    """The shared store of a run (opened and cached on first use)."""
-    return _open_store(str(run_path), cache_dir())
+@st.cache_resource(show_spinner=False)
+def registry() -> StoreRegistry:
+    """The process-wide registry (one per server, shared by all sessions)."""
+    return StoreRegistry()
+
+
+def is_open(run_path: Path) -> bool:
+    return registry().is_open(str(run_path), cache_dir())
+
+
+def store_for(run_path: Path, progress: Progress | None = None) -> RolloutStore:
+    """The shared, up-to-date store of a run (opened on first use)."""
+    return registry().get(str(run_path), cache_dir(), progress)
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
+    """Runs under a (served) root; refreshed every few seconds so new runs appear."""
     return RolloutStore.list_runs(root, cache_dir=cache_root)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def step_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per-step statistics of a run, keyed by its path and file signature."""
+    return _store.step_summary()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def step_frame(run_path: str, signature: str, step: int, columns: tuple[str, ...],
+               _store: RolloutStore) -> pd.DataFrame:
+    """Numeric per-sample columns of one step (for the step charts and metrics)."""
+    present = [c for c in columns if _store.has(c)]
+    return _store.samples(step=step, columns=present)

@@ -1,0 +1,220 @@
+"""Plotly figure builders: pure functions from frames to ``go.Figure``.
+
+No Streamlit here, so every figure can be asserted on in unit tests. Model
+text that ends up in a figure (token strings in the heatmap) is passed
+through ``html.escape``: Plotly reads a few HTML tags in labels and hovers.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from rl_board.data.text import token_label
+from rl_board.ui.chips import DIVERGING_METRICS, METRIC_LABELS
+
+MAX_CURVE_POINTS = 2000
+MAX_BARS = 1000
+COLORS = {
+    "reward": "#1f6feb", "ref_reward": "#8b949e", "valid_reward": "#2da44e",
+    "ref_valid_reward": "#bf8700", "kl": "#cf222e", "log_ratio": "#8250df",
+    "length": "#0969da", "length_chars": "#0969da", "ref_length_chars": "#8b949e",
+    "reward_gap": "#1f6feb",
+}
+SERIES_LABELS = {
+    "reward": "reward", "ref_reward": "ref reward", "valid_reward": "valid reward",
+    "ref_valid_reward": "ref valid reward", "kl": "KL (k3, mean per sample)",
+    "log_ratio": "log-ratio (mean per sample)", "length": "response length (tokens)",
+    "length_chars": "response length (chars)", "ref_length_chars": "ref response length (chars)",
+}
+_HEAT_SCALES = {"diverging": "RdBu_r", "sequential": "Oranges"}
+
+
+@dataclass(frozen=True)
+class CurveOptions:
+    """How step curves are drawn: band = mean ± band_scale·std; zero_shift moves each start to 0."""
+
+    band_scale: float = 0.2
+    zero_shift: bool = False
+    max_points: int = MAX_CURVE_POINTS
+
+
+def downsample(summary: pd.DataFrame, max_points: int = MAX_CURVE_POINTS) -> pd.DataFrame:
+    """At most ``max_points`` rows, evenly spaced, always keeping the first and last row."""
+    n = len(summary)
+    if n <= max_points or max_points < 2:
+        return summary
+    idx = np.unique(np.round(np.linspace(0, n - 1, max_points)).astype(np.int64))
+    return summary.iloc[idx]
+
+
+def has_series(summary: pd.DataFrame, prefix: str) -> bool:
+    col = f"{prefix}_mean"
+    return col in summary.columns and bool(summary[col].notna().any())
+
+
+def _hex_to_rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _band_traces(prefix: str, x: np.ndarray, mean: np.ndarray, std: np.ndarray,
+                 scale: float) -> list[go.Scatter]:
+    color = COLORS.get(prefix, "#1f6feb")
+    label = SERIES_LABELS.get(prefix, prefix)
+    common = {"x": x, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip",
+              "showlegend": False, "legendgroup": prefix}
+    upper = go.Scatter(y=mean + scale * std, name=f"{label} +band", **common)
+    lower = go.Scatter(y=mean - scale * std, name=f"{label} −band", fill="tonexty",
+                       fillcolor=_hex_to_rgba(color, 0.18), **common)
+    return [upper, lower]
+
+
+def curve_figure(
+    summary: pd.DataFrame,
+    series: Sequence[str],
+    *,
+    title: str,
+    y_title: str,
+    options: CurveOptions = CurveOptions(),
+) -> go.Figure:
+    """Mean per step with a ±(band_scale·std) band for each series present in ``summary``.
+
+    ``summary`` is ``RolloutStore.step_summary()``: columns ``step`` and
+    ``{series}_{mean,std,count}``. Steps beyond ``options.max_points`` are
+    down-sampled evenly (last step kept) and the figure says so.
+    """
+    data = downsample(summary.sort_values("step"), options.max_points)
+    fig = go.Figure()
+    x = data["step"].to_numpy()
+    for prefix in series:
+        if not has_series(data, prefix):
+            continue
+        mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
+        std = np.nan_to_num(data.get(f"{prefix}_std", pd.Series(0.0, index=data.index))
+                            .to_numpy(dtype=np.float64))
+        count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
+        if options.zero_shift:
+            finite = mean[np.isfinite(mean)]
+            mean = mean - (finite[0] if len(finite) else 0.0)
+        fig.add_traces(_band_traces(prefix, x, mean, std, options.band_scale))
+        fig.add_trace(go.Scatter(
+            x=x, y=mean, name=SERIES_LABELS.get(prefix, prefix), legendgroup=prefix,
+            mode="lines+markers", marker={"size": 5}, line={"color": COLORS.get(prefix), "width": 2},
+            customdata=np.column_stack([std, count.to_numpy(dtype=np.float64)]),
+            hovertemplate="step %{x}<br>mean %{y:.4g}<br>std %{customdata[0]:.4g}"
+                          "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
+        ))
+    notes = [f"band = mean ± {options.band_scale:g}·std"]
+    if options.zero_shift:
+        notes.append("each curve shifted to start at 0")
+    if len(data) < len(summary):
+        notes.append(f"showing {len(data)} of {len(summary)} steps (evenly spaced, last step kept)")
+    fig.update_layout(
+        title={"text": title}, xaxis_title="step", yaxis_title=y_title, height=340,
+        hovermode="closest", clickmode="event+select", dragmode="zoom",
+        margin={"l": 10, "r": 10, "t": 50, "b": 60},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        annotations=[{"text": " · ".join(notes), "showarrow": False, "xref": "paper", "yref": "paper",
+                      "x": 0, "y": -0.28, "xanchor": "left", "font": {"size": 11}}],
+    )
+    return fig
+
+
+def reward_bars_figure(samples: pd.DataFrame) -> go.Figure:
+    """Reward and ref_reward per sample of one step, as grouped bars (first ``MAX_BARS`` samples)."""
+    data = samples.sort_values("sample").head(MAX_BARS)
+    fig = go.Figure()
+    for column in ("reward", "ref_reward"):
+        if column in data.columns and data[column].notna().any():
+            fig.add_trace(go.Bar(
+                x=data["sample"], y=data[column], name=SERIES_LABELS[column],
+                marker_color=COLORS[column], customdata=data["sample"],
+                hovertemplate="sample %{x}<br>" + column + " %{y:.4g}<extra></extra>",
+            ))
+    _bar_layout(fig, "Reward per sample", "reward", len(samples))
+    fig.update_layout(barmode="group", clickmode="event+select")
+    return fig
+
+
+def reward_gap_figure(samples: pd.DataFrame) -> go.Figure:
+    """reward − ref_reward per sample; positive bars beat the reference."""
+    data = samples.sort_values("sample").head(MAX_BARS)
+    fig = go.Figure()
+    if "reward_gap" in data.columns and data["reward_gap"].notna().any():
+        gap = data["reward_gap"].to_numpy(dtype=np.float64)
+        colors = np.where(gap >= 0, "#2da44e", "#cf222e")
+        fig.add_trace(go.Bar(x=data["sample"], y=gap, name="reward gap", marker_color=colors,
+                             customdata=data["sample"],
+                             hovertemplate="sample %{x}<br>gap %{y:.4g}<extra></extra>"))
+    _bar_layout(fig, "Reward gap (reward − ref reward)", "gap", len(samples))
+    return fig
+
+
+def _bar_layout(fig: go.Figure, title: str, y_title: str, total: int) -> None:
+    shown = min(total, MAX_BARS)
+    fig.update_layout(
+        title={"text": title if shown == total else f"{title} — first {shown} of {total} samples"},
+        xaxis_title="sample", yaxis_title=y_title, height=300,
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+    )
+
+
+def reward_hist_figure(samples: pd.DataFrame) -> go.Figure:
+    """Distribution of reward and (when present) ref_reward in one step."""
+    fig = go.Figure()
+    for column in ("reward", "ref_reward"):
+        if column in samples.columns and samples[column].notna().any():
+            fig.add_trace(go.Histogram(x=samples[column], name=SERIES_LABELS[column], opacity=0.65,
+                                       marker_color=COLORS[column], nbinsx=30))
+    fig.update_layout(barmode="overlay", title={"text": "Reward distribution"}, xaxis_title="reward",
+                      yaxis_title="samples", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})
+    return fig
+
+
+def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
+    """Token × metric heatmap; each metric row is its own trace with its own colour scale.
+
+    Colours are normalised per row (diverging metrics centred on 0); ``z``
+    holds the true values, so hovers show them.
+    """
+    present = [m for m in metrics if m in tokens.columns and tokens[m].notna().any()]
+    x = tokens.index.to_numpy()  # token positions (pad tokens may have been left out)
+    labels = [html.escape(token_label(t), quote=True) for t in tokens["token"].astype(str)]
+    fig = go.Figure()
+    for metric in present:
+        values = tokens[metric].to_numpy(dtype=np.float64)
+        finite = values[np.isfinite(values)]
+        diverging = metric in DIVERGING_METRICS
+        trace: dict = {"colorscale": _HEAT_SCALES["diverging" if diverging else "sequential"],
+                       "showscale": False}
+        if diverging:
+            bound = float(np.max(np.abs(finite))) if len(finite) else 1.0
+            trace.update(zmin=-(bound or 1.0), zmax=bound or 1.0)
+        elif len(finite):
+            lo, hi = float(finite.min()), float(finite.max())
+            trace.update(zmin=lo, zmax=hi if hi > lo else lo + 1.0)
+        fig.add_trace(go.Heatmap(
+            z=[values], x=x, y=[metric], customdata=[labels], name=metric, xgap=1, ygap=2,
+            hovertemplate="token #%{x} %{customdata}<br>" + metric + " = %{z:.4g}<extra></extra>",
+            **trace,
+        ))
+    tick = {}
+    if 0 < len(tokens) <= 80:
+        tick = {"tickmode": "array", "tickvals": x, "ticktext": labels, "tickangle": -60}
+    fig.update_layout(
+        title={"text": "Token × metric (each row coloured on its own scale; hover for values)"},
+        height=110 + 34 * max(len(present), 1) + (90 if tick else 0),
+        margin={"l": 10, "r": 10, "t": 50, "b": 20},
+        xaxis={"title": "token position", **tick},
+        yaxis={"autorange": "reversed", "ticktext": [METRIC_LABELS.get(m, m) for m in present],
+               "tickvals": present, "tickmode": "array"},
+    )
+    return fig

@@ -1,0 +1,84 @@
+"""One step at a glance: averages with the change from the previous step, and three batch charts."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.store import RolloutStore
+from rl_board.ui import cached, charts, state
+from rl_board.ui.components.page import missing
+
+CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
+# (label, step-summary column, delta colouring)
+METRICS = (
+    ("Mean reward", "reward_mean", "normal"),
+    ("Mean ref reward", "ref_reward_mean", "normal"),
+    ("Response length (tokens)", "length_mean", "off"),
+    ("Response length (chars)", "length_chars_mean", "off"),
+    ("Ref response length (chars)", "ref_length_chars_mean", "off"),
+    ("Mean KL", "kl_mean", "inverse"),
+)
+
+
+def _number(value: object) -> float | None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, float | None, str]]:
+    """(label, value, change from the previous step or None, delta colour) for what the run has."""
+    rows = summary.sort_values("step").reset_index(drop=True)
+    pos = rows.index[rows["step"] == step]
+    if len(pos) == 0:
+        return []
+    here = rows.iloc[pos[0]]
+    before = rows.iloc[pos[0] - 1] if pos[0] > 0 else None
+    out = []
+    for label, column, color in METRICS:
+        value = _number(here.get(column))
+        if value is None:
+            continue
+        prev = None if before is None else _number(before.get(column))
+        out.append((label, value, None if prev is None else value - prev, color))
+    return out
+
+
+def _open_sample_from(chart_key: str) -> None:
+    event = st.session_state.get(chart_key) or {}
+    points = (event.get("selection") or {}).get("points") or []
+    if points and "x" in points[0]:
+        state.put("sample", int(points[0]["x"]))
+        state.request_page("sample")
+
+
+def render_batch(store: RolloutStore, run_path: str, step: int) -> None:
+    summary = cached.step_summary(run_path, store.signature, store)
+    values = step_metrics(summary, step)
+    if values:
+        cols = st.columns(len(values))
+        for col, (label, value, delta, color) in zip(cols, values, strict=True):
+            col.metric(label, f"{value:.4g}", None if delta is None else f"{delta:+.4g}",
+                       delta_color=color, help="Change from the previous step" if delta is not None else None,
+                       border=True)
+    frame = cached.step_frame(run_path, store.signature, step, CHART_COLUMNS, store)
+    left, mid, right = st.columns(3)
+    with left:
+        key = "chart_step_rewards"
+        st.plotly_chart(charts.reward_bars_figure(frame), key=key, on_select=lambda: _open_sample_from(key),
+                        selection_mode="points", config={"displaylogo": False})
+    with mid:
+        if store.has("reward_gap"):
+            st.plotly_chart(charts.reward_gap_figure(frame), key="chart_step_gap",
+                            config={"displaylogo": False})
+        else:
+            missing("No reward gap", "this run has no ref_reward.")
+    with right:
+        st.plotly_chart(charts.reward_hist_figure(frame), key="chart_step_hist", config={"displaylogo": False})
+    if not store.has("ref_reward"):
+        st.caption("No reference rewards in this run: charts show the policy's reward only.")

@@ -1,0 +1,80 @@
+"""Sample filters: reward / KL / length ranges and a text or regex search, optionally over all steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from rl_board.data.filters import SampleFilter
+from rl_board.data.store import RolloutStore
+from rl_board.errors import InvalidArgumentError
+from rl_board.ui import state
+
+
+@dataclass(frozen=True)
+class FilterChoice:
+    """The filter to apply (None = everything) and whether it spans all steps."""
+
+    sample_filter: SampleFilter | None
+    all_steps: bool
+    active: bool
+
+
+def range_columns(store: RolloutStore) -> dict[str, tuple[str, str]]:
+    """URL name -> (per-sample column, label) for the ranges this run can filter on."""
+    out = {"reward": ("reward", "Reward")}
+    if store.has("kl_mean"):
+        out["kl"] = ("kl_mean", "KL (mean per token)")
+    if store.has("n_tokens"):
+        out["len"] = ("n_tokens", "Length (tokens)")
+    elif store.has("response_chars"):
+        out["len"] = ("response_chars", "Length (characters)")
+    return out
+
+
+def _reset_page() -> None:
+    state.put("tpage", 1)
+
+
+def _is_active() -> bool:
+    return bool(state.get("q")) or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS)
+
+
+def _clear() -> None:
+    state.put_many(q="", regex=False, case=False, tpage=1)
+    for name in state.RANGE_PARAMS:
+        state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
+
+
+def render_filters(store: RolloutStore) -> FilterChoice:
+    """Draw the filter panel; an invalid regex is reported and its search ignored."""
+    columns = range_columns(store)
+    with st.expander("Filter and search", expanded=_is_active() or bool(state.get("all")),
+                     icon=":material/filter_alt:"):
+        search, toggles = st.columns([3, 2], vertical_alignment="bottom")
+        search.text_input("Search prompt, response and ground truth", placeholder="text or regular expression",
+                          **state.bind("q", _reset_page))
+        with toggles:
+            a, b, c = st.columns(3)
+            a.toggle("Regex", **state.bind("regex", _reset_page))
+            b.toggle("Match case", **state.bind("case", _reset_page))
+            c.toggle("All steps", help="Search every step instead of the current one",
+                     **state.bind("all", _reset_page))
+        cells = st.columns(len(columns) * 2)
+        for k, (name, (_, label)) in enumerate(columns.items()):
+            cells[2 * k].number_input(f"{label} ≥", value=None, format="%.4g", placeholder="min",
+                                      **state.bind(f"{name}.lo", _reset_page))
+            cells[2 * k + 1].number_input(f"{label} ≤", value=None, format="%.4g", placeholder="max",
+                                          **state.bind(f"{name}.hi", _reset_page))
+        if not store.has("kl_mean"):
+            st.caption("No KL filter: this run has no log-probs.")
+        st.button("Clear filters", on_click=_clear, key="clear_filters")
+    ranges = {col: state.get_range(name) for name, (col, _) in columns.items()}
+    try:
+        flt = SampleFilter.build(ranges=ranges, text=state.get("q") or "", regex=bool(state.get("regex")),
+                                 case_sensitive=bool(state.get("case")))
+    except InvalidArgumentError as exc:
+        st.error(f"{exc} — the search is ignored until it is fixed.")
+        flt = SampleFilter.build(ranges=ranges)
+    return FilterChoice(None if flt.is_empty else flt, bool(state.get("all")), not flt.is_empty)

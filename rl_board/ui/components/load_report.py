@@ -1,0 +1,50 @@
+"""The load report: a badge with the counts, and the bad lines as data (file, line, reason)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.report import BadLine, LoadReport
+
+
+def badge_text(report: LoadReport) -> str:
+    bad = report.bad_line_count
+    return (f"{report.samples} samples · {report.steps} steps · {len(report.files)} files · "
+            f"{bad} bad line{'s' if bad != 1 else ''}")
+
+
+def _lines_frame(lines: list[BadLine]) -> pd.DataFrame:
+    return pd.DataFrame([(b.file, b.line, b.reason) for b in lines], columns=["file", "line", "reason"])
+
+
+def render_load_report(report: LoadReport) -> None:
+    """Badge (green when clean) and an expander listing files, bad lines and warnings."""
+    trouble = report.bad_line_count or report.unreadable_files
+    st.badge(badge_text(report), icon=":material/warning:" if trouble else ":material/check_circle:",
+             color="orange" if trouble else "green")
+    with st.expander("Load report", expanded=False):
+        source = "read from cache" if report.from_cache else f"parsed {report.parsed_bytes / 1e6:.2f} MB"
+        st.caption(f"{source} in {report.seconds:.2f} s"
+                   + (" · cache rebuilt" if report.rebuilt_cache else ""))
+        files = pd.DataFrame([
+            {"file": f.name, "samples": f.samples, "bad": f.bad, "blank": f.blank,
+             "not yet complete (bytes)": f.pending_bytes, "MB": round(f.bytes / 1e6, 3), "error": f.error}
+            for f in report.files
+        ])
+        st.dataframe(files, hide_index=True)
+        if report.length_mismatches:
+            st.caption(f"{report.length_mismatches} sample(s) have more tokens than log-probs "
+                       "(token metrics are aligned to the shorter).")
+        if report.bad_lines:
+            shown = len(report.bad_lines)
+            st.markdown(f"**Bad lines** ({report.bad_line_count}"
+                        + (f", first {shown} listed" if shown < report.bad_line_count else "") + ")")
+            st.dataframe(_lines_frame(report.bad_lines), hide_index=True)
+        elif report.bad_line_count:
+            st.markdown(f"**Bad lines**: {report.bad_line_count}")
+        if report.warnings:
+            st.markdown(f"**Warnings** ({len(report.warnings)})")
+            st.dataframe(_lines_frame(report.warnings), hide_index=True)
+        if not report.bad_line_count and not report.warnings:
+            st.caption("Every complete line was read.")

@@ -1,0 +1,122 @@
+"""One sample: navigation, scores, the four texts side by side (as text), other fields, tokens."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.schema import FLOAT_LIST_FIELDS, KNOWN_FIELDS, STRING_LIST_FIELDS
+from rl_board.data.store import RolloutStore, SampleDetail
+from rl_board.data.text import TextDisplay, escape_markdown, shown
+from rl_board.ui import state
+from rl_board.ui.components.step_picker import valid_step
+from rl_board.ui.components.token_view import render_token_view
+from rl_board.ui.context import Context
+
+TEXTS = (("prompt", "Prompt"), ("response", "Response"), ("ref_response", "Reference response"),
+         ("ground_truth", "Ground truth"))
+SCORES = (("reward", "Reward"), ("ref_reward", "Ref reward"), ("reward_gap", "Reward gap"),
+          ("valid_reward", "Valid reward"), ("ref_valid_reward", "Ref valid reward"),
+          ("kl_mean", "KL (mean)"), ("kl_sum", "KL (sum)"), ("n_tokens", "Tokens"))
+TEXT_HEIGHT = 320
+
+
+def valid_sample(count: int) -> int:
+    wanted = state.get("sample")
+    if isinstance(wanted, int) and 0 <= wanted < count:
+        return wanted
+    if wanted is not None:
+        st.warning(f"Sample {wanted} is not in this step (samples 0–{count - 1}); showing sample 0.")
+    state.put("sample", 0)
+    return 0
+
+
+def neighbour(counts: dict[int, int], step: int, index: int, delta: int) -> tuple[int, int] | None:
+    """The sample before/after (step, index), crossing into the previous/next step; None at the ends."""
+    steps = sorted(counts)
+    index += delta
+    pos = steps.index(step)
+    while not 0 <= index < counts[steps[pos]]:
+        pos += delta
+        if not 0 <= pos < len(steps):
+            return None
+        index = 0 if delta > 0 else counts[steps[pos]] - 1
+    return steps[pos], index
+
+
+def _go(target: tuple[int, int]) -> None:
+    state.put_many(step=target[0], sample=target[1])
+
+
+def _step_changed() -> None:
+    state.put("sample", 0)
+
+
+def _navigation(store: RolloutStore, step: int, index: int) -> None:
+    counts = store.samples_per_step()
+    before, after = neighbour(counts, step, index, -1), neighbour(counts, step, index, 1)
+    prev_col, step_col, sample_col, next_col = st.columns([1, 3, 3, 1], vertical_alignment="bottom")
+    prev_col.button("◀ Prev", key="sample_prev", disabled=before is None, width="stretch",
+                    on_click=_go, args=(before,), help="Previous sample (crosses into the previous step)")
+    next_col.button("Next ▶", key="sample_next", disabled=after is None, width="stretch",
+                    on_click=_go, args=(after,), help="Next sample (crosses into the next step)")
+    step_col.selectbox("Step", store.steps, **state.bind("step", _step_changed))
+    sample_col.number_input(f"Sample (0–{counts[step] - 1})", min_value=0, max_value=counts[step] - 1,
+                            step=1, **state.bind("sample"))
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _scores(fields: dict) -> None:
+    values = [(label, _number(fields.get(name))) for name, label in SCORES]
+    values = [(label, v) for label, v in values if v is not None]
+    if values:
+        for col, (label, value) in zip(st.columns(len(values)), values, strict=True):
+            col.metric(label, f"{value:.4g}", border=True)
+
+
+def _texts(fields: dict, display: TextDisplay) -> None:
+    for col, (name, label) in zip(st.columns(len(TEXTS)), TEXTS, strict=True):
+        with col:
+            st.markdown(f"**{label}**")
+            value = fields.get(name)
+            if value is None:
+                st.caption("not in this log")
+                continue
+            text = shown(value, display)
+            st.code(text.text or " ", language=None, wrap_lines=True, height=TEXT_HEIGHT)
+            st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
+
+
+def _other_fields(detail: SampleDetail) -> None:
+    skip = set(KNOWN_FIELDS) | set(FLOAT_LIST_FIELDS) | set(STRING_LIST_FIELDS)
+    rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step"]
+    with st.expander(f"Other fields ({len(rows)}) · source {detail.file}:{detail.line}"):
+        frame = pd.DataFrame({"field": [k for k, _ in rows],
+                              "value": ["" if v is None else str(v)[:2000] for _, v in rows]})
+        st.dataframe(frame, hide_index=True)
+
+
+def render_sample(ctx: Context) -> None:
+    store = ctx.store
+    step = valid_step(store.steps)
+    index = valid_sample(store.samples_per_step()[step])
+    _navigation(store, step, index)
+    step, index = int(state.get("step")), int(state.get("sample") or 0)
+    detail = store.sample(step=step, index=index)
+    st.markdown(f"#### Step {step} · sample {index}")
+    _scores(detail.fields)
+    _texts(detail.fields, ctx.settings.text)
+    _other_fields(detail)
+    render_token_view(detail, ctx.settings.text)
+    st.caption(f"Run {escape_markdown(ctx.run or '')}")

@@ -1,0 +1,157 @@
+"""The batch table: sorted through the store, paged, formatted; a selected row opens its sample."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data import export
+from rl_board.data.filters import SampleFilter
+from rl_board.data.store import RolloutStore
+from rl_board.data.text import TextDisplay, shown_column
+from rl_board.ui import state
+from rl_board.ui.components.filters import FilterChoice
+
+PAGE_ROWS = 1000
+CELL_CHARS = 1000
+TABLE_KEY = "sample_table"
+_ROWS_KEY = "_table_rows"
+TEXT_COLUMNS = ("prompt", "response", "ref_response", "ground_truth")
+BASE_COLUMNS = (
+    "prompt", "response", "reward", "ground_truth", "valid_reward",
+    "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars",
+    "ref_response", "ref_reward", "ref_valid_reward", "reward_gap", "valid_reward_gap",
+)
+LABELS = {
+    "sample": "sample #", "step": "step", "prompt": "prompt", "response": "response",
+    "reward": "reward", "ground_truth": "ground truth", "valid_reward": "valid reward",
+    "log_ratio_mean": "log-ratio (mean)", "log_ratio_sum": "log-ratio (sum)", "kl_mean": "KL (mean)",
+    "kl_sum": "KL (sum)", "n_tokens": "length (tokens)", "response_chars": "length (chars)",
+    "ref_response": "ref response", "ref_reward": "ref reward", "ref_valid_reward": "ref valid reward",
+    "reward_gap": "reward gap", "valid_reward_gap": "valid reward gap", "file": "file", "line": "line",
+}
+
+
+def table_columns(store: RolloutStore) -> list[str]:
+    """Known columns present in the run, then the user's own scalar fields."""
+    known = [c for c in BASE_COLUMNS if store.has(c)]
+    return known + [c for c in store.extra_fields if store.has(c)]
+
+
+def sort_options(store: RolloutStore) -> list[str]:
+    return ["sample", *table_columns(store)]
+
+
+def valid_sort(options: list[str]) -> str:
+    wanted = state.get("sort")
+    if wanted in options:
+        return wanted
+    st.warning(f"Cannot sort by {wanted!r} in this run; sorted by sample instead.")
+    state.put("sort", "sample")
+    return "sample"
+
+
+def _column_config(frame: pd.DataFrame) -> dict:
+    config: dict = {}
+    for name in frame.columns:
+        label = LABELS.get(name, name)
+        if name in TEXT_COLUMNS:
+            config[name] = st.column_config.TextColumn(label, width="medium")
+        elif name in ("sample", "step", "n_tokens", "response_chars", "line"):
+            config[name] = st.column_config.NumberColumn(label, format="%d", width="small")
+        elif pd.api.types.is_float_dtype(frame[name].dtype):
+            config[name] = st.column_config.NumberColumn(label, format="%.4f")
+        else:
+            config[name] = st.column_config.Column(label)
+    return config
+
+
+def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool) -> pd.DataFrame:
+    """Table cells: hidden pads/system prompt removed, long text clipped, bookkeeping last."""
+    out = frame.copy()
+    for name in TEXT_COLUMNS:
+        if name in out.columns:
+            out[name] = shown_column(out[name], text, max_chars=CELL_CHARS)
+    if not show_step:
+        out = out.drop(columns=["step"])
+    for name in out.columns:
+        if out[name].dtype == object:  # user fields holding lists or dicts: show as text
+            out[name] = out[name].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+    return out
+
+
+def _open_selected() -> None:
+    event = st.session_state.get(TABLE_KEY) or {}
+    rows = (event.get("selection") or {}).get("rows") or []
+    targets = st.session_state.get(_ROWS_KEY) or []
+    if rows and rows[0] < len(targets):
+        open_sample(*targets[rows[0]])
+
+
+def open_sample(step: int, index: int) -> None:
+    state.put_many(step=int(step), sample=int(index))
+    state.request_page("sample")
+
+
+def _page(total: int) -> int:
+    pages = max(1, math.ceil(total / PAGE_ROWS))
+    page = state.get("tpage") or 1
+    if not 1 <= page <= pages:
+        state.put("tpage", 1)
+        page = 1
+    if pages > 1:
+        cols = st.columns([1, 4], vertical_alignment="bottom")
+        cols[0].number_input("Table page", min_value=1, max_value=pages, step=1, **state.bind("tpage"))
+        page = int(state.get("tpage") or 1)
+        first = (page - 1) * PAGE_ROWS + 1
+        cols[1].caption(f"Rows {first}–{min(page * PAGE_ROWS, total)} of {total}: "
+                        f"at most {PAGE_ROWS} rows are shown at once; change the page to see the rest.")
+    return page
+
+
+def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: TextDisplay, run: str) -> None:
+    scope = None if choice.all_steps else step
+    flt: SampleFilter | None = choice.sample_filter
+    total, everything = store.count(step=scope, filters=flt), store.count(step=scope)
+    where = "in all steps" if scope is None else f"in step {step}"
+    st.markdown(f"**{total}** of {everything} samples {where}" + (" match the filters" if flt else ""))
+
+    options = sort_options(store)
+    sort = valid_sort(options)
+    left, mid, right = st.columns([3, 1.2, 3], vertical_alignment="bottom")
+    left.selectbox("Sort by", options, format_func=lambda c: LABELS.get(c, c), **state.bind("sort"))
+    mid.toggle("Descending", **state.bind("desc"))
+    sort, desc = state.get("sort") or sort, bool(state.get("desc"))
+    if total == 0:
+        st.info("No sample matches. Loosen the filters or search all steps.")
+        return
+    page = _page(total)
+    columns = table_columns(store)
+    frame = store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt,
+                          offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    st.session_state[_ROWS_KEY] = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))
+    right.button("Open top sample", key="open_top", icon=":material/open_in_new:",
+                 on_click=open_sample, args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
+                 help="Open the first row of the table as sorted")
+    shown = display_frame(frame, text, show_step=scope is None)
+    st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
+                 on_select=_open_selected, selection_mode="single-row", height=420)
+    st.caption("Click a row to open the sample. Text cells longer than "
+               f"{CELL_CHARS} characters are clipped here; the sample view shows them whole.")
+    _export_buttons(store, scope, columns, sort, desc, flt, run)
+
+
+def _export_buttons(store: RolloutStore, scope: int | None, columns: list[str], sort: str, desc: bool,
+                    flt: SampleFilter | None, run: str) -> None:
+    def rows() -> pd.DataFrame:
+        return store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt)
+
+    a, b, _ = st.columns([1, 1, 3])
+    a.download_button("Export CSV", data=lambda: export.to_csv_bytes(rows()), mime="text/csv",
+                      file_name=export.export_file_name(run, scope, "csv"), on_click="ignore",
+                      icon=":material/download:", key="export_csv")
+    b.download_button("Export JSONL", data=lambda: export.to_jsonl_bytes(rows()), mime="application/jsonl",
+                      file_name=export.export_file_name(run, scope, "jsonl"), on_click="ignore",
+                      icon=":material/download:", key="export_jsonl")

@@ -1,0 +1,127 @@
+"""The sidebar: logs root, run chooser, load report and display settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.paths import relative_to_roots, resolve_within, served_roots
+from rl_board.data.store import RolloutStore
+from rl_board.data.text import DEFAULT_PAD_TOKENS, DEFAULT_SYSTEM_MARKER, TextDisplay, parse_token_list
+from rl_board.errors import RLBoardError
+from rl_board.ui import cached, state
+from rl_board.ui.charts import CurveOptions
+from rl_board.ui.components.load_report import render_load_report
+from rl_board.ui.context import Context, DisplaySettings
+
+
+def render() -> Context:
+    """Draw the sidebar and return what it decided (errors become messages, not exceptions)."""
+    roots = served_roots()
+    with st.sidebar:
+        ctx = Context(roots=roots)
+        ctx.root = _logs_root(roots)
+        if ctx.root is not None:
+            _choose_run(ctx)
+        if ctx.store is not None:
+            render_load_report(ctx.store.report)
+        ctx.settings = _display_settings()
+    return ctx
+
+
+def _logs_root(roots: list[Path]) -> Path | None:
+    default = str(roots[0]) if roots else ""
+    text = st.text_input("Logs root", value=default, key="root",
+                         help="A folder inside the roots this server serves: "
+                              + ", ".join(str(r) for r in roots))
+    try:
+        return resolve_within(text or default, roots)
+    except RLBoardError as exc:
+        st.error(f"Refused: {exc}. Nothing was read.")
+        return None
+
+
+def _run_names(runs: pd.DataFrame, roots: list[Path]) -> list[str]:
+    return [relative_to_roots(Path(p), roots) for p in runs["path"]]
+
+
+def _run_label(row: pd.Series) -> str:
+    if pd.notna(row["samples"]):
+        return f"{row['run']} · {int(row['samples'])} samples · {int(row['steps'])} steps"
+    size = row["bytes"] / 1e6
+    return f"{row['run']} · not loaded yet · {int(row['files'])} file(s), {size:.1f} MB"
+
+
+def _choose_run(ctx: Context) -> None:
+    try:
+        runs = cached.runs_under(str(ctx.root), cached.cache_dir())
+    except RLBoardError as exc:
+        st.error(str(exc))
+        return
+    ctx.runs = runs
+    if runs.empty:
+        st.info("No runs here: a run is a folder holding *.jsonl rollout files.")
+        _forget_run()
+        return
+    names = _run_names(runs, ctx.roots)
+    labels = dict(zip(names, (_run_label(r) for _, r in runs.iterrows()), strict=True))
+    wanted = state.get("run")
+    if wanted is not None and wanted not in labels:
+        state.notice(f"No run {wanted!r} under {ctx.root}; choose one in the sidebar.")
+        _forget_run()
+    choice = st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
+                          **state.bind("run", on_change=_run_changed))
+    if st.button("↻ Check for new data", help="Re-list runs and read lines appended since the last look"):
+        cached.runs_under.clear()
+    if choice is None:
+        return
+    ctx.run = choice
+    ctx.run_path = Path(runs["path"].iloc[names.index(choice)])
+    ctx.store = _open(ctx.run_path, choice)
+
+
+def _forget_run() -> None:
+    state.put("run", None)
+    _run_changed()
+
+
+def _run_changed() -> None:
+    state.put_many(step=None, sample=None, tpage=1)
+
+
+def _open(run_path: Path, name: str) -> RolloutStore | None:
+    """The shared store; the first open in this server shows progress with real byte totals."""
+    if cached.is_open(run_path):
+        return cached.store_for(run_path)
+    bar = st.progress(0.0, text=f"Opening {name}…")
+
+    def progress(done: int, total: int) -> None:
+        fraction = min(done / total, 1.0) if total else 1.0
+        bar.progress(fraction, text=f"Reading {name}: {done / 1e6:.1f} of {total / 1e6:.1f} MB")
+
+    try:
+        return cached.store_for(run_path, progress)
+    finally:
+        bar.empty()
+
+
+def _display_settings() -> DisplaySettings:
+    with st.expander("Display settings", expanded=False):
+        hide_pads = st.toggle("Hide pad tokens", value=True, key="hide_pads")
+        pads = st.text_input("Pad tokens", value=", ".join(DEFAULT_PAD_TOKENS), key="pad_tokens",
+                             help="Comma-separated, e.g. <PAD>, <EOD>", disabled=not hide_pads)
+        hide_system = st.toggle("Hide system prompt", value=True, key="hide_system")
+        marker = st.text_input("System prompt ends with", value=DEFAULT_SYSTEM_MARKER, key="system_marker",
+                               help="Everything up to this marker is hidden", disabled=not hide_system)
+        scale = st.slider("Band width (× std)", 0.1, 1.0, 0.2, 0.05, key="band_scale",
+                          help="Curves show mean ± this × standard deviation per step")
+        zero = st.toggle("Zero shift", value=False, key="zero_shift",
+                         help="Move each curve's first point to 0 to compare trends")
+        kl = st.radio("KL curve shows", ["kl", "log_ratio"], key="kl_series", horizontal=True,
+                      format_func={"kl": "KL (k3)", "log_ratio": "log-ratio"}.get)
+    text = TextDisplay(pad_tokens=parse_token_list(pads) if hide_pads else (),
+                       system_marker=marker.strip() if hide_system else "")
+    return DisplaySettings(text=text, curves=CurveOptions(band_scale=float(scale), zero_shift=zero),
+                           kl_series=kl or "kl")

@@ -1,0 +1,92 @@
+"""Token view: coloured chips with every metric on hover, the top tokens, and the token × metric heatmap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.schema import TOKEN_METRICS
+from rl_board.data.store import SampleDetail
+from rl_board.data.text import TextDisplay, token_label
+from rl_board.ui import charts, state
+from rl_board.ui.chips import DIVERGING_METRICS, METRIC_LABELS, chips_html, legend_html, scale_for
+from rl_board.ui.components.page import missing
+
+TOP_TOKENS = 10
+
+
+def present_metrics(tokens: pd.DataFrame) -> list[str]:
+    return [m for m in TOKEN_METRICS if m in tokens.columns and tokens[m].notna().any()]
+
+
+def valid_metric(metrics: list[str]) -> str:
+    wanted = state.get("metric")
+    if wanted in metrics:
+        return wanted
+    fallback = "kl" if "kl" in metrics else metrics[0]
+    if wanted != "kl":  # "kl" is the default; only a chosen metric deserves a message
+        st.warning(f"Token metric {wanted!r} is not available for this sample; showing {fallback}.")
+    state.put("metric", fallback)
+    return fallback
+
+
+def mismatch_note(detail: SampleDetail) -> str:
+    n_tok, n_lp = detail.n_tokens, detail.n_logprobs
+    extra = n_tok - n_lp if n_tok > n_lp else 0
+    tail = ""
+    if extra:
+        tokens = (detail.fields.get("response_tokens") or [])[-extra:]
+        tail = " The last token(s) without a log-prob: " + ", ".join(repr(token_label(t)) for t in tokens[:5])
+    return (f"This sample has {n_tok} tokens but {n_lp} log-probs: token metrics cover the first "
+            f"{min(n_tok, n_lp)} tokens.{tail}")
+
+
+def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.DataFrame:
+    """The tokens that carry the most of ``metric`` (largest magnitude for signed metrics)."""
+    values = tokens[metric].to_numpy(dtype=np.float64)
+    key = np.abs(values) if metric in DIVERGING_METRICS else values
+    order = np.argsort(np.where(np.isfinite(key), -key, np.inf), kind="stable")[:n]
+    picked = tokens.iloc[order]
+    return pd.DataFrame({
+        "position": picked.index.to_numpy(),
+        "token": [token_label(t) for t in picked["token"].astype(str)],
+        metric: picked[metric].to_numpy(),
+    })
+
+
+def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
+    st.subheader("Tokens")
+    tokens = detail.tokens
+    if detail.n_tokens is None and detail.n_logprobs is None:
+        missing("No token view", "this run has no response_tokens or logprobs (e.g. an evaluation log).")
+        return
+    if detail.length_mismatch:
+        st.warning(mismatch_note(detail), icon=":material/rule:")
+    metrics = present_metrics(tokens)
+    hidden = [t for t in display.pad_tokens if t]
+    shown = tokens[~tokens["token"].isin(hidden)] if hidden else tokens
+    if len(shown) < len(tokens):
+        st.caption(f"{len(tokens) - len(shown)} pad token(s) hidden (sidebar › Display settings).")
+    if not metrics:
+        missing("No per-token metrics", "this sample has tokens but no log-probs, values or token rewards.")
+        st.html(chips_html(shown, "kl"))
+        return
+    metric = valid_metric(metrics)
+    left, right = st.columns([3, 1])
+    with left:
+        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: METRIC_LABELS.get(m, m),
+                             required=True, **state.bind("metric"))
+        metric = state.get("metric") or metric
+        st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(shown, metric))
+        st.caption("Hover a token to see all its metrics.")
+    with right:
+        label = METRIC_LABELS.get(metric, metric)
+        st.markdown(f"**Top tokens by {label}**")
+        st.dataframe(top_tokens(shown, metric), hide_index=True,
+                     column_config={metric: st.column_config.NumberColumn(format="%.4g")})
+    chosen = st.multiselect("Heatmap rows", metrics, default=metrics, key="heatmap_rows",
+                            format_func=lambda m: METRIC_LABELS.get(m, m))
+    if chosen:
+        st.plotly_chart(charts.token_heatmap_figure(shown, chosen), key="chart_heatmap",
+                        config={"displaylogo": False})

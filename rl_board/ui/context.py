@@ -1,0 +1,32 @@
+"""What the sidebar decided, handed to every page: the run and the display settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rl_board.data.store import RolloutStore
+from rl_board.data.text import TextDisplay
+from rl_board.ui.charts import CurveOptions
+
+
+@dataclass(frozen=True)
+class DisplaySettings:
+    """Sidebar display choices: text hiding, curve bands and shift, KL or log-ratio."""
+
+    text: TextDisplay = TextDisplay()
+    curves: CurveOptions = CurveOptions()
+    kl_series: str = "kl"
+
+
+@dataclass
+class Context:
+    """The served roots, the chosen logs root and run (``store`` is None until a run is chosen)."""
+
+    roots: list[Path]
+    settings: DisplaySettings = field(default_factory=DisplaySettings)
+    root: Path | None = None
+    run: str | None = None
+    run_path: Path | None = None
+    store: RolloutStore | None = None
+    runs: object = None  # DataFrame of runs under the root (for the start page)

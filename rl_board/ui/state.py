@@ -1,0 +1,225 @@
+"""The view state of a session and its mirror in the URL.
+
+The state (run, step, sample, sort, filters, token metric, table page) lives
+in ``st.session_state`` under ``view.<name>`` keys, so it survives page
+switches (widgets are dropped when their page is not shown). It is read from
+the URL once, at the first run of a session (a copied link restores the view
+in a new tab), and written back to ``st.query_params`` on every run.
+
+Widgets never own the state: ``bind(name)`` gives a widget its own key,
+seeded from the state before the widget is drawn, and a callback that copies
+the user's change back. Values that cannot be parsed from the URL become
+messages (``notices``), never exceptions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+_VIEW = "view."
+_WIDGET = "w."
+_URL_READ = "_url_read"
+_NOTICES = "_notices"
+_GOTO = "_goto"
+_CONTEXT = "_context"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One URL parameter: its name, kind (str, int, bool, range) and default."""
+
+    name: str
+    kind: str
+    default: Any = None
+
+
+PARAMS = (
+    Param("run", "str"), Param("step", "int"), Param("sample", "int"),
+    Param("sort", "str", "sample"), Param("desc", "bool", False),
+    Param("q", "str", ""), Param("regex", "bool", False), Param("case", "bool", False),
+    Param("all", "bool", False),
+    Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
+    Param("tpage", "int", 1), Param("metric", "str", "kl"),
+)
+_BY_NAME = {p.name: p for p in PARAMS}
+RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
+
+
+def _default(name: str) -> Any:
+    base, _, part = name.partition(".")
+    param = _BY_NAME.get(base)
+    return None if part or param is None else param.default
+
+
+def get(name: str, default: Any = None) -> Any:
+    """Current value of a view field (``reward.lo`` / ``reward.hi`` for range bounds).
+
+    Fields that are not URL parameters (e.g. chosen curves) fall back to ``default``.
+    """
+    key = _VIEW + name
+    if key in st.session_state:
+        return st.session_state[key]
+    return default if name.partition(".")[0] not in _BY_NAME else _default(name)
+
+
+def put(name: str, value: Any) -> None:
+    st.session_state[_VIEW + name] = value
+
+
+def put_many(**values: Any) -> None:
+    for name, value in values.items():
+        put(name.replace("__", "."), value)
+
+
+def get_range(name: str) -> tuple[float | None, float | None]:
+    return get(f"{name}.lo"), get(f"{name}.hi")
+
+
+def bind(name: str, on_change: Callable[[], None] | None = None, *, default: Any = None) -> dict[str, Any]:
+    """Keyword arguments (key, on_change) for a widget that edits view field ``name``.
+
+    Seeds the widget's own key from the view state, so call it right before
+    drawing the widget and do not pass the widget a default value.
+    """
+    wkey = _WIDGET + name
+    st.session_state[wkey] = get(name, default)
+
+    def commit() -> None:
+        put(name, st.session_state.get(wkey))
+        if on_change is not None:
+            on_change()
+
+    return {"key": wkey, "on_change": commit}
+
+
+# -- URL -----------------------------------------------------------------
+
+
+def parse_value(param: Param, raw: str) -> Any:
+    """A URL value as the view value; ValueError with a readable message when it is bad."""
+    raw = raw.strip()
+    if param.kind == "str":
+        return raw
+    if param.kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"`{param.name}` must be a whole number") from None
+    if param.kind == "bool":
+        low = raw.lower()
+        if low in _TRUE or low in _FALSE:
+            return low in _TRUE
+        raise ValueError(f"`{param.name}` must be 1 or 0")
+    return _parse_range(param.name, raw)
+
+
+def _parse_range(name: str, raw: str) -> tuple[float | None, float | None]:
+    lo_text, sep, hi_text = raw.partition(":")
+    if not sep:
+        raise ValueError(f"`{name}` must look like low:high (either side may be empty)")
+    bounds = []
+    for text in (lo_text, hi_text):
+        if not text.strip():
+            bounds.append(None)
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"`{name}` bounds must be numbers") from None
+        if not math.isfinite(value):
+            raise ValueError(f"`{name}` bounds must be finite numbers")
+        bounds.append(value)
+    lo, hi = bounds
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"`{name}` low bound is above its high bound")
+    return lo, hi
+
+
+def format_value(param: Param, value: Any) -> str:
+    if param.kind == "bool":
+        return "1" if value else "0"
+    if param.kind == "range":
+        lo, hi = value
+        return f"{'' if lo is None else f'{lo:g}'}:{'' if hi is None else f'{hi:g}'}"
+    return str(value)
+
+
+def read_url_once() -> None:
+    """At a session's first run, copy URL parameters into the view state."""
+    if st.session_state.get(_URL_READ):
+        return
+    st.session_state[_URL_READ] = True
+    params = st.query_params
+    for param in PARAMS:
+        if param.name not in params:
+            continue
+        raw = params.get(param.name, "")
+        try:
+            value = parse_value(param, raw)
+        except ValueError as exc:
+            notice(f"Ignored link parameter {param.name}={raw[:80]!r}: {exc}.")
+            continue
+        if param.kind == "range":
+            put(f"{param.name}.lo", value[0])
+            put(f"{param.name}.hi", value[1])
+        else:
+            put(param.name, value)
+
+
+def url_params() -> dict[str, str]:
+    """The view state as URL parameters (defaults left out)."""
+    out: dict[str, str] = {}
+    for param in PARAMS:
+        if param.kind == "range":
+            value: Any = get_range(param.name)
+            if value == (None, None):
+                continue
+        else:
+            value = get(param.name)
+            if value is None or value == param.default:
+                continue
+        out[param.name] = format_value(param, value)
+    return out
+
+
+def write_url() -> None:
+    """Mirror the view state into the address bar (only when it changed)."""
+    wanted = url_params()
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+# -- messages, navigation requests and the shared context ------------------
+
+
+def notice(message: str) -> None:
+    """Queue a warning to show at the top of the next page drawn."""
+    st.session_state.setdefault(_NOTICES, []).append(message)
+
+
+def pop_notices() -> list[str]:
+    return st.session_state.pop(_NOTICES, [])
+
+
+def request_page(name: str) -> None:
+    """Ask the router to switch to page ``name`` (safe inside widget callbacks)."""
+    st.session_state[_GOTO] = name
+
+
+def pop_page_request() -> str | None:
+    return st.session_state.pop(_GOTO, None)
+
+
+def set_context(context: Any) -> None:
+    st.session_state[_CONTEXT] = context
+
+
+def context() -> Any:
+    return st.session_state.get(_CONTEXT)

@@ -1,0 +1,26 @@
+"""Step browser: one step's batch — averages, charts, filters, the sortable table and export."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rl_board.ui.components.batch import render_batch
+from rl_board.ui.components.filters import render_filters
+from rl_board.ui.components.page import current_run
+from rl_board.ui.components.sample_table import render_table
+from rl_board.ui.components.step_picker import pick_step
+from rl_board.ui.context import Context
+
+
+def render(ctx: Context) -> None:
+    store = ctx.store
+    step = pick_step(store.steps)
+    render_batch(store, str(ctx.run_path), step)
+    st.subheader("Samples")
+    choice = render_filters(store)
+    render_table(store, step, choice, ctx.settings.text, ctx.run or "run")
+
+
+ctx = current_run("Step browser")
+if ctx is not None:
+    render(ctx)
