@@ -28,11 +28,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from rl_board.data import derive, jsonl
+from rl_board.data import ingest
+from rl_board.data.schema import LINE
 
-CACHE_VERSION = 3
-BLOCK_BYTES = 32 * 1024 * 1024
+CACHE_VERSION = 4
 TAIL_BYTES = 4096
 MAX_REPORTED_PER_FILE = 10_000
 
@@ -51,10 +52,13 @@ def default_cache_dir() -> Path:
 
 @dataclass
 class Segment:
+    """One Arrow file; its ``_line`` values count from ``line_offset`` + 1."""
+
     name: str
     rows: int
     bytes: int
     crc: int
+    line_offset: int = 0
 
 
 @dataclass
@@ -129,28 +133,48 @@ def sync(
     directory = run_cache_dir(cache_root, run_dir)
     with _locked(directory):
         old, rebuilt = _read_manifest(directory, run_dir, verify=verify)
-        plans: list[_Plan | FileEntry] = []
+        entries: list[FileEntry] = []
+        work: list[tuple[_Plan, list[tuple[int, int]]]] = []
         for path in list_rollout_files(run_dir):
             try:
-                plans.append(_plan(path, old.get(path.name)))
+                plan = _plan(path, old.get(path.name))
+                blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
             except OSError as exc:
-                plans.append(FileEntry(name=path.name, error=f"cannot read: {exc.strerror or exc}"))
-        total = sum(p.todo for p in plans if isinstance(p, _Plan))
-        done = 0
-        entries = []
-        for plan in plans:
-            if isinstance(plan, FileEntry):
-                entries.append(plan)
+                entries.append(FileEntry(name=path.name, error=f"cannot read: {exc.strerror or exc}"))
                 continue
-            try:
-                entry, read = _apply(plan, directory, lambda n, base=done: _tick(progress, base + n, total))
-            except OSError as exc:
-                entry, read = FileEntry(name=plan.path.name, error=f"cannot read: {exc.strerror or exc}"), 0
-            done += read
-            entries.append(entry)
+            entries.append(plan.entry)
+            work.append((plan, blocks))
+        parsed = _ingest(work, directory, progress)
         _write_manifest(directory, run_dir, entries)
         _collect_garbage(directory, entries)
-    return SyncResult(directory, entries, done, rebuilt)
+    return SyncResult(directory, entries, parsed, rebuilt)
+
+
+def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:
+    """Parse every planned block of every file (in one worker pool) into its entry."""
+    jobs = [(plan.path, s, e) for plan, blocks in work for s, e in blocks]
+    owners = [plan for plan, blocks in work for _ in blocks]
+    total = sum(plan.todo for plan, _ in work)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        _tick(progress, done, total)
+
+    for plan, (_, _, end), result in zip(owners, jobs, ingest.run_blocks(jobs, directory, tick), strict=True):
+        if result.error:
+            plan.entry.error = result.error
+            continue
+        _record(plan.entry, result)
+        plan.entry.consumed = end
+    for plan, _ in work:
+        entry = plan.entry
+        entry.size, entry.mtime_ns = plan.size, plan.mtime_ns
+        if plan.todo:
+            entry.tail_crc = _tail_crc(plan.path, entry.consumed) if entry.consumed else 0
+    _tick(progress, total, total)
+    return total
 
 
 def _tick(progress: Progress | None, done: int, total: int) -> None:
@@ -168,6 +192,9 @@ class _Plan:
 
     @property
     def todo(self) -> int:
+        """Bytes to parse (0 for a file unchanged since the last read)."""
+        if self.start == self.size and self.entry.size == self.size:
+            return 0
         return max(0, self.size - self.start)
 
 
@@ -195,55 +222,19 @@ def _tail_matches(path: Path, old: FileEntry) -> bool:
         return False
 
 
-def _apply(plan: _Plan, directory: Path, progress: Progress) -> tuple[FileEntry, int]:
-    entry = plan.entry
-    if plan.start == plan.size and entry.size == plan.size:
-        entry.mtime_ns = plan.mtime_ns
-        return entry, 0
-    read = 0
-    with open(plan.path, "rb") as stream:
-        for block, end in jsonl.iter_blocks(stream, start=plan.start, block_bytes=BLOCK_BYTES):
-            parsed = jsonl.parse_block(block, first_line=entry.lines + 1)
-            _record(entry, parsed, block.count(b"\n"))
-            if parsed.table.num_rows:
-                entry.segments.append(_write_segment(directory, derive.with_sample_metrics(parsed.table)))
-            entry.consumed = end
-            read = end - plan.start
-            progress(read)
-    entry.size, entry.mtime_ns = plan.size, plan.mtime_ns
-    entry.tail_crc = _tail_crc(plan.path, entry.consumed) if entry.consumed else 0
-    progress(plan.size - plan.start)
-    return entry, plan.size - plan.start
-
-
-def _record(entry: FileEntry, parsed: jsonl.ParsedBlock, n_lines: int) -> None:
-    entry.lines += n_lines
-    entry.samples += parsed.table.num_rows
-    entry.blank += parsed.blank
-    entry.bad_count += len(parsed.bad)
-    room = MAX_REPORTED_PER_FILE - len(entry.bad)
-    entry.bad.extend([list(b) for b in parsed.bad[: max(room, 0)]])
-    room = MAX_REPORTED_PER_FILE - len(entry.warnings)
-    entry.warnings.extend([list(w) for w in parsed.warnings[: max(room, 0)]])
-
-
-def _write_segment(directory: Path, table: pa.Table) -> Segment:
-    name = f"seg-{uuid.uuid4().hex}.arrow"
-    tmp = directory / (name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
-    crc = file_crc(tmp)
-    os.replace(tmp, directory / name)
-    return Segment(name=name, rows=table.num_rows, bytes=(directory / name).stat().st_size, crc=crc)
-
-
-def file_crc(path: Path) -> int:
-    """CRC32 of a whole file, read in blocks so it does not count as resident memory."""
-    crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(4 * 1024 * 1024):
-            crc = zlib.crc32(chunk, crc)
-    return crc
+def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
+    """Add a block's counts; its block-relative line numbers shift by the lines before it."""
+    offset = entry.lines
+    if result.segment is not None:
+        entry.segments.append(Segment(**result.segment, line_offset=offset))
+    entry.lines += result.lines
+    entry.samples += result.samples
+    entry.blank += result.blank
+    entry.bad_count += len(result.bad)
+    room = max(MAX_REPORTED_PER_FILE - len(entry.bad), 0)
+    entry.bad.extend([[offset + n, reason] for n, reason in result.bad[:room]])
+    room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)
+    entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
 
 
 def _read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict[str, FileEntry], bool]:
@@ -269,7 +260,7 @@ def _segments_intact(directory: Path, entry: FileEntry, *, verify: bool) -> bool
         path = directory / seg.name
         if not path.is_file() or path.stat().st_size != seg.bytes:
             return False
-        if verify and file_crc(path) != seg.crc:
+        if verify and ingest.file_crc(path) != seg.crc:
             return False
     return True
 
@@ -305,7 +296,11 @@ def open_segments(directory: Path, entries: list[FileEntry]) -> list[tuple[int, 
     for index, entry in enumerate(entries):
         for seg in entry.segments:
             source = pa.memory_map(str(directory / seg.name), "r")
-            out.append((index, pa.ipc.open_file(source).read_all()))
+            table = pa.ipc.open_file(source).read_all()
+            if seg.line_offset:
+                i = table.schema.get_field_index(LINE)
+                table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
+            out.append((index, table))
     return out
 
 
