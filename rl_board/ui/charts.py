@@ -189,7 +189,7 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
     x = tokens.index.to_numpy()  # token positions (pad tokens may have been left out)
     labels = [html.escape(token_label(t), quote=True) for t in tokens["token"].astype(str)]
     fig = go.Figure()
-    for metric in present:
+    for row, metric in enumerate(present):
         values = tokens[metric].to_numpy(dtype=np.float64)
         finite = values[np.isfinite(values)]
         diverging = metric in DIVERGING_METRICS
@@ -202,7 +202,8 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
             lo, hi = float(finite.min()), float(finite.max())
             trace.update(zmin=lo, zmax=hi if hi > lo else lo + 1.0)
         fig.add_trace(go.Heatmap(
-            z=[values], x=x, y=[metric], customdata=[labels], name=metric, xgap=1, ygap=2,
+            # numeric y: plotly.js fails to draw several one-row heatmaps on a categorical axis
+            z=[values], x=x, y=[row], customdata=[labels], name=metric, xgap=1, ygap=2,
             hovertemplate="token #%{x} %{customdata}<br>" + metric + " = %{z:.4g}<extra></extra>",
             **trace,
         ))
@@ -215,6 +216,7 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
         margin={"l": 10, "r": 10, "t": 50, "b": 20},
         xaxis={"title": "token position", **tick},
         yaxis={"autorange": "reversed", "ticktext": [METRIC_LABELS.get(m, m) for m in present],
-               "tickvals": present, "tickmode": "array"},
+               "tickvals": list(range(len(present))), "tickmode": "array", "showgrid": False,
+               "zeroline": False},
     )
     return fig

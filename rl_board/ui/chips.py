@@ -20,6 +20,10 @@ from rl_board.data.text import token_label
 
 # Metrics whose sign matters get a diverging scale centred on 0.
 DIVERGING_METRICS = frozenset({"token_reward", "log_ratio", "value"})
+SHORT_LABELS = {
+    "token_reward": "token reward", "log_ratio": "log-ratio", "kl": "KL", "value": "value",
+    "logp": "logp", "ref_logp": "ref logp", "prob": "prob", "ref_prob": "ref prob",
+}
 METRIC_LABELS = {
     "token_reward": "token reward", "log_ratio": "log-ratio (logp − ref_logp)", "kl": "KL (k3)",
     "value": "critic value", "logp": "log-prob", "ref_logp": "ref log-prob",

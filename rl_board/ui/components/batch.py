@@ -16,9 +16,9 @@ CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
 METRICS = (
     ("Mean reward", "reward_mean", "normal"),
     ("Mean ref reward", "ref_reward_mean", "normal"),
-    ("Response length (tokens)", "length_mean", "off"),
-    ("Response length (chars)", "length_chars_mean", "off"),
-    ("Ref response length (chars)", "ref_length_chars_mean", "off"),
+    ("Length (tokens)", "length_mean", "off"),
+    ("Length (chars)", "length_chars_mean", "off"),
+    ("Ref length (chars)", "ref_length_chars_mean", "off"),
     ("Mean KL", "kl_mean", "inverse"),
 )
 

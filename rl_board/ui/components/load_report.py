@@ -9,9 +9,14 @@ from rl_board.data.report import BadLine, LoadReport
 
 
 def badge_text(report: LoadReport) -> str:
+    files = len(report.files)
+    return f"{report.samples} samples · {report.steps} steps · {files} file{'s' if files != 1 else ''}"
+
+
+def bad_text(report: LoadReport) -> str:
     bad = report.bad_line_count
-    return (f"{report.samples} samples · {report.steps} steps · {len(report.files)} files · "
-            f"{bad} bad line{'s' if bad != 1 else ''}")
+    return f"{bad} bad line{'s' if bad != 1 else ''}" + (
+        f" · {len(report.unreadable_files)} unreadable file(s)" if report.unreadable_files else "")
 
 
 def _lines_frame(lines: list[BadLine]) -> pd.DataFrame:
@@ -21,7 +26,8 @@ def _lines_frame(lines: list[BadLine]) -> pd.DataFrame:
 def render_load_report(report: LoadReport) -> None:
     """Badge (green when clean) and an expander listing files, bad lines and warnings."""
     trouble = report.bad_line_count or report.unreadable_files
-    st.badge(badge_text(report), icon=":material/warning:" if trouble else ":material/check_circle:",
+    st.badge(badge_text(report), icon=":material/dataset:", color="blue")
+    st.badge(bad_text(report), icon=":material/warning:" if trouble else ":material/check_circle:",
              color="orange" if trouble else "green")
     with st.expander("Load report", expanded=False):
         source = "read from cache" if report.from_cache else f"parsed {report.parsed_bytes / 1e6:.2f} MB"

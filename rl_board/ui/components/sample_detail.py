@@ -9,7 +9,7 @@ import streamlit as st
 
 from rl_board.data.schema import FLOAT_LIST_FIELDS, KNOWN_FIELDS, STRING_LIST_FIELDS
 from rl_board.data.store import RolloutStore, SampleDetail
-from rl_board.data.text import TextDisplay, escape_markdown, shown
+from rl_board.data.text import TextDisplay, shown
 from rl_board.ui import state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
@@ -20,7 +20,8 @@ TEXTS = (("prompt", "Prompt"), ("response", "Response"), ("ref_response", "Refer
 SCORES = (("reward", "Reward"), ("ref_reward", "Ref reward"), ("reward_gap", "Reward gap"),
           ("valid_reward", "Valid reward"), ("ref_valid_reward", "Ref valid reward"),
           ("kl_mean", "KL (mean)"), ("kl_sum", "KL (sum)"), ("n_tokens", "Tokens"))
-TEXT_HEIGHT = 320
+TEXT_HEIGHT = 360
+SHORT_TEXT = 400
 
 
 def valid_sample(count: int) -> int:
@@ -80,8 +81,10 @@ def _number(value: object) -> float | None:
 def _scores(fields: dict) -> None:
     values = [(label, _number(fields.get(name))) for name, label in SCORES]
     values = [(label, v) for label, v in values if v is not None]
-    if values:
-        for col, (label, value) in zip(st.columns(len(values)), values, strict=True):
+    per_row = 5
+    for start in range(0, len(values), per_row):
+        cols = st.columns(per_row)
+        for col, (label, value) in zip(cols, values[start : start + per_row], strict=False):
             col.metric(label, f"{value:.4g}", border=True)
 
 
@@ -94,13 +97,15 @@ def _texts(fields: dict, display: TextDisplay) -> None:
                 st.caption("not in this log")
                 continue
             text = shown(value, display)
-            st.code(text.text or " ", language=None, wrap_lines=True, height=TEXT_HEIGHT)
+            short = len(text.text) < SHORT_TEXT and text.text.count("\n") < 12
+            st.code(text.text or " ", language=None, wrap_lines=True,
+                    height="content" if short else TEXT_HEIGHT)
             st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
 
 
 def _other_fields(detail: SampleDetail) -> None:
     skip = set(KNOWN_FIELDS) | set(FLOAT_LIST_FIELDS) | set(STRING_LIST_FIELDS)
-    rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step"]
+    rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step" and v is not None]
     with st.expander(f"Other fields ({len(rows)}) · source {detail.file}:{detail.line}"):
         frame = pd.DataFrame({"field": [k for k, _ in rows],
                               "value": ["" if v is None else str(v)[:2000] for _, v in rows]})
@@ -119,4 +124,3 @@ def render_sample(ctx: Context) -> None:
     _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text)
-    st.caption(f"Run {escape_markdown(ctx.run or '')}")

@@ -137,7 +137,8 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
                  help="Open the first row of the table as sorted")
     shown = display_frame(frame, text, show_step=scope is None)
     st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
-                 on_select=_open_selected, selection_mode="single-row", height=420)
+                 on_select=_open_selected, selection_mode="single-row",
+                 height="auto" if len(shown) <= 12 else 460)
     st.caption("Click a row to open the sample. Text cells longer than "
                f"{CELL_CHARS} characters are clipped here; the sample view shows them whole.")
     _export_buttons(store, scope, columns, sort, desc, flt, run)

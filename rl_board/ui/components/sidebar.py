@@ -102,9 +102,11 @@ def _open(run_path: Path, name: str) -> RolloutStore | None:
         bar.progress(fraction, text=f"Reading {name}: {done / 1e6:.1f} of {total / 1e6:.1f} MB")
 
     try:
-        return cached.store_for(run_path, progress)
+        store = cached.store_for(run_path, progress)
     finally:
         bar.empty()
+    cached.runs_under.clear()  # the run list now knows its sample and step counts
+    return store
 
 
 def _display_settings() -> DisplaySettings:

@@ -10,7 +10,14 @@ from rl_board.data.schema import TOKEN_METRICS
 from rl_board.data.store import SampleDetail
 from rl_board.data.text import TextDisplay, token_label
 from rl_board.ui import charts, state
-from rl_board.ui.chips import DIVERGING_METRICS, METRIC_LABELS, chips_html, legend_html, scale_for
+from rl_board.ui.chips import (
+    DIVERGING_METRICS,
+    METRIC_LABELS,
+    SHORT_LABELS,
+    chips_html,
+    legend_html,
+    scale_for,
+)
 from rl_board.ui.components.page import missing
 
 TOP_TOKENS = 10
@@ -75,7 +82,7 @@ def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
     metric = valid_metric(metrics)
     left, right = st.columns([3, 1])
     with left:
-        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: METRIC_LABELS.get(m, m),
+        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: SHORT_LABELS.get(m, m),
                              required=True, **state.bind("metric"))
         metric = state.get("metric") or metric
         st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(shown, metric))
