@@ -109,6 +109,9 @@ def summary_dict(store: RolloutStore) -> dict:
     """The documented ``summary --json`` object (NaN becomes null)."""
     report = store.report
     stats = store.step_summary()
+    for column in ("reward_mean", "reward_std"):
+        if column not in stats.columns:
+            stats[column] = float("nan")  # no sample has a reward: the keys stay, as null
     keep = ["step", "samples", "reward_mean", "reward_std"] + [
         c for c in ("kl_mean", "ref_reward_mean", "length_mean") if c in stats.columns
     ]

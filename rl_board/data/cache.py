@@ -102,9 +102,35 @@ def run_cache_dir(cache_root: Path, run_dir: Path) -> Path:
 
 
 def list_rollout_files(run_dir: Path) -> list[Path]:
-    """The run's ``*.jsonl`` files that are readable regular files, in natural order."""
-    files = [p for p in run_dir.iterdir() if p.suffix == ".jsonl" and p.is_file()]
-    return sorted(files, key=_natural_key)
+    """The run's ``*.jsonl`` files that are regular files, in natural order."""
+    return [p for p, problem in scan_run(run_dir) if not problem]
+
+
+def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Path, str]]:
+    """Every ``*.jsonl`` entry of a run with why it cannot be read ("" if it can).
+
+    A folder, a broken or looping link, or (with ``allowed``) a link that
+    leads outside the served folders is named in the report, never read.
+    """
+    out = []
+    for path in sorted(run_dir.iterdir(), key=_natural_key):
+        if path.suffix == ".jsonl":
+            out.append((path, _unusable(path, allowed)))
+    return out
+
+
+def _unusable(path: Path, allowed: list[Path] | None) -> str:
+    try:
+        if path.is_dir():
+            return "is a folder, not a file"
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "is a broken or looping symbolic link"
+    if not real.is_file():
+        return "is not a regular file"
+    if allowed is not None and not any(real == r or real.is_relative_to(r) for r in allowed):
+        return "links outside the served folders; not read"
+    return ""
 
 
 def _natural_key(path: Path) -> list:
@@ -123,7 +149,12 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def sync(
-    run_dir: Path, cache_root: Path, *, progress: Progress | None = None, verify: bool = True
+    run_dir: Path,
+    cache_root: Path,
+    *,
+    progress: Progress | None = None,
+    verify: bool = True,
+    allowed: list[Path] | None = None,
 ) -> SyncResult:
     """Bring the run's cache up to date with its files and return the manifest.
 
@@ -135,7 +166,10 @@ def sync(
         old, rebuilt = _read_manifest(directory, run_dir, verify=verify)
         entries: list[FileEntry] = []
         work: list[tuple[_Plan, list[tuple[int, int]]]] = []
-        for path in list_rollout_files(run_dir):
+        for path, problem in scan_run(run_dir, allowed):
+            if problem:
+                entries.append(FileEntry(name=path.name, error=problem))
+                continue
             try:
                 plan = _plan(path, old.get(path.name))
                 blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []

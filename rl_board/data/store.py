@@ -83,9 +83,10 @@ class RolloutStore:
     for a missing run folder, ``InvalidArgumentError`` for bad arguments.
     """
 
-    def __init__(self, run_dir: Path, cache_root: Path) -> None:
+    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None) -> None:
         self.run_dir = run_dir
         self.cache_root = cache_root
+        self.allowed = allowed
         self.report = LoadReport(run=str(run_dir))
         self.signature = ""
         self._view = _RunView.from_parts([], [])
@@ -98,13 +99,18 @@ class RolloutStore:
         *,
         cache_dir: str | Path | None = None,
         progress: cache.Progress | None = None,
+        allowed_roots: list[Path] | None = None,
     ) -> RolloutStore:
-        """Open a run folder, building or updating its cache as needed."""
+        """Open a run folder, building or updating its cache as needed.
+
+        With ``allowed_roots``, files that link outside those folders are
+        reported and not read (the server passes its served roots).
+        """
         path = Path(run_dir).expanduser()
         if not path.is_dir():
             raise NotFoundError(f"no run folder at {path}")
         root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
-        store = cls(path, root)
+        store = cls(path, root, allowed_roots)
         store._load(progress=progress, verify=True)
         return store
 
@@ -125,7 +131,8 @@ class RolloutStore:
         t0 = time.perf_counter()
         self._stat_signature = cache.stat_signature(self.run_dir)
         try:
-            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify)
+            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
+                                allowed=self.allowed)
         except PermissionError as exc:
             raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
         signature = _signature(result.files)

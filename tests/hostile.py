@@ -1,0 +1,135 @@
+"""A corpus of hostile rollout files, each with what a correct loader must make of it.
+
+Every case writes one run folder and says how many samples must survive, which
+lines must be reported (by number, with a reason a person understands), how
+many lines are blank and how many bytes are a line still being written. Used
+by the reliability tests and by the UI tests that show such runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def ok(step: int | str = 1, **extra: object) -> str:
+    record = {"step": step, "prompt": "What is 2+2?", "response": "4", "reward": 1.0}
+    record.update(extra)
+    return json.dumps(record)
+
+
+@dataclass
+class Case:
+    """A hostile input and what must become of it."""
+
+    name: str
+    write: Callable[[Path], None]
+    samples: int
+    bad: dict[int, str] = field(default_factory=dict)  # line -> words the reason must contain
+    blank: int = 0
+    pending_bytes: int = 0
+    file_errors: dict[str, str] = field(default_factory=dict)  # file name -> words of its error
+    warnings: int = 0
+
+
+def _lines(*lines: str, end: str = "\n", tail: str = "") -> Callable[[Path], None]:
+    def write(run: Path) -> None:
+        (run / "r0.jsonl").write_bytes((end.join(lines) + end + tail).encode("utf-8"))
+
+    return write
+
+
+def _raw(data: bytes, name: str = "r0.jsonl") -> Callable[[Path], None]:
+    def write(run: Path) -> None:
+        (run / name).write_bytes(data)
+
+    return write
+
+
+def _nested(depth: int) -> str:
+    return '{"step": 1, "deep": ' + "[" * depth + "]" * depth + "}"
+
+
+def _dir_named_jsonl(run: Path) -> None:
+    (run / "r0.jsonl").write_text(ok(1) + "\n")
+    (run / "folder.jsonl").mkdir()
+
+
+def _symlink_loop(run: Path) -> None:
+    (run / "r0.jsonl").write_text(ok(1) + "\n")
+    os.symlink(run / "loop_b.jsonl", run / "loop_a.jsonl")
+    os.symlink(run / "loop_a.jsonl", run / "loop_b.jsonl")
+
+
+def _unreadable(run: Path) -> None:
+    (run / "r0.jsonl").write_text(ok(1) + "\n" + ok(2) + "\n")
+    secret = run / "r1.jsonl"
+    secret.write_text(ok(3) + "\n")
+    secret.chmod(0)
+
+
+def _duplicates(run: Path) -> None:
+    (run / "r0.jsonl").write_text(ok(1) + "\n" + ok(2) + "\n")
+    (run / "r1.jsonl").write_text(ok(1) + "\n" + ok(2) + "\n")
+
+
+def _long_response(run: Path) -> None:
+    tokens = [f"t{i % 50}" for i in range(100_000)]
+    record = json.loads(ok(1))
+    record.update(response="".join(tokens), response_tokens=tokens, logprobs=[-0.5] * 100_000,
+                  ref_logprobs=[-0.6] * 100_000)
+    (run / "r0.jsonl").write_text(json.dumps(record) + "\n" + ok(2) + "\n")
+
+
+def cases() -> list[Case]:
+    """Every case of the corpus."""
+    return [
+        Case("truncated last line", _lines(ok(1), ok(2), tail='{"step": 3, "resp'), 2, pending_bytes=17),
+        Case("truncated line in the middle", _lines(ok(1), '{"step": 2, "resp', ok(3)), 2, {2: "not valid JSON"}),
+        Case("NaN and infinities", _lines('{"step": 1, "reward": NaN}', '{"step": 2, "reward": Infinity}',
+                                          '{"step": 3, "reward": -Infinity, "logprobs": [NaN, Infinity]}'), 3),
+        Case("step as text", _lines(ok("12")), 1),
+        Case("step as float", _lines(ok(12.0)), 1),
+        Case("step not a number", _lines(ok("abc"), ok(1)), 1, {1: "'step' is not an integer"}),
+        Case("step missing", _lines('{"prompt": "p", "reward": 1}', ok(1)), 1, {1: "missing 'step'"}),
+        Case("step negative", _lines(ok(-1), ok(0)), 2),
+        Case("reward as text", _lines(ok(1, reward="high"), ok(2)), 1, {1: "'reward' is a string, not a number"}),
+        Case("reward null", _lines(ok(1, reward=None)), 1),
+        Case("reward as list", _lines(ok(1, reward=[1.0]), ok(2)), 1, {1: "'reward' is a list, not a number"}),
+        Case("strings inside a number list", _lines(ok(1, logprobs=[-0.1, "x"]), ok(2)), 1,
+             {1: "'logprobs[1]' is a string, not a number"}),
+        Case("nested lists", _lines(ok(1, values=[[0.1], [0.2]]), ok(2)), 1, {1: "'values[0]' is a list"}),
+        Case("empty lists", _lines(ok(1, response_tokens=[], logprobs=[], ref_logprobs=[])), 1),
+        Case("arrays of different lengths", _lines(ok(1, response_tokens=["a", "b", "c"], logprobs=[-1.0],
+                                                      ref_logprobs=[-1.0, -2.0])), 1),
+        Case("10 MB single line", _lines(ok(1, response="x" * 10_000_000), ok(2)), 2),
+        Case("100k tokens in one response", _long_response, 2),
+        Case("deeply nested JSON", _lines(_nested(10_000), ok(2)), 1, {1: "not valid JSON"}),
+        Case("invalid UTF-8 bytes", _raw(b'{"step": 1, "response": "caf\xe9 \xff"}\n' + ok(2).encode() + b"\n"),
+             2, warnings=1),
+        Case("UTF-8 BOM", _raw(b"\xef\xbb\xbf" + ok(1).encode() + b"\n" + ok(2).encode() + b"\n"), 2),
+        Case("CRLF line ends", _lines(ok(1), ok(2), end="\r\n"), 2),
+        Case("blank lines", _lines(ok(1), "", "   ", ok(2), ""), 2, blank=3),
+        Case("binary file named .jsonl", _raw(bytes(b for b in range(256) if b != 10) * 4 + b"\n"
+                                              + ok(1).encode() + b"\n"), 1, {1: "not valid JSON"}),
+        Case("empty file", _raw(b""), 0),
+        Case("a folder named .jsonl", _dir_named_jsonl, 1, file_errors={"folder.jsonl": "is a folder"}),
+        Case("symlink loop", _symlink_loop, 1,
+             file_errors={"loop_a.jsonl": "looping symbolic link", "loop_b.jsonl": "looping symbolic link"}),
+        Case("file without read permission", _unreadable, 2, file_errors={"r1.jsonl": "Permission denied"}),
+        Case("duplicate (step, prompt) across ranks", _duplicates, 4),
+        Case("top-level values that are not objects", _lines("[1, 2]", "42", '"text"', "null", "true", ok(1)),
+             1, {1: "not a JSON object", 2: "not a JSON object", 3: "not a JSON object",
+                 4: "not a JSON object", 5: "not a JSON object"}),
+    ]
+
+
+def write_case(case: Case, root: Path) -> Path:
+    """Write one case into its own run folder under ``root``."""
+    run = root / case.name.replace(" ", "_").replace("(", "").replace(")", "").replace(",", "")
+    run.mkdir(parents=True)
+    case.write(run)
+    return run
