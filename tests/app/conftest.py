@@ -1,0 +1,115 @@
+"""AppTest fixtures: a served root with demo runs, fresh caches, and helpers to read the page."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from rl_board.data.demo import DemoSpec, write_eval_run, write_run
+from rl_board.data.store import RolloutStore
+
+APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
+PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py"}
+
+
+@pytest.fixture(scope="session")
+def served_root(tmp_path_factory) -> Path:
+    """One root with every kind of run the pages must handle."""
+    root = tmp_path_factory.mktemp("served")
+    write_run(root / "ppo", DemoSpec(steps=6, samples=8, ranks=2, tokens=16, seed=3))
+    write_eval_run(root / "eval")
+    write_run(root / "single", DemoSpec(steps=1, samples=1, ranks=1, tokens=6, seed=4))
+    write_run(root / "noref", DemoSpec(steps=3, samples=4, ranks=1, tokens=6, seed=5, with_ref=False))
+    (root / "empty").mkdir()
+    (root / "empty" / "rollout_data_rank_0.jsonl").write_text("")
+    write_run(root / "big", DemoSpec(steps=2, samples=1100, ranks=1, seed=6, token_level=False))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    """st.cache_data / st.cache_resource outlive an AppTest: clear them around every test."""
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def app_env(monkeypatch, served_root, tmp_path) -> Path:
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(served_root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    return served_root
+
+
+@pytest.fixture
+def open_app(app_env):
+    """open_app(page="steps", run="ppo", step="3") -> AppTest after the first run on that page."""
+
+    def _open(page: str | None = None, **params: str) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=30)
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.run()
+        if page is not None:
+            at.switch_page(PAGES[page])
+            at.run()
+        return at
+
+    return _open
+
+
+@pytest.fixture
+def store_of(app_env, tmp_path):
+    def _store(run: str) -> RolloutStore:
+        return RolloutStore.open(app_env / run, cache_dir=tmp_path / "expected-cache")
+
+    return _store
+
+
+# -- reading what the page shows -------------------------------------------------
+
+
+def decode(value):
+    """Plotly JSON arrays may be base64 ({"dtype", "bdata"})."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    """Plotly figures on the page by title."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec.get("layout", {}).get("title", {}).get("text", "")
+        out[title] = spec
+    return out
+
+
+def trace(spec: dict, name: str) -> dict:
+    return next(t for t in spec["data"] if t.get("name") == name)
+
+
+def table(at: AppTest):
+    """The batch table (the dataframe with a prompt column)."""
+    for frame in at.dataframe:
+        if "prompt" in frame.value.columns:
+            return frame.value
+    raise AssertionError("no batch table on the page")
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception reached the page."""
+    assert not at.exception, [e.value for e in at.exception]

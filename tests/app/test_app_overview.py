@@ -1,0 +1,87 @@
+"""Overview page and sidebar: run chooser, curves, display settings, refused roots."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import assert_clean, decode, figures, texts, trace
+
+
+def test_start_page_lists_runs_and_asks_for_one(open_app):
+    at = open_app()
+    assert_clean(at)
+    assert any("Choose a run" in t for t in texts(at.info))
+    runs = next(f.value for f in at.dataframe if "run" in f.value.columns)
+    assert set(runs["run"]) == {"ppo", "eval", "single", "noref", "empty", "big"}
+    assert len(at.get("plotly_chart")) == 0
+
+
+def test_choosing_a_run_draws_curves_with_sorted_steps(open_app, store_of):
+    at = open_app()
+    at.sidebar.selectbox(key="w.run").set_value("ppo").run()
+    assert_clean(at)
+    figs = figures(at)
+    reward = figs["Reward per step"]
+    summary = store_of("ppo").step_summary()
+    mean = trace(reward, "reward")
+    assert list(decode(mean["x"])) == sorted(summary["step"])
+    np.testing.assert_allclose(decode(mean["y"]), summary["reward_mean"])
+    assert {"ref reward", "valid reward", "ref valid reward"} <= {t["name"] for t in reward["data"]}
+    assert "KL to the reference per step" in figs
+    assert "Response length (tokens) per step" in figs
+    assert at.query_params["run"] in ("ppo", ["ppo"])  # the choice is in the URL
+
+
+def _band_width(at, name="reward"):
+    spec = figures(at)["Reward per step"]
+    return decode(trace(spec, f"{name} +band")["y"]) - decode(trace(spec, f"{name} −band")["y"])
+
+
+def test_band_width_follows_variance_scaling(open_app, store_of):
+    at = open_app(run="ppo")
+    std = store_of("ppo").step_summary()["reward_std"].to_numpy()
+    np.testing.assert_allclose(_band_width(at), 2 * 0.2 * std, rtol=1e-6)
+    at.sidebar.slider(key="band_scale").set_value(0.5).run()
+    assert_clean(at)
+    np.testing.assert_allclose(_band_width(at), 2 * 0.5 * std, rtol=1e-6)
+
+
+def test_zero_shift_and_log_ratio_switch(open_app):
+    at = open_app(run="ppo")
+    at.sidebar.toggle(key="zero_shift").set_value(True).run()
+    reward = trace(figures(at)["Reward per step"], "reward")
+    assert decode(reward["y"])[0] == 0.0
+    at.sidebar.radio(key="kl_series").set_value("log_ratio").run()
+    assert_clean(at)
+    figs = figures(at)
+    assert "Log-ratio to the reference per step" in figs
+    assert "KL to the reference per step" not in figs
+
+
+def test_reward_curves_can_be_toggled(open_app):
+    at = open_app(run="ppo")
+    pills = at.get("button_group")[0]
+    pills.set_value(["reward"]).run()
+    assert_clean(at)
+    names = {t["name"] for t in figures(at)["Reward per step"]["data"]}
+    assert "reward" in names and "ref reward" not in names
+
+
+def test_root_outside_served_roots_is_refused(open_app):
+    at = open_app()
+    at.sidebar.text_input(key="root").input("/etc").run()
+    assert_clean(at)
+    assert any("Refused" in t and "outside" in t for t in texts(at.sidebar.error))
+    assert len(at.sidebar.selectbox) == 0  # no run list: nothing under /etc was read
+
+
+def test_sub_folder_of_served_root_is_accepted(open_app, served_root):
+    at = open_app()
+    at.sidebar.text_input(key="root").input(str(served_root / "ppo")).run()
+    assert_clean(at)
+    assert not at.sidebar.error
+
+
+def test_load_report_badge(open_app):
+    at = open_app(run="ppo")
+    joined = " ".join(texts(at.sidebar.markdown))  # st.badge is a Markdown element
+    assert "48 samples" in joined and "6 steps" in joined and "0 bad lines" in joined
