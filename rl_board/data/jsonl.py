@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -28,6 +29,10 @@ _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_fiel
 _READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
 _PIECE_LINES = 256
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
+# A line that does not start with "{" is never a sample, and pyarrow.json
+# crashes the process (SIGSEGV, pyarrow 26) on some of them, e.g. " null".
+_FIRST_NOT_OBJECT = re.compile(rb"[ \t\r\n]*[^{ \t\r\n]")
+_LATER_NOT_OBJECT = re.compile(rb"\n[ \t\r]*[^{ \t\r\n]")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -88,6 +93,8 @@ def _fast_parse(data: bytes) -> pa.Table | None:
     pyarrow copies invalid UTF-8 into string columns unchecked; a full
     validation of the text columns sends such blocks down the line path.
     """
+    if _FIRST_NOT_OBJECT.match(data) or _LATER_NOT_OBJECT.search(data):
+        return None
     try:
         table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
         for column in table.columns:
@@ -177,16 +184,31 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
 
 def normalise(obj: dict[str, Any]) -> dict[str, Any]:
     """Check and coerce the known fields of one sample; keep extra keys."""
+    return check_arrays(normalise_shallow(obj))
+
+
+def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything but the items of the arrays (the bulk path checks those at once)."""
     out = dict(obj)
     out[S.STEP] = _step(obj.get(S.STEP))
     for name in S.SCALAR_FIELDS:
         out[name] = _number(name, obj.get(name))
     for name in S.TEXT_FIELDS:
         out[name] = _text(name, obj.get(name))
-    for name in S.FLOAT_LIST_FIELDS:
-        out[name] = _float_list(name, obj.get(name))
-    out[S.RESPONSE_TOKENS] = _string_list(S.RESPONSE_TOKENS, obj.get(S.RESPONSE_TOKENS))
+    for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, list):
+            kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
+            raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
     return out
+
+
+def check_arrays(record: dict[str, Any]) -> dict[str, Any]:
+    """Check (and coerce) every item of the array fields, in place."""
+    for name in S.FLOAT_LIST_FIELDS:
+        record[name] = _float_list(name, record.get(name))
+    record[S.RESPONSE_TOKENS] = _string_list(S.RESPONSE_TOKENS, record.get(S.RESPONSE_TOKENS))
+    return record
 
 
 def _step(value: Any) -> int:
@@ -217,15 +239,25 @@ def _text(name: str, value: Any) -> str | None:
     raise BadLine(f"'{name}' is {_kind(value)}, not text")
 
 
-def _float_list(name: str, value: Any) -> list[float | None] | None:
+def _float_list(name: str, value: Any) -> list[float] | None:
+    """Numbers (or numeric strings, or null = NaN), exactly what the bulk path accepts."""
     if value is None:
         return None
     if not isinstance(value, list):
         raise BadLine(f"'{name}' is {_kind(value)}, not a list of numbers")
-    for i, item in enumerate(value):
-        if item is not None and (isinstance(item, bool) or not isinstance(item, (int, float))):
-            raise BadLine(f"'{name}[{i}]' is {_kind(item)}, not a number")
-    return [None if v is None else float(v) for v in value]
+    try:
+        return np.fromiter(value, np.float64, count=len(value)).tolist()
+    except (TypeError, ValueError):
+        raise BadLine(_first_bad_number(name, value)) from None
+
+
+def _first_bad_number(name: str, values: list) -> str:
+    for i, item in enumerate(values):
+        try:
+            float(np.nan if item is None else item)
+        except (TypeError, ValueError):
+            return f"'{name}[{i}]' is {_kind(item)}, not a number"
+    return f"'{name}' holds something that is not a number"
 
 
 def _string_list(name: str, value: Any) -> list[str] | None:
@@ -246,12 +278,12 @@ def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
         columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)
     extras = sorted({k for r in records for k in r} - S.KNOWN_FIELDS - {S.LINE})
     for name in extras:
-        columns[name] = _extra_array([r.get(name) for r in records])
+        columns[name] = extra_array([r.get(name) for r in records])
     columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())
     return pa.table(columns)
 
 
-def _extra_array(values: list[Any]) -> pa.Array:
+def extra_array(values: list[Any]) -> pa.Array:
     """User fields keep their type when it is consistent, else become JSON text."""
     try:
         return pa.array(values)

@@ -117,3 +117,18 @@ def test_iter_blocks_holds_back_a_half_written_line() -> None:
     assert joined.count(b"\n") == 2
     assert blocks[-1][1] == len(joined)
     assert b'"step": 3' not in joined
+
+
+def test_lines_that_crash_pyarrow_never_reach_it() -> None:
+    """pyarrow.json segfaults on a line like " null"; run it in a child so a regression shows."""
+    import subprocess
+    import sys
+
+    code = (
+        "from rl_board.data import jsonl\n"
+        "p = jsonl.parse_block(b'{\"step\": 1}\\n null\\nnull\\n', first_line=1)\n"
+        "print(p.table.num_rows, [n for n, _ in p.bad])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.split() == ["1", "[2,", "3]"]
