@@ -29,7 +29,18 @@ def served_root(tmp_path_factory) -> Path:
     (root / "empty").mkdir()
     (root / "empty" / "rollout_data_rank_0.jsonl").write_text("")
     write_run(root / "big", DemoSpec(steps=2, samples=1100, ranks=1, seed=6, token_level=False))
+    write_hostile_run(root / "hostile")
     return root
+
+
+def write_hostile_run(run: Path) -> None:
+    """Model text that tries to be markup: HTML, Markdown, attribute breakouts."""
+    run.mkdir()
+    record = {"step": 0, "prompt": "# Heading [x](javascript:alert(1))", "reward": 1.0,
+              "response": "<script>alert(1)</script><img src=x onerror=alert(2)>",
+              "response_tokens": ["<script>", '" onmouseover="alert(1)'], "logprobs": [-0.1, -0.2],
+              "ref_logprobs": [-0.2, -0.1]}
+    (run / "r.jsonl").write_text(json.dumps(record) + "\n")
 
 
 @pytest.fixture(autouse=True)
