@@ -158,9 +158,9 @@ def test_registry_accepts_rules_of_other_kinds():
     def check(data, ctx):
         yield ctx.finding("run", data, "rollout thing", step=data[0])
 
-    register(Rule("test_rollout_rule", "rollouts", "info", "demo", {}, check))
+    register(Rule("test_rollout_rule", "test-kind", "info", "demo", {}, check))
     try:
-        [finding] = run_rules("rollouts", [3, 1])
+        [finding] = run_rules("test-kind", [3, 1])
         assert finding == Finding("test_rollout_rule", "info", "run", [1, 3], "rollout thing", {"step": 3})
         assert check_scalars(frame({"x": [1.0]})) == []  # scalar runs do not call it
     finally:
