@@ -31,6 +31,15 @@ def pages() -> list[st.Page]:
     ]
 
 
+def show_notices() -> None:
+    """Problems with the link that opened this session, shown until dismissed."""
+    messages = state.notices()
+    for message in messages:
+        st.warning(message, icon=":material/link_off:")
+    if messages:
+        st.button("Dismiss", key="dismiss_notices", on_click=state.dismiss_notices)
+
+
 def main() -> None:
     st.set_page_config(page_title="rl-board", page_icon=":material/insights:", layout="wide")
     navigation = st.navigation(pages())
@@ -40,8 +49,7 @@ def main() -> None:
     goto = state.pop_page_request()
     if goto in PAGE_FILES:
         st.switch_page(PAGE_FILES[goto])
-    for message in state.pop_notices():
-        st.warning(message, icon=":material/link_off:")
+    show_notices()
     try:
         navigation.run()
     except RLBoardError as exc:  # the page boundary: user problems become messages

@@ -200,12 +200,18 @@ def write_url() -> None:
 
 
 def notice(message: str) -> None:
-    """Queue a warning to show at the top of the next page drawn."""
-    st.session_state.setdefault(_NOTICES, []).append(message)
+    """Keep a warning at the top of every page until the user dismisses it."""
+    messages = st.session_state.setdefault(_NOTICES, [])
+    if message not in messages:
+        messages.append(message)
 
 
-def pop_notices() -> list[str]:
-    return st.session_state.pop(_NOTICES, [])
+def notices() -> list[str]:
+    return list(st.session_state.get(_NOTICES, []))
+
+
+def dismiss_notices() -> None:
+    st.session_state.pop(_NOTICES, None)
 
 
 def request_page(name: str) -> None:

@@ -69,7 +69,7 @@ def _choose_run(ctx: Context) -> None:
     labels = dict(zip(names, (_run_label(r) for _, r in runs.iterrows()), strict=True))
     wanted = state.get("run")
     if wanted is not None and wanted not in labels:
-        state.notice(f"No run {wanted!r} under {ctx.root}; choose one in the sidebar.")
+        state.notice(_unknown_run_message(wanted, ctx))
         _forget_run()
     choice = st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
                           **state.bind("run", on_change=_run_changed))
@@ -80,6 +80,14 @@ def _choose_run(ctx: Context) -> None:
     ctx.run = choice
     ctx.run_path = Path(runs["path"].iloc[names.index(choice)])
     ctx.store = _open(ctx.run_path, choice)
+
+
+def _unknown_run_message(wanted: str, ctx: Context) -> str:
+    try:
+        resolve_within(wanted, ctx.roots)
+    except RLBoardError as exc:
+        return f"Refused run {wanted[:200]!r} from the link: {exc}. Choose a run in the sidebar."
+    return f"No run {wanted[:200]!r} under {ctx.root}; choose one in the sidebar."
 
 
 def _forget_run() -> None:
