@@ -1,0 +1,65 @@
+"""Runs that lack things: eval logs, no reference, one step, one sample, no samples at all."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_clean, figures, table, texts
+
+
+def test_eval_run_overview_says_what_is_missing(open_app):
+    at = open_app(run="eval")
+    assert_clean(at)
+    figs = figures(at)
+    assert "Reward per step" in figs
+    assert "Response length (characters) per step" in figs
+    assert not any(title.startswith("KL") for title in figs)
+    assert any("No KL curve" in t for t in texts(at.info))
+
+
+def test_eval_run_irregular_steps_use_a_list(open_app):
+    at = open_app("steps", run="eval", step="400")
+    assert_clean(at)
+    assert at.selectbox(key="w.step").value == 400
+    assert at.selectbox(key="w.step").options == ["0", "100", "200", "400", "800", "1000"]
+    frame = table(at)
+    assert "kl_mean" not in frame.columns and "reward_gap" in frame.columns
+    at.button(key="step_next").click().run()
+    assert at.selectbox(key="w.step").value == 800
+
+
+def test_eval_run_sample_has_no_token_view(open_app):
+    at = open_app("sample", run="eval", step="1000", sample="4")
+    assert_clean(at)
+    assert any("No token view" in t for t in texts(at.info))
+    assert any("Step 1000 · sample 4" in t for t in texts(at.markdown))
+
+
+def test_run_without_reference(open_app):
+    at = open_app("steps", run="noref", step="1")
+    assert_clean(at)
+    assert any("No reward gap" in t for t in texts(at.info))
+    assert "ref_reward" not in table(at).columns
+    at = open_app("sample", run="noref", step="1", sample="0")
+    assert_clean(at)
+    assert "not in this log" in texts(at.caption)
+
+
+@pytest.mark.parametrize("page", ["overview", "steps", "sample"])
+def test_single_step_single_sample_run(open_app, page):
+    at = open_app(page, run="single")
+    assert_clean(at)
+    if page == "overview":
+        assert any("single step" in t for t in texts(at.info))
+    if page == "steps":
+        assert any("the only step" in t for t in texts(at.markdown))
+        assert len(table(at)) == 1
+    if page == "sample":
+        assert any("Step 0 · sample 0" in t for t in texts(at.markdown))
+        assert at.button(key="sample_next").disabled and at.button(key="sample_prev").disabled
+
+
+@pytest.mark.parametrize("page", ["overview", "steps", "sample"])
+def test_empty_run(open_app, page):
+    at = open_app(page, run="empty")
+    assert_clean(at)
+    assert any("no complete samples yet" in t for t in texts(at.info))
