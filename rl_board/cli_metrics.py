@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_board.data.health import SEVERITIES, Finding, check_scalars, load_settings, parse_set_option
+from rl_board.data.health_rollouts import check_rollout_runs
 from rl_board.data.scalars.reader import MetricsBundle, load_metrics
 from rl_board.data.scalars.table import Problem
 from rl_board.errors import RLBoardError
@@ -33,7 +34,9 @@ def add_scalars_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `check PATH [--json] [--set rule.param=value ...]`."""
-    parser = subparsers.add_parser("check", help="run health checks on the metrics under PATH")
+    parser = subparsers.add_parser(
+        "check", help="run health checks on the metrics and rollout runs under PATH"
+    )
     _common_arguments(parser)
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="RULE.PARAM=VALUE",
                         help="override a rule threshold, severity or enabled flag (repeatable)")  # fmt: skip
@@ -63,7 +66,10 @@ def scalars_command(ns: argparse.Namespace) -> int:
 
 
 def check_command(ns: argparse.Namespace) -> int:
-    """Run the health rules; exit 1 when a finding has error severity, 2 on a usage error."""
+    """Run the scalar rules on metric runs and the rollout rules on rollout runs under PATH.
+
+    Exit 1 when a finding has error severity, 2 on a usage error, else 0.
+    """
     try:
         bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
         settings, setting_problems = load_settings(Path(ns.path))
@@ -72,7 +78,14 @@ def check_command(ns: argparse.Namespace) -> int:
     except RLBoardError as err:
         return _usage_error(err)
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
-    problems = [_problem_dict(p, bundle.root) for p in [*setting_problems, *bundle.problems]]
+    rollout_problems: list[Problem] = []
+    if Path(ns.path).is_dir():
+        rollout_findings, rollout_problems = check_rollout_runs(
+            ns.path, cache_dir=ns.cache_dir, settings=settings
+        )
+        findings.extend(rollout_findings)
+    all_problems = [*setting_problems, *bundle.problems, *rollout_problems]
+    problems = [_problem_dict(p, bundle.root) for p in all_problems]
     if ns.json:
         print(
             json.dumps(

@@ -95,9 +95,9 @@ def rollout_rule(name: str, severity: str, summary: str, **params: float) -> Any
 
 
 def rolling(per_step: pd.Series, ctx: RuleContext) -> pd.Series:
-    """Rolling mean over `window` steps (fewer at the start and in runs shorter than the window)."""
+    """Mean over the last `window` steps (over the steps so far at the start of a run)."""
     window = max(1, int(ctx.params["window"]))
-    return per_step.rolling(window, min_periods=min(window, len(per_step)) or 1).mean()
+    return per_step.rolling(window, min_periods=1).mean()
 
 
 def _steps(series: pd.Series, mask: pd.Series) -> list[int]:
@@ -190,8 +190,9 @@ def _length_hacking(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
 
 @rollout_rule("truncation_high", "warning",
               "Many responses stop at the maximum length (truncated). max_length=0 takes the run's longest "
-              "response in tokens; runs without tokens are checked only when max_length is set (in characters).",
-              window=3, limit=0.1, max_length=0)  # fmt: skip
+              "response in tokens; runs without tokens are checked only when max_length is set (in characters); "
+              "steps with fewer than min_samples samples are not judged.",
+              window=3, limit=0.1, max_length=0, min_samples=8)  # fmt: skip
 def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     given = float(ctx.params["max_length"])
     if data.length is None or (data.length != S.N_TOKENS and not given):
@@ -199,6 +200,8 @@ def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     lengths = data.samples[data.length].astype(float)
     cap = given or float(lengths.max())
     per_step = data.per_step((lengths >= cap).astype(float).where(lengths.notna()))
+    sizes = lengths.groupby(data.samples[S.STEP]).count()
+    per_step = per_step[sizes.reindex(per_step.index) >= ctx.params["min_samples"]]  # tiny batches say little
     steps = _steps(per_step, rolling(per_step, ctx) > ctx.params["limit"])
     if steps:
         worst = int(per_step[steps].idxmax())
