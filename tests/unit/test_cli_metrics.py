@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rl_board.cli_metrics import add_check_parser, add_scalars_parser
+from rl_board.data.demo import DemoSpec, write_run
 from rl_board.data.scalars.fixtures import write_demo_tree, write_di_engine_folder, write_tensorboard_run
 
 REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
@@ -91,3 +94,45 @@ def test_real_logs(capsys):
     assert len(run["tags"]) == 83 + 17 + 11 + 15
     code, out, _ = run_cli(["check", str(REAL), "--json"], capsys)
     assert code == 0 and json.loads(out)["findings"] == []
+
+
+# --------------------------------------------------------------------------- the real command, with rollouts
+
+
+def rl_board(*args: str, cache: Path) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "rl_board", *args, "--cache-dir", str(cache)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def nan_token_run(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    record = {"step": 0, "prompt": "p", "response": "r", "reward": 1.0, "logprobs": [float("nan"), -1.0],
+              "ref_logprobs": [-1.0, -1.0]}  # fmt: skip
+    (folder / "rollouts.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def test_check_command_runs_rollout_rules_with_exit_codes(tmp_path):
+    write_tensorboard_run(tmp_path / "root" / "tb", steps=30)
+    write_run(tmp_path / "root" / "ppo_math", DemoSpec(steps=30, samples=24, tokens=48, seed=0))
+    code, out, err = rl_board("check", str(tmp_path / "root"), "--json", cache=tmp_path / "cache")
+    assert code == 0, err
+    [finding] = json.loads(out)["findings"]
+    assert (finding["rule"], finding["severity"], finding["run"]) == ("length_hacking", "warning", "ppo_math")
+    assert finding["steps"][0] >= 15 and finding["link"]["step"] in finding["steps"]
+
+    nan_token_run(tmp_path / "root" / "broken")
+    code, out, _ = rl_board("check", str(tmp_path / "root"), "--json", cache=tmp_path / "cache")
+    errors = [f for f in json.loads(out)["findings"] if f["severity"] == "error"]
+    assert code == 1 and [(f["rule"], f["run"], f["steps"]) for f in errors] == [("nonfinite_tokens", "broken", [0])]
+
+    code, out, _ = rl_board("check", str(tmp_path / "root"), "--set", "nonfinite_tokens.severity=warning",
+                            cache=tmp_path / "cache")  # fmt: skip
+    assert code == 0 and "WARNING nonfinite_tokens" in out and "broken" in out
+
+
+def test_check_command_usage_errors_exit_2(tmp_path):
+    code, out, err = rl_board("check", str(tmp_path / "missing"), "--json", cache=tmp_path / "cache")
+    assert code == 2 and out == "" and "not found" in err
+    code, _, err = rl_board("check", str(tmp_path), "--set", "length_hacking.nope=1", cache=tmp_path / "cache")
+    assert code == 2 and "allowed: window, limit, min_samples" in err
