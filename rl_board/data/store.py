@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.data import cache, derive, jsonl
+from rl_board.data import cache, derive, records
 from rl_board.data import schema as S
 from rl_board.data.discover import find_rollout_runs
 from rl_board.data.filters import SampleFilter, mask
@@ -269,7 +269,7 @@ class _RunView:
     @classmethod
     def from_parts(cls, files: list[str], parts: list[tuple[int, pa.Table]]) -> _RunView:
         tables = [t for _, t in parts]
-        table = jsonl.unify_tables(tables) if tables else _empty_table()
+        table = records.unify_tables(tables) if tables else _empty_table()
         idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
         return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
 
@@ -340,7 +340,7 @@ def _floats(values: list | None) -> np.ndarray | None:
 
 
 def _empty_table() -> pa.Table:
-    table = jsonl.records_to_table([])
+    table = records.records_to_table([])
     return derive.with_sample_metrics(table)
 
 

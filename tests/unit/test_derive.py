@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.data import derive, jsonl
+from rl_board.data import derive, records
 
 
-def table_of(*records: dict) -> object:
-    rows = [{**r, "_line": i + 1} for i, r in enumerate(records)]
-    return jsonl.records_to_table([jsonl.normalise(r) | {"_line": r["_line"]} for r in rows])
+def table_of(*samples: dict) -> object:
+    rows = [{**r, "_line": i + 1} for i, r in enumerate(samples)]
+    return records.records_to_table([records.normalise(r) | {"_line": r["_line"]} for r in rows])
 
 
 def test_token_formulas_by_hand() -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pyarrow as pa
 import pytest
 
-from rl_board.data import jsonl
+from rl_board.data import jsonl, records
 
 
 def block(*lines: str) -> bytes:
@@ -105,18 +104,9 @@ def test_tables_with_different_extras_unify() -> None:
     a = jsonl.parse_block(block(good(1, judge="x")), first_line=1).table
     b = jsonl.parse_block(block(good(2, judge=5)), first_line=2).table
     c = jsonl.parse_block(block(good(3)), first_line=3).table
-    merged = jsonl.unify_tables([a, b, c])
+    merged = records.unify_tables([a, b, c])
     assert merged.column("judge").to_pylist() == ["x", "5", None]
     assert merged.column("step").type == pa.int64()
-
-
-def test_iter_blocks_holds_back_a_half_written_line() -> None:
-    data = (good(1) + "\n" + good(2) + "\n" + '{"step": 3, "prom').encode()
-    blocks = list(jsonl.iter_blocks(io.BytesIO(data), start=0, block_bytes=16))
-    joined = b"".join(b for b, _ in blocks)
-    assert joined.count(b"\n") == 2
-    assert blocks[-1][1] == len(joined)
-    assert b'"step": 3' not in joined
 
 
 def test_lines_that_crash_pyarrow_never_reach_it() -> None:
