@@ -155,3 +155,16 @@ def test_data_layer_does_not_import_streamlit():
         cwd=Path(__file__).parents[2],
     )
     assert out.stdout.strip() == "False"
+
+
+def test_metrics_signature_changes_when_a_log_grows(tmp_path):
+    from rl_board.data.scalars.reader import metrics_signature
+
+    log = write_jsonl_metrics(tmp_path / "metrics.jsonl", steps=3)
+    first = metrics_signature(tmp_path)
+    assert metrics_signature(tmp_path) == first
+    with log.open("a") as f:
+        f.write(json.dumps({"step": 9, "loss": 1.0}) + "\n")
+    assert metrics_signature(tmp_path) != first
+    with pytest.raises(NotFoundError):
+        metrics_signature(tmp_path / "nope")

@@ -8,6 +8,8 @@ tables plus per-run facts. Bad data never raises here; it becomes a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +113,21 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> Me
         runs=runs,
         problems=[p for info in runs for p in info.problems],
     )
+
+
+def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None) -> str:
+    """A short digest of every file `load_metrics(path)` reads (path, size, mtime).
+
+    It changes exactly when a new `load_metrics` could give a different
+    answer, so callers can key their own caches on it; it only stats files.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise NotFoundError(f"path not found: {root}")
+    skip = (Path(cache_dir).expanduser(),) if cache_dir is not None else ()
+    files = [f for source in discover(root, skip=skip) for f in _unit_files(source)]
+    raw = json.dumps([str(root.resolve()), signature(files)])
+    return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
 def _read_source(source: RunSource, cache: Path | None) -> tuple[RunInfo, ReadResult] | None:
