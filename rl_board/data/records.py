@@ -84,13 +84,14 @@ def _step(value: Any) -> int:
     if isinstance(value, int):
         step = value
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        step = int(value)
+        # Past 2**53 a float is no exact step (orjson turns too-large integers into floats).
+        step = int(value) if abs(value) < 2**53 else _INT64_MAX + 1
     elif isinstance(value, str) and _INT_TEXT.fullmatch(value):
         step = int(value)
     if step is None:
         raise BadLine(f"'step' is not an integer ({_preview(value)})")
     if not _INT64_MIN <= step <= _INT64_MAX:
-        raise BadLine(f"'step' is out of range ({_preview(value)})")
+        raise BadLine("'step' is out of range (more than 64 bits)")
     return step
 
 

@@ -61,5 +61,11 @@ def test_sample_shaped_objects(records: list[dict]) -> None:
     for parsed in results:
         assert accounted(data, parsed)
     fast, long, _ = results
-    assert sorted(fast.bad) == sorted(long.bad)  # both paths accept and reject the same lines
+    # Both paths reject the same lines for the same reason (the quoted value may print
+    # differently: orjson reads integers past 64 bits as floats).
+    assert sorted(_gist(fast.bad)) == sorted(_gist(long.bad))
     assert fast.table.column("step").to_pylist() == long.table.column("step").to_pylist()
+
+
+def _gist(bad: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return [(line, reason.split(" (")[0]) for line, reason in bad]
