@@ -17,23 +17,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
-import re
-import shutil
-import uuid
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from rl_board.data import ingest
-from rl_board.data.schema import LINE
+from rl_board.data.manifest import (
+    FileEntry,
+    Segment,
+    collect_garbage,
+    open_segments,
+    read_manifest,
+    write_manifest,
+)
+from rl_board.data.runfiles import list_rollout_files, scan_run, stat_signature
 
-CACHE_VERSION = 4
+__all__ = ["FileEntry", "Segment", "SyncResult", "sync", "open_segments", "list_rollout_files",
+           "stat_signature", "default_cache_dir", "run_cache_dir"]
+
 TAIL_BYTES = 4096
 MAX_REPORTED_PER_FILE = 10_000
 
@@ -51,41 +54,6 @@ def default_cache_dir() -> Path:
 
 
 @dataclass
-class Segment:
-    """One Arrow file; its ``_line`` values count from ``line_offset`` + 1."""
-
-    name: str
-    rows: int
-    bytes: int
-    crc: int
-    line_offset: int = 0
-
-
-@dataclass
-class FileEntry:
-    """What we know about one rollout file as of the last read."""
-
-    name: str
-    size: int = 0
-    mtime_ns: int = 0
-    consumed: int = 0
-    lines: int = 0
-    tail_crc: int = 0
-    samples: int = 0
-    blank: int = 0
-    bad_count: int = 0
-    bad: list[list] = field(default_factory=list)
-    warnings: list[list] = field(default_factory=list)
-    segments: list[Segment] = field(default_factory=list)
-    error: str = ""
-
-    @classmethod
-    def from_json(cls, data: dict) -> FileEntry:
-        segs = [Segment(**s) for s in data.pop("segments")]
-        return cls(**data, segments=segs)
-
-
-@dataclass
 class SyncResult:
     """The manifest after a sync, and how much had to be read from the logs."""
 
@@ -99,42 +67,6 @@ def run_cache_dir(cache_root: Path, run_dir: Path) -> Path:
     """One directory per run, named by a hash of its resolved path."""
     key = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:20]
     return cache_root / "runs" / key
-
-
-def list_rollout_files(run_dir: Path) -> list[Path]:
-    """The run's ``*.jsonl`` files that are regular files, in natural order."""
-    return [p for p, problem in scan_run(run_dir) if not problem]
-
-
-def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Path, str]]:
-    """Every ``*.jsonl`` entry of a run with why it cannot be read ("" if it can).
-
-    A folder, a broken or looping link, or (with ``allowed``) a link that
-    leads outside the served folders is named in the report, never read.
-    """
-    out = []
-    for path in sorted(run_dir.iterdir(), key=_natural_key):
-        if path.suffix == ".jsonl":
-            out.append((path, _unusable(path, allowed)))
-    return out
-
-
-def _unusable(path: Path, allowed: list[Path] | None) -> str:
-    try:
-        if path.is_dir():
-            return "is a folder, not a file"
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return "is a broken or looping symbolic link"
-    if not real.is_file():
-        return "is not a regular file"
-    if allowed is not None and not any(real == r or real.is_relative_to(r) for r in allowed):
-        return "links outside the served folders; not read"
-    return ""
-
-
-def _natural_key(path: Path) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
 
 
 @contextlib.contextmanager
@@ -163,7 +95,7 @@ def sync(
     """
     directory = run_cache_dir(cache_root, run_dir)
     with _locked(directory):
-        old, rebuilt = _read_manifest(directory, run_dir, verify=verify)
+        old, rebuilt = read_manifest(directory, run_dir, verify=verify)
         entries: list[FileEntry] = []
         work: list[tuple[_Plan, list[tuple[int, int]]]] = []
         for path, problem in scan_run(run_dir, allowed):
@@ -179,8 +111,8 @@ def sync(
             entries.append(plan.entry)
             work.append((plan, blocks))
         parsed = _ingest(work, directory, progress)
-        _write_manifest(directory, run_dir, entries)
-        _collect_garbage(directory, entries)
+        write_manifest(directory, run_dir, entries)
+        collect_garbage(directory, entries)
     return SyncResult(directory, entries, parsed, rebuilt)
 
 
@@ -271,83 +203,3 @@ def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
     entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
 
 
-def _read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict[str, FileEntry], bool]:
-    """Entries by file name; an unusable manifest empties the directory (rebuild)."""
-    path = directory / "manifest.json"
-    if not path.exists():
-        return {}, False
-    try:
-        data = json.loads(path.read_text())
-        if data.get("version") != CACHE_VERSION or data.get("run") != str(run_dir.resolve()):
-            raise ValueError("foreign cache")
-        entries = [FileEntry.from_json(e) for e in data["files"]]
-        if not all(_segments_intact(directory, e, verify=verify) for e in entries):
-            raise ValueError("damaged segment")
-    except (OSError, ValueError, KeyError, TypeError):
-        _clear(directory)
-        return {}, True
-    return {e.name: e for e in entries}, False
-
-
-def _segments_intact(directory: Path, entry: FileEntry, *, verify: bool) -> bool:
-    for seg in entry.segments:
-        path = directory / seg.name
-        if not path.is_file() or path.stat().st_size != seg.bytes:
-            return False
-        if verify and ingest.file_crc(path) != seg.crc:
-            return False
-    return True
-
-
-def _clear(directory: Path) -> None:
-    for child in directory.iterdir():
-        if child.name == ".lock":
-            continue
-        if child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-def _write_manifest(directory: Path, run_dir: Path, entries: list[FileEntry]) -> None:
-    data = {"version": CACHE_VERSION, "run": str(run_dir.resolve()), "files": [asdict(e) for e in entries]}
-    tmp = directory / f"manifest.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, directory / "manifest.json")
-
-
-def _collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
-    """Delete segments no entry refers to (open memory maps stay valid on POSIX)."""
-    keep = {s.name for e in entries for s in e.segments}
-    for child in directory.glob("seg-*"):
-        if child.name not in keep:
-            child.unlink(missing_ok=True)
-
-
-def open_segments(directory: Path, entries: list[FileEntry]) -> list[tuple[int, pa.Table]]:
-    """Memory-map every segment: (file index, table) in file then append order."""
-    out = []
-    for index, entry in enumerate(entries):
-        for seg in entry.segments:
-            source = pa.memory_map(str(directory / seg.name), "r")
-            table = pa.ipc.open_file(source).read_all()
-            if seg.line_offset:
-                i = table.schema.get_field_index(LINE)
-                table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
-            out.append((index, table))
-    return out
-
-
-def stat_signature(run_dir: Path) -> str:
-    """Names, sizes and mtimes of the run's files: cheap change detection."""
-    parts = []
-    try:
-        for path in list_rollout_files(run_dir):
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
-    except OSError:
-        return ""
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]

@@ -13,18 +13,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.data import cache, derive, records
+from rl_board.data import cache, derive
 from rl_board.data import schema as S
 from rl_board.data.discover import find_rollout_runs
-from rl_board.data.filters import SampleFilter, mask
+from rl_board.data.filters import SampleFilter
 from rl_board.data.report import LoadReport, build_report
+from rl_board.data.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.errors import InvalidArgumentError, NotFoundError
 
-STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
-_LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS)
+__all__ = ["RolloutStore", "SampleDetail", "STEP_COL", "INDEX_COL", "FILE_COL", "LINE_COL"]
 
 
 @dataclass
@@ -89,7 +88,7 @@ class RolloutStore:
         self.allowed = allowed
         self.report = LoadReport(run=str(run_dir))
         self.signature = ""
-        self._view = _RunView.from_parts([], [])
+        self._view = RunView.from_parts([], [])
         self._lock = threading.Lock()
 
     @classmethod
@@ -146,7 +145,7 @@ class RolloutStore:
 
     def _build(self, result: cache.SyncResult) -> None:
         parts = cache.open_segments(result.directory, result.files)
-        view = _RunView.from_parts([e.name for e in result.files], parts)
+        view = RunView.from_parts([e.name for e in result.files], parts)
         report = build_report(str(self.run_dir), result.files)
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
@@ -253,95 +252,10 @@ class RolloutStore:
         return pd.DataFrame(rows, columns=columns)
 
 
-class _RunView:
-    """Everything derived from one state of the cache; replaced whole on change."""
-
-    def __init__(self, files: list[str], table: pa.Table, file_idx: np.ndarray) -> None:
-        self.files, self.table, self.file_idx = files, table, file_idx
-        steps = table.column(S.STEP).to_numpy()
-        self.order = np.argsort(steps, kind="stable")
-        self.steps, self.starts, self.counts = np.unique(
-            steps[self.order], return_index=True, return_counts=True)
-        self.within = np.empty(len(steps), dtype=np.int64)
-        self.within[self.order] = np.arange(len(steps)) - np.repeat(self.starts, self.counts)
-        self._summary: pd.DataFrame | None = None
-
-    @classmethod
-    def from_parts(cls, files: list[str], parts: list[tuple[int, pa.Table]]) -> _RunView:
-        tables = [t for _, t in parts]
-        table = records.unify_tables(tables) if tables else _empty_table()
-        idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
-        return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
-
-    def has(self, name: str) -> bool:
-        if name not in self.table.column_names:
-            return False
-        return self.table.column(name).null_count < self.table.num_rows
-
-    def summary(self) -> pd.DataFrame:
-        if self._summary is None:
-            cols = [S.STEP] + [c for c in S.STEP_STAT_SOURCES.values() if self.has(c)]
-            self._summary = derive.step_summary(self.table.select(cols).to_pandas())
-        return self._summary
-
-    def rows(self, step: int | None) -> np.ndarray:
-        if step is None:
-            return self.order
-        pos = int(np.searchsorted(self.steps, step))
-        if pos >= len(self.steps) or self.steps[pos] != step:
-            raise InvalidArgumentError(f"step {step} is not in this run")
-        start = self.starts[pos]
-        return self.order[start : start + self.counts[pos]]
-
-    def matching(self, step: int | None, filters: SampleFilter | None) -> np.ndarray:
-        rows = self.rows(step)
-        if filters is None or filters.is_empty:
-            return rows
-        cols = filters.columns()
-        if step is None:
-            return rows[mask(self.table.select(cols), filters)[rows]]
-        return rows[mask(self.table.select(cols).take(rows), filters)]
-
-    def columns(self, columns: list[str] | None) -> list[str]:
-        names = self.table.column_names
-        if columns is None:
-            return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
-        extra = (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)
-        unknown = [c for c in columns if c not in names and c not in extra]
-        if unknown:
-            raise InvalidArgumentError(f"unknown column(s): {', '.join(unknown)}")
-        return [c for c in columns if c in names and c not in (S.STEP, S.LINE)]
-
-    def sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
-        if sort_by == INDEX_COL:
-            keys = pa.table({"k": self.within[rows]})
-        elif sort_by in self.table.column_names and sort_by not in _LIST_FIELDS:
-            keys = pa.table({"k": self.table.column(sort_by).take(rows)})
-        else:
-            raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
-        order = "descending" if descending else "ascending"
-        return pc.sort_indices(keys, sort_keys=[("k", order)]).to_numpy()
-
-    def frame(self, rows: np.ndarray, columns: list[str]) -> pd.DataFrame:
-        head = pd.DataFrame({
-            STEP_COL: self.table.column(S.STEP).to_numpy()[rows],
-            INDEX_COL: self.within[rows],
-        })
-        body = self.table.select(columns).take(rows).to_pandas() if columns else pd.DataFrame(index=head.index)
-        files = pd.Categorical.from_codes(self.file_idx[rows], categories=self.files) if self.files else []
-        tail = pd.DataFrame({FILE_COL: files, LINE_COL: self.table.column(S.LINE).to_numpy()[rows]})
-        return pd.concat([head, body, tail], axis=1)
-
-
 def _floats(values: list | None) -> np.ndarray | None:
     if values is None:
         return None
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-
-
-def _empty_table() -> pa.Table:
-    table = records.records_to_table([])
-    return derive.with_sample_metrics(table)
 
 
 def _signature(entries: list[cache.FileEntry]) -> str:
