@@ -1,0 +1,148 @@
+"""Metric runs on the Metrics page: the logs-root check, run picker, damaged files, evaluator episodes
+and what came with a DI-engine experiment (config, network, checkpoints, logger files)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.scalars import MetricsBundle, Problem, RunInfo
+from rl_board.data.text import escape_markdown
+from rl_board.ui import state
+from rl_board.ui.context import Context
+from rl_board.ui.metric_charts import chart_key, color, episodes_figure
+
+KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
+MAX_PROBLEM_WARNINGS = 5
+RUNS = "metrics.runs"
+
+
+def logs_root_context(title: str) -> Context | None:
+    """Draw the page title; the context when a logs root is chosen, else say what to do and None."""
+    ctx: Context | None = state.context()
+    st.title(title)
+    if ctx is None or ctx.root is None:
+        st.info("Choose a logs root inside the served folders in the sidebar.")
+        return None
+    return ctx
+
+
+def code_span(text: str) -> str:
+    """Text from files as inline code (Markdown does not interpret it; backticks cannot close it)."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
+def run_label(info: RunInfo) -> str:
+    name = "(the logs root itself)" if info.run == "." else info.run
+    return f"{name} · {KIND_LABELS.get(info.kind, info.kind)}"
+
+
+def pick_runs(bundle: MetricsBundle) -> list[str]:
+    """A multiselect of the metric runs (curves of several runs overlay); the first run by default."""
+    labels = {info.run: run_label(info) for info in bundle.runs}
+    previous = state.get(RUNS)
+    kept = [r for r in previous or [] if r in labels]
+    if previous is None or (previous and not kept):  # first visit, or the chosen runs are gone
+        kept = list(labels)[:1]
+    state.put(RUNS, kept)
+    chosen = st.multiselect("Metric runs", list(labels), format_func=labels.get, placeholder="Choose runs…",
+                            help="Several runs draw on the same charts, one colour per run.",
+                            **state.bind(RUNS))  # fmt: skip
+    return [r for r in chosen or [] if r in labels]
+
+
+def run_colors(runs: Sequence[str]) -> dict[str, str]:
+    return {run: color(i) for i, run in enumerate(runs)}
+
+
+def _shown_path(path: str, root: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return Path(path).resolve().relative_to(root).as_posix()
+    return path
+
+
+def render_problems(problems: Sequence[Problem], root: Path) -> None:
+    """Files that could not be (fully) read: a warning each for the first few, then a table."""
+    if not problems:
+        return
+    for problem in problems[:MAX_PROBLEM_WARNINGS]:
+        where = _shown_path(problem.file, root) + (f":{problem.line}" if problem.line else "")
+        st.warning(f"{code_span(where)} — {escape_markdown(problem.reason)}", icon=":material/warning:")
+    if len(problems) > MAX_PROBLEM_WARNINGS:
+        with st.expander(f"All {len(problems)} problems"):
+            st.dataframe(pd.DataFrame([{"file": _shown_path(p.file, root), "line": p.line, "reason": p.reason}
+                                       for p in problems]), hide_index=True)  # fmt: skip
+
+
+def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str, str]) -> None:
+    """Evaluator reward with every episode's result (DI-engine / LightZero evaluator logs)."""
+    episodes = bundle.episodes
+    shown = [r for r in runs if (episodes["run"] == r).any()]
+    if not shown:
+        return
+    st.subheader("Evaluator reward")
+    st.caption("Each dot is one evaluation episode; the line is their mean and the band spans min to max.")
+    columns = st.columns(min(len(shown), 2))
+    for k, run in enumerate(shown):
+        fig = episodes_figure(episodes[episodes["run"] == run], run=run if len(runs) > 1 else "",
+                              line_color=colors.get(run))  # fmt: skip
+        columns[k % len(columns)].plotly_chart(fig, key=chart_key("episodes", run), config={"displaylogo": False})
+
+
+def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
+    """Per chosen run: DI-engine files (as text, never executed) or TensorBoard hparams."""
+    for info in (bundle.run(r) for r in runs):
+        if info is None:
+            continue
+        if info.kind == "di-engine":
+            _di_engine_details(info)
+        elif info.hparams:
+            with st.expander(f"{run_label(info)} — hyperparameters", icon=":material/tune:"):
+                st.dataframe(pd.DataFrame({"name": list(info.hparams), "value": [str(v) for v in info.hparams.values()]}),
+                             hide_index=True)  # fmt: skip
+
+
+def _di_engine_details(info: RunInfo) -> None:
+    with st.expander(f"{run_label(info)} — loggers, checkpoints, config and network", icon=":material/folder_open:"):
+        files, ckpts, config, network = st.tabs(["Logger files", "Checkpoints", "Config", "Network"])
+        with files:
+            st.dataframe(_files_table(info), hide_index=True)
+        with ckpts:
+            if info.checkpoints:
+                st.dataframe(_checkpoints_table(info), hide_index=True)
+                st.caption("'logged' = when the learner log says it saved the file; 'on disk' = the file is there.")
+            else:
+                st.caption("No checkpoints found or mentioned in the logs.")
+        with config:
+            if info.config_text:
+                st.caption("The experiment's config file, shown as text (never executed).")
+                st.code(info.config_text, language="python")
+            else:
+                st.caption("No total_config.py / formatted_total_config.py in this folder.")
+        with network:
+            if info.network_text:
+                st.code(info.network_text, language="text")
+            else:
+                st.caption("The learner log holds no network printout.")
+
+
+def _files_table(info: RunInfo) -> pd.DataFrame:
+    rows = [{"logger": f.get("role"), "file": f.get("path"), "status": f.get("status"), "records": f.get("records"),
+             "KB": None if f.get("size") is None else round(f["size"] / 1024, 1),
+             "modified": _time(f.get("mtime"))} for f in info.files]  # fmt: skip
+    return pd.DataFrame(rows, columns=["logger", "file", "status", "records", "KB", "modified"])
+
+
+def _checkpoints_table(info: RunInfo) -> pd.DataFrame:
+    rows = [{"checkpoint": c.get("name"), "kind": c.get("kind"), "iteration": c.get("iteration"),
+             "on disk": bool(c.get("exists")), "KB": None if c.get("size") is None else round(c["size"] / 1024, 1),
+             "logged": ", ".join(c.get("logged_at") or [])} for c in info.checkpoints]  # fmt: skip
+    return pd.DataFrame(rows, columns=["checkpoint", "kind", "iteration", "on disk", "KB", "logged"])
+
+
+def _time(seconds: float | None) -> pd.Timestamp | None:
+    return None if seconds is None else pd.Timestamp(seconds, unit="s").floor("s")

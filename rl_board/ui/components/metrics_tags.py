@@ -1,0 +1,127 @@
+"""Metric tags on the Metrics page: the chart controls, one expander per tag group, charts drawn lazily.
+
+A group's charts are built only while its expander is open, and at most
+``CHARTS_PER_PAGE`` at a time (a pager below the group moves on), so a run
+with hundreds of tags opens as fast as one with ten.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from rl_board.data.glossary import explain
+from rl_board.data.scalars import MetricsBundle
+from rl_board.data.text import escape_markdown
+from rl_board.ui import state
+from rl_board.ui.metric_charts import (
+    X_AXES,
+    chart_key,
+    filter_tags,
+    group_tags,
+    histogram_figure,
+    scalar_figure,
+)
+
+CHARTS_PER_PAGE = 12
+AUTO_OPEN_GROUPS = 3
+PLOT_CONFIG = {"displaylogo": False}
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """What the controls decided: tag filter text, EMA weight and the x axis."""
+
+    text: str = ""
+    smoothing: float = 0.6
+    x_axis: str = "step"
+
+
+def render_controls() -> ChartOptions:
+    """Tag filter, smoothing slider and x-axis choice (kept in the view state across pages)."""
+    search, smooth, axis = st.columns([3, 2, 2], vertical_alignment="bottom")
+    search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
+                      **state.bind("metrics.q", default=""))  # fmt: skip
+    smooth.slider("Smoothing", 0.0, 0.99, step=0.01, help="Exponential moving average weight (as TensorBoard's); "
+                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("metrics.smooth", default=0.6))  # fmt: skip
+    axis.radio("X axis", list(X_AXES), format_func=X_AXES.get, horizontal=True,
+               **state.bind("metrics.x", default="step"))  # fmt: skip
+    return ChartOptions(str(state.get("metrics.q", "") or ""), float(state.get("metrics.smooth", 0.6)),
+                        str(state.get("metrics.x", "step")))  # fmt: skip
+
+
+def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[str]]:
+    """Scalar tags and histogram tags logged by any of the runs."""
+    scalars = bundle.scalars.loc[bundle.scalars["run"].isin(list(runs)), "tag"]
+    hists = bundle.histograms.loc[bundle.histograms["run"].isin(list(runs)), "tag"]
+    return {str(t) for t in scalars.unique()}, {str(t) for t in hists.unique()}
+
+
+def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOptions,
+                  colors: dict[str, str]) -> None:  # fmt: skip
+    """One expander per tag group; open groups draw their charts a page at a time."""
+    scalar_tags, hist_tags = run_tags(bundle, runs)
+    every = sorted(scalar_tags | hist_tags)
+    if not every:
+        st.info("These runs hold no scalar or histogram metrics.")
+        return
+    matching = filter_tags(every, options.text)
+    if not matching:
+        st.info(f"No tag contains {options.text!r}; {len(every)} tags in all.")
+        return
+    groups = group_tags(matching)
+    st.caption(f"{len(matching)} of {len(every)} tags in {len(groups)} group(s). Charts are drawn when a group is "
+               f"open, {CHARTS_PER_PAGE} at a time.")  # fmt: skip
+    auto_open = bool(options.text) and len(groups) <= AUTO_OPEN_GROUPS
+    for i, (group, tags) in enumerate(groups.items()):
+        expander = st.expander(f"**{escape_markdown(group)}** · {len(tags)} tag(s)", expanded=auto_open or i == 0,
+                               key=chart_key("group", group, options.text), on_change="rerun")  # fmt: skip
+        with expander:
+            if expander.open:
+                _render_group(bundle, runs, group, tags, options, colors, hist_tags)
+
+
+def _render_group(bundle: MetricsBundle, runs: Sequence[str], group: str, tags: list[str], options: ChartOptions,
+                  colors: dict[str, str], hist_tags: set[str]) -> None:  # fmt: skip
+    pages = math.ceil(len(tags) / CHARTS_PER_PAGE)
+    page = 1
+    if pages > 1:
+        page = st.pagination(pages, key=chart_key("page", group, options.text))
+        st.caption(f"Page {page} of {pages}: tags {(page - 1) * CHARTS_PER_PAGE + 1}–"
+                   f"{min(page * CHARTS_PER_PAGE, len(tags))} of {len(tags)}")  # fmt: skip
+    shown = tags[(page - 1) * CHARTS_PER_PAGE : page * CHARTS_PER_PAGE]
+    columns = st.columns(2)
+    for k, tag in enumerate(shown):
+        with columns[k % 2]:
+            if tag in hist_tags:
+                _histograms(bundle, runs, tag)
+            else:
+                _scalar_chart(bundle, runs, tag, options, colors)
+            _explain(tag)
+
+
+def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options: ChartOptions,
+                  colors: dict[str, str]) -> None:  # fmt: skip
+    series = {run: frame for run in runs if len(frame := bundle.series(run, tag))}
+    fig = scalar_figure(series, tag=tag, smoothing=options.smoothing, x_axis=options.x_axis, colors=colors)
+    if options.x_axis != "step" and not any(frame["wall_time"].notna().any() for frame in series.values()):
+        st.caption(f"{tag}: no wall times logged; choose step as the x axis.")
+    st.plotly_chart(fig, key=chart_key("chart", tag), config=PLOT_CONFIG)
+
+
+def _histograms(bundle: MetricsBundle, runs: Sequence[str], tag: str) -> None:
+    hist = bundle.histograms
+    for run in runs:
+        records = hist[(hist["run"] == run) & (hist["tag"] == tag)]
+        if len(records):
+            fig = histogram_figure(records, tag=tag, run=run if len(runs) > 1 else "")
+            st.plotly_chart(fig, key=chart_key("hist", run, tag), config=PLOT_CONFIG)
+
+
+def _explain(tag: str) -> None:
+    entry = explain(tag)
+    if entry is not None:
+        st.caption(f"{entry.meaning} **Healthy:** {entry.healthy}")

@@ -1,0 +1,82 @@
+"""Caching at the UI boundary for training metrics and health findings.
+
+``st.cache_data`` entries are keyed by the logs root and a signature of its
+metric files (``metrics_signature``: one stat per file, itself cached for a
+few seconds), so a log that grows is a new key and a page rerun costs one
+dictionary lookup. Findings are keyed by the same signature (or a rollout
+run's store signature) plus the effective health settings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from rl_board.data.cache import default_cache_dir
+from rl_board.data.health import Finding, Settings, check_scalars, load_settings
+from rl_board.data.health_rollouts import RolloutRun, check_rollouts
+from rl_board.data.scalars import MetricsBundle, Problem, load_metrics, metrics_signature
+from rl_board.data.store import RolloutStore
+
+SIGNATURE_TTL_S = 5
+
+
+def metrics_cache_dir() -> str:
+    """Parsed metric tables live beside the rollout cache, in their own folder."""
+    return str(default_cache_dir() / "metrics")
+
+
+@st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
+def signature(root: str) -> str:
+    """The metric files' signature under a root (re-taken every few seconds)."""
+    return metrics_signature(root, cache_dir=metrics_cache_dir())
+
+
+@st.cache_data(show_spinner="Reading training metrics…", max_entries=8)
+def bundle(root: str, files_signature: str) -> MetricsBundle:
+    """Every metric run under a root, read through the on-disk cache."""
+    return load_metrics(root, cache_dir=metrics_cache_dir())
+
+
+def metrics_under(root: Path) -> MetricsBundle:
+    """The metrics under a (served) root, up to date within a few seconds."""
+    return bundle(str(root), signature(str(root)))
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """The effective settings of a logs root, with a key for caches and the problems of its file."""
+
+    settings: Settings
+    key: str
+    problems: list[Problem]
+
+
+def health_settings(root: Path) -> HealthSettings:
+    """`rl-board.toml` of the root (read on every run: it is one small file)."""
+    settings, problems = load_settings(root)
+    key = json.dumps([settings.params, settings.severity, sorted(settings.disabled)], sort_keys=True)
+    return HealthSettings(settings, key, problems)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def scalar_findings(root: str, files_signature: str, settings_key: str, _bundle: MetricsBundle,
+                    _settings: Settings) -> list[Finding]:  # fmt: skip
+    """Scalar rule findings of every metric run under a root."""
+    return check_scalars(_bundle.scalars, histograms=_bundle.histograms, settings=_settings)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def rollout_findings(run_path: str, store_signature: str, run: str, settings_key: str, _store: RolloutStore,
+                     _settings: Settings) -> list[Finding]:  # fmt: skip
+    """Rollout rule findings of one run, named `run` (its name in the sidebar)."""
+    return check_rollouts(RolloutRun.from_store(run, _store), settings=_settings)
+
+
+def clear() -> None:
+    """Forget every cached metric table and finding (tests, and a manual refresh)."""
+    for fn in (signature, bundle, scalar_findings, rollout_findings):
+        fn.clear()

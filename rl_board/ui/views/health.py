@@ -1,0 +1,26 @@
+"""Health: what the rules found in the metric and rollout runs under the logs root, with links to look."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rl_board.ui import metrics_cached
+from rl_board.ui.components import health_findings, health_settings
+from rl_board.ui.components.metrics_runs import logs_root_context, render_problems
+from rl_board.ui.context import Context
+
+
+def render(ctx: Context) -> None:
+    health = metrics_cached.health_settings(ctx.root)
+    located, problems = health_findings.collect(ctx, health)
+    st.caption("Rules check the training metrics and the rollout logs of every run under the logs root. "
+               "Each finding links to where to look.")
+    render_problems(problems, ctx.root)
+    health_findings.render_summary(located)
+    health_settings.render_settings(health, ctx.root)
+    health_findings.render_findings(located)
+
+
+ctx = logs_root_context("Health")
+if ctx is not None:
+    render(ctx)

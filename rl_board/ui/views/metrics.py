@@ -1,0 +1,34 @@
+"""Metrics: training curves of TensorBoard runs, DI-engine experiments and text logs under the logs root."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rl_board.ui import metrics_cached
+from rl_board.ui.components import metrics_runs, metrics_tags
+from rl_board.ui.context import Context
+
+
+def render(ctx: Context) -> None:
+    bundle = metrics_cached.metrics_under(ctx.root)
+    metrics_runs.render_problems(bundle.problems, bundle.root)
+    if not bundle.runs:
+        st.info("No training metrics under this logs root. The Metrics page reads TensorBoard event files "
+                "(`events.out.tfevents.*`), DI-engine / LightZero experiment folders, ROLL and verl console "
+                "logs and JSONL metric files.", icon=":material/monitoring:")
+        return
+    runs = metrics_runs.pick_runs(bundle)
+    if not runs:
+        st.info("Choose one or more runs above.")
+        return
+    colors = metrics_runs.run_colors(runs)
+    metrics_runs.render_episodes(bundle, runs, colors)
+    st.subheader("Curves")
+    options = metrics_tags.render_controls()
+    metrics_tags.render_groups(bundle, runs, options, colors)
+    metrics_runs.render_run_details(bundle, runs)
+
+
+ctx = metrics_runs.logs_root_context("Metrics")
+if ctx is not None:
+    render(ctx)

@@ -1,0 +1,191 @@
+"""AppTest of the Metrics page on a root with a DI-engine folder, TensorBoard runs and a rollout run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import assert_clean, decode, texts
+from streamlit.testing.v1 import AppTest
+
+from rl_board.data.demo import DemoSpec, write_run
+from rl_board.data.scalars.fixtures import (
+    write_di_engine_folder,
+    write_many_tags_run,
+    write_tensorboard_run,
+)
+from rl_board.ui.metric_charts import chart_key, ema
+
+APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
+METRICS = "views/metrics.py"
+
+
+@pytest.fixture(scope="module")
+def metrics_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("metrics-root")
+    write_di_engine_folder(root / "di" / "exp1")
+    write_tensorboard_run(root / "tb" / "trl_run", steps=40)
+    write_tensorboard_run(root / "tb" / "trl_unstable", steps=40, unstable=True)
+    write_run(root / "rollouts" / "ppo", DemoSpec(steps=4, samples=4, ranks=1, tokens=8, seed=1))
+    return root
+
+
+def open_metrics(root: Path, cache: Path, monkeypatch, **widgets: object) -> AppTest:
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(cache))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    at.switch_page(METRICS)
+    for key, value in widgets.items():
+        at.session_state[key] = value
+    at.run()
+    assert_clean(at)
+    return at
+
+
+@pytest.fixture
+def metrics_page(metrics_root, tmp_path, monkeypatch):
+    def _open(**widgets: object) -> AppTest:
+        return open_metrics(metrics_root, tmp_path / "cache", monkeypatch, **widgets)
+
+    return _open
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"].get("title", {}).get("text", "")] = spec
+    return out
+
+
+def group_labels(at: AppTest) -> list[str]:
+    return [e.label.split(" · ")[0].strip("*").replace("\\", "") for e in at.expander if "tag(s)" in e.label]
+
+
+def choose(at: AppTest, **values: object) -> AppTest:
+    """Set bound widgets (w.metrics.*) and rerun."""
+    for name, value in values.items():
+        key = f"w.metrics.{name}"
+        if name == "runs":
+            at.multiselect(key=key).set_value(value)
+        elif name == "q":
+            at.text_input(key=key).input(value)
+        elif name == "smooth":
+            at.slider(key=key).set_value(value)
+        else:
+            at.radio(key=key).set_value(value)
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def test_metric_runs_are_listed_but_not_rollout_runs(metrics_page):
+    at = metrics_page()
+    options = at.multiselect(key="w.metrics.runs").options
+    assert [o.split(" · ")[0] for o in options] == ["di/exp1", "tb/trl_run", "tb/trl_unstable"]
+    assert at.multiselect(key="w.metrics.runs").value == ["di/exp1"]  # the first run by default
+
+
+def test_di_engine_run_shows_episodes_config_network_checkpoints_and_loggers(metrics_page):
+    at = metrics_page()
+    episodes = charts(at)["Evaluator reward per episode"]
+    mean = next(t for t in episodes["data"] if t.get("name") == "mean")
+    assert list(decode(mean["x"])) == [0, 200, 400] and list(decode(mean["y"])) == [100.5, 300.5, 500.5]
+    codes = [c.value for c in at.code]
+    assert any("raise SystemExit('never run me')" in c for c in codes)  # the config, as text
+    assert any("VAC(" in c for c in codes)  # the network printout
+    frames = [f.value for f in at.dataframe]
+    ckpts = next(f for f in frames if "checkpoint" in f.columns)
+    assert set(ckpts["checkpoint"]) >= {"ckpt_best.pth.tar", "iteration_500.pth.tar"}
+    loggers = next(f for f in frames if "logger" in f.columns)
+    assert list(loggers["logger"]) == ["collector", "evaluator", "learner"] and set(loggers["status"]) == {"ok"}
+
+
+def test_chart_x_values_are_the_logged_steps(metrics_page):
+    at = choose(metrics_page(), q="total_loss")
+    assert group_labels(at) == ["learner_iter"]
+    spec = charts(at)["learner_iter/total_loss_avg"]
+    raw = spec["data"][0]
+    assert list(decode(raw["x"])) == [0, 100, 200, 300, 400, 500]
+    np.testing.assert_allclose(decode(raw["y"]), [1 / (i + 1) for i in range(6)], rtol=1e-6)
+
+
+def test_tag_filter_narrows_groups(metrics_page):
+    at = choose(metrics_page(), runs=["tb/trl_run"])
+    everything = group_labels(at)
+    assert {"env", "objective", "ppo", "actor"} <= set(everything)
+    choose(at, q="kl")
+    assert group_labels(at) == ["objective", "ppo"]  # objective/kl*, ppo/policy/approxkl and policykl
+    choose(at, q="objective kl")
+    assert group_labels(at) == ["objective"]
+    assert set(charts(at)) >= {"objective/kl", "objective/kl_coef"}
+    choose(at, q="no such tag")
+    assert any("No tag contains" in t for t in texts(at.info))
+
+
+def test_smoothing_changes_the_curve_and_keeps_the_raw_line(metrics_page):
+    at = choose(metrics_page(), runs=["tb/trl_run"], q="env/reward_mean")
+    raw, smooth = charts(at)["env/reward_mean"]["data"]
+    raw_y, smooth_y = decode(raw["y"]), decode(smooth["y"])
+    np.testing.assert_allclose(smooth_y, ema(raw_y, 0.6), rtol=1e-6)
+    assert not np.allclose(raw_y, smooth_y) and "rgba" in raw["line"]["color"]
+    choose(at, smooth=0.9)
+    smoother = decode(charts(at)["env/reward_mean"]["data"][1]["y"])
+    assert np.std(np.diff(smoother)) < np.std(np.diff(smooth_y))
+    choose(at, smooth=0.0)
+    [only] = charts(at)["env/reward_mean"]["data"]
+    np.testing.assert_allclose(decode(only["y"]), raw_y)
+
+
+def test_runs_overlay_and_wall_time_axis(metrics_page):
+    at = choose(metrics_page(), runs=["tb/trl_run", "tb/trl_unstable"], q="objective/kl_coef")
+    names = [t["name"] for t in charts(at)["objective/kl_coef"]["data"]]
+    assert names == ["tb/trl_run (raw)", "tb/trl_run", "tb/trl_unstable (raw)", "tb/trl_unstable"]
+    choose(at, x="wall_time")
+    spec = charts(at)["objective/kl_coef"]
+    assert spec["layout"]["xaxis"]["title"]["text"] == "wall time"
+    assert str(spec["data"][0]["x"][0]).startswith("1970-01-01")  # the fixture logs wall time 1000 s + step
+
+
+def test_histograms_draw_as_heatmaps_over_steps(metrics_page):
+    at = choose(metrics_page(), runs=["tb/trl_run"], q="ratio")
+    spec = charts(at)["ppo/policy/ratio (histogram over steps)"]
+    assert spec["data"][0]["type"] == "heatmap" and len(decode(spec["data"][0]["y"])) == 40
+
+
+def test_glossary_caption_next_to_charts(metrics_page):
+    at = choose(metrics_page(), runs=["tb/trl_run"], q="objective/kl")
+    captions = texts(at.caption)
+    assert any("Healthy:" in c for c in captions)
+
+
+def test_damaged_file_is_a_warning_with_file_and_reason(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    write_tensorboard_run(root / "cut", steps=3, truncate_last=True)
+    (root / "bad.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": \n{"step": 3, "loss": 0.4}\n')
+    at = open_metrics(root, tmp_path / "cache", monkeypatch)
+    warnings = texts(at.warning)
+    assert any("bad.jsonl" in w for w in warnings), warnings
+
+
+def test_hundreds_of_tags_render_lazily(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    write_many_tags_run(root / "roll", groups=30, per_group=15, steps=20)
+    at = open_metrics(root, tmp_path / "cache", monkeypatch)
+    assert len(group_labels(at)) == 30
+    assert len(at.get("plotly_chart")) == 12  # only the open group, one page of it
+    assert len(at.get("pagination")) == 1
+    at.session_state[chart_key("group", "g05", "")] = True  # the user opens a second group
+    at.run()
+    assert len(at.get("plotly_chart")) == 24
+
+
+def test_no_metric_runs_is_a_message(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    write_run(root / "ppo", DemoSpec(steps=2, samples=2, ranks=1, tokens=4, seed=1))
+    at = open_metrics(root, tmp_path / "cache", monkeypatch)
+    assert any("No training metrics" in t for t in texts(at.info))
+    assert not at.get("plotly_chart")
