@@ -1,0 +1,114 @@
+"""The main journey in a real browser: start page → run → step from the curve → sort by KL →
+top sample → token view. Plus deep links and hostile text."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from conftest import save_screenshot
+from playwright.sync_api import expect
+
+from rl_board.data.store import RolloutStore
+
+pytestmark = pytest.mark.browser
+
+
+def _params(page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def _choose(page, runs, label: str, option: re.Pattern, typed: str = "", scope=None) -> None:
+    """Pick an option of the selectbox labelled ``label`` (typing first filters long lists)."""
+    where = scope or page
+    where.get_by_test_id("stSelectbox").filter(has_text=label).click()
+    if typed:
+        page.keyboard.type(typed)
+    with runs.expect_rerun():
+        page.get_by_role("option", name=option).first.click()
+
+
+def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser_root, tmp_path):
+    page = app_page
+    runs.goto(server.url)
+    expect(page.get_by_text("Choose a run in the sidebar")).to_be_visible()
+    save_screenshot(page, "start.png")
+
+    # choose the training run
+    _choose(page, runs, "Run", re.compile(r"^ppo_math"), scope=page.get_by_test_id("stSidebar"))
+    expect(page.get_by_text("Reward per step")).to_be_visible()
+    assert _params(page)["run"] == "ppo_math"
+    save_screenshot(page, "overview.png")
+
+    # open a step from the reward curve: click the last point of the reward mean line
+    chart = page.get_by_test_id("stPlotlyChart").first
+    points = chart.locator(".scatterlayer .trace .points path")
+    expect(points.first).to_be_attached()
+    with runs.expect_rerun():
+        points.nth(29).click(force=True)  # the reward trace is the first with markers
+    page.wait_for_url(re.compile(r"/steps\?"))
+    step = int(_params(page)["step"])
+    assert 0 <= step < 30
+    expect(page.get_by_test_id("stMain").get_by_test_id("stSlider")).to_contain_text(str(step))
+
+    # sort by KL, descending
+    _choose(page, runs, "Sort by", re.compile(r"^KL \(mean\)$"), typed="KL (mean)")
+    with runs.expect_rerun():
+        page.get_by_test_id("stCheckbox").filter(has_text="Descending").locator("label").click()
+    assert _params(page)["sort"] == "kl_mean" and _params(page)["desc"] == "1"
+    store = RolloutStore.open(browser_root / "ppo_math", cache_dir=tmp_path / "cache")
+    top = int(store.samples(step=step, sort_by="kl_mean", descending=True)["sample"].iloc[0])
+    expect(page.locator('[data-testid="glide-cell-1-0"]')).to_have_text(str(top))
+    save_screenshot(page, "step-browser.png")
+
+    # open the top sample by selecting the first row of the table
+    grid = page.get_by_test_id("stMain").get_by_test_id("stDataFrameResizable").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()  # the grid is a canvas: click the first row's selection marker
+    with runs.expect_rerun():
+        page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+    page.wait_for_url(re.compile(r"/sample\?"))
+    assert _params(page)["sample"] == str(top) and _params(page)["step"] == str(step)
+    expect(page.get_by_text(f"Step {step} · sample {top}")).to_be_visible()
+
+    # the token view: chips coloured by KL, hover titles with every metric, top tokens
+    chips = page.locator(".rlb-chip")
+    expect(chips.first).to_be_visible()
+    assert chips.count() > 3
+    assert "kl = " in chips.first.get_attribute("title")
+    expect(page.get_by_text("Top tokens by KL (k3)")).to_be_visible()
+    save_screenshot(page, "sample.png")
+    assert page.dialogs == []
+
+
+def test_deep_link_opens_the_same_view_in_a_new_tab(app_page, runs, server):
+    page = app_page
+    runs.goto(f"{server.url}/sample?run=ppo_math&step=7&sample=5&metric=logp")
+    expect(page.get_by_text("Step 7 · sample 5")).to_be_visible()
+    expect(page.get_by_text("Top tokens by log-prob")).to_be_visible()
+    runs.goto(f"{server.url}/steps?run=eval_math&step=400&sort=reward&desc=1")
+    expect(page.get_by_text("5 of 12 samples").or_(page.get_by_text("12 of 12 samples"))).to_be_visible()
+    expect(page.get_by_role("combobox", name="Step (irregular spacing)")).to_have_value("400")
+    save_screenshot(page, "eval-step-browser.png")
+
+
+def test_bad_link_is_a_message(app_page, runs, server):
+    page = app_page
+    runs.goto(f"{server.url}/sample?run=../../etc&step=abc")
+    expect(page.get_by_text(re.compile("Refused run"))).to_be_visible()
+    expect(page.get_by_text(re.compile("must be a whole number"))).to_be_visible()
+    assert page.get_by_test_id("stException").count() == 0
+
+
+def test_hostile_text_never_runs(app_page, runs, server):
+    page = app_page
+    runs.goto(f"{server.url}/sample?run=hostile&step=0&sample=0")
+    expect(page.locator(".rlb-chip").first).to_be_visible()
+    expect(page.get_by_text("# Big heading", exact=False)).to_be_visible()  # Markdown shown as text
+    page.locator(".rlb-chip").nth(2).hover()
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__xss") is None
+    assert page.dialogs == []
+    assert page.locator("main img[src='x']").count() == 0
+    assert page.get_by_role("heading", name="Big heading").count() == 0
