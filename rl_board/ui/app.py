@@ -17,6 +17,8 @@ PAGE_FILES = {
     "overview": "views/overview.py",
     "steps": "views/steps.py",
     "sample": "views/sample.py",
+    "metrics": "views/metrics.py",
+    "health": "views/health.py",
 }
 
 
@@ -26,8 +28,8 @@ def pages() -> list[st.Page]:
         st.Page(PAGE_FILES["overview"], title="Overview", icon=":material/show_chart:", default=True),
         st.Page(PAGE_FILES["steps"], title="Step browser", icon=":material/table_rows:"),
         st.Page(PAGE_FILES["sample"], title="Sample", icon=":material/article:"),
-        # st.Page("views/metrics.py", title="Metrics", icon=":material/monitoring:"),
-        # st.Page("views/health.py", title="Health", icon=":material/health_and_safety:"),
+        st.Page(PAGE_FILES["metrics"], title="Metrics", icon=":material/monitoring:"),
+        st.Page(PAGE_FILES["health"], title="Health", icon=":material/health_and_safety:"),
     ]
 
 

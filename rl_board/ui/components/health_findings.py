@@ -122,7 +122,7 @@ def _link_buttons(item: Located, key: str) -> None:
         if link.get("filters") or link.get("sort"):
             st.caption(_filters_text(link).strip(" ;"))
     else:
-        st.button(f"Show step {link['step']}", key=f"hlink.{key}", icon=":material/monitoring:", width="stretch",
+        st.button("Show in Metrics", key=f"hlink.{key}", icon=":material/monitoring:", width="stretch",
                   on_click=open_in_metrics, args=(f.run, link.get("tag", "")),
                   help="Open the Metrics page on this run and tag")  # fmt: skip
 
