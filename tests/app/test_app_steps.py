@@ -20,8 +20,8 @@ def test_step_page_shows_batch_of_the_linked_step(open_app, store_of):
     assert "Reward gap (reward − ref reward)" in figures(at)
     assert "Reward distribution" in figures(at)
     labels = [m.label for m in at.metric]
-    assert "Length (tokens)" in labels and "Ref length (chars)" in labels
-    length = next(m for m in at.metric if m.label == "Length (tokens)")
+    assert "Tokens" in labels and "Ref characters" in labels
+    length = next(m for m in at.metric if m.label == "Tokens")
     assert length.delta is not None  # change from step 2
 
 

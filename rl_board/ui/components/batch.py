@@ -16,11 +16,21 @@ CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
 METRICS = (
     ("Mean reward", "reward_mean", "normal"),
     ("Mean ref reward", "ref_reward_mean", "normal"),
-    ("Length (tokens)", "length_mean", "off"),
-    ("Length (chars)", "length_chars_mean", "off"),
-    ("Ref length (chars)", "ref_length_chars_mean", "off"),
+    ("Tokens", "length_mean", "off"),
+    ("Characters", "length_chars_mean", "off"),
+    ("Ref characters", "ref_length_chars_mean", "off"),
     ("Mean KL", "kl_mean", "inverse"),
 )
+
+
+METRIC_HELP = {
+    "Mean reward": "Mean reward of the step's samples; the delta is the change from the previous step.",
+    "Mean ref reward": "Mean reward of the reference responses; delta from the previous step.",
+    "Tokens": "Average response length in tokens; delta from the previous step.",
+    "Characters": "Average response length in characters; delta from the previous step.",
+    "Ref characters": "Average reference-response length in characters; delta from the previous step.",
+    "Mean KL": "Mean per-sample KL to the reference (k3); delta from the previous step.",
+}
 
 
 def _number(value: object) -> float | None:
@@ -64,8 +74,7 @@ def render_batch(store: RolloutStore, run_path: str, step: int) -> None:
         cols = st.columns(len(values))
         for col, (label, value, delta, color) in zip(cols, values, strict=True):
             col.metric(label, f"{value:.4g}", None if delta is None else f"{delta:+.4g}",
-                       delta_color=color, help="Change from the previous step" if delta is not None else None,
-                       border=True)
+                       delta_color=color, help=METRIC_HELP[label], border=True)
     frame = cached.step_frame(run_path, store.signature, step, CHART_COLUMNS, store)
     left, mid, right = st.columns(3)
     with left:

@@ -24,7 +24,8 @@ from rl_board.ui.components.metrics_runs import code_span
 from rl_board.ui.context import Context
 from rl_board.ui.metrics_cached import HealthSettings
 
-SEVERITY_ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
+SEVERITY_ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warning:]",
+                  "info": ":blue[:material/info:]"}
 FILTER_LABELS = {"q": "text", "reward": "reward", "kl": "KL", "len": "length"}
 
 
@@ -87,7 +88,7 @@ def render_findings(located: Sequence[Located]) -> None:
         items = [item for item in located if item.finding.severity == severity]
         if not items:
             continue
-        st.subheader(f"{severity.capitalize()} · {len(items)}")
+        st.subheader(f"{severity.capitalize()} · {len(items)}", anchor=False)
         for k, item in enumerate(sorted(items, key=lambda i: (i.finding.run, i.finding.rule))):
             _finding_card(item, f"{severity}.{k}")
 
@@ -125,6 +126,8 @@ def _link_buttons(item: Located, key: str) -> None:
         st.button("Show in Metrics", key=f"hlink.{key}", icon=":material/monitoring:", width="stretch",
                   on_click=open_in_metrics, args=(f.run, link.get("tag", "")),
                   help="Open the Metrics page on this run and tag")  # fmt: skip
+        if link.get("tag"):
+            st.caption(f"{escape_markdown(str(link['tag']))} at step {link['step']}")
 
 
 def open_in_step_browser(run: str, link: dict[str, Any], page: str = "steps") -> None:

@@ -42,7 +42,7 @@ class ChartOptions:
 
 def render_controls() -> ChartOptions:
     """Tag filter, smoothing slider and x-axis choice (kept in the view state across pages)."""
-    search, smooth, axis = st.columns([3, 2, 2], vertical_alignment="bottom")
+    search, smooth, axis = st.columns([3, 2, 3], vertical_alignment="bottom")
     search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
                       **state.bind("metrics.q", default=""))  # fmt: skip
     smooth.slider("Smoothing", 0.0, 0.99, step=0.01, help="Exponential moving average weight (as TensorBoard's); "
@@ -75,7 +75,7 @@ def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOpti
     groups = group_tags(matching)
     st.caption(f"{len(matching)} of {len(every)} tags in {len(groups)} group(s). Charts are drawn when a group is "
                f"open, {CHARTS_PER_PAGE} at a time.")  # fmt: skip
-    auto_open = bool(options.text) and len(groups) <= AUTO_OPEN_GROUPS
+    auto_open = bool(options.text) and (len(groups) <= AUTO_OPEN_GROUPS or len(matching) <= CHARTS_PER_PAGE)
     for i, (group, tags) in enumerate(groups.items()):
         expander = st.expander(f"**{escape_markdown(group)}** · {len(tags)} tag(s)", expanded=auto_open or i == 0,
                                key=chart_key("group", group, options.text), on_change="rerun")  # fmt: skip

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
+from rl_board.data.paths import relative_to_roots
 from rl_board.data.text import escape_markdown
 from rl_board.ui import state
 from rl_board.ui.context import Context
@@ -18,8 +21,9 @@ def current_run(title: str) -> Context | None:
         st.info("Choose a logs root inside the served folders in the sidebar.")
         return None
     if ctx.store is None:
-        st.info("Choose a run in the sidebar (**Run**).")
+        st.info("Choose a run in the sidebar (**Run**) or click one in the table below.")
         runs_table(ctx)
+        st.markdown(GUIDE)
         return None
     st.caption(f"Run **{escape_markdown(ctx.run or '')}** · {ctx.store.num_samples} samples · "
                f"{len(ctx.store.steps)} steps")
@@ -31,18 +35,49 @@ def current_run(title: str) -> Context | None:
     return ctx
 
 
+GUIDE = """
+**How to read a run**
+
+1. **Overview** — reward, KL and response-length curves per step (mean ± a band of the spread).
+   Click a point to open that step.
+2. **Step browser** — the step's batch: charts, averages, filters and the sample table.
+   Sort by *KL (mean)* (descending) to find the samples that drifted most; click a row to open one.
+3. **Sample** — prompt, response, reference and ground truth side by side, and the response's
+   tokens coloured by KL (or any per-token metric): hover a token for all its numbers.
+
+Every view is a link: copy the address bar to share exactly what you see.
+"""
+_RUNS_KEY = "runs_table"
+
+
+def _open_run_from_table(names: list[str]) -> None:
+    rows = ((st.session_state.get(_RUNS_KEY) or {}).get("selection") or {}).get("rows") or []
+    if rows and rows[0] < len(names):
+        state.put_many(run=names[rows[0]], step=None, sample=None, tpage=1)
+
+
+def _contents(row: pd.Series) -> str:
+    if pd.isna(row["samples"]):
+        return "not opened yet"
+    return f"{int(row['samples'])} samples · {int(row['steps'])} steps"
+
+
 def runs_table(ctx: Context) -> None:
-    """The runs under the logs root, so a first-time user sees what there is to open."""
+    """The runs under the logs root, so a first-time user sees what there is to open (click one)."""
     runs = ctx.runs
     if not isinstance(runs, pd.DataFrame) or runs.empty:
         return
-    shown = runs[["run", "samples", "steps", "files", "bytes", "modified"]].copy()
-    shown["MB"] = (shown.pop("bytes") / 1e6).round(2)
-    shown["modified"] = pd.to_datetime(shown["modified"], unit="s", errors="coerce")
-    st.dataframe(shown, hide_index=True, column_config={
-        "samples": st.column_config.NumberColumn(help="known once the run has been opened"),
-        "modified": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    names = [relative_to_roots(Path(p), ctx.roots) for p in runs["path"]]
+    shown = pd.DataFrame({
+        "run": runs["run"], "contents": [_contents(r) for _, r in runs.iterrows()],
+        "files": runs["files"], "MB": (runs["bytes"] / 1e6).round(2),
+        "modified": pd.to_datetime(runs["modified"], unit="s", errors="coerce"),
     })
+    st.dataframe(shown, hide_index=True, key=_RUNS_KEY, on_select=lambda: _open_run_from_table(names),
+                 selection_mode="single-row", column_config={
+                     "contents": st.column_config.TextColumn(help="known once the run has been opened"),
+                     "modified": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+                 })
 
 
 def missing(what: str, why: str) -> None:

@@ -68,6 +68,14 @@ def _column_config(frame: pd.DataFrame) -> dict:
     return config
 
 
+def column_order(columns: list[str], sort: str) -> list[str]:
+    """Step and sample first, then the sorted column (so the ranking is visible), then the rest."""
+    head = [c for c in ("step", "sample") if c in columns]
+    if sort in columns and sort not in head:
+        head.append(sort)
+    return head + [c for c in columns if c not in head]
+
+
 def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool) -> pd.DataFrame:
     """Table cells: hidden pads/system prompt removed, long text clipped, bookkeeping last."""
     out = frame.copy()
@@ -137,6 +145,7 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
                  help="Open the first row of the table as sorted")
     shown = display_frame(frame, text, show_step=scope is None)
     st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
+                 column_order=column_order(list(shown.columns), sort),
                  on_select=_open_selected, selection_mode="single-row",
                  height="auto" if len(shown) <= 12 else 460)
     st.caption("Click a row to open the sample. Text cells longer than "
