@@ -30,7 +30,15 @@ def served_root(tmp_path_factory) -> Path:
     (root / "empty" / "rollout_data_rank_0.jsonl").write_text("")
     write_run(root / "big", DemoSpec(steps=2, samples=1100, ranks=1, seed=6, token_level=False))
     write_hostile_run(root / "hostile")
+    write_broken_run(root / "broken")
     return root
+
+
+def write_broken_run(run: Path) -> None:
+    """Two good samples around a line that is not JSON."""
+    run.mkdir()
+    good = {"step": 0, "prompt": "p", "response": "r", "reward": 0.5}
+    (run / "r.jsonl").write_text(json.dumps(good) + "\n{not json\n" + json.dumps(good) + "\n")
 
 
 def write_hostile_run(run: Path) -> None:

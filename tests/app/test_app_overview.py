@@ -11,7 +11,7 @@ def test_start_page_lists_runs_and_asks_for_one(open_app):
     assert_clean(at)
     assert any("Choose a run" in t for t in texts(at.info))
     runs = next(f.value for f in at.dataframe if "run" in f.value.columns)
-    assert set(runs["run"]) == {"ppo", "eval", "single", "noref", "empty", "big", "hostile"}
+    assert set(runs["run"]) == {"ppo", "eval", "single", "noref", "empty", "big", "hostile", "broken"}
     assert len(at.get("plotly_chart")) == 0
 
 
@@ -85,3 +85,17 @@ def test_load_report_badge(open_app):
     at = open_app(run="ppo")
     joined = " ".join(texts(at.sidebar.markdown))  # st.badge is a Markdown element
     assert "48 samples" in joined and "6 steps" in joined and "0 bad lines" in joined
+
+
+def test_load_report_lists_bad_lines(open_app):
+    at = open_app(run="broken")
+    assert_clean(at)
+    assert any("1 bad line" in t for t in texts(at.sidebar.markdown))
+    bad = next(f.value for f in at.sidebar.dataframe if "reason" in f.value.columns)
+    assert list(bad["file"]) == ["r.jsonl"] and list(bad["line"]) == [2]
+    assert bad["reason"].iloc[0]
+
+
+def test_start_page_explains_how_to_read_a_run(open_app):
+    at = open_app()
+    assert any("How to read a run" in t for t in texts(at.markdown))
