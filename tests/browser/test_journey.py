@@ -3,6 +3,7 @@ top sample → token view. Plus deep links and hostile text."""
 
 from __future__ import annotations
 
+import csv
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -88,9 +89,17 @@ def test_deep_link_opens_the_same_view_in_a_new_tab(app_page, runs, server):
     expect(page.get_by_text("Step 7 · sample 5")).to_be_visible()
     expect(page.get_by_text("Top tokens by log-prob")).to_be_visible()
     runs.goto(f"{server.url}/steps?run=eval_math&step=400&sort=reward&desc=1")
-    expect(page.get_by_text("5 of 12 samples").or_(page.get_by_text("12 of 12 samples"))).to_be_visible()
+    expect(page.get_by_text("12 of 12 samples in step 400")).to_be_visible()
     expect(page.get_by_role("combobox", name="Step (irregular spacing)")).to_have_value("400")
     save_screenshot(page, "eval-step-browser.png")
+
+    # the export holds the filtered table in the chosen order
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export CSV").click()
+    assert download.value.suggested_filename == "eval_math-step400.csv"
+    rows = list(csv.DictReader(open(download.value.path(), encoding="utf-8")))
+    rewards = [float(r["reward"]) for r in rows]
+    assert len(rows) == 12 and rewards == sorted(rewards, reverse=True)
 
 
 def test_bad_link_is_a_message(app_page, runs, server):
