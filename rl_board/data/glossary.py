@@ -573,6 +573,20 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
     ),
     # --- DI-engine collector / evaluator
     _e(
+        "{collector}/reward_std",
+        "reward",
+        "DI-engine",
+        "Spread of the episode returns among the collected episodes.",
+        "Some spread is normal while exploring; it narrows as the policy becomes consistent.",
+    ),
+    _e(
+        "{evaluator}/reward_std",
+        "reward",
+        "DI-engine",
+        "Spread of the evaluation episodes' returns.",
+        "Shrinks as the policy becomes reliable; a wide spread late means success depends on the start.",
+    ),
+    _e(
         "{collector}/reward_{stat}",
         "reward",
         "DI-engine",

@@ -217,6 +217,17 @@ DUPLICATE_AXIS = re.compile(r"^(collector|evaluator|learner)_step/")
 TEXT_COPY = re.compile(r"^(collector|evaluator|learner)/(.+)$")
 
 
+def duplicate_copies(tags: Iterable[str]) -> set[str]:
+    """DI-engine's extra copies of a statistic: `x_step/` tags, and text-log tags that have an `x_iter/` twin."""
+    present = set(tags)
+    out = set()
+    for tag in present:
+        copy = TEXT_COPY.match(tag)
+        if DUPLICATE_AXIS.match(tag) or (copy and f"{copy.group(1)}_iter/{copy.group(2)}" in present):
+            out.add(tag)
+    return out
+
+
 @dataclass
 class RunSeries:
     """One run's curves as step-indexed Series, with DI-engine's duplicate copies dropped.
@@ -238,10 +249,8 @@ class RunSeries:
         for tag, group in rows.groupby("tag", sort=True):
             series = group.groupby("step", sort=True)["value"].last()
             curves.setdefault(str(tag), series.astype(float))
-        for tag in list(curves):
-            copy = TEXT_COPY.match(tag)
-            if DUPLICATE_AXIS.match(tag) or (copy and f"{copy.group(1)}_iter/{copy.group(2)}" in curves):
-                del curves[tag]
+        for tag in duplicate_copies(curves):
+            del curves[tag]
         return cls(run, curves, histograms)
 
     def find(self, patterns: Iterable[str]) -> list[tuple[str, pd.Series]]:

@@ -24,6 +24,7 @@ HEAT_BINS = 64
 NO_PREFIX = "(no prefix)"
 X_AXES = {"step": "step", "wall_time": "wall time", "relative": "hours since start"}
 PALETTE = plotly.colors.qualitative.Plotly
+LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}  # clear of the title
 
 
 def color(index: int) -> str:
@@ -135,7 +136,7 @@ def scalar_figure(
         title={"text": _esc(tag), "font": {"size": 14}}, height=300, hovermode="x unified",
         margin={"l": 10, "r": 10, "t": 40, "b": 40 + (18 if notes else 0)},
         xaxis_title=X_AXES.get(x_axis, x_axis), showlegend=len(series) > 1,
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        legend=LEGEND,
     )  # fmt: skip
     if notes:
         _note(fig, " · ".join(notes))
@@ -232,7 +233,7 @@ def episodes_figure(episodes: pd.DataFrame, *, run: str = "", line_color: str | 
     title = "Evaluator reward per episode" + (f" · {_esc(run)}" if run else "")
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=340, xaxis_title="train iteration",
                       yaxis_title="episode reward", margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})  # fmt: skip
+                      legend=LEGEND)  # fmt: skip
     return fig
 
 

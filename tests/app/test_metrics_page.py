@@ -189,3 +189,21 @@ def test_no_metric_runs_is_a_message(tmp_path, monkeypatch):
     at = open_metrics(root, tmp_path / "cache", monkeypatch)
     assert any("No training metrics" in t for t in texts(at.info))
     assert not at.get("plotly_chart")
+
+
+def test_di_engine_copies_toggle(tmp_path, monkeypatch):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    root = tmp_path / "root"
+    write_di_engine_folder(root / "exp")
+    writer = EventFileWriter(str(root / "exp" / "log" / "serial"))
+    for step in range(3):  # the env-step copy DI-engine writes beside learner_iter/
+        value = summary_pb2.Summary.Value(tag="learner_step/total_loss_avg", simple_value=1.0)
+        writer.add_event(event_pb2.Event(step=step * 500, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    at = open_metrics(root, tmp_path / "cache", monkeypatch)
+    toggle = at.toggle(key="w.metrics.one")
+    assert toggle.value is True and "learner_step" not in group_labels(at)
+    toggle.set_value(False).run()
+    assert "learner_step" in group_labels(at)

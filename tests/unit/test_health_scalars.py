@@ -184,3 +184,10 @@ def test_real_run_is_quiet_at_defaults_and_flags_one_bump_at_z6():
         [19200],
         "learner_iter/value_loss_avg",
     )
+
+
+def test_duplicate_copies_of_di_engine_statistics():
+    from rl_board.data.health import duplicate_copies
+
+    tags = ["learner_iter/loss", "learner_step/loss", "learner/loss", "learner/only_text", "actor/step/x"]
+    assert duplicate_copies(tags) == {"learner_step/loss", "learner/loss"}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from rl_board.data.glossary import explain
+from rl_board.data.health import duplicate_copies
 from rl_board.data.scalars import MetricsBundle
 from rl_board.data.text import escape_markdown
 from rl_board.ui import state
@@ -38,10 +39,15 @@ class ChartOptions:
     text: str = ""
     smoothing: float = 0.6
     x_axis: str = "step"
+    one_copy: bool = True
 
 
-def render_controls() -> ChartOptions:
-    """Tag filter, smoothing slider and x-axis choice (kept in the view state across pages)."""
+def render_controls(*, di_engine: bool = False) -> ChartOptions:
+    """Tag filter, smoothing slider and x-axis choice (kept in the view state across pages).
+
+    With a DI-engine run chosen, a toggle hides the extra copies DI-engine
+    writes of each statistic (on by default).
+    """
     search, smooth, axis = st.columns([3, 2, 3], vertical_alignment="bottom")
     search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
                       **state.bind("metrics.q", default=""))  # fmt: skip
@@ -49,8 +55,12 @@ def render_controls() -> ChartOptions:
                   "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("metrics.smooth", default=0.6))  # fmt: skip
     axis.radio("X axis", list(X_AXES), format_func=X_AXES.get, horizontal=True,
                **state.bind("metrics.x", default="step"))  # fmt: skip
+    if di_engine:
+        st.toggle("One copy of each DI-engine statistic", help="DI-engine logs each statistic up to three times: "
+                  "`x_iter/` (by train iteration), `x_step/` (by env step) and the text logger. On: only the "
+                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("metrics.one", default=True))  # fmt: skip
     return ChartOptions(str(state.get("metrics.q", "") or ""), float(state.get("metrics.smooth", 0.6)),
-                        str(state.get("metrics.x", "step")))  # fmt: skip
+                        str(state.get("metrics.x", "step")), di_engine and bool(state.get("metrics.one", True)))  # fmt: skip
 
 
 def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[str]]:
@@ -65,6 +75,8 @@ def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOpti
     """One expander per tag group; open groups draw their charts a page at a time."""
     scalar_tags, hist_tags = run_tags(bundle, runs)
     every = sorted(scalar_tags | hist_tags)
+    if options.one_copy:
+        every = sorted(set(every) - duplicate_copies(every))
     if not every:
         st.info("These runs hold no scalar or histogram metrics.")
         return

@@ -24,7 +24,8 @@ def render(ctx: Context) -> None:
     colors = metrics_runs.run_colors(runs)
     metrics_runs.render_episodes(bundle, runs, colors)
     st.subheader("Curves")
-    options = metrics_tags.render_controls()
+    di_engine = any(info.kind == "di-engine" for info in bundle.runs if info.run in runs)
+    options = metrics_tags.render_controls(di_engine=di_engine)
     metrics_tags.render_groups(bundle, runs, options, colors)
     metrics_runs.render_run_details(bundle, runs)
 
