@@ -112,9 +112,9 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
     crc = file_crc(tmp)
-    size = tmp.stat().st_size
+    st = tmp.stat()
     os.replace(tmp, directory / name)
-    return {"name": name, "rows": table.num_rows, "bytes": size, "crc": crc}
+    return {"name": name, "rows": table.num_rows, "bytes": st.st_size, "crc": crc, "mtime_ns": st.st_mtime_ns}
 
 
 def file_crc(path: Path) -> int:
