@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rl_board.data.text import escape_markdown
 from rl_board.errors import RLBoardError
 from rl_board.ui import state
 from rl_board.ui.components import sidebar
@@ -55,7 +56,7 @@ def main() -> None:
     try:
         navigation.run()
     except RLBoardError as exc:  # the page boundary: user problems become messages
-        st.error(str(exc))
+        st.error(escape_markdown(str(exc)))
     state.write_url()
 
 

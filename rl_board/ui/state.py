@@ -21,6 +21,8 @@ from typing import Any
 
 import streamlit as st
 
+from rl_board.data.text import escape_markdown
+
 _VIEW = "view."
 _WIDGET = "w."
 _URL_READ = "_url_read"
@@ -164,7 +166,7 @@ def read_url_once() -> None:
         try:
             value = parse_value(param, raw)
         except ValueError as exc:
-            notice(f"Ignored link parameter {param.name}={raw[:80]!r}: {exc}.")
+            notice(f"Ignored link parameter {param.name}={escape_markdown(repr(raw[:80]))}: {exc}.")
             continue
         if param.kind == "range":
             put(f"{param.name}.lo", value[0])

@@ -73,3 +73,11 @@ def test_bad_run_in_link_is_a_message(open_app, run, needle):
     assert any("Choose a run" in t for t in texts(at.info))
     at.button(key="dismiss_notices").click().run()
     assert not at.warning
+
+
+def test_link_values_cannot_inject_markdown(open_app):
+    at = open_app("steps", run="[click me](https://evil.example)", step="![x](https://evil.example/x.png)")
+    assert_clean(at)
+    shown = " ".join(texts(at.warning))
+    assert "[click me](" not in shown and r"\[click me\]" in shown
+    assert "![x](" not in shown

@@ -8,6 +8,7 @@ import streamlit as st
 
 from rl_board.data.filters import SampleFilter
 from rl_board.data.store import RolloutStore
+from rl_board.data.text import escape_markdown
 from rl_board.errors import InvalidArgumentError
 from rl_board.ui import state
 
@@ -75,6 +76,6 @@ def render_filters(store: RolloutStore) -> FilterChoice:
         flt = SampleFilter.build(ranges=ranges, text=state.get("q") or "", regex=bool(state.get("regex")),
                                  case_sensitive=bool(state.get("case")))
     except InvalidArgumentError as exc:
-        st.error(f"{exc} — the search is ignored until it is fixed.")
+        st.error(f"{escape_markdown(str(exc))} — the search is ignored until it is fixed.")
         flt = SampleFilter.build(ranges=ranges)
     return FilterChoice(None if flt.is_empty else flt, bool(state.get("all")), not flt.is_empty)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from rl_board.data.schema import FLOAT_LIST_FIELDS, KNOWN_FIELDS, STRING_LIST_FIELDS
 from rl_board.data.store import RolloutStore, SampleDetail
-from rl_board.data.text import TextDisplay, shown
+from rl_board.data.text import TextDisplay, escape_markdown, shown
 from rl_board.ui import state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
@@ -106,7 +106,7 @@ def _texts(fields: dict, display: TextDisplay) -> None:
 def _other_fields(detail: SampleDetail) -> None:
     skip = set(KNOWN_FIELDS) | set(FLOAT_LIST_FIELDS) | set(STRING_LIST_FIELDS)
     rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step" and v is not None]
-    with st.expander(f"Other fields ({len(rows)}) · source {detail.file}:{detail.line}"):
+    with st.expander(f"Other fields ({len(rows)}) · source {escape_markdown(detail.file)}:{detail.line}"):
         frame = pd.DataFrame({"field": [k for k, _ in rows],
                               "value": ["" if v is None else str(v)[:2000] for _, v in rows]})
         st.dataframe(frame, hide_index=True)

@@ -10,7 +10,7 @@ import streamlit as st
 from rl_board.data import export
 from rl_board.data.filters import SampleFilter
 from rl_board.data.store import RolloutStore
-from rl_board.data.text import TextDisplay, shown_column
+from rl_board.data.text import TextDisplay, escape_markdown, shown_column
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
 
@@ -48,7 +48,7 @@ def valid_sort(options: list[str]) -> str:
     wanted = state.get("sort")
     if wanted in options:
         return wanted
-    st.warning(f"Cannot sort by {wanted!r} in this run; sorted by sample instead.")
+    st.warning(f"Cannot sort by {escape_markdown(repr(wanted))} in this run; sorted by sample instead.")
     state.put("sort", "sample")
     return "sample"
 

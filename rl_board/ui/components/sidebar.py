@@ -9,7 +9,13 @@ import streamlit as st
 
 from rl_board.data.paths import relative_to_roots, resolve_within, served_roots
 from rl_board.data.store import RolloutStore
-from rl_board.data.text import DEFAULT_PAD_TOKENS, DEFAULT_SYSTEM_MARKER, TextDisplay, parse_token_list
+from rl_board.data.text import (
+    DEFAULT_PAD_TOKENS,
+    DEFAULT_SYSTEM_MARKER,
+    TextDisplay,
+    escape_markdown,
+    parse_token_list,
+)
 from rl_board.errors import RLBoardError
 from rl_board.ui import cached, state
 from rl_board.ui.charts import CurveOptions
@@ -39,7 +45,7 @@ def _logs_root(roots: list[Path]) -> Path | None:
     try:
         return resolve_within(text or default, roots)
     except RLBoardError as exc:
-        st.error(f"Refused: {exc}. Nothing was read.")
+        st.error(f"Refused: {escape_markdown(str(exc))}. Nothing was read.")
         return None
 
 
@@ -58,7 +64,7 @@ def _choose_run(ctx: Context) -> None:
     try:
         runs = cached.runs_under(str(ctx.root), cached.cache_dir())
     except RLBoardError as exc:
-        st.error(str(exc))
+        st.error(escape_markdown(str(exc)))
         return
     ctx.runs = runs
     if runs.empty:
@@ -83,11 +89,12 @@ def _choose_run(ctx: Context) -> None:
 
 
 def _unknown_run_message(wanted: str, ctx: Context) -> str:
+    name = escape_markdown(repr(wanted[:200]))
     try:
         resolve_within(wanted, ctx.roots)
     except RLBoardError as exc:
-        return f"Refused run {wanted[:200]!r} from the link: {exc}. Choose a run in the sidebar."
-    return f"No run {wanted[:200]!r} under {ctx.root}; choose one in the sidebar."
+        return f"Refused run {name} from the link: {escape_markdown(str(exc))}. Choose a run in the sidebar."
+    return f"No run {name} under {escape_markdown(str(ctx.root))}; choose one in the sidebar."
 
 
 def _forget_run() -> None:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from rl_board.data.schema import TOKEN_METRICS
 from rl_board.data.store import SampleDetail
-from rl_board.data.text import TextDisplay, token_label
+from rl_board.data.text import TextDisplay, escape_markdown, token_label
 from rl_board.ui import charts, state
 from rl_board.ui.chips import (
     DIVERGING_METRICS,
@@ -33,7 +33,8 @@ def valid_metric(metrics: list[str]) -> str:
         return wanted
     fallback = "kl" if "kl" in metrics else metrics[0]
     if wanted != "kl":  # "kl" is the default; only a chosen metric deserves a message
-        st.warning(f"Token metric {wanted!r} is not available for this sample; showing {fallback}.")
+        st.warning(f"Token metric {escape_markdown(repr(wanted))} is not available for this sample; "
+                   f"showing {fallback}.")
     state.put("metric", fallback)
     return fallback
 
