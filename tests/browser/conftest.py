@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def browser_root(tmp_path_factory) -> Path:
     """The same runs `rl-board demo` writes for rollout_samples/, plus one with hostile text."""
-    root = tmp_path_factory.mktemp("browser-root")
+    root = tmp_path_factory.mktemp("browser") / "rollout_samples"
     write_run(root / "ppo_math", DemoSpec(steps=30, samples=24))
     write_eval_run(root / "eval_math")
     hostile = root / "hostile"

@@ -77,15 +77,16 @@ def _choose_run(ctx: Context) -> None:
     if wanted is not None and wanted not in labels:
         state.notice(_unknown_run_message(wanted, ctx))
         _forget_run()
-    choice = st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
-                          **state.bind("run", on_change=_run_changed))
-    if st.button("↻ Check for new data", help="Re-list runs and read lines appended since the last look"):
-        cached.runs_under.clear()
-    if choice is None:
-        return
-    ctx.run = choice
-    ctx.run_path = Path(runs["path"].iloc[names.index(choice)])
-    ctx.store = _open(ctx.run_path, choice)
+        wanted = None
+    if wanted is not None:  # open first (with progress), so the chooser shows fresh counts
+        row = names.index(wanted)
+        ctx.run, ctx.run_path = wanted, Path(runs["path"].iloc[row])
+        ctx.store = _open(ctx.run_path, wanted)
+        labels[wanted] = f"{runs['run'].iloc[row]} · {ctx.store.num_samples} samples · {len(ctx.store.steps)} steps"
+    st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
+                 **state.bind("run", on_change=_run_changed))
+    st.button("↻ Check for new data", help="Re-list runs and read lines appended since the last look",
+              on_click=cached.runs_under.clear)
 
 
 def _unknown_run_message(wanted: str, ctx: Context) -> str:
