@@ -31,7 +31,18 @@ def served_root(tmp_path_factory) -> Path:
     write_run(root / "big", DemoSpec(steps=2, samples=1100, ranks=1, seed=6, token_level=False))
     write_hostile_run(root / "hostile")
     write_broken_run(root / "broken")
+    write_extras_run(root / "extras")
     return root
+
+
+def write_extras_run(run: Path) -> None:
+    """User fields of every shape: text, numbers, lists, objects."""
+    run.mkdir()
+    with (run / "r.jsonl").open("w") as f:
+        for i in range(4):
+            f.write(json.dumps({"step": 0, "prompt": f"p{i}", "response": "r", "reward": i / 10,
+                                "tags": ["a", str(i)], "meta": {"k": i}, "note": f"n{i}",
+                                "score2": 3 - i}) + "\n")
 
 
 def write_broken_run(run: Path) -> None:

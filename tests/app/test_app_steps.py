@@ -109,3 +109,19 @@ def test_export_buttons_present(open_app):
     at = open_app("steps", run="ppo", step="1")
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Export CSV", "Export JSONL"]
+
+
+def test_user_fields_are_shown_and_sortable(open_app):
+    at = open_app("steps", run="extras", step="0")
+    assert_clean(at)
+    frame = table(at)
+    assert {"tags", "meta", "note", "score2"} <= set(frame.columns)
+    options = at.selectbox(key="w.sort").options
+    assert "score2" in options and "note" in options and "tags" not in options
+    at.selectbox(key="w.sort").set_value("score2").run()
+    assert_clean(at)
+    assert list(table(at)["score2"]) == [0, 1, 2, 3]
+    at = open_app("sample", run="extras", step="0", sample="1")
+    assert_clean(at)
+    fields = next(f.value for f in at.dataframe if "field" in f.value.columns)
+    assert {"tags", "meta", "note", "score2"} <= set(fields["field"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -40,8 +41,16 @@ def table_columns(store: RolloutStore) -> list[str]:
     return known + [c for c in store.extra_fields if store.has(c)]
 
 
+def _nested(values: pd.Series) -> bool:
+    return any(isinstance(v, list | tuple | dict | np.ndarray) for v in values.dropna().head(20))
+
+
 def sort_options(store: RolloutStore) -> list[str]:
-    return ["sample", *table_columns(store)]
+    """Every table column that can be ordered (user fields holding lists cannot)."""
+    columns = table_columns(store)
+    extras = [c for c in columns if c in store.extra_fields]
+    probe = store.samples(columns=extras, limit=100) if extras else pd.DataFrame()
+    return ["sample", *[c for c in columns if c not in extras or not _nested(probe[c])]]
 
 
 def valid_sort(options: list[str]) -> str:
