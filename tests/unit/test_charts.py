@@ -201,3 +201,13 @@ def test_chip_colours_and_legend():
 def test_chips_of_empty_frame(metric):
     out = chips_html(pd.DataFrame({"token": [], metric: []}), metric)
     assert "no tokens" in html.unescape(out)
+
+
+def test_builders_import_no_streamlit():
+    import subprocess
+    import sys
+
+    code = ("import sys, rl_board.ui.charts, rl_board.ui.chips, rl_board.data.text, rl_board.data.export; "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
