@@ -24,7 +24,13 @@ HEAT_BINS = 64
 NO_PREFIX = "(no prefix)"
 X_AXES = {"step": "step", "wall_time": "wall time", "relative": "hours since start"}
 PALETTE = plotly.colors.qualitative.Plotly
-LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}  # clear of the title
+LEGEND = {
+    "orientation": "h",
+    "yanchor": "bottom",
+    "y": 1.02,
+    "xanchor": "right",
+    "x": 1,
+}  # clear of the title
 
 
 def color(index: int) -> str:

@@ -101,7 +101,9 @@ def test_di_engine_run_shows_episodes_config_network_checkpoints_and_loggers(met
     ckpts = next(f for f in frames if "checkpoint" in f.columns)
     assert set(ckpts["checkpoint"]) >= {"ckpt_best.pth.tar", "iteration_500.pth.tar"}
     loggers = next(f for f in frames if "logger" in f.columns)
-    assert list(loggers["logger"]) == ["collector", "evaluator", "learner"] and set(loggers["status"]) == {"ok"}
+    assert list(loggers["logger"]) == ["collector", "evaluator", "learner"] and set(loggers["status"]) == {
+        "ok"
+    }
 
 
 def test_chart_x_values_are_the_logged_steps(metrics_page):
@@ -165,7 +167,9 @@ def test_glossary_caption_next_to_charts(metrics_page):
 def test_damaged_file_is_a_warning_with_file_and_reason(tmp_path, monkeypatch):
     root = tmp_path / "root"
     write_tensorboard_run(root / "cut", steps=3, truncate_last=True)
-    (root / "bad.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": \n{"step": 3, "loss": 0.4}\n')
+    (root / "bad.jsonl").write_text(
+        '{"step": 1, "loss": 0.5}\n{"step": 2, "loss": \n{"step": 3, "loss": 0.4}\n'
+    )
     at = open_metrics(root, tmp_path / "cache", monkeypatch)
     warnings = texts(at.warning)
     assert any("bad.jsonl" in w for w in warnings), warnings

@@ -24,8 +24,17 @@ def write_jsonl(folder: Path, records: list[dict]) -> Path:
     return folder
 
 
-def sample(step: int, *, reward: float, prompt: str = "", n: int = 8, ref: float | None = None,
-           logp: float = -1.0, ref_logp: float = -1.0, **extra: object) -> dict:
+def sample(
+    step: int,
+    *,
+    reward: float,
+    prompt: str = "",
+    n: int = 8,
+    ref: float | None = None,
+    logp: float = -1.0,
+    ref_logp: float = -1.0,
+    **extra: object,
+) -> dict:
     record = {"step": step, "prompt": prompt or f"question {step}-{reward}-{n}", "response": "x " * n,
               "reward": reward, "response_tokens": ["x"] * n, "logprobs": [logp] * n,
               "ref_logprobs": [ref_logp] * n}  # fmt: skip
@@ -102,7 +111,9 @@ def test_truncation_at_the_runs_longest_response_or_a_given_max(tmp_path, cache_
     assert "truncation_high" not in fired(write_jsonl(tmp_path / "few", few), cache_dir)
     settings = Settings()
     parse_set_option(settings, "truncation_high.max_length=50")
-    assert fired(tmp_path / "ok", cache_dir, settings)["truncation_high"].link["filters"] == {"len": [50.0, None]}
+    assert fired(tmp_path / "ok", cache_dir, settings)["truncation_high"].link["filters"] == {
+        "len": [50.0, None]
+    }
 
 
 def test_truncation_needs_tokens_or_an_explicit_max(tmp_path, cache_dir):
@@ -120,8 +131,10 @@ def grouped(flat_groups: int, groups: int = 4, size: int = 4, steps: int = 3) ->
     for s in range(steps):
         for g in range(groups):
             prompt = f"SYSTEM PROMPT shared by all. Question number {g}?"
-            out += [sample(s, prompt=prompt, reward=1.0 if g < flat_groups else float(i), n=5 + i + size * g)
-                    for i in range(size)]
+            out += [
+                sample(s, prompt=prompt, reward=1.0 if g < flat_groups else float(i), n=5 + i + size * g)
+                for i in range(size)
+            ]
     return out
 
 
@@ -129,7 +142,9 @@ def test_zero_variance_groups_link_to_the_group_by_its_prompt(tmp_path, cache_di
     finding = fired(write_jsonl(tmp_path / "flat", grouped(flat_groups=3)), cache_dir)["zero_variance_groups"]
     assert finding.steps == [0, 1, 2] and "75%" in finding.message
     assert finding.link["filters"]["q"].endswith("Question number 0?")
-    assert "zero_variance_groups" not in fired(write_jsonl(tmp_path / "ok", grouped(flat_groups=1)), cache_dir)
+    assert "zero_variance_groups" not in fired(
+        write_jsonl(tmp_path / "ok", grouped(flat_groups=1)), cache_dir
+    )
 
 
 def test_zero_variance_needs_groups(tmp_path, cache_dir):
@@ -164,7 +179,10 @@ def test_check_rollout_runs_names_runs_relative_to_the_root(tmp_path, cache_dir)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "empty.jsonl").write_text("not json\n")
     findings, problems = check_rollout_runs(tmp_path, cache_dir=cache_dir)
-    assert {(f.run, f.rule) for f in findings} == {("exp/ppo", "length_hacking"), ("broken", "nonfinite_tokens")}
+    assert {(f.run, f.rule) for f in findings} == {
+        ("exp/ppo", "length_hacking"),
+        ("broken", "nonfinite_tokens"),
+    }
     assert problems == []
 
 

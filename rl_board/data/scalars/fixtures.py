@@ -82,8 +82,12 @@ def write_many_tags_run(folder: Path, *, groups: int = 30, per_group: int = 10, 
     writer = EventFileWriter(str(folder))
     tags = [f"g{g:02d}/metric_{m}" for g in range(groups) for m in range(per_group)]
     for step in range(steps):
-        values = [summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step)) for k, tag in enumerate(tags)]
-        writer.add_event(event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(value=values)))
+        values = [
+            summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step)) for k, tag in enumerate(tags)
+        ]
+        writer.add_event(
+            event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(value=values))
+        )
     writer.close()
     return next(folder.glob("events.out.tfevents.*"))
 

@@ -24,8 +24,11 @@ from rl_board.ui.components.metrics_runs import code_span
 from rl_board.ui.context import Context
 from rl_board.ui.metrics_cached import HealthSettings
 
-SEVERITY_ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warning:]",
-                  "info": ":blue[:material/info:]"}
+SEVERITY_ICONS = {
+    "error": ":red[:material/error:]",
+    "warning": ":orange[:material/warning:]",
+    "info": ":blue[:material/info:]",
+}
 FILTER_LABELS = {"q": "text", "reward": "reward", "kl": "KL", "len": "length"}
 
 

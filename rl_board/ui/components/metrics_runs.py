@@ -90,7 +90,9 @@ def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str
     for k, run in enumerate(shown):
         fig = episodes_figure(episodes[episodes["run"] == run], run=run if len(runs) > 1 else "",
                               line_color=colors.get(run))  # fmt: skip
-        columns[k % len(columns)].plotly_chart(fig, key=chart_key("episodes", run), config={"displaylogo": False})
+        columns[k % len(columns)].plotly_chart(
+            fig, key=chart_key("episodes", run), config={"displaylogo": False}
+        )
 
 
 def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
@@ -107,14 +109,18 @@ def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
 
 
 def _di_engine_details(info: RunInfo) -> None:
-    with st.expander(f"{run_label(info)} — loggers, checkpoints, config and network", icon=":material/folder_open:"):
+    with st.expander(
+        f"{run_label(info)} — loggers, checkpoints, config and network", icon=":material/folder_open:"
+    ):
         files, ckpts, config, network = st.tabs(["Logger files", "Checkpoints", "Config", "Network"])
         with files:
             st.dataframe(_files_table(info), hide_index=True)
         with ckpts:
             if info.checkpoints:
                 st.dataframe(_checkpoints_table(info), hide_index=True)
-                st.caption("'logged' = when the learner log says it saved the file; 'on disk' = the file is there.")
+                st.caption(
+                    "'logged' = when the learner log says it saved the file; 'on disk' = the file is there."
+                )
             else:
                 st.caption("No checkpoints found or mentioned in the logs.")
         with config:

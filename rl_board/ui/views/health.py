@@ -13,8 +13,10 @@ from rl_board.ui.context import Context
 def render(ctx: Context) -> None:
     health = metrics_cached.health_settings(ctx.root)
     located, problems = health_findings.collect(ctx, health)
-    st.caption("Rules check the training metrics and the rollout logs of every run under the logs root. "
-               "Each finding links to where to look.")
+    st.caption(
+        "Rules check the training metrics and the rollout logs of every run under the logs root. "
+        "Each finding links to where to look."
+    )
     render_problems(problems, ctx.root)
     health_findings.render_summary(located)
     health_settings.render_settings(health, ctx.root)

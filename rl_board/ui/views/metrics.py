@@ -13,9 +13,12 @@ def render(ctx: Context) -> None:
     bundle = metrics_cached.metrics_under(ctx.root)
     metrics_runs.render_problems(bundle.problems, bundle.root)
     if not bundle.runs:
-        st.info("No training metrics under this logs root. The Metrics page reads TensorBoard event files "
-                "(`events.out.tfevents.*`), DI-engine / LightZero experiment folders, ROLL and verl console "
-                "logs and JSONL metric files.", icon=":material/monitoring:")
+        st.info(
+            "No training metrics under this logs root. The Metrics page reads TensorBoard event files "
+            "(`events.out.tfevents.*`), DI-engine / LightZero experiment folders, ROLL and verl console "
+            "logs and JSONL metric files.",
+            icon=":material/monitoring:",
+        )
         return
     runs = metrics_runs.pick_runs(bundle)
     if not runs:
