@@ -32,6 +32,7 @@ SERIES_LABELS = {
     "log_ratio": "log-ratio (mean per sample)", "length": "response length (tokens)",
     "length_chars": "response length (chars)", "ref_length_chars": "ref response length (chars)",
 }
+RUN_COLORS = ("#1f6feb", "#cf222e", "#2da44e", "#bf8700", "#8250df", "#0a7e8c", "#e16f24", "#6e7781")
 _HEAT_SCALES = {"diverging": "RdBu_r", "sequential": "Oranges"}
 
 
@@ -63,16 +64,47 @@ def _hex_to_rgba(color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _band_traces(prefix: str, x: np.ndarray, mean: np.ndarray, std: np.ndarray,
-                 scale: float) -> list[go.Scatter]:
-    color = COLORS.get(prefix, "#1f6feb")
-    label = SERIES_LABELS.get(prefix, prefix)
-    common = {"x": x, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip",
-              "showlegend": False, "legendgroup": prefix}
-    upper = go.Scatter(y=mean + scale * std, name=f"{label} +band", **common)
-    lower = go.Scatter(y=mean - scale * std, name=f"{label} −band", fill="tonexty",
-                       fillcolor=_hex_to_rgba(color, 0.18), **common)
-    return [upper, lower]
+def _series_traces(data: pd.DataFrame, prefix: str, *, label: str, color: str, group: str,
+                   options: CurveOptions) -> list[go.Scatter]:
+    """Band (upper, lower filled) and mean line of one series of a step summary."""
+    x = data["step"].to_numpy()
+    mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
+    std = np.nan_to_num(data.get(f"{prefix}_std", pd.Series(0.0, index=data.index)).to_numpy(dtype=np.float64))
+    count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
+    if options.zero_shift:
+        finite = mean[np.isfinite(mean)]
+        mean = mean - (finite[0] if len(finite) else 0.0)
+    band = {"x": x, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False,
+            "legendgroup": group}
+    return [
+        go.Scatter(y=mean + options.band_scale * std, name=f"{label} +band", **band),
+        go.Scatter(y=mean - options.band_scale * std, name=f"{label} −band", fill="tonexty",
+                   fillcolor=_hex_to_rgba(color, 0.18), **band),
+        go.Scatter(
+            x=x, y=mean, name=label, legendgroup=group, mode="lines+markers", marker={"size": 5},
+            line={"color": color, "width": 2},
+            customdata=np.column_stack([std, count.to_numpy(dtype=np.float64)]),
+            hovertemplate="step %{x}<br>mean %{y:.4g}<br>std %{customdata[0]:.4g}"
+                          "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
+        ),
+    ]
+
+
+def _curve_layout(fig: go.Figure, *, title: str, y_title: str, options: CurveOptions,
+                  shown: int, total: int) -> None:
+    notes = [f"band = mean ± {options.band_scale:g}·std"]
+    if options.zero_shift:
+        notes.append("each curve shifted to start at 0")
+    if shown < total:
+        notes.append(f"showing {shown} of {total} steps (evenly spaced, last step kept)")
+    fig.update_layout(
+        title={"text": title}, xaxis_title="step", yaxis_title=y_title, height=340,
+        hovermode="closest", clickmode="event+select", dragmode="zoom",
+        margin={"l": 10, "r": 10, "t": 50, "b": 60},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        annotations=[{"text": " · ".join(notes), "showarrow": False, "xref": "paper", "yref": "paper",
+                      "x": 0, "y": -0.28, "xanchor": "left", "font": {"size": 11}}],
+    )
 
 
 def curve_figure(
@@ -91,38 +123,36 @@ def curve_figure(
     """
     data = downsample(summary.sort_values("step"), options.max_points)
     fig = go.Figure()
-    x = data["step"].to_numpy()
     for prefix in series:
+        if has_series(data, prefix):
+            fig.add_traces(_series_traces(data, prefix, label=SERIES_LABELS.get(prefix, prefix),
+                                          color=COLORS.get(prefix, "#1f6feb"), group=prefix, options=options))
+    _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))
+    return fig
+
+
+def comparison_figure(
+    summaries: dict[str, pd.DataFrame],
+    prefix: str,
+    *,
+    title: str,
+    y_title: str,
+    options: CurveOptions = CurveOptions(),
+) -> go.Figure:
+    """One series (e.g. ``reward``) of several runs, each with its band; runs lacking it are skipped.
+
+    Run names are folder names (user text): they are escaped for Plotly's labels.
+    """
+    fig = go.Figure()
+    shown = total = 0
+    for k, (run, summary) in enumerate(summaries.items()):
+        data = downsample(summary.sort_values("step"), options.max_points)
         if not has_series(data, prefix):
             continue
-        mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
-        std = np.nan_to_num(data.get(f"{prefix}_std", pd.Series(0.0, index=data.index))
-                            .to_numpy(dtype=np.float64))
-        count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
-        if options.zero_shift:
-            finite = mean[np.isfinite(mean)]
-            mean = mean - (finite[0] if len(finite) else 0.0)
-        fig.add_traces(_band_traces(prefix, x, mean, std, options.band_scale))
-        fig.add_trace(go.Scatter(
-            x=x, y=mean, name=SERIES_LABELS.get(prefix, prefix), legendgroup=prefix,
-            mode="lines+markers", marker={"size": 5}, line={"color": COLORS.get(prefix), "width": 2},
-            customdata=np.column_stack([std, count.to_numpy(dtype=np.float64)]),
-            hovertemplate="step %{x}<br>mean %{y:.4g}<br>std %{customdata[0]:.4g}"
-                          "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
-        ))
-    notes = [f"band = mean ± {options.band_scale:g}·std"]
-    if options.zero_shift:
-        notes.append("each curve shifted to start at 0")
-    if len(data) < len(summary):
-        notes.append(f"showing {len(data)} of {len(summary)} steps (evenly spaced, last step kept)")
-    fig.update_layout(
-        title={"text": title}, xaxis_title="step", yaxis_title=y_title, height=340,
-        hovermode="closest", clickmode="event+select", dragmode="zoom",
-        margin={"l": 10, "r": 10, "t": 50, "b": 60},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-        annotations=[{"text": " · ".join(notes), "showarrow": False, "xref": "paper", "yref": "paper",
-                      "x": 0, "y": -0.28, "xanchor": "left", "font": {"size": 11}}],
-    )
+        shown, total = max(shown, len(data)), max(total, len(summary))
+        fig.add_traces(_series_traces(data, prefix, label=html.escape(run), group=f"run{k}",
+                                      color=RUN_COLORS[k % len(RUN_COLORS)], options=options))
+    _curve_layout(fig, title=title, y_title=y_title, options=options, shown=shown, total=total)
     return fig
 
 

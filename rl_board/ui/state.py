@@ -48,7 +48,7 @@ PARAMS = (
     Param("q", "str", ""), Param("regex", "bool", False), Param("case", "bool", False),
     Param("all", "bool", False),
     Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
-    Param("tpage", "int", 1), Param("metric", "str", "kl"),
+    Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
@@ -109,6 +109,8 @@ def parse_value(param: Param, raw: str) -> Any:
     raw = raw.strip()
     if param.kind == "str":
         return raw
+    if param.kind == "list":
+        return list(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
     if param.kind == "int":
         try:
             return int(raw)
@@ -147,6 +149,8 @@ def _parse_range(name: str, raw: str) -> tuple[float | None, float | None]:
 def format_value(param: Param, value: Any) -> str:
     if param.kind == "bool":
         return "1" if value else "0"
+    if param.kind == "list":
+        return ",".join(value)
     if param.kind == "range":
         lo, hi = value
         return f"{'' if lo is None else f'{lo:g}'}:{'' if hi is None else f'{hi:g}'}"
@@ -185,6 +189,8 @@ def url_params() -> dict[str, str]:
                 continue
         else:
             value = get(param.name)
+            if param.kind == "list":
+                value = tuple(value or ())
             if value is None or value == param.default:
                 continue
         out[param.name] = format_value(param, value)

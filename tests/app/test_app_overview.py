@@ -99,3 +99,31 @@ def test_load_report_lists_bad_lines(open_app):
 def test_start_page_explains_how_to_read_a_run(open_app):
     at = open_app()
     assert any("How to read a run" in t for t in texts(at.markdown))
+
+
+def test_compare_runs_from_link(open_app):
+    at = open_app(run="ppo", compare="eval,noref")
+    assert_clean(at)
+    figs = figures(at)
+    reward = figs["Reward per step, by run"]
+    names = [t["name"] for t in reward["data"] if t.get("mode") == "lines+markers"]
+    assert names == ["ppo", "eval", "noref"]
+    assert "KL per step, by run" in figs
+    assert any("Not in: eval" in t for t in texts(at.caption))
+    assert at.query_params["compare"] in ("eval,noref", ["eval,noref"])
+
+
+def test_compare_ignores_unknown_runs(open_app):
+    at = open_app(run="ppo", compare="ppo,nope")
+    assert_clean(at)
+    assert any("Not comparing" in t for t in texts(at.warning))
+    assert "Reward per step, by run" not in figures(at)
+
+
+def test_reward_curve_choice_survives_a_run_without_those_curves(open_app):
+    at = open_app(run="ppo")
+    at.sidebar.selectbox(key="w.run").set_value("eval").run()
+    assert_clean(at)
+    at.sidebar.selectbox(key="w.run").set_value("ppo").run()
+    assert_clean(at)
+    assert "Reward per step" in figures(at)

@@ -97,7 +97,8 @@ def test_deep_link_opens_the_same_view_in_a_new_tab(app_page, runs, server):
     with page.expect_download() as download:
         page.get_by_role("button", name="Export CSV").click()
     assert download.value.suggested_filename == "eval_math-step400.csv"
-    rows = list(csv.DictReader(open(download.value.path(), encoding="utf-8")))
+    with open(download.value.path(), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     rewards = [float(r["reward"]) for r in rows]
     assert len(rows) == 12 and rewards == sorted(rewards, reverse=True)
 

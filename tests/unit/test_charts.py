@@ -211,3 +211,16 @@ def test_builders_import_no_streamlit():
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_comparison_draws_each_run_and_escapes_names():
+    summaries = {
+        "ppo": _summary([0, 1], [1.0, 2.0], [0.1, 0.1]),
+        "<b>eval</b>": _summary([0, 10], [0.5, 0.7], [0.0, 0.0]),
+        "no_reward": pd.DataFrame({"step": [0], "kl_mean": [0.1]}),
+    }
+    fig = charts.comparison_figure(summaries, "reward", title="t", y_title="y")
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [t.name for t in lines] == ["ppo", "&lt;b&gt;eval&lt;/b&gt;"]
+    assert lines[0].line.color != lines[1].line.color
+    assert list(lines[1].x) == [0, 10]

@@ -81,7 +81,7 @@ def _choose_run(ctx: Context) -> None:
     if wanted is not None:  # open first (with progress), so the chooser shows fresh counts
         row = names.index(wanted)
         ctx.run, ctx.run_path = wanted, Path(runs["path"].iloc[row])
-        ctx.store = _open(ctx.run_path, wanted)
+        ctx.store = open_run(ctx.run_path, wanted)
         labels[wanted] = f"{runs['run'].iloc[row]} · {ctx.store.num_samples} samples · {len(ctx.store.steps)} steps"
     st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
                  **state.bind("run", on_change=_run_changed))
@@ -107,7 +107,7 @@ def _run_changed() -> None:
     state.put_many(step=None, sample=None, tpage=1)
 
 
-def _open(run_path: Path, name: str) -> RolloutStore | None:
+def open_run(run_path: Path, name: str) -> RolloutStore:
     """The shared store; the first open in this server shows progress with real byte totals."""
     if cached.is_open(run_path):
         return cached.store_for(run_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rl_board.ui import cached, charts, state
+from rl_board.ui.components.compare import render_comparison
 from rl_board.ui.components.page import current_run, missing
 from rl_board.ui.context import Context
 
@@ -39,8 +40,9 @@ def render(ctx: Context) -> None:
     st.caption("Click a point on any curve to open that step in the step browser.")
 
     available = [s for s in REWARD_SERIES if charts.has_series(summary, s)]
+    state.put("curves", [s for s in state.get("curves", available) if s in available])
     chosen = st.pills("Reward curves", available, selection_mode="multi",
-                      format_func=charts.SERIES_LABELS.get, **state.bind("curves", default=available))
+                      format_func=charts.SERIES_LABELS.get, **state.bind("curves"))
     chosen = [s for s in (chosen or []) if s in available]
     if chosen:
         _chart(charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),
@@ -68,6 +70,7 @@ def render(ctx: Context) -> None:
                 st.caption("No response_tokens in this run: length is counted in characters.")
         else:
             missing("No length curve", "this run has no responses with text or tokens.")
+    render_comparison(ctx)
 
 
 ctx = current_run("Overview")

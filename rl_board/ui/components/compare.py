@@ -1,0 +1,74 @@
+"""Run comparison: the chosen runs' step curves drawn over the current run's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.data.paths import relative_to_roots
+from rl_board.data.text import escape_markdown
+from rl_board.ui import cached, charts, state
+from rl_board.ui.components.sidebar import open_run
+from rl_board.ui.context import Context
+
+
+def _run_paths(ctx: Context) -> dict[str, Path]:
+    runs = ctx.runs
+    if not isinstance(runs, pd.DataFrame):
+        return {}
+    return {relative_to_roots(Path(p), ctx.roots): Path(p) for p in runs["path"]}
+
+
+def _valid_choice(others: list[str]) -> list[str]:
+    wanted = list(state.get("compare") or [])
+    valid = [name for name in wanted if name in others]
+    if len(valid) < len(wanted):
+        gone = ", ".join(escape_markdown(repr(n[:100])) for n in wanted if n not in valid)
+        st.warning(f"Not comparing {gone}: no such other run under the logs root.")
+    state.put("compare", valid)
+    return valid
+
+
+def _summaries(ctx: Context, chosen: list[str], paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
+    out = {ctx.run or "run": cached.step_summary(str(ctx.run_path), ctx.store.signature, ctx.store)}
+    for name in chosen:
+        store = open_run(paths[name], name)
+        out[name] = cached.step_summary(str(paths[name]), store.signature, store)
+    return out
+
+
+def _draw(summaries: dict[str, pd.DataFrame], kl: str, options: charts.CurveOptions) -> None:
+    def figure(prefix: str, title: str, y_title: str) -> None:
+        lacking = [n for n, s in summaries.items() if not charts.has_series(s, prefix)]
+        if len(lacking) == len(summaries):
+            return
+        st.plotly_chart(charts.comparison_figure(summaries, prefix, title=title, y_title=y_title, options=options),
+                        key=f"chart_compare_{prefix}", config={"displaylogo": False})
+        if lacking:
+            st.caption("Not in: " + ", ".join(escape_markdown(n) for n in lacking))
+
+    figure("reward", "Reward per step, by run", "reward")
+    left, right = st.columns(2)
+    with left:
+        figure(kl, "KL per step, by run" if kl == "kl" else "Log-ratio per step, by run", kl)
+    with right:
+        tokens = all(charts.has_series(s, "length") for s in summaries.values())
+        figure("length" if tokens else "length_chars", "Response length per step, by run",
+               "tokens" if tokens else "characters")
+
+
+def render_comparison(ctx: Context) -> None:
+    """An expander to pick other runs under the logs root and compare their curves with this one."""
+    paths = _run_paths(ctx)
+    others = [name for name in paths if name != ctx.run]
+    if not others:
+        return
+    valid = _valid_choice(others)
+    with st.expander("Compare runs", expanded=bool(valid), icon=":material/compare_arrows:"):
+        st.multiselect(f"Compare {ctx.run} with", others, placeholder="Choose runs to overlay",
+                       **state.bind("compare"))
+        chosen = [n for n in state.get("compare") or [] if n in others]
+        if chosen:
+            _draw(_summaries(ctx, chosen, paths), ctx.settings.kl_series, ctx.settings.curves)
