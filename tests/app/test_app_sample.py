@@ -33,6 +33,11 @@ def test_sample_page_shows_texts_scores_and_tokens(open_app, store_of):
     assert 'class="rlb-chip"' in chips
     heat = next(spec for title, spec in figures(at).items() if title.startswith("Token × metric"))
     assert {t["name"] for t in heat["data"]} >= {"kl", "log_ratio", "logp"}
+    tokens = next(f.value for f in at.dataframe if {"position", "token", "logp"} <= set(f.value.columns))
+    visible = detail.tokens[~detail.tokens["token"].isin(["<PAD>", EOD])]
+    assert list(tokens["position"]) == list(visible.index)
+    top = next(f.value for f in at.dataframe if list(f.value.columns) == ["position", "token", "kl"])
+    assert top["kl"].iloc[0] == visible["kl"].max()
 
 
 def test_hiding_can_be_switched_off(open_app, store_of):

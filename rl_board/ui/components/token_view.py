@@ -63,6 +63,22 @@ def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.Dat
     })
 
 
+def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
+    """Every token with every metric as numbers; sort by clicking a header; the chosen metric as bars."""
+    with st.expander("Token table (all metrics; click a header to sort)", icon=":material/table:"):
+        frame = tokens[metrics].copy()
+        frame.insert(0, "token", [token_label(t) for t in tokens["token"].astype(str)])
+        frame.insert(0, "position", tokens.index.to_numpy())
+        config = {m: st.column_config.NumberColumn(METRIC_LABELS.get(m, m), format="%.4g") for m in metrics}
+        values = frame[metric].to_numpy(dtype=np.float64)
+        finite = values[np.isfinite(values)]
+        if len(finite) and finite.max() > finite.min():
+            config[metric] = st.column_config.ProgressColumn(
+                METRIC_LABELS.get(metric, metric), format="%.4g",
+                min_value=float(finite.min()), max_value=float(finite.max()))
+        st.dataframe(frame, hide_index=True, column_config=config, height=min(420, 38 + 35 * len(frame)))
+
+
 def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
     st.subheader("Tokens")
     tokens = detail.tokens
@@ -93,6 +109,7 @@ def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
         st.markdown(f"**Top tokens by {label}**")
         st.dataframe(top_tokens(shown, metric), hide_index=True,
                      column_config={metric: st.column_config.NumberColumn(format="%.4g")})
+    _token_table(shown, metrics, metric)
     chosen = st.multiselect("Heatmap rows", metrics, default=metrics, key="heatmap_rows",
                             format_func=lambda m: METRIC_LABELS.get(m, m))
     if chosen:
