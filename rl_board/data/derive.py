@@ -82,8 +82,12 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     lp_start, lp_len, lp_vals = _list_parts(table.column(S.LOGPROBS))
     ref_start, ref_len, ref_vals = _list_parts(table.column(S.REF_LOGPROBS))
     aligned = np.minimum(lp_len, ref_len)
-    lp_flat, rows = _gather(lp_start, aligned, lp_vals)
-    ref_flat, _ = _gather(ref_start, aligned, ref_vals)
+    if np.array_equal(lp_len, ref_len):  # the usual case: no gathering needed
+        lp_flat, rows = _flat(table.column(S.LOGPROBS))
+        ref_flat, _ = _flat(table.column(S.REF_LOGPROBS))
+    else:
+        lp_flat, rows = _gather(lp_start, aligned, lp_vals)
+        ref_flat, _ = _gather(ref_start, aligned, ref_vals)
     ratio = log_ratio(lp_flat, ref_flat)
     lr_mean, lr_sum = _segment_mean_sum(ratio, rows, n)
     kl_mean, kl_sum = _segment_mean_sum(k3_kl(ratio), rows, n)
@@ -105,12 +109,19 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     }
 
 
+def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """All items of a list column as float64 (null items = NaN) and each item's row."""
+    values = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    return values, pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
+
+
 def _nonfinite_counts(table: pa.Table, n: int) -> np.ndarray:
     total = np.zeros(n, dtype=np.int64)
     for name in S.FLOAT_LIST_FIELDS:
-        starts, lengths, values = _list_parts(table.column(name))
-        flat, rows = _gather(starts, lengths, values)
-        total += np.bincount(rows, weights=~np.isfinite(flat), minlength=n).astype(np.int64)
+        values, rows = _flat(table.column(name))
+        bad = ~np.isfinite(values)
+        if bad.any():
+            total += np.bincount(rows[bad], minlength=n)
     return total
 
 

@@ -44,9 +44,10 @@ class BlockResult:
     warnings: list[tuple[int, str]] = field(default_factory=list)
 
 
-def parse_block(data: bytes, *, first_line: int) -> jsonl.ParsedBlock:
+def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> jsonl.ParsedBlock:
     """Parse complete lines with the path that suits them."""
-    n_lines = data.count(b"\n")
+    if n_lines is None:
+        n_lines = data.count(b"\n")
     if n_lines and len(data) / n_lines >= LONG_LINE:
         return bulk.parse_long_lines(data, first_line)
     return jsonl.parse_block(data, first_line=first_line)
@@ -97,8 +98,9 @@ def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult
             data = f.read(end - start)
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
-    parsed = parse_block(data, first_line=1)
-    result = BlockResult(lines=data.count(b"\n"), samples=parsed.table.num_rows, blank=parsed.blank,
+    n_lines = data.count(b"\n")
+    parsed = parse_block(data, first_line=1, n_lines=n_lines)
+    result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
                          bad=parsed.bad, warnings=parsed.warnings)
     if parsed.table.num_rows:
         result.segment = write_segment(Path(directory), derive.with_sample_metrics(parsed.table))
