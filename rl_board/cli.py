@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,10 +88,9 @@ def serve_command(ns: argparse.Namespace) -> int:
            "--server.address", ns.host, "--server.port", str(ns.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     print(f"rl-board: serving {', '.join(str(r) for r in roots)} at http://{ns.host}:{ns.port}", flush=True)
-    try:
-        return subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        return 0
+    # Become the server (exec): a signal to this process reaches Streamlit itself.
+    os.execve(sys.executable, cmd, env)
+    return 0  # not reached
 
 
 def summary_command(ns: argparse.Namespace) -> int:
