@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -14,8 +12,19 @@ from streamlit.testing.v1 import AppTest
 from rl_board.data.demo import DemoSpec, write_eval_run, write_run
 from rl_board.data.store import RolloutStore
 
-APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
-PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py"}
+# Both UI conftests are imported under the same module name ("conftest"), so each
+# re-exports every shared helper: `from conftest import ...` works from either folder.
+from tests.app.apptest_helpers import (  # noqa: F401
+    APP,
+    PAGES,
+    assert_clean,
+    decode,
+    figures,
+    table,
+    texts,
+    trace,
+)
+from tests.browser.screens import save_screenshot  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -102,44 +111,3 @@ def store_of(app_env, tmp_path):
         return RolloutStore.open(app_env / run, cache_dir=tmp_path / "expected-cache")
 
     return _store
-
-
-# -- reading what the page shows -------------------------------------------------
-
-
-def decode(value):
-    """Plotly JSON arrays may be base64 ({"dtype", "bdata"})."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-    return np.asarray(value)
-
-
-def figures(at: AppTest) -> dict[str, dict]:
-    """Plotly figures on the page by title."""
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        title = spec.get("layout", {}).get("title", {}).get("text", "")
-        out[title] = spec
-    return out
-
-
-def trace(spec: dict, name: str) -> dict:
-    return next(t for t in spec["data"] if t.get("name") == name)
-
-
-def table(at: AppTest):
-    """The batch table (the dataframe with a prompt column)."""
-    for frame in at.dataframe:
-        if "prompt" in frame.value.columns:
-            return frame.value
-    raise AssertionError("no batch table on the page")
-
-
-def texts(elements) -> list[str]:
-    return [str(e.value) for e in elements]
-
-
-def assert_clean(at: AppTest) -> None:
-    """No exception reached the page."""
-    assert not at.exception, [e.value for e in at.exception]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_clean, table, texts
+
+from tests.app.apptest_helpers import assert_clean, table, texts
 
 
 def _param(at, name):

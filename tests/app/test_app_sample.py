@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import assert_clean, figures, texts
-
 from rl_board.data.demo import EOD, SYSTEM
+from tests.app.apptest_helpers import assert_clean, figures, texts
 
 
 def _mismatched(store) -> tuple[int, int]:

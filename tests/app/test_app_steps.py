@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import assert_clean, decode, figures, table, texts, trace
 
 from rl_board.data.filters import SampleFilter
+from tests.app.apptest_helpers import assert_clean, decode, figures, table, texts, trace
 
 
 def test_step_page_shows_batch_of_the_linked_step(open_app, store_of):

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-from streamlit_browser import CHROMIUM, CHROMIUM_ARGS, StreamlitRuns, start_streamlit, stop_streamlit
 
 from rl_board.data.demo import DemoSpec, write_eval_run, write_run
 
-REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "rl_board" / "ui" / "app.py"
-SHOTS = Path(__file__).resolve().parent / "screenshots"
-DOC_SHOTS = REPO / "docs" / "screenshots"
-UPDATE_DOCS_ENV = "RL_BOARD_UPDATE_SCREENSHOTS"
+# Both UI conftests are imported under the same module name ("conftest"), so each
+# re-exports every shared helper: `from conftest import ...` works from either folder.
+from tests.app.apptest_helpers import (  # noqa: F401
+    APP,
+    PAGES,
+    assert_clean,
+    decode,
+    figures,
+    table,
+    texts,
+    trace,
+)
+from tests.browser.screens import save_screenshot  # noqa: F401
+from tests.browser.streamlit_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    StreamlitRuns,
+    start_streamlit,
+    stop_streamlit,
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -88,16 +100,3 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def runs(app_page) -> StreamlitRuns:
     return StreamlitRuns(app_page)
-
-
-def save_screenshot(page, name: str) -> Path:
-    """Full-app screenshot into tests/browser/screenshots/ (and docs/ when asked to update them)."""
-    from streamlit_browser import full_app_screenshot
-
-    SHOTS.mkdir(exist_ok=True)
-    path = SHOTS / name
-    full_app_screenshot(page, path, max_height=4000)
-    if os.environ.get(UPDATE_DOCS_ENV):
-        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, DOC_SHOTS / name)
-    return path

@@ -8,10 +8,10 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import save_screenshot
 from playwright.sync_api import expect
 
 from rl_board.data.store import RolloutStore
+from tests.browser.screens import save_screenshot
 
 pytestmark = pytest.mark.browser
 

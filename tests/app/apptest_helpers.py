@@ -1,0 +1,51 @@
+"""Reading what an AppTest page shows: charts, the batch table, texts; shared by the UI tests."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
+PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py"}
+
+
+def decode(value):
+    """Plotly JSON arrays may be base64 ({"dtype", "bdata"})."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    """Plotly figures on the page by title."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec.get("layout", {}).get("title", {}).get("text", "")
+        out[title] = spec
+    return out
+
+
+def trace(spec: dict, name: str) -> dict:
+    return next(t for t in spec["data"] if t.get("name") == name)
+
+
+def table(at: AppTest):
+    """The batch table (the dataframe with a prompt column)."""
+    for frame in at.dataframe:
+        if "prompt" in frame.value.columns:
+            return frame.value
+    raise AssertionError("no batch table on the page")
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception reached the page."""
+    assert not at.exception, [e.value for e in at.exception]
