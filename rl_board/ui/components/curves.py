@@ -1,0 +1,81 @@
+"""Step curves of one run: reward (choose which), KL or log-ratio, response length; click opens a step."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rl_board.ui import charts, state
+from rl_board.ui.components.page import missing
+from rl_board.ui.context import Context
+
+REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")
+
+
+def _open_step_from(chart_key: str) -> None:
+    """Chart selection callback: the clicked point's step opens in the step browser."""
+    event = st.session_state.get(chart_key) or {}
+    points = (event.get("selection") or {}).get("points") or []
+    if not points:
+        return
+    try:
+        step = int(round(float(points[0]["x"])))
+    except (KeyError, TypeError, ValueError):
+        return
+    state.put_many(step=step, sample=None, tpage=1)
+    state.request_page("steps")
+
+
+def _chart(fig: object, key: str) -> None:
+    st.plotly_chart(fig, key=key, on_select=lambda: _open_step_from(key), selection_mode="points",
+                    config={"displaylogo": False})
+
+
+def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
+    available = [s for s in REWARD_SERIES if charts.has_series(summary, s)]
+    state.put("curves", [s for s in state.get("curves", available) if s in available])
+    chosen = st.pills("Reward curves", available, selection_mode="multi",
+                      format_func=charts.SERIES_LABELS.get, **state.bind("curves"))
+    chosen = [s for s in (chosen or []) if s in available]
+    if chosen:
+        _chart(charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),
+               "chart_reward")
+    else:
+        st.caption("No reward curve selected.")
+
+
+
+def _kl_curve(summary: pd.DataFrame, kl: str, opts: charts.CurveOptions) -> None:
+    if charts.has_series(summary, kl):
+        title = "KL to the reference per step" if kl == "kl" else "Log-ratio to the reference per step"
+        _chart(charts.curve_figure(summary, [kl], title=title, y_title=kl, options=opts), "chart_kl")
+    else:
+        missing("No KL curve", "this run has no logprobs and ref_logprobs (e.g. an evaluation log).")
+
+
+def _length_curve(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
+    length = "length" if charts.has_series(summary, "length") else "length_chars"
+    if not charts.has_series(summary, length):
+        missing("No length curve", "this run has no responses with text or tokens.")
+        return
+    series = [length] + (["ref_length_chars"] if length == "length_chars"
+                         and charts.has_series(summary, "ref_length_chars") else [])
+    unit = "tokens" if length == "length" else "characters"
+    _chart(charts.curve_figure(summary, series, title=f"Response length ({unit}) per step",
+                               y_title=unit, options=opts), "chart_length")
+    if length == "length_chars":
+        st.caption("No response_tokens in this run: length is counted in characters.")
+
+
+def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
+    """The run's step curves with the sidebar's band, shift and KL choices."""
+    opts = ctx.settings.curves
+    if len(summary) == 1:
+        st.info("This run has a single step: each curve is one point. The step browser shows its batch.")
+    st.caption("Click a point on any curve to open that step in the step browser.")
+    _reward_curves(summary, opts)
+    left, right = st.columns(2)
+    with left:
+        _kl_curve(summary, ctx.settings.kl_series, opts)
+    with right:
+        _length_curve(summary, opts)
