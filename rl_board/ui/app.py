@@ -7,6 +7,8 @@ title="Metrics", icon=":material/monitoring:")``). Page files live in
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from rl_board.data.text import escape_markdown
@@ -14,6 +16,9 @@ from rl_board.errors import RLBoardError
 from rl_board.ui import state
 from rl_board.ui.components import sidebar
 
+_LOG = logging.getLogger("rl_board.ui")
+BUG_MESSAGE = ("Something went wrong while drawing this page (a bug in rl-board, not in your logs). "
+               "The details are in the server's log; other pages still work.")
 PAGE_FILES = {
     "overview": "views/overview.py",
     "steps": "views/steps.py",
@@ -57,6 +62,9 @@ def main() -> None:
         navigation.run()
     except RLBoardError as exc:  # the page boundary: user problems become messages
         st.error(escape_markdown(str(exc)))
+    except Exception:  # a bug: say so plainly, keep the traceback for the server log
+        _LOG.exception("page failed")
+        st.error(BUG_MESSAGE, icon=":material/bug_report:")
     state.write_url()
 
 

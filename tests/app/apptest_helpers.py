@@ -47,5 +47,7 @@ def texts(elements) -> list[str]:
 
 
 def assert_clean(at: AppTest) -> None:
-    """No exception reached the page."""
+    """No exception reached the page, and no bug was caught at the page boundary."""
     assert not at.exception, [e.value for e in at.exception]
+    bugs = [e.value for e in at.error if "Something went wrong" in str(e.value)]
+    assert not bugs, bugs

@@ -64,3 +64,31 @@ def test_empty_run(open_app, page):
     at = open_app(page, run="empty")
     assert_clean(at)
     assert any("no complete samples yet" in t for t in texts(at.info))
+
+
+def test_a_bug_in_a_page_is_a_message_not_a_traceback(open_app, monkeypatch):
+    from rl_board.ui import charts
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(charts, "curve_figure", boom)
+    at = open_app(run="ppo")
+    assert not at.exception
+    shown = " ".join(texts(at.error))
+    assert "Something went wrong" in shown and "secret internal detail" not in shown
+    assert at.sidebar.selectbox(key="w.run").value == "ppo"  # the rest of the app still works
+
+
+def test_run_that_cannot_be_opened_is_a_message(open_app, monkeypatch):
+    from rl_board.errors import NotFoundError
+    from rl_board.ui import cached
+
+    def gone(*args, **kwargs):
+        raise NotFoundError("no run folder at /somewhere")
+
+    monkeypatch.setattr(cached, "store_for", gone)
+    at = open_app(run="ppo")
+    assert_clean(at)
+    assert any("no run folder" in t for t in texts(at.sidebar.error))
+    assert at.sidebar.selectbox(key="w.run") is not None

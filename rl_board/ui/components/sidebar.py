@@ -81,8 +81,11 @@ def _choose_run(ctx: Context) -> None:
     if wanted is not None:  # open first (with progress), so the chooser shows fresh counts
         row = names.index(wanted)
         ctx.run, ctx.run_path = wanted, Path(runs["path"].iloc[row])
-        ctx.store = open_run(ctx.run_path, wanted)
-        labels[wanted] = f"{runs['run'].iloc[row]} · {ctx.store.num_samples} samples · {len(ctx.store.steps)} steps"
+        try:
+            ctx.store = open_run(ctx.run_path, wanted)
+            labels[wanted] = f"{runs['run'].iloc[row]} · {ctx.store.num_samples} samples · {len(ctx.store.steps)} steps"
+        except RLBoardError as exc:  # e.g. the folder vanished or became unreadable
+            st.error(escape_markdown(str(exc)))
     st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
                  **state.bind("run", on_change=_run_changed))
     st.button("↻ Check for new data", help="Re-list runs and read lines appended since the last look",
