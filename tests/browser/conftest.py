@@ -54,6 +54,7 @@ def browser_root(tmp_path_factory) -> Path:
         "logprobs": [-0.1, -0.2, -0.3], "ref_logprobs": [-0.2, -0.1, -0.3],
     }
     (hostile / "r.jsonl").write_text(json.dumps(record) + "\n")
+    write_run(root / "growing", DemoSpec(steps=2, samples=4, ranks=1, tokens=8, seed=9))
     return root
 
 

@@ -4,6 +4,7 @@ top sample → token view. Plus deep links and hostile text."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -122,3 +123,15 @@ def test_hostile_text_never_runs(app_page, runs, server):
     assert page.dialogs == []
     assert page.locator("main img[src='x']").count() == 0
     assert page.get_by_role("heading", name="Big heading").count() == 0
+
+
+def test_follow_new_data_redraws_when_the_trainer_appends(app_page, runs, server, browser_root):
+    page = app_page
+    runs.goto(f"{server.url}/?run=growing")
+    expect(page.get_by_text("8 samples · 2 steps").first).to_be_visible()
+    with runs.expect_rerun():
+        page.get_by_test_id("stSidebar").get_by_text("Follow new data").click()
+    record = {"step": 2, "prompt": "p", "response": "r", "reward": 0.5}
+    with (browser_root / "growing" / "rollout_data_rank_0.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    expect(page.get_by_text("9 samples · 3 steps").first).to_be_visible(timeout=20_000)

@@ -33,8 +33,21 @@ def render() -> Context:
             _choose_run(ctx)
         if ctx.store is not None:
             render_load_report(ctx.store.report)
+            if st.toggle("Follow new data", key="follow",
+                         help=f"Check the run's files every {FOLLOW_SECONDS} s and redraw when lines were added"):
+                _follow(ctx.store)
         ctx.settings = _display_settings()
     return ctx
+
+
+FOLLOW_SECONDS = 5
+
+
+@st.fragment(run_every=FOLLOW_SECONDS)
+def _follow(store: RolloutStore) -> None:
+    """Live refresh: a cheap stat check; the whole page reruns (and the store reads the new bytes) on change."""
+    if store.stale():
+        st.rerun()
 
 
 def _logs_root(roots: list[Path]) -> Path | None:
