@@ -30,6 +30,8 @@ from tests.browser.streamlit_browser import (
     stop_streamlit,
 )
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def pytest_collection_modifyitems(items):
     if not Path(CHROMIUM).exists():
@@ -61,7 +63,7 @@ def browser_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(browser_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server")
-    srv = start_streamlit(logs / "streamlit.log", APP, env_extra={
+    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={  # REPO: the project's config.toml
         "RL_BOARD_ROOTS": str(browser_root), "RL_BOARD_CACHE_DIR": str(logs / "cache"),
     })
     yield srv

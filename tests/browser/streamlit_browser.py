@@ -59,8 +59,12 @@ def start_streamlit(
     timeout_s: float = 60.0,
     address: str | None = "127.0.0.1",
     gather_usage_stats: bool | None = False,
+    cwd: Path | None = None,
 ) -> Server:
-    """address=None / gather_usage_stats=None leave Streamlit's defaults (for checking them)."""
+    """address=None / gather_usage_stats=None leave Streamlit's defaults (for checking them).
+
+    ``cwd`` (default: the app's folder) is where Streamlit looks for ``.streamlit/config.toml``.
+    """
     port = port or free_port()
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(app_file),
@@ -77,7 +81,7 @@ def start_streamlit(
     t0 = time.perf_counter()
     # Output goes to a file: an unread PIPE can fill up and block the server.
     with open(log_path, "w") as log:  # the child keeps its own handle
-        proc = subprocess.Popen(cmd, cwd=app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, cwd=cwd or app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     while True:
         if proc.poll() is not None:
