@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from rl_board.data.store import RolloutStore
 from rl_board.data.text import TextDisplay
 from rl_board.ui.charts import CurveOptions
@@ -29,4 +31,4 @@ class Context:
     run: str | None = None
     run_path: Path | None = None
     store: RolloutStore | None = None
-    runs: object = None  # DataFrame of runs under the root (for the start page)
+    runs: pd.DataFrame | None = None  # RolloutStore.list_runs of the root (for the start page)
