@@ -34,6 +34,8 @@ def _step_changed() -> None:
 
 
 def _move(steps: Sequence[int], delta: int) -> None:
+    if state.get("step") not in steps:  # the run changed under the button: let the page re-validate
+        return
     pos = list(steps).index(state.get("step")) + delta
     if 0 <= pos < len(steps):
         state.put_many(step=int(steps[pos]), sample=None, tpage=1)
