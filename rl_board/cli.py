@@ -19,6 +19,7 @@ from rl_board.data.store import RolloutStore
 from rl_board.errors import RLBoardError
 
 APP = Path(__file__).parent / "ui" / "app.py"
+PROJECT = Path(__file__).resolve().parent.parent
 ALL_INTERFACES = {"0.0.0.0", "::", ""}
 
 
@@ -86,7 +87,11 @@ def serve_command(ns: argparse.Namespace) -> int:
         env["RL_BOARD_CACHE_DIR"] = str(Path(ns.cache_dir).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
            "--server.address", ns.host, "--server.port", str(ns.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal",
+           "--client.showErrorDetails", "none"]
+    if (PROJECT / ".streamlit" / "config.toml").is_file():
+        os.chdir(PROJECT)  # Streamlit reads the theme from ./.streamlit/config.toml
     print(f"rl-board: serving {', '.join(str(r) for r in roots)} at http://{ns.host}:{ns.port}", flush=True)
     # Become the server (exec): a signal to this process reaches Streamlit itself.
     os.execve(sys.executable, cmd, env)

@@ -84,7 +84,7 @@ class RunView:
     def sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
         if sort_by == INDEX_COL:
             keys = pa.table({"k": self.within[rows]})
-        elif sort_by in self.table.column_names and sort_by not in _LIST_FIELDS:
+        elif sort_by in self.table.column_names and _sortable(self.table.schema.field(sort_by).type):
             keys = pa.table({"k": self.table.column(sort_by).take(rows)})
         else:
             raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
@@ -105,3 +105,8 @@ class RunView:
 def _empty_table() -> pa.Table:
     table = records.records_to_table([])
     return derive.with_sample_metrics(table)
+
+
+def _sortable(kind: pa.DataType) -> bool:
+    """Numbers, text, booleans and times sort; lists and objects do not."""
+    return not (pa.types.is_nested(kind) or pa.types.is_null(kind))

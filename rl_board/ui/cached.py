@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.data.cache import default_cache_dir
+from rl_board.data.paths import served_roots
 from rl_board.data.store import RolloutStore
 
 Progress = Callable[[int, int], None]
@@ -53,7 +54,8 @@ class StoreRegistry:
         with self._lock(key):
             store = self._stores.get(key)
             if store is None:
-                store = RolloutStore.open(run_path, cache_dir=cache_root, progress=progress)
+                store = RolloutStore.open(run_path, cache_dir=cache_root, progress=progress,
+                                          allowed_roots=served_roots())
             elif store.stale():
                 store.refresh(progress=progress)
             with self._guard:

@@ -142,3 +142,24 @@ def test_empty_run_and_empty_files(tmp_path: Path, cache_dir: Path) -> None:
     assert store.step_summary().empty
     assert store.samples().empty
     assert [f.name for f in store.report.files] == ["a.jsonl"]
+
+
+def test_list_valued_user_fields_are_not_sortable(tmp_path: Path, cache_dir: Path, write_lines) -> None:
+    run = tmp_path / "run"
+    write_lines(run / "a.jsonl", [{"step": 0, "reward": 1.0, "tags": ["a", "b"], "judge": "x"},
+                                  {"step": 0, "reward": 2.0, "tags": ["c"], "judge": "y"}])
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    with pytest.raises(InvalidArgumentError, match="cannot sort by 'tags'"):
+        store.samples(step=0, sort_by="tags")
+    assert store.samples(step=0, sort_by="judge", descending=True)["judge"].tolist() == ["y", "x"]
+
+
+def test_files_linking_outside_allowed_roots_are_not_read(tmp_path: Path, cache_dir: Path, write_lines) -> None:
+    outside = write_lines(tmp_path / "outside" / "secret.jsonl", [{"step": 0, "reward": 1.0, "prompt": "secret"}])
+    run = tmp_path / "root" / "run"
+    write_lines(run / "a.jsonl", [{"step": 1, "reward": 1.0}])
+    (run / "b.jsonl").symlink_to(outside)
+    store = RolloutStore.open(run, cache_dir=cache_dir, allowed_roots=[(tmp_path / "root").resolve()])
+    assert store.steps == [1]
+    errors = {f.name: f.error for f in store.report.files}
+    assert "outside the served folders" in errors["b.jsonl"]
