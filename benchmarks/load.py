@@ -221,13 +221,19 @@ def bench(size: int, work: Path) -> dict:
     return r
 
 
+def _speedup(baseline: float, seconds: float, digits: int) -> str:
+    ratio = baseline / seconds
+    return "not run" if ratio != ratio else f"{ratio:.{digits}f}x faster"
+
+
 def report(results: dict[str, dict]) -> str:
     rows = []
     for label, r in results.items():
         mb = r["data_mb"]
         cold, warm, naive, floor = r["cold"], r["warm"], r["naive"], r["orjson"]
-        if naive is None:  # not run at this size; ratios below use nan
+        if naive is None:  # not run at this size
             naive = {"seconds": float("nan"), "rss_mb": float("nan")}
+
         q, ref = r["queries"], r["refresh"]
         rows += [
             f"## {label}: {mb:.0f} MB of JSONL, {cold['samples']} samples, cache {r['cache_mb']:.0f} MB",
@@ -235,9 +241,9 @@ def report(results: dict[str, dict]) -> str:
             "|---|---|---|---|---|---|",
             f"| cold load (store) | {cold['seconds']:.2f} | {mb / cold['seconds']:.0f} "
             f"| {cold['rss_mb']:.0f} (+ {cold['worker_rss_mb']:.0f} per worker) "
-            f"| {naive['seconds'] / cold['seconds']:.1f}x faster | {cold['seconds'] / floor['seconds']:.2f}x its time |",
+            f"| {_speedup(naive['seconds'], cold['seconds'], 1)} | {cold['seconds'] / floor['seconds']:.2f}x its time |",
             f"| warm reopen | {warm['seconds']:.3f} | {mb / warm['seconds']:.0f} | {warm['rss_mb']:.0f} "
-            f"| {naive['seconds'] / warm['seconds']:.0f}x faster | {floor['seconds'] / warm['seconds']:.0f}x faster |",
+            f"| {_speedup(naive['seconds'], warm['seconds'], 0)} | {floor['seconds'] / warm['seconds']:.0f}x faster |",
             f"| naive loader | {naive['seconds']:.2f} | {mb / naive['seconds']:.0f} | {naive['rss_mb']:.0f} | 1 | |",
             f"| orjson bare parse | {floor['seconds']:.2f} | {mb / floor['seconds']:.0f} | {floor['rss_mb']:.0f} | | 1 |",
             "",

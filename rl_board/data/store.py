@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from rl_board.data.filters import SampleFilter
 from rl_board.data.report import LoadReport, build_report
 from rl_board.data.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.errors import InvalidArgumentError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RolloutStore", "SampleDetail", "STEP_COL", "INDEX_COL", "FILE_COL", "LINE_COL"]
 
@@ -140,6 +143,8 @@ class RolloutStore:
             self.signature = signature
         self.report.seconds = time.perf_counter() - t0
         self.report.parsed_bytes = result.parsed_bytes
+        if result.parsed_bytes:
+            log.info("parsed %d bytes of %s in %.2fs", result.parsed_bytes, self.run_dir, self.report.seconds)
         self.report.from_cache = result.parsed_bytes == 0
         self.report.rebuilt_cache = result.rebuilt
 

@@ -48,7 +48,19 @@ def show_notices() -> None:
         st.button("Dismiss", key="dismiss_notices", on_click=state.dismiss_notices)
 
 
+def configure_logging() -> None:
+    """rl-board's log lines (loads, bugs) go to the server's stderr, once per process."""
+    logger = logging.getLogger("rl_board")
+    if not any(getattr(h, "rl_board", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.rl_board = True
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def main() -> None:
+    configure_logging()
     st.set_page_config(page_title="rl-board", page_icon=":material/insights:", layout="wide")
     navigation = st.navigation(pages())
     state.read_url_once()
