@@ -61,7 +61,8 @@ def configure_logging() -> None:
 
 def main() -> None:
     configure_logging()
-    st.set_page_config(page_title="rl-board", page_icon=":material/insights:", layout="wide")
+    # An emoji favicon is inlined; a ":material/..." one would be fetched from a Google host.
+    st.set_page_config(page_title="rl-board", page_icon="📈", layout="wide")
     navigation = st.navigation(pages())
     state.read_url_once()
     st.session_state.pop("_context", None)
