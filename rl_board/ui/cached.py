@@ -49,13 +49,14 @@ class StoreRegistry:
     def is_open(self, run_path: str, cache_root: str) -> bool:
         return (run_path, cache_root) in self._stores
 
-    def get(self, run_path: str, cache_root: str, progress: Progress | None = None) -> RolloutStore:
+    def get(self, run_path: str, cache_root: str, progress: Progress | None = None,
+            allowed_roots: list[Path] | None = None) -> RolloutStore:
         key = (run_path, cache_root)
         with self._lock(key):
             store = self._stores.get(key)
             if store is None:
                 store = RolloutStore.open(run_path, cache_dir=cache_root, progress=progress,
-                                          allowed_roots=served_roots())
+                                          allowed_roots=allowed_roots)
             elif store.stale():
                 store.refresh(progress=progress)
             with self._guard:
@@ -78,7 +79,7 @@ def is_open(run_path: Path) -> bool:
 
 def store_for(run_path: Path, progress: Progress | None = None) -> RolloutStore:
     """The shared, up-to-date store of a run (opened on first use)."""
-    return registry().get(str(run_path), cache_dir(), progress)
+    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=served_roots())
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
