@@ -60,7 +60,8 @@ def test_metrics_and_health_pages(page, metrics_server):
     expect(main.get_by_role("heading", name="Evaluator reward")).to_be_visible()
     expect(main.get_by_text("Each dot is one evaluation episode")).to_be_visible()
     charts = main.get_by_test_id("stPlotlyChart")
-    assert charts.count() == 13  # the episodes chart and one page (12) of the first open group
+    # the episodes chart and one page (up to 12) of the first open group
+    assert charts.count() == 13 if REAL_DI_ENGINE.is_dir() else 2 <= charts.count() <= 13
     assert page.locator(".js-plotly-plot .scatterlayer .trace").count() > 12
 
     # narrow the tags: the groups holding reward tags stay, open (few tags), one chart per tag
