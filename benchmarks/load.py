@@ -150,6 +150,28 @@ def phase_refresh(run: str, cache_dir: str) -> dict:
             "original_size": original_size}
 
 
+def phase_page(run: str, cache_dir: str) -> dict:
+    """Server-side time of a full rerun of the step browser (AppTest runs the real script)."""
+    os.environ["RL_BOARD_ROOTS"] = str(Path(run).parent)
+    os.environ["RL_BOARD_CACHE_DIR"] = cache_dir
+    from streamlit.testing.v1 import AppTest
+
+    from rl_board.data.store import RolloutStore
+
+    steps = RolloutStore.open(run, cache_dir=cache_dir).steps
+    at = AppTest.from_file(str(HERE.parents[1] / "rl_board" / "ui" / "app.py"), default_timeout=300)
+    at.query_params["run"] = Path(run).name
+    at.query_params["step"] = str(steps[len(steps) // 2])
+    at.query_params["sort"] = "kl_mean"
+    at.run()
+    at.switch_page("views/steps.py")
+    t = time.perf_counter()
+    at.run()
+    first = time.perf_counter() - t
+    assert not at.exception, [e.value for e in at.exception]
+    return {"first_ms": first * 1000, "rerun_ms": best_ms(at.run), "rss_mb": peak_rss_mb()}
+
+
 def best_ms(fn, repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
@@ -160,7 +182,7 @@ def best_ms(fn, repeat: int = 5) -> float:
 
 
 PHASES = {"cold": phase_cold, "warm": phase_warm, "naive": phase_naive, "orjson": phase_orjson,
-          "queries": phase_queries, "refresh": phase_refresh}
+          "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
 
 
 def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
@@ -213,6 +235,7 @@ def bench(size: int, work: Path) -> dict:
     r["naive"] = run_phase("naive", run, cache_dir) if size <= 4096 * MB else None
     r["orjson"] = run_phase("orjson", run, cache_dir)
     r["queries"] = run_phase("queries", run, cache_dir)
+    r["page"] = run_phase("page", run, cache_dir)
     r["refresh"] = run_phase("refresh", run, cache_dir)
     r["cache_mb"] = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file()) / MB
     first = sorted(run.glob("*.jsonl"))[0]  # undo the refresh phase's append
@@ -234,7 +257,7 @@ def report(results: dict[str, dict]) -> str:
         if naive is None:  # not run at this size
             naive = {"seconds": float("nan"), "rss_mb": float("nan")}
 
-        q, ref = r["queries"], r["refresh"]
+        q, ref, pg = r["queries"], r["refresh"], r["page"]
         rows += [
             f"## {label}: {mb:.0f} MB of JSONL, {cold['samples']} samples, cache {r['cache_mb']:.0f} MB",
             "| measure | seconds | MB/s | peak RSS MB | vs naive | vs orjson parse |",
@@ -253,6 +276,7 @@ def report(results: dict[str, dict]) -> str:
             f"| regex over all responses | {q['regex_all_responses_ms']:.1f} |",
             f"| one sample's token arrays | {q['one_sample_tokens_ms']:.1f} |",
             f"| per-step summary | {q['step_summary_ms']:.1f} |",
+            f"| step browser page, full rerun (server side) | {pg['rerun_ms']:.0f} |",
             f"| refresh after appending {ref['appended_mb']:.1f} MB | {ref['seconds'] * 1000:.0f} |",
             "",
         ]
