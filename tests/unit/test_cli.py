@@ -70,3 +70,23 @@ def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).parent / "rl-board"
     out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "summary" in out.stdout and "serve" in out.stdout
+
+
+def test_serve_warns_when_binding_all_interfaces(tmp_path: Path, cache_dir: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "RL_BOARD_CACHE_DIR": str(cache_dir)}
+    (tmp_path / "root").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", str(tmp_path / "root"), "--host", "0.0.0.0",
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        time.sleep(0.5)
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert first.startswith("warning: binding 0.0.0.0") and "reverse proxy" in first
