@@ -217,7 +217,8 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
     """
     present = [m for m in metrics if m in tokens.columns and tokens[m].notna().any()]
     x = tokens.index.to_numpy()  # token positions (pad tokens may have been left out)
-    labels = [html.escape(token_label(t), quote=True) for t in tokens["token"].astype(str)]
+    # <, > and & are escaped (Plotly reads a few tags); quotes stay, Plotly would show "&quot;".
+    labels = [html.escape(token_label(t), quote=False) for t in tokens["token"].astype(str)]
     fig = go.Figure()
     for row, metric in enumerate(present):
         values = tokens[metric].to_numpy(dtype=np.float64)
