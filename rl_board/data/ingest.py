@@ -134,12 +134,18 @@ def run_blocks(
     """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each."""
     total = sum(e - s for _, s, e in jobs)
     cores = os.cpu_count() or 1
-    if total < POOL_MIN_BYTES or len(jobs) < 2 or cores < 2:
+    workers = None
+    if total >= POOL_MIN_BYTES and len(jobs) >= 2 and cores >= 2:
+        try:
+            workers = _Workers(min(cores, 4, len(jobs)))
+        except OSError:  # no way to start a process here: parse in this one
+            workers = None
+    if workers is None:
         for path, s, e in jobs:
             yield ingest_block(str(path), s, e, str(directory))
             on_done(e - s)
         return
-    with _Workers(min(cores, 4, len(jobs))) as workers:
+    with workers:
         yield from workers.run(jobs, directory, on_done)
 
 
