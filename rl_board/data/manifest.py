@@ -123,15 +123,34 @@ def collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
             child.unlink(missing_ok=True)
 
 
-def open_segments(directory: Path, entries: list[FileEntry]) -> list[tuple[int, pa.Table]]:
-    """Memory-map every segment: (file index, table) in file then append order."""
-    out = []
+def open_segments(
+    directory: Path, entries: list[FileEntry], opened: dict[str, pa.Table] | None = None
+) -> list[tuple[int, pa.Table]]:
+    """Memory-map every segment: (file index, table) in file then append order.
+
+    ``opened`` holds tables mapped by an earlier call (by segment name); they
+    are reused, so a refresh maps only the segments it wrote. It is updated
+    to hold exactly the current segments.
+    """
+    known = opened if opened is not None else {}
+    out, current = [], {}
     for index, entry in enumerate(entries):
         for seg in entry.segments:
-            source = pa.memory_map(str(directory / seg.name), "r")
-            table = pa.ipc.open_file(source).read_all()
-            if seg.line_offset:
-                i = table.schema.get_field_index(LINE)
-                table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
+            table = known.get(seg.name)
+            if table is None:
+                table = _map_segment(directory, seg)
+            current[seg.name] = table
             out.append((index, table))
+    if opened is not None:
+        opened.clear()
+        opened.update(current)
     return out
+
+
+def _map_segment(directory: Path, seg: Segment) -> pa.Table:
+    source = pa.memory_map(str(directory / seg.name), "r")
+    table = pa.ipc.open_file(source).read_all()
+    if seg.line_offset:
+        i = table.schema.get_field_index(LINE)
+        table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
+    return table

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.data import cache, derive
@@ -93,6 +94,7 @@ class RolloutStore:
         self.signature = ""
         self._view = RunView.from_parts([], [])
         self._lock = threading.Lock()
+        self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
 
     @classmethod
     def open(
@@ -149,7 +151,7 @@ class RolloutStore:
         self.report.rebuilt_cache = result.rebuilt
 
     def _build(self, result: cache.SyncResult) -> None:
-        parts = cache.open_segments(result.directory, result.files)
+        parts = cache.open_segments(result.directory, result.files, self._mapped)
         view = RunView.from_parts([e.name for e in result.files], parts)
         report = build_report(str(self.run_dir), result.files)
         report.steps = len(view.steps)
