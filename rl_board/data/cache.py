@@ -23,7 +23,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from rl_board.data import ingest
+from rl_board.data.compact import compact
 from rl_board.data.manifest import (
     FileEntry,
     Segment,
@@ -61,6 +64,7 @@ class SyncResult:
     files: list[FileEntry]
     parsed_bytes: int
     rebuilt: bool
+    parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
 
 
 def run_cache_dir(cache_root: Path, run_dir: Path) -> Path:
@@ -87,6 +91,7 @@ def sync(
     progress: Progress | None = None,
     verify: bool = True,
     allowed: list[Path] | None = None,
+    opened: dict[str, pa.Table] | None = None,
 ) -> SyncResult:
     """Bring the run's cache up to date with its files and return the manifest.
 
@@ -111,9 +116,14 @@ def sync(
             entries.append(plan.entry)
             work.append((plan, blocks))
         parsed = _ingest(work, directory, progress)
+        for entry in entries:
+            compact(directory, entry)
         write_manifest(directory, run_dir, entries)
+        # Mapped while we hold the lock: another process may compact and delete
+        # segments once we let go (our maps stay valid; opening them would not).
+        parts = open_segments(directory, entries, opened)
         collect_garbage(directory, entries)
-    return SyncResult(directory, entries, parsed, rebuilt)
+    return SyncResult(directory, entries, parsed, rebuilt, parts)
 
 
 def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:

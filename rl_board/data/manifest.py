@@ -138,7 +138,7 @@ def open_segments(
         for seg in entry.segments:
             table = known.get(seg.name)
             if table is None:
-                table = _map_segment(directory, seg)
+                table = map_segment(directory, seg)
             current[seg.name] = table
             out.append((index, table))
     if opened is not None:
@@ -147,7 +147,8 @@ def open_segments(
     return out
 
 
-def _map_segment(directory: Path, seg: Segment) -> pa.Table:
+def map_segment(directory: Path, seg: Segment) -> pa.Table:
+    """Memory-map one segment, its line numbers shifted to the file's."""
     source = pa.memory_map(str(directory / seg.name), "r")
     table = pa.ipc.open_file(source).read_all()
     if seg.line_offset:

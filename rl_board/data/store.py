@@ -136,7 +136,7 @@ class RolloutStore:
         self._stat_signature = cache.stat_signature(self.run_dir)
         try:
             result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
-                                allowed=self.allowed)
+                                allowed=self.allowed, opened=self._mapped)
         except PermissionError as exc:
             raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
         signature = _signature(result.files)
@@ -151,8 +151,7 @@ class RolloutStore:
         self.report.rebuilt_cache = result.rebuilt
 
     def _build(self, result: cache.SyncResult) -> None:
-        parts = cache.open_segments(result.directory, result.files, self._mapped)
-        view = RunView.from_parts([e.name for e in result.files], parts)
+        view = RunView.from_parts([e.name for e in result.files], result.parts)
         report = build_report(str(self.run_dir), result.files)
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)

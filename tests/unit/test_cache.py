@@ -149,3 +149,22 @@ def test_progress_reports_real_totals(train_run: Path, cache_dir: Path) -> None:
     total = sum(p.stat().st_size for p in train_run.glob("*.jsonl"))
     assert seen and all(t == total for _, t in seen)
     assert seen[-1][0] == total
+
+
+def test_following_a_run_all_day_keeps_few_segments(tmp_path: Path, cache_dir: Path) -> None:
+    from rl_board.data import compact
+
+    run = make_run(tmp_path, range(1))
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    for i in range(1, 60):  # one refresh per appended line: one small segment each
+        with open(run / "r0.jsonl", "a") as f:
+            f.write(line(i, reward=float(i)))
+        assert store.refresh()
+    segments = list(cache.run_cache_dir(cache_dir, run).glob("seg-*.arrow"))
+    assert len(segments) <= compact.MAX_SMALL + 1
+    frame = store.samples()
+    assert frame["step"].tolist() == list(range(60))
+    assert frame["line"].tolist() == list(range(1, 61))
+    assert frame["reward"].tolist() == [1.0] + [float(i) for i in range(1, 60)]
+    reopened = RolloutStore.open(run, cache_dir=cache_dir)
+    assert reopened.report.from_cache and reopened.samples().equals(frame)
