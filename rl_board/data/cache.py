@@ -37,8 +37,8 @@ from rl_board.data.manifest import (
 )
 from rl_board.data.runfiles import list_rollout_files, scan_run, stat_signature
 
-__all__ = ["FileEntry", "Segment", "SyncResult", "sync", "open_segments", "list_rollout_files",
-           "stat_signature", "default_cache_dir", "run_cache_dir"]
+__all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
+           "default_cache_dir", "run_cache_dir"]
 
 TAIL_BYTES = 4096
 MAX_REPORTED_PER_FILE = 10_000

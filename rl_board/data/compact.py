@@ -13,9 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.data import ingest, records
-from rl_board.data.manifest import FileEntry, Segment, map_segment
+from rl_board.data import records
+from rl_board.data.manifest import FileEntry, Segment
 from rl_board.data.schema import LINE
+from rl_board.data.segments import map_segment, write_segment
 
 MAX_SMALL = 16
 SMALL_BYTES = 4 * 1024 * 1024
@@ -51,5 +52,5 @@ def _merge(directory: Path, stretch: list[Segment]) -> Segment:
         table = map_segment(directory, seg)  # lines already shifted by seg.line_offset
         i = table.schema.get_field_index(LINE)
         tables.append(table.set_column(i, LINE, pc.subtract(table.column(i), pa.scalar(base, pa.int64()))))
-    record = ingest.write_segment(directory, records.unify_tables(tables).combine_chunks())
+    record = write_segment(directory, records.unify_tables(tables).combine_chunks())
     return Segment(**record, line_offset=base)

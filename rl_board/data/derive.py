@@ -71,6 +71,24 @@ def _lengths_or_null(column: pa.ChunkedArray) -> pa.Array:
     return pc.list_value_length(column).cast(pa.int64())
 
 
+def _lengths(lengths_or_null: pa.Array) -> np.ndarray:
+    """List lengths with null lists as 0."""
+    return pc.fill_null(lengths_or_null, 0).to_numpy(zero_copy_only=False)
+
+
+def _aligned_pairs(
+    table: pa.Table, lp_len: np.ndarray, ref_len: np.ndarray, aligned: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(logp items, their rows, ref_logp items) over the first ``aligned[i]`` tokens of each row."""
+    if np.array_equal(lp_len, ref_len):  # the usual case: both arrays as they are
+        lp_flat, rows = _flat(table.column(S.LOGPROBS))
+        return lp_flat, rows, _flat(table.column(S.REF_LOGPROBS))[0]
+    lp_start, _, lp_vals = _list_parts(table.column(S.LOGPROBS))
+    ref_start, _, ref_vals = _list_parts(table.column(S.REF_LOGPROBS))
+    lp_flat, rows = _gather(lp_start, aligned, lp_vals)
+    return lp_flat, rows, _gather(ref_start, aligned, ref_vals)[0]
+
+
 def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     """Per-sample derived columns for a parsed table (see module docstring)."""
     n = table.num_rows
@@ -79,15 +97,10 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     n_tokens = pc.coalesce(n_tokens_raw, n_logprobs)
     mismatch = pc.fill_null(pc.not_equal(n_tokens_raw, n_logprobs), False)
 
-    lp_start, lp_len, lp_vals = _list_parts(table.column(S.LOGPROBS))
-    ref_start, ref_len, ref_vals = _list_parts(table.column(S.REF_LOGPROBS))
+    lp_len = _lengths(n_logprobs)
+    ref_len = _lengths(_lengths_or_null(table.column(S.REF_LOGPROBS)))
     aligned = np.minimum(lp_len, ref_len)
-    if np.array_equal(lp_len, ref_len):  # the usual case: no gathering needed
-        lp_flat, rows = _flat(table.column(S.LOGPROBS))
-        ref_flat, _ = _flat(table.column(S.REF_LOGPROBS))
-    else:
-        lp_flat, rows = _gather(lp_start, aligned, lp_vals)
-        ref_flat, _ = _gather(ref_start, aligned, ref_vals)
+    lp_flat, rows, ref_flat = _aligned_pairs(table, lp_len, ref_len, aligned)
     ratio = log_ratio(lp_flat, ref_flat)
     lr_mean, lr_sum = _segment_mean_sum(ratio, rows, n)
     kl_mean, kl_sum = _segment_mean_sum(k3_kl(ratio), rows, n)

@@ -15,15 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import uuid
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
 from rl_board.data import bulk, derive, jsonl
+from rl_board.data.segments import write_segment
 
 BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
@@ -107,27 +104,6 @@ def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult
     return result
 
 
-def write_segment(directory: Path, table: pa.Table) -> dict:
-    """Write an Arrow IPC file atomically; return its manifest record."""
-    name = f"seg-{uuid.uuid4().hex}.arrow"
-    tmp = directory / (name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
-    crc = file_crc(tmp)
-    st = tmp.stat()
-    os.replace(tmp, directory / name)
-    return {"name": name, "rows": table.num_rows, "bytes": st.st_size, "crc": crc, "mtime_ns": st.st_mtime_ns}
-
-
-def file_crc(path: Path) -> int:
-    """CRC32 of a whole file, read in blocks so it does not count as resident memory."""
-    crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(4 * 1024 * 1024):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
 def run_blocks(
     jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None]
 ) -> Iterator[BlockResult]:
@@ -162,9 +138,14 @@ class _Workers:
 
     def __init__(self, n: int) -> None:
         cmd = [sys.executable, "-m", "rl_board.data.worker"]
-        self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                      for _ in range(n)]
+        self.procs: list[subprocess.Popen] = []
         self.broken = False
+        try:
+            for _ in range(n):
+                self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        except OSError:
+            self.__exit__()  # do not leave the ones that did start behind
+            raise
 
     def __enter__(self) -> _Workers:
         return self

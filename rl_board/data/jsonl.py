@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from rl_board.data import schema as S
-from rl_board.data.records import BadLine, parse_line, records_to_table, unify_tables
+from rl_board.data.records import BOM, BadLine, parse_line, records_to_table, unify_tables
 
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
 # pyarrow splits a block into parse tasks of this size, one per core at a time.
@@ -30,7 +30,6 @@ _PIECE_LINES = 256
 # crashes the process (SIGSEGV, pyarrow 26) on some of them, e.g. " null".
 _FIRST_NOT_OBJECT = re.compile(rb"[ \t\r\n]*[^{ \t\r\n]")
 _LATER_NOT_OBJECT = re.compile(rb"\n[ \t\r]*[^{ \t\r\n]")
-_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -46,8 +45,8 @@ class ParsedBlock:
 def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
     """Parse complete lines numbered from ``first_line`` (1-based)."""
     n_lines = data.count(b"\n")
-    if first_line == 1 and data.startswith(_BOM):
-        data = data[len(_BOM) :]
+    if first_line == 1 and data.startswith(BOM):
+        data = data[len(BOM) :]
     table = _fast_parse(data)
     if table is not None and table.num_rows == n_lines:
         lines = pa.array(range(first_line, first_line + n_lines), pa.int64())

@@ -16,10 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from rl_board.data import ingest
-from rl_board.data.schema import LINE
+from rl_board.data.segments import file_crc, map_segment
 
 CACHE_VERSION = 5
 
@@ -93,7 +91,7 @@ def _segments_intact(directory: Path, entry: FileEntry, *, verify: bool) -> bool
             return False
         if st.st_size != seg.bytes:
             return False
-        if verify and st.st_mtime_ns != seg.mtime_ns and ingest.file_crc(path) != seg.crc:
+        if verify and st.st_mtime_ns != seg.mtime_ns and file_crc(path) != seg.crc:
             return False
     return True
 
@@ -145,13 +143,3 @@ def open_segments(
         opened.clear()
         opened.update(current)
     return out
-
-
-def map_segment(directory: Path, seg: Segment) -> pa.Table:
-    """Memory-map one segment, its line numbers shifted to the file's."""
-    source = pa.memory_map(str(directory / seg.name), "r")
-    table = pa.ipc.open_file(source).read_all()
-    if seg.line_offset:
-        i = table.schema.get_field_index(LINE)
-        table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
-    return table

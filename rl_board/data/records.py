@@ -19,7 +19,7 @@ import ujson
 from rl_board.data import schema as S
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -30,8 +30,8 @@ class BadLine(ValueError):
 def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
     """One line -> a normalised sample and an optional repair note, or BadLine."""
     note = None
-    if raw.startswith(_BOM):
-        raw = raw[len(_BOM) :]
+    if raw.startswith(BOM):
+        raw = raw[len(BOM) :]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from rl_board.data.scalars.dilogs import evaluation_summary
 from rl_board.ui.charts import downsample
 
 MAX_POINTS = 2000
@@ -222,7 +223,7 @@ def episodes_figure(episodes: pd.DataFrame, *, run: str = "", line_color: str | 
     ``episodes`` has ``train_iter`` and ``reward`` (one row per finished episode).
     """
     data = episodes[np.isfinite(episodes["reward"].to_numpy(dtype=float))]
-    stats = data.groupby("train_iter", sort=True)["reward"].agg(["mean", "min", "max", "size"]).reset_index()
+    stats = evaluation_summary(episodes)
     c = line_color or color(0)
     x = stats["train_iter"]
     fig = go.Figure([

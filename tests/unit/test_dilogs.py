@@ -91,3 +91,18 @@ def test_real_folder():
     assert "MAVAC(" in run.network_text and "multi_mujoco_ant_2x4_ppo" in run.config_text
     assert [c["name"] for c in run.checkpoints][0] == "ckpt_best.pth.tar"
     assert all(c["exists"] is False for c in run.checkpoints)  # ckpt/ was not committed upstream
+
+
+def test_evaluation_summary_skips_non_finite_episodes():
+    import math
+
+    import pandas as pd
+
+    from rl_board.data.scalars.dilogs import evaluation_summary
+
+    episodes = pd.DataFrame({"train_iter": [10, 10, 0, 10], "reward": [1.0, 3.0, 5.0, math.nan]})
+    stats = evaluation_summary(episodes)
+    assert stats["train_iter"].tolist() == [0, 10]
+    assert stats["mean"].tolist() == [5.0, 2.0]
+    assert stats["min"].tolist() == [5.0, 1.0] and stats["max"].tolist() == [5.0, 3.0]
+    assert stats["size"].tolist() == [1, 2]

@@ -18,6 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from rl_board.data.scalars.table import Problem, ReadResult, TableSet, merge_results, scalar_value
 
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
@@ -216,3 +219,10 @@ def checkpoint_listing(folder: Path, logged_saves: list[dict[str, Any]]) -> list
         row["kind"] = "best" if "best" in row["name"] else ("iteration" if found else "other")
         row["iteration"] = int(found.group(1)) if found else None
     return sorted(rows.values(), key=lambda r: (r["kind"] != "best", r["iteration"] or 0, r["name"]))
+
+
+def evaluation_summary(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per evaluation (``train_iter``): mean, min, max and count of finite episode rewards."""
+    finite = episodes[np.isfinite(episodes["reward"].to_numpy(dtype=float))]
+    stats = finite.groupby("train_iter", sort=True)["reward"].agg(["mean", "min", "max", "size"])
+    return stats.reset_index()
