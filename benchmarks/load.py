@@ -50,7 +50,7 @@ def peak_rss_mb() -> float:
 
 
 def phase_cold(run: str, cache_dir: str) -> dict:
-    from rl_board.data.store import RolloutStore
+    from rl_board.rollouts.store import RolloutStore
 
     t = time.perf_counter()
     store = RolloutStore.open(run, cache_dir=cache_dir)
@@ -60,7 +60,7 @@ def phase_cold(run: str, cache_dir: str) -> dict:
 
 
 def phase_warm(run: str, cache_dir: str) -> dict:
-    from rl_board.data.store import RolloutStore
+    from rl_board.rollouts.store import RolloutStore
 
     t = time.perf_counter()
     store = RolloutStore.open(run, cache_dir=cache_dir)
@@ -114,8 +114,8 @@ def phase_orjson(run: str, cache_dir: str) -> dict:
 
 
 def phase_queries(run: str, cache_dir: str) -> dict:
-    from rl_board.data.filters import SampleFilter
-    from rl_board.data.store import RolloutStore
+    from rl_board.rollouts.filters import SampleFilter
+    from rl_board.rollouts.store import RolloutStore
 
     store = RolloutStore.open(run, cache_dir=cache_dir)
     step = store.steps[len(store.steps) // 2]
@@ -130,7 +130,7 @@ def phase_queries(run: str, cache_dir: str) -> dict:
 
 
 def phase_refresh(run: str, cache_dir: str) -> dict:
-    from rl_board.data.store import RolloutStore
+    from rl_board.rollouts.store import RolloutStore
 
     store = RolloutStore.open(run, cache_dir=cache_dir)
     first = sorted(Path(run).glob("*.jsonl"))[0]
@@ -156,7 +156,7 @@ def phase_page(run: str, cache_dir: str) -> dict:
     os.environ["RL_BOARD_CACHE_DIR"] = cache_dir
     from streamlit.testing.v1 import AppTest
 
-    from rl_board.data.store import RolloutStore
+    from rl_board.rollouts.store import RolloutStore
 
     steps = RolloutStore.open(run, cache_dir=cache_dir).steps
     at = AppTest.from_file(str(HERE.parents[1] / "rl_board" / "ui" / "app.py"), default_timeout=300)

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data.demo import DemoSpec, write_eval_run, write_run
+from rl_board import config
+from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
+
+
+@pytest.fixture(autouse=True)
+def fresh_server_config():
+    """The app reads its configuration once per process; each test sets its own environment first."""
+    config.reset()
+    yield
+    config.reset()
 
 
 @pytest.fixture

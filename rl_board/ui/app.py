@@ -1,8 +1,8 @@
 """Entry point: page config, the sidebar, and the router (which only declares pages).
 
-Adding a page is one line in ``PAGES`` (e.g. ``st.Page("views/metrics.py",
-title="Metrics", icon=":material/monitoring:")``). Page files live in
-``views/``, never ``pages/`` (Streamlit's legacy mode would take over).
+Adding a page is a file in ``views/`` and one line in ``PAGES`` (key, file,
+title, icon). Page files live in ``views/``, never ``pages/`` (Streamlit's
+legacy multipage mode would take over).
 """
 
 from __future__ import annotations
@@ -11,32 +11,28 @@ import logging
 
 import streamlit as st
 
-from rl_board.data.text import escape_markdown
 from rl_board.errors import RLBoardError
 from rl_board.ui import state
 from rl_board.ui.components import sidebar
+from rl_board.ui.text import escape_markdown
 
 _LOG = logging.getLogger("rl_board.ui")
 BUG_MESSAGE = ("Something went wrong while drawing this page (a bug in rl-board, not in your logs). "
                "The details are in the server's log; other pages still work.")
-PAGE_FILES = {
-    "overview": "views/overview.py",
-    "steps": "views/steps.py",
-    "sample": "views/sample.py",
-    "metrics": "views/metrics.py",
-    "health": "views/health.py",
-}
+# (key, file, menu title, icon); the first is the default page. One line per page.
+PAGES = (
+    ("overview", "views/overview.py", "Overview", ":material/show_chart:"),
+    ("steps", "views/steps.py", "Step browser", ":material/table_rows:"),
+    ("sample", "views/sample.py", "Sample", ":material/article:"),
+    ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
+    ("health", "views/health.py", "Health", ":material/health_and_safety:"),
+)
+PAGE_FILES = {key: file for key, file, _, _ in PAGES}
 
 
 def pages() -> list[st.Page]:
-    """Every page of the app, in menu order (one line per page)."""
-    return [
-        st.Page(PAGE_FILES["overview"], title="Overview", icon=":material/show_chart:", default=True),
-        st.Page(PAGE_FILES["steps"], title="Step browser", icon=":material/table_rows:"),
-        st.Page(PAGE_FILES["sample"], title="Sample", icon=":material/article:"),
-        st.Page(PAGE_FILES["metrics"], title="Metrics", icon=":material/monitoring:"),
-        st.Page(PAGE_FILES["health"], title="Health", icon=":material/health_and_safety:"),
-    ]
+    """Every page of the app, in menu order."""
+    return [st.Page(file, title=title, icon=icon, default=k == 0) for k, (_, file, title, icon) in enumerate(PAGES)]
 
 
 def show_notices() -> None:

@@ -21,16 +21,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.cache import default_cache_dir
-from rl_board.data.paths import served_roots
-from rl_board.data.store import RolloutStore
+from rl_board.api import RolloutStore
+from rl_board.config import server_config
 
 Progress = Callable[[int, int], None]
 MAX_OPEN_RUNS = 16
 
 
 def cache_dir() -> str:
-    return str(default_cache_dir())
+    return str(server_config().cache_dir)
 
 
 class StoreRegistry:
@@ -79,7 +78,7 @@ def is_open(run_path: Path) -> bool:
 
 def store_for(run_path: Path, progress: Progress | None = None) -> RolloutStore:
     """The shared, up-to-date store of a run (opened on first use)."""
-    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=served_roots())
+    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots))
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)

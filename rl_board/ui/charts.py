@@ -15,23 +15,12 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from rl_board.data.text import token_label
-from rl_board.ui.chips import DIVERGING_METRICS, METRIC_LABELS
+from rl_board.rollouts import fields as F
+from rl_board.ui.chips import diverging as is_diverging
+from rl_board.ui.text import token_label
 
 MAX_CURVE_POINTS = 2000
 MAX_BARS = 1000
-COLORS = {
-    "reward": "#1f6feb", "ref_reward": "#8b949e", "valid_reward": "#2da44e",
-    "ref_valid_reward": "#bf8700", "kl": "#cf222e", "log_ratio": "#8250df",
-    "length": "#0969da", "length_chars": "#0969da", "ref_length_chars": "#8b949e",
-    "reward_gap": "#1f6feb",
-}
-SERIES_LABELS = {
-    "reward": "reward", "ref_reward": "ref reward", "valid_reward": "valid reward",
-    "ref_valid_reward": "ref valid reward", "kl": "KL (k3, mean per sample)",
-    "log_ratio": "log-ratio (mean per sample)", "length": "response length (tokens)",
-    "length_chars": "response length (chars)", "ref_length_chars": "ref response length (chars)",
-}
 RUN_COLORS = ("#1f6feb", "#cf222e", "#2da44e", "#bf8700", "#8250df", "#0a7e8c", "#e16f24", "#6e7781")
 _HEAT_SCALES = {"diverging": "RdBu_r", "sequential": "Oranges"}
 
@@ -125,8 +114,8 @@ def curve_figure(
     fig = go.Figure()
     for prefix in series:
         if has_series(data, prefix):
-            fig.add_traces(_series_traces(data, prefix, label=SERIES_LABELS.get(prefix, prefix),
-                                          color=COLORS.get(prefix, "#1f6feb"), group=prefix, options=options))
+            fig.add_traces(_series_traces(data, prefix, label=F.label(prefix, F.STEP),
+                                          color=F.color(prefix), group=prefix, options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))
     return fig
 
@@ -163,8 +152,8 @@ def reward_bars_figure(samples: pd.DataFrame) -> go.Figure:
     for column in ("reward", "ref_reward"):
         if column in data.columns and data[column].notna().any():
             fig.add_trace(go.Bar(
-                x=data["sample"], y=data[column], name=SERIES_LABELS[column],
-                marker_color=COLORS[column], customdata=data["sample"],
+                x=data["sample"], y=data[column], name=F.label(column),
+                marker_color=F.color(column, F.SAMPLE), customdata=data["sample"],
                 hovertemplate="sample %{x}<br>" + column + " %{y:.4g}<extra></extra>",
             ))
     _bar_layout(fig, "Reward per sample", "reward", len(samples))
@@ -179,7 +168,7 @@ def reward_gap_figure(samples: pd.DataFrame) -> go.Figure:
     if "reward_gap" in data.columns and data["reward_gap"].notna().any():
         gap = data["reward_gap"].to_numpy(dtype=np.float64)
         colors = np.where(gap >= 0, "#2da44e", "#cf222e")
-        fig.add_trace(go.Bar(x=data["sample"], y=gap, name="reward gap", marker_color=colors,
+        fig.add_trace(go.Bar(x=data["sample"], y=gap, name=F.label("reward_gap"), marker_color=colors,
                              customdata=data["sample"],
                              hovertemplate="sample %{x}<br>gap %{y:.4g}<extra></extra>"))
     _bar_layout(fig, "Reward gap (reward − ref reward)", "gap", len(samples))
@@ -201,8 +190,8 @@ def reward_hist_figure(samples: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for column in ("reward", "ref_reward"):
         if column in samples.columns and samples[column].notna().any():
-            fig.add_trace(go.Histogram(x=samples[column], name=SERIES_LABELS[column], opacity=0.65,
-                                       marker_color=COLORS[column], nbinsx=30))
+            fig.add_trace(go.Histogram(x=samples[column], name=F.label(column), opacity=0.65,
+                                       marker_color=F.color(column, F.SAMPLE), nbinsx=30))
     fig.update_layout(barmode="overlay", title={"text": "Reward distribution"}, xaxis_title="reward",
                       yaxis_title="samples", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40},
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})
@@ -223,7 +212,7 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
     for row, metric in enumerate(present):
         values = tokens[metric].to_numpy(dtype=np.float64)
         finite = values[np.isfinite(values)]
-        diverging = metric in DIVERGING_METRICS
+        diverging = is_diverging(metric)
         trace: dict = {"colorscale": _HEAT_SCALES["diverging" if diverging else "sequential"],
                        "showscale": False}
         if diverging:
@@ -246,7 +235,7 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
         height=110 + 34 * max(len(present), 1) + (90 if tick else 0),
         margin={"l": 10, "r": 10, "t": 50, "b": 20},
         xaxis={"title": "token position", **tick},
-        yaxis={"autorange": "reversed", "ticktext": [METRIC_LABELS.get(m, m) for m in present],
+        yaxis={"autorange": "reversed", "ticktext": [F.label(m, F.TOKEN) for m in present],
                "tickvals": list(range(len(present))), "tickmode": "array", "showgrid": False,
                "zeroline": False},
     )

@@ -16,19 +16,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rl_board.data.text import token_label
+from rl_board.rollouts import fields as F
+from rl_board.ui.text import token_label
 
 # Metrics whose sign matters get a diverging scale centred on 0.
-DIVERGING_METRICS = frozenset({"token_reward", "log_ratio", "value"})
-SHORT_LABELS = {
-    "token_reward": "token reward", "log_ratio": "log-ratio", "kl": "KL", "value": "value",
-    "logp": "logp", "ref_logp": "ref logp", "prob": "prob", "ref_prob": "ref prob",
-}
-METRIC_LABELS = {
-    "token_reward": "token reward", "log_ratio": "log-ratio (logp − ref_logp)", "kl": "KL (k3)",
-    "value": "critic value", "logp": "log-prob", "ref_logp": "ref log-prob",
-    "prob": "prob", "ref_prob": "ref prob",
-}
 _NEG, _MID, _POS = (33, 102, 172), (247, 247, 247), (178, 24, 43)
 _LOW, _HIGH = (250, 250, 250), (214, 96, 77)
 _MISSING = "#d9d9d9"
@@ -65,7 +56,7 @@ def scale_for(values: Sequence[float], metric: str) -> Scale:
     """Colour scale over the finite values (a flat scale when there are none)."""
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
-    return Scale(lo, hi, metric in DIVERGING_METRICS)
+    return Scale(lo, hi, diverging(metric))
 
 
 def _fmt(value: object) -> str:
@@ -118,7 +109,7 @@ def chips_html(
 
 def legend_html(scale: Scale, metric: str) -> str:
     """A small legend: the colour at the low end, the middle and the high end, with values."""
-    label = html.escape(METRIC_LABELS.get(metric, metric), quote=True)
+    label = html.escape(F.label(metric, F.TOKEN), quote=True)
     if scale.diverging:
         bound = max(abs(scale.lo), abs(scale.hi))
         stops = [(-bound, scale.color(-bound)), (0.0, scale.color(0.0)), (bound, scale.color(bound))]
@@ -132,3 +123,9 @@ def legend_html(scale: Scale, metric: str) -> str:
     missing = f'<span style="background:{_MISSING};{_CHIP_STYLE}">no value</span>'
     return (f'<div class="rlb-legend" style="font-size:0.85rem;margin:4px 0 8px 0">'
             f"Colour = {label}: {cells} {missing}</div>")
+
+
+def diverging(metric: str) -> bool:
+    """Whether a per-token metric's colour scale is centred on 0 (the catalogue says)."""
+    field = F.token(metric)
+    return bool(field and field.diverging)

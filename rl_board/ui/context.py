@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rl_board.data.store import RolloutStore
-from rl_board.data.text import TextDisplay
+from rl_board.api import RolloutStore
 from rl_board.ui.charts import CurveOptions
+from rl_board.ui.text import TextDisplay
 
 
 @dataclass(frozen=True)

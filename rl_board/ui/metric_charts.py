@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from rl_board.data.scalars.dilogs import evaluation_summary
+from rl_board.api import evaluation_summary
 from rl_board.ui.charts import downsample
 
 MAX_POINTS = 2000

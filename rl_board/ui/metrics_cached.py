@@ -15,18 +15,24 @@ from pathlib import Path
 
 import streamlit as st
 
-from rl_board.data.cache import default_cache_dir
-from rl_board.data.health import Finding, Settings, check_scalars, load_settings
-from rl_board.data.health_rollouts import RolloutRun, check_rollouts
-from rl_board.data.scalars import MetricsBundle, Problem, load_metrics, metrics_signature
-from rl_board.data.store import RolloutStore
+from rl_board import api
+from rl_board.api import (
+    Finding,
+    MetricsBundle,
+    Problem,
+    RolloutStore,
+    Settings,
+    load_settings,
+    metrics_signature,
+)
+from rl_board.config import server_config
 
 SIGNATURE_TTL_S = 5
 
 
 def metrics_cache_dir() -> str:
     """Parsed metric tables live beside the rollout cache, in their own folder."""
-    return str(default_cache_dir() / "metrics")
+    return str(server_config().metrics_cache_dir)
 
 
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
@@ -38,7 +44,7 @@ def signature(root: str) -> str:
 @st.cache_data(show_spinner="Reading training metrics…", max_entries=8)
 def bundle(root: str, files_signature: str) -> MetricsBundle:
     """Every metric run under a root, read through the on-disk cache."""
-    return load_metrics(root, cache_dir=metrics_cache_dir())
+    return api.read_metrics(root, cache_dir=metrics_cache_dir())
 
 
 def metrics_under(root: Path) -> MetricsBundle:
@@ -66,14 +72,14 @@ def health_settings(root: Path) -> HealthSettings:
 def scalar_findings(root: str, files_signature: str, settings_key: str, _bundle: MetricsBundle,
                     _settings: Settings) -> list[Finding]:  # fmt: skip
     """Scalar rule findings of every metric run under a root."""
-    return check_scalars(_bundle.scalars, histograms=_bundle.histograms, settings=_settings)
+    return api.check_metrics(_bundle, _settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def rollout_findings(run_path: str, store_signature: str, run: str, settings_key: str, _store: RolloutStore,
                      _settings: Settings) -> list[Finding]:  # fmt: skip
     """Rollout rule findings of one run, named `run` (its name in the sidebar)."""
-    return check_rollouts(RolloutRun.from_store(run, _store), settings=_settings)
+    return api.check_run(run, _store, _settings)
 
 
 def clear() -> None:

@@ -17,11 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from rl_board.data.text import escape_markdown
+from rl_board.ui.text import escape_markdown
+from rl_board.where import Where
+
+if TYPE_CHECKING:
+    from rl_board.ui.context import Context
 
 _VIEW = "view."
 _WIDGET = "w."
@@ -204,6 +208,25 @@ def write_url() -> None:
         st.query_params.from_dict(wanted)
 
 
+# -- "where to look" ------------------------------------------------------
+
+
+def show(where: Where) -> None:
+    """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
+    put_many(run=where.run, step=where.step, sample=where.sample, tpage=1, q=where.text, regex=False,
+             case=False, all=False, sort=where.sort or "sample", desc=bool(where.desc))
+    for name in RANGE_PARAMS:
+        low, high = where.ranges.get(name, (None, None))
+        put_many(**{f"{name}__lo": low, f"{name}__hi": high})
+
+
+def where() -> Where:
+    """The view state as a ``Where`` (run, step, sample, sort, text search and ranges)."""
+    ranges = {name: get_range(name) for name in RANGE_PARAMS if get_range(name) != (None, None)}
+    return Where(run=get("run"), step=get("step"), sample=get("sample"), sort=get("sort"),
+                 desc=bool(get("desc")), text=get("q") or "", ranges=ranges)
+
+
 # -- messages, navigation requests and the shared context ------------------
 
 
@@ -231,9 +254,9 @@ def pop_page_request() -> str | None:
     return st.session_state.pop(_GOTO, None)
 
 
-def set_context(context: Any) -> None:
+def set_context(context: Context) -> None:
     st.session_state[_CONTEXT] = context
 
 
-def context() -> Any:
+def context() -> Context | None:
     return st.session_state.get(_CONTEXT)

@@ -9,22 +9,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rl_board.data.demo import DemoSpec, write_eval_run, write_run
-from rl_board.data.store import RolloutStore
-
-# Both UI conftests are imported under the same module name ("conftest"), so each
-# re-exports every shared helper: `from conftest import ...` works from either folder.
-from tests.app.apptest_helpers import (  # noqa: F401
-    APP,
-    PAGES,
-    assert_clean,
-    decode,
-    figures,
-    table,
-    texts,
-    trace,
-)
-from tests.browser.screens import save_screenshot  # noqa: F401
+from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
+from rl_board.rollouts.store import RolloutStore
+from tests.helpers.apptest import APP, PAGES
 
 
 @pytest.fixture(scope="session")

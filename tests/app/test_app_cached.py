@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rl_board.data.demo import DemoSpec, write_run
+from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.ui.cached import StoreRegistry
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.apptest_helpers import assert_clean, figures, table, texts
+from tests.helpers.apptest import assert_clean, figures, table, texts
 
 
 def test_eval_run_overview_says_what_is_missing(open_app):

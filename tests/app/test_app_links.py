@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.apptest_helpers import assert_clean, table, texts
+from tests.helpers.apptest import assert_clean, table, texts
 
 
 def _param(at, name):

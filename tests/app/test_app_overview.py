@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.app.apptest_helpers import assert_clean, decode, figures, texts, trace
+from tests.helpers.apptest import assert_clean, decode, figures, texts, trace
 
 
 def test_start_page_lists_runs_and_asks_for_one(open_app):

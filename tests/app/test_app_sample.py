@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rl_board.data.demo import EOD, SYSTEM
-from tests.app.apptest_helpers import assert_clean, figures, texts
+from rl_board.rollouts.demo import EOD, SYSTEM
+from tests.helpers.apptest import assert_clean, figures, texts
 
 
 def _mismatched(store) -> tuple[int, int]:

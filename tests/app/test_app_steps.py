@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rl_board.data.filters import SampleFilter
-from tests.app.apptest_helpers import assert_clean, decode, figures, table, texts, trace
+from rl_board.rollouts.filters import SampleFilter
+from tests.helpers.apptest import assert_clean, decode, figures, table, texts, trace
 
 
 def test_step_page_shows_batch_of_the_linked_step(open_app, store_of):

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, table, texts
 from streamlit.testing.v1 import AppTest
 
-from rl_board.data.demo import DemoSpec, write_run
-from rl_board.data.scalars.fixtures import write_tensorboard_run
+from rl_board.rollouts.demo import DemoSpec, write_run
+from tests.helpers.apptest import assert_clean, table, texts
+from tests.helpers.metric_fixtures import write_tensorboard_run
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
 HEALTH = "views/health.py"

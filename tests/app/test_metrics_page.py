@@ -7,16 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean, decode, texts
 from streamlit.testing.v1 import AppTest
 
-from rl_board.data.demo import DemoSpec, write_run
-from rl_board.data.scalars.fixtures import (
+from rl_board.rollouts.demo import DemoSpec, write_run
+from rl_board.ui.metric_charts import chart_key, ema
+from tests.helpers.apptest import assert_clean, decode, texts
+from tests.helpers.metric_fixtures import (
     write_di_engine_folder,
     write_many_tags_run,
     write_tensorboard_run,
 )
-from rl_board.ui.metric_charts import chart_key, ema
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
 METRICS = "views/metrics.py"

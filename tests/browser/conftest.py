@@ -7,22 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data.demo import DemoSpec, write_eval_run, write_run
-
-# Both UI conftests are imported under the same module name ("conftest"), so each
-# re-exports every shared helper: `from conftest import ...` works from either folder.
-from tests.app.apptest_helpers import (  # noqa: F401
-    APP,
-    PAGES,
-    assert_clean,
-    decode,
-    figures,
-    table,
-    texts,
-    trace,
-)
-from tests.browser.screens import save_screenshot  # noqa: F401
-from tests.browser.streamlit_browser import (
+from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
+from tests.helpers.apptest import APP
+from tests.helpers.streamlit_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     StreamlitRuns,

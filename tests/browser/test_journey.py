@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from rl_board.data.store import RolloutStore
-from tests.browser.screens import save_screenshot
+from rl_board.rollouts.store import RolloutStore
+from tests.helpers.screens import save_screenshot
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from rl_board.data.demo import DemoSpec, write_run
-from tests.browser.streamlit_browser import start_streamlit, stop_streamlit, wait_for_app_idle
+from rl_board.rollouts.demo import DemoSpec, write_run
+from tests.helpers.streamlit_browser import start_streamlit, stop_streamlit, wait_for_app_idle
 
 pytestmark = pytest.mark.browser
 

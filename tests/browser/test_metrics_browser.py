@@ -9,12 +9,13 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import APP, save_screenshot
 from playwright.sync_api import expect
-from streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
 
-from rl_board.data.demo import DemoSpec, write_run
-from rl_board.data.scalars.fixtures import write_di_engine_folder, write_tensorboard_run
+from rl_board.rollouts.demo import DemoSpec, write_run
+from tests.helpers.apptest import APP
+from tests.helpers.metric_fixtures import write_di_engine_folder, write_tensorboard_run
+from tests.helpers.screens import save_screenshot
+from tests.helpers.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
 
 pytestmark = pytest.mark.browser
 

@@ -16,8 +16,8 @@ from urllib.parse import quote, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.screens import save_screenshot
-from tests.browser.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
+from tests.helpers.screens import save_screenshot
+from tests.helpers.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
 
 pytestmark = pytest.mark.browser
 

@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from rl_board.data import cache
-from rl_board.data.store import RolloutStore
+from rl_board.rollouts.cache import sync as cache
+from rl_board.rollouts.store import RolloutStore
 
 
 def line(step: int, reward: float = 1.0) -> str:
@@ -152,7 +152,7 @@ def test_progress_reports_real_totals(train_run: Path, cache_dir: Path) -> None:
 
 
 def test_following_a_run_all_day_keeps_few_segments(tmp_path: Path, cache_dir: Path) -> None:
-    from rl_board.data import compact
+    from rl_board.rollouts.cache import compact
 
     run = make_run(tmp_path, range(1))
     store = RolloutStore.open(run, cache_dir=cache_dir)

@@ -207,7 +207,7 @@ def test_builders_import_no_streamlit():
     import subprocess
     import sys
 
-    code = ("import sys, rl_board.ui.charts, rl_board.ui.chips, rl_board.data.text, rl_board.data.export; "
+    code = ("import sys, rl_board.ui.charts, rl_board.ui.chips, rl_board.ui.text, rl_board.rollouts.export; "
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,8 +1,7 @@
-"""`scalars` and `check` through a tiny argparse harness (as cli.py will wire them)."""
+"""`scalars` and `check` through the CLI's entry point (in-process) and as subprocesses."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -10,20 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.cli_metrics import add_check_parser, add_scalars_parser
-from rl_board.data.demo import DemoSpec, write_run
-from rl_board.data.scalars.fixtures import write_demo_tree, write_di_engine_folder, write_tensorboard_run
+from rl_board.cli import main
+from rl_board.rollouts.demo import DemoSpec, write_run
+from tests.helpers.metric_fixtures import write_demo_tree, write_di_engine_folder, write_tensorboard_run
 
 REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="rl-board")
-    sub = parser.add_subparsers(required=True)
-    add_scalars_parser(sub)
-    add_check_parser(sub)
-    ns = parser.parse_args(argv)
-    code = ns.func(ns)
+    code = main(argv)
     out = capsys.readouterr()
     return code, out.out, out.err
 

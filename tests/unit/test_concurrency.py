@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from rl_board.data.store import RolloutStore
+from rl_board.rollouts.store import RolloutStore
 
 N_LINES = 400
 
@@ -65,7 +65,7 @@ def test_reader_follows_a_writer(tmp_path: Path) -> None:
 
 LOADER = """
 import sys, json
-from rl_board.data.store import RolloutStore
+from rl_board.rollouts.store import RolloutStore
 run, cache, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for _ in range(rounds):
     store = RolloutStore.open(run, cache_dir=cache)

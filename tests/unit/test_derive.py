@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.data import derive, records
+from rl_board.rollouts import derive
+from rl_board.rollouts.read import records
 
 
 def table_of(*samples: dict) -> object:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data.scalars.dilogs import read_di_engine_texts
-from rl_board.data.scalars.fixtures import write_di_engine_folder
-from rl_board.data.scalars.reader import load_metrics
+from rl_board.metrics.dilogs import read_di_engine_texts
+from rl_board.metrics.reader import load_metrics
+from tests.helpers.metric_fixtures import write_di_engine_folder
 
 REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
 
@@ -98,7 +98,7 @@ def test_evaluation_summary_skips_non_finite_episodes():
 
     import pandas as pd
 
-    from rl_board.data.scalars.dilogs import evaluation_summary
+    from rl_board.metrics.dilogs import evaluation_summary
 
     episodes = pd.DataFrame({"train_iter": [10, 10, 0, 10], "reward": [1.0, 3.0, 5.0, math.nan]})
     stats = evaluation_summary(episodes)

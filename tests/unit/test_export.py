@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from rl_board.data.export import export_file_name, to_csv_bytes, to_jsonl_bytes
+from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
 
 
 def _frame() -> pd.DataFrame:

@@ -12,7 +12,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_board.data import bulk, ingest, jsonl
+from rl_board.rollouts.read import bulk, ingest, jsonl
 
 EXAMPLES = int(os.environ.get("RL_BOARD_FUZZ_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_board.data.glossary import ENTRIES, explain
+from rl_board.metrics.glossary import ENTRIES, explain
 
 
 @pytest.mark.parametrize(

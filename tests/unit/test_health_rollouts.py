@@ -8,10 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rl_board.data.demo import DemoSpec, write_run
-from rl_board.data.health import REGISTRY, Settings, load_settings, parse_set_option
-from rl_board.data.health_rollouts import RolloutRun, check_rollout_runs, check_rollouts
-from rl_board.data.store import RolloutStore
+from rl_board.health.checks import (
+    REGISTRY,
+    RolloutRun,
+    Settings,
+    check_rollout_runs,
+    check_rollouts,
+    load_settings,
+    parse_set_option,
+)
+from rl_board.rollouts.demo import DemoSpec, write_run
+from rl_board.rollouts.store import RolloutStore
 
 ROLLOUT_RULES = {"rollout_kl_negative", "below_reference", "length_hacking", "truncation_high",
                  "zero_variance_groups", "nonfinite_tokens"}  # fmt: skip
@@ -67,7 +74,7 @@ def test_kl_negative_fires_on_a_window_of_negative_log_ratios(tmp_path, cache_di
                for _ in range(4)]  # fmt: skip
     finding = fired(write_jsonl(tmp_path / "r", records), cache_dir)["rollout_kl_negative"]
     assert finding.steps == [4, 5]  # the 3-step window turns negative at step 4
-    assert finding.link == {"step": 4, "sort": "log_ratio_mean", "desc": False}
+    assert finding.link.to_dict() == {"step": 4, "sort": "log_ratio_mean", "desc": False}
     healthy = [sample(s, reward=1.0, logp=-1.0, ref_logp=-1.2) for s in range(6) for _ in range(4)]
     assert "rollout_kl_negative" not in fired(write_jsonl(tmp_path / "h", healthy), cache_dir)
 
@@ -83,7 +90,7 @@ def below_run(shares: list[float], per_step: int = 10) -> list[dict]:
 def test_below_reference_fires_when_the_share_does_not_shrink(tmp_path, cache_dir):
     finding = fired(write_jsonl(tmp_path / "flat", below_run([0.5] * 12)), cache_dir)["below_reference"]
     assert finding.steps == list(range(6, 12))
-    assert finding.link == {"step": 11, "sort": "reward_gap", "desc": False}
+    assert finding.link.to_dict() == {"step": 11, "sort": "reward_gap", "desc": False}
     shrinking = below_run(list(np.linspace(0.6, 0.1, 12)))
     assert "below_reference" not in fired(write_jsonl(tmp_path / "down", shrinking), cache_dir)
     short = below_run([0.5] * 6)  # too few steps to call a trend
@@ -96,7 +103,7 @@ def test_length_hacking_fires_when_length_buys_reward(tmp_path, cache_dir):
     paid = [sample(s, reward=float(n) / 10, n=int(n)) for s in range(5) for n in lengths[s]]
     finding = fired(write_jsonl(tmp_path / "paid", paid), cache_dir)["length_hacking"]
     assert finding.steps == [0, 1, 2, 3, 4]
-    assert finding.link["filters"]["len"][1] is None and finding.link["sort"] == "reward"
+    assert finding.link.to_dict()["filters"]["len"][1] is None and finding.link.to_dict()["sort"] == "reward"
     fair = [sample(s, reward=float(rng.normal()), n=int(n)) for s in range(5) for n in lengths[s]]
     assert "length_hacking" not in fired(write_jsonl(tmp_path / "fair", fair), cache_dir)
 
@@ -104,14 +111,14 @@ def test_length_hacking_fires_when_length_buys_reward(tmp_path, cache_dir):
 def test_truncation_at_the_runs_longest_response_or_a_given_max(tmp_path, cache_dir):
     records = [sample(s, reward=1.0, n=64 if i < 4 else 10 + i) for s in range(4) for i in range(10)]
     finding = fired(write_jsonl(tmp_path / "cut", records), cache_dir)["truncation_high"]
-    assert finding.steps == [0, 1, 2, 3] and finding.link["filters"] == {"len": [64.0, None]}
+    assert finding.steps == [0, 1, 2, 3] and finding.link.to_dict()["filters"] == {"len": [64.0, None]}
     varied = [sample(s, reward=1.0, n=10 + 5 * i) for s in range(4) for i in range(10)]
     assert "truncation_high" not in fired(write_jsonl(tmp_path / "ok", varied), cache_dir)
     few = [sample(0, reward=1.0, n=64)] * 3  # three samples, all at the cap: too few to judge
     assert "truncation_high" not in fired(write_jsonl(tmp_path / "few", few), cache_dir)
     settings = Settings()
     parse_set_option(settings, "truncation_high.max_length=50")
-    assert fired(tmp_path / "ok", cache_dir, settings)["truncation_high"].link["filters"] == {
+    assert fired(tmp_path / "ok", cache_dir, settings)["truncation_high"].link.to_dict()["filters"] == {
         "len": [50.0, None]
     }
 
@@ -141,7 +148,7 @@ def grouped(flat_groups: int, groups: int = 4, size: int = 4, steps: int = 3) ->
 def test_zero_variance_groups_link_to_the_group_by_its_prompt(tmp_path, cache_dir):
     finding = fired(write_jsonl(tmp_path / "flat", grouped(flat_groups=3)), cache_dir)["zero_variance_groups"]
     assert finding.steps == [0, 1, 2] and "75%" in finding.message
-    assert finding.link["filters"]["q"].endswith("Question number 0?")
+    assert finding.link.to_dict()["filters"]["q"].endswith("Question number 0?")
     assert "zero_variance_groups" not in fired(
         write_jsonl(tmp_path / "ok", grouped(flat_groups=1)), cache_dir
     )
@@ -158,7 +165,7 @@ def test_nonfinite_tokens_is_an_error_pointing_at_the_sample(tmp_path, cache_dir
     records[7]["values"] = [float("inf")] * 8
     finding = fired(write_jsonl(tmp_path / "bad", records), cache_dir)["nonfinite_tokens"]
     assert (finding.severity, finding.steps) == ("error", [1, 2])
-    assert finding.link == {"step": 1, "sample": 2}
+    assert finding.link.to_dict() == {"step": 1, "sample": 2}
     assert "nonfinite_tokens" not in fired(write_jsonl(tmp_path / "ok", records[:5]), cache_dir)
 
 

@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.data.health import (
+from rl_board.errors import InvalidArgumentError
+from rl_board.health.checks import check_scalars
+from rl_board.health.engine import (
     REGISTRY,
     Finding,
     Rule,
     Settings,
-    check_scalars,
     load_settings,
     parse_set_option,
     register,
@@ -21,9 +22,9 @@ from rl_board.data.health import (
     run_rules,
     worst_severity,
 )
-from rl_board.data.scalars.fixtures import write_tensorboard_run
-from rl_board.data.scalars.reader import load_metrics
-from rl_board.errors import InvalidArgumentError
+from rl_board.metrics.reader import load_metrics
+from rl_board.where import Where
+from tests.helpers.metric_fixtures import write_tensorboard_run
 
 REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
 
@@ -110,7 +111,7 @@ def test_histogram_ratio_from_event_files(tmp_path):
     ratio = [
         f for f in check_scalars(bundle.scalars, histograms=bundle.histograms) if f.rule == "policy_ratio"
     ]
-    assert ratio and all(f.link["tag"] == "ppo/policy/ratio" for f in ratio)
+    assert ratio and all(f.link.tag == "ppo/policy/ratio" for f in ratio)
     assert ratio[0].steps[0] == 6
 
 
@@ -156,12 +157,12 @@ def test_broken_toml_is_a_problem(tmp_path):
 
 def test_registry_accepts_rules_of_other_kinds():
     def check(data, ctx):
-        yield ctx.finding("run", data, "rollout thing", step=data[0])
+        yield ctx.finding("run", data, "rollout thing", Where(step=data[0]))
 
     register(Rule("test_rollout_rule", "test-kind", "info", "demo", {}, check))
     try:
         [finding] = run_rules("test-kind", [3, 1])
-        assert finding == Finding("test_rollout_rule", "info", "run", [1, 3], "rollout thing", {"step": 3})
+        assert finding == Finding("test_rollout_rule", "info", "run", [1, 3], "rollout thing", Where(step=3))
         assert check_scalars(frame({"x": [1.0]})) == []  # scalar runs do not call it
     finally:
         del REGISTRY["test_rollout_rule"]
@@ -179,7 +180,7 @@ def test_real_run_is_quiet_at_defaults_and_flags_one_bump_at_z6():
     settings = Settings()
     parse_set_option(settings, "value_loss_spike.z=6")
     [finding] = check_scalars(bundle.scalars, settings=settings)
-    assert (finding.rule, finding.steps, finding.link["tag"]) == (
+    assert (finding.rule, finding.steps, finding.link.tag) == (
         "value_loss_spike",
         [19200],
         "learner_iter/value_loss_avg",
@@ -187,7 +188,7 @@ def test_real_run_is_quiet_at_defaults_and_flags_one_bump_at_z6():
 
 
 def test_duplicate_copies_of_di_engine_statistics():
-    from rl_board.data.health import duplicate_copies
+    from rl_board.health.engine import duplicate_copies
 
     tags = ["learner_iter/loss", "learner_step/loss", "learner/loss", "learner/only_text", "actor/step/x"]
     assert duplicate_copies(tags) == {"learner_step/loss", "learner/loss"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data.store import RolloutStore
+from rl_board.rollouts.store import RolloutStore
 from tests.hostile import Case, cases, write_case
 
 CASES = cases()

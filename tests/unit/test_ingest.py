@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data import bulk, ingest, jsonl
-from rl_board.data.store import RolloutStore
+from rl_board.rollouts.read import bulk, ingest, jsonl
+from rl_board.rollouts.store import RolloutStore
 
 LINES = [
     json.dumps({"step": 1, "prompt": "p", "response": "r", "reward": 0.5, "response_tokens": ["a", "b"],

@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from rl_board.data import jsonl, records
+from rl_board.rollouts.read import jsonl, records
 
 
 def block(*lines: str) -> bytes:
@@ -115,7 +115,7 @@ def test_lines_that_crash_pyarrow_never_reach_it() -> None:
     import sys
 
     code = (
-        "from rl_board.data import jsonl\n"
+        "from rl_board.rollouts.read import jsonl\n"
         "p = jsonl.parse_block(b'{\"step\": 1}\\n null\\nnull\\n', first_line=1)\n"
         "print(p.table.num_rows, [n for n, _ in p.bad])\n"
     )

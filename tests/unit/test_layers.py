@@ -1,24 +1,64 @@
-"""The data layer must stay importable without Streamlit."""
+"""The architecture, checked: layers, the import graph, and who may spell a field's label."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
-import rl_board.data
+import rl_board
+from rl_board.rollouts import fields
+
+PACKAGE = Path(rl_board.__file__).parent
+UI_DATA_MODULE_LIMIT = 5
 
 
-def data_modules() -> list[str]:
-    return [m.name for m in pkgutil.walk_packages(rl_board.data.__path__, "rl_board.data.")]
+def all_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.walk_packages(rl_board.__path__, "rl_board."))
+
+
+def module_file(name: str) -> Path:
+    rel = Path(*name.split(".")[1:])
+    package = PACKAGE / rel / "__init__.py"
+    return package if package.is_file() else (PACKAGE / rel).with_suffix(".py")
+
+
+def imports_of(name: str, known: set[str]) -> set[str]:
+    """rl_board modules that `name` imports at run time (imports under TYPE_CHECKING are not)."""
+    tree = ast.parse(module_file(name).read_text(encoding="utf-8"))
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node.test)
+               for n in ast.walk(node)}  # fmt: skip
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                out.add(full if full in known else node.module)
+    return {m for m in out if m in known and m != name}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = all_modules()
+    known = set(names)
+    return {n: imports_of(n, known) for n in names}
 
 
 def test_data_layer_does_not_import_streamlit() -> None:
-    modules = data_modules()
-    assert "rl_board.data.store" in modules
+    modules = [m for m in all_modules() if not m.startswith("rl_board.ui") and m != "rl_board.__main__"]
+    assert "rl_board.rollouts.store" in modules and "rl_board.cli" in modules
     code = (
         "import importlib, sys\n"
-        f"for name in {modules + ['rl_board.cli']!r}:\n"
+        f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
         "bad = sorted(m for m in sys.modules if m == 'streamlit' or m.startswith('streamlit.'))\n"
         "print(bad)\n"
@@ -26,3 +66,64 @@ def test_data_layer_does_not_import_streamlit() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path of module names, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles() -> None:
+    assert find_cycle(import_graph()) is None, " -> ".join(find_cycle(import_graph()) or [])
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_ui_imports_a_handful_of_data_modules() -> None:
+    graph = import_graph()
+    used = sorted({dep for mod, deps in graph.items() if mod.startswith("rl_board.ui")
+                   for dep in deps if not dep.startswith("rl_board.ui")})  # fmt: skip
+    assert len(used) <= UI_DATA_MODULE_LIMIT, used
+
+
+def test_scalar_rules_do_not_load_the_rollout_engine() -> None:
+    code = ("import sys, rl_board.health.scalar_rules\n"
+            "print(sorted(m for m in sys.modules if m.startswith('rl_board.rollouts')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = eval(out.stdout)  # a printed list of names
+    assert "rl_board.rollouts.store" not in loaded and "rl_board.rollouts.read.ingest" not in loaded
+
+
+def test_field_labels_are_spelled_only_in_the_catalogue() -> None:
+    """A label of a field ("KL (mean)", "ref reward", ...) appears as a string literal in one module."""
+    labels = {f.label for f in fields.FIELDS if len(f.label) > 3 and f.label != f.name}
+    owner = module_file("rl_board.rollouts.fields")
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == owner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in labels:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
+    assert not offenders, offenders

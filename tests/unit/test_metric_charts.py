@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.data.scalars.fixtures import write_di_engine_folder, write_tensorboard_run
-from rl_board.data.scalars.reader import load_metrics
+from rl_board.metrics.reader import load_metrics
 from rl_board.ui.metric_charts import (
     NO_PREFIX,
     chart_key,
@@ -19,6 +18,7 @@ from rl_board.ui.metric_charts import (
     rebin,
     scalar_figure,
 )
+from tests.helpers.metric_fixtures import write_di_engine_folder, write_tensorboard_run
 
 
 def points(values: list[float], steps: list[int] | None = None, wall0: float = 1000.0) -> pd.DataFrame:

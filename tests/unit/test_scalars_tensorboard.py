@@ -10,9 +10,9 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from rl_board.data.scalars.fixtures import append_partial_record, write_tensorboard_run
-from rl_board.data.scalars.reader import load_metrics
-from rl_board.data.scalars.tensorboard import read_event_folder
+from rl_board.metrics.reader import load_metrics
+from rl_board.metrics.tensorboard import read_event_folder
+from tests.helpers.metric_fixtures import append_partial_record, write_tensorboard_run
 
 REAL = Path(__file__).parents[2].parent / "shared/real-logs/di-engine-mappo-ant"
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.data.scalars.fixtures import (
+from rl_board.errors import NotFoundError
+from rl_board.metrics.reader import load_metrics
+from rl_board.metrics.stdout import read_text_metrics
+from tests.helpers.metric_fixtures import (
     write_demo_tree,
     write_jsonl_metrics,
     write_roll_stdout_log,
     write_rollout_jsonl,
     write_verl_console_log,
 )
-from rl_board.data.scalars.reader import load_metrics
-from rl_board.data.scalars.stdout import read_text_metrics
-from rl_board.errors import NotFoundError
 
 
 def test_roll_lines_behind_any_prefix(tmp_path):
@@ -144,8 +144,8 @@ def test_data_layer_does_not_import_streamlit():
     import sys
 
     code = (
-        "import sys, rl_board.data.scalars.reader, rl_board.data.health, rl_board.data.glossary, "
-        "rl_board.cli_metrics; print('streamlit' in sys.modules)"
+        "import sys, rl_board.metrics.reader, rl_board.health.engine, rl_board.metrics.glossary, "
+        "rl_board.cli.check, rl_board.cli.scalars; print('streamlit' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -158,7 +158,7 @@ def test_data_layer_does_not_import_streamlit():
 
 
 def test_metrics_signature_changes_when_a_log_grows(tmp_path):
-    from rl_board.data.scalars.reader import metrics_signature
+    from rl_board.metrics.reader import metrics_signature
 
     log = write_jsonl_metrics(tmp_path / "metrics.jsonl", steps=3)
     first = metrics_signature(tmp_path)

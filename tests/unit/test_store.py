@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rl_board.data.filters import SampleFilter
-from rl_board.data.store import RolloutStore
 from rl_board.errors import InvalidArgumentError, NotFoundError
+from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.store import RolloutStore
 
 
 def test_ranks_are_merged_by_step(train_run: Path, cache_dir: Path) -> None:

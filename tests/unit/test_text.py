@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rl_board.data.text import (
+from rl_board.ui.text import (
     TextDisplay,
     escape_markdown,
     parse_token_list,

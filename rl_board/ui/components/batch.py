@@ -7,30 +7,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.store import RolloutStore
+from rl_board.api import RolloutStore
+from rl_board.rollouts import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 
 CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
-# (label, step-summary column, delta colouring)
-METRICS = (
-    ("Mean reward", "reward_mean", "normal"),
-    ("Mean ref reward", "ref_reward_mean", "normal"),
-    ("Tokens", "length_mean", "off"),
-    ("Characters", "length_chars_mean", "off"),
-    ("Ref characters", "ref_length_chars_mean", "off"),
-    ("Mean KL", "kl_mean", "inverse"),
-)
-
-
-METRIC_HELP = {
-    "Mean reward": "Mean reward of the step's samples; the delta is the change from the previous step.",
-    "Mean ref reward": "Mean reward of the reference responses; delta from the previous step.",
-    "Tokens": "Average response length in tokens; delta from the previous step.",
-    "Characters": "Average response length in characters; delta from the previous step.",
-    "Ref characters": "Average reference-response length in characters; delta from the previous step.",
-    "Mean KL": "Mean per-sample KL to the reference (k3); delta from the previous step.",
-}
+CARDS = tuple((F.step(name), colour) for name, colour in F.STEP_CARDS)
 
 
 def _number(value: object) -> float | None:
@@ -41,8 +24,8 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, float | None, str]]:
-    """(label, value, change from the previous step or None, delta colour) for what the run has."""
+def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, float | None, str, str]]:
+    """(label, value, change from the previous step or None, delta colour, help) for what the run has."""
     rows = summary.sort_values("step").reset_index(drop=True)
     pos = rows.index[rows["step"] == step]
     if len(pos) == 0:
@@ -50,12 +33,14 @@ def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, flo
     here = rows.iloc[pos[0]]
     before = rows.iloc[pos[0] - 1] if pos[0] > 0 else None
     out = []
-    for label, column, color in METRICS:
+    for field, color in CARDS:
+        column, label = f"{field.name}_mean", field.short[:1].upper() + field.short[1:]
         value = _number(here.get(column))
         if value is None:
             continue
         prev = None if before is None else _number(before.get(column))
-        out.append((label, value, None if prev is None else value - prev, color))
+        out.append((label, value, None if prev is None else value - prev, color,
+                    f"{field.help} The delta is the change from the previous step."))
     return out
 
 
@@ -72,9 +57,9 @@ def render_batch(store: RolloutStore, run_path: str, step: int) -> None:
     values = step_metrics(summary, step)
     if values:
         cols = st.columns(len(values))
-        for col, (label, value, delta, color) in zip(cols, values, strict=True):
+        for col, (label, value, delta, color, help_text) in zip(cols, values, strict=True):
             col.metric(label, f"{value:.4g}", None if delta is None else f"{delta:+.4g}",
-                       delta_color=color, help=METRIC_HELP[label], border=True)
+                       delta_color=color, help=help_text, border=True)
     frame = cached.step_frame(run_path, store.signature, step, CHART_COLUMNS, store)
     left, mid, right = st.columns(3)
     with left:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.paths import relative_to_roots
-from rl_board.data.text import escape_markdown
+from rl_board.api import relative_to_roots
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.sidebar import open_run
 from rl_board.ui.context import Context
+from rl_board.ui.text import escape_markdown
 
 
 def _run_paths(ctx: Context) -> dict[str, Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from rl_board.rollouts import fields as F
 from rl_board.ui import charts, state
 from rl_board.ui.components.page import missing
 from rl_board.ui.context import Context
@@ -35,7 +36,7 @@ def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
     available = [s for s in REWARD_SERIES if charts.has_series(summary, s)]
     state.put("curves", [s for s in state.get("curves", available) if s in available])
     chosen = st.pills("Reward curves", available, selection_mode="multi",
-                      format_func=charts.SERIES_LABELS.get, **state.bind("curves"))
+                      format_func=lambda s: F.label(s, F.STEP), **state.bind("curves"))
     chosen = [s for s in (chosen or []) if s in available]
     if chosen:
         _chart(charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),

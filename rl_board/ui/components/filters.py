@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from rl_board.data.filters import SampleFilter
-from rl_board.data.store import RolloutStore
-from rl_board.data.text import escape_markdown
+from rl_board.api import RolloutStore, SampleFilter
 from rl_board.errors import InvalidArgumentError
+from rl_board.rollouts import fields as F
 from rl_board.ui import state
+from rl_board.ui.text import escape_markdown
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,9 @@ class FilterChoice:
 
 def range_columns(store: RolloutStore) -> dict[str, tuple[str, str]]:
     """URL name -> (per-sample column, label) for the ranges this run can filter on."""
-    out = {"reward": ("reward", "Reward")}
-    if store.has("kl_mean"):
-        out["kl"] = ("kl_mean", "KL (mean per token)")
-    if store.has("n_tokens"):
-        out["len"] = ("n_tokens", "Length (tokens)")
-    elif store.has("response_chars"):
-        out["len"] = ("response_chars", "Length (characters)")
-    return out
+    present = {f.name for f in F.at(F.SAMPLE) if f.filterable and store.has(f.name)} | {"reward"}
+    found = {key: F.filter_field(key, present) for key in F.FILTER_KEYS}
+    return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 
 def _reset_page() -> None:

@@ -8,28 +8,27 @@ a metric finding's link opens the Metrics page on its run and tag.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 
-from rl_board.data.health import REGISTRY, SEVERITIES, Finding
-from rl_board.data.paths import relative_to_roots
-from rl_board.data.scalars import Problem
-from rl_board.data.text import escape_markdown
+from rl_board.api import REGISTRY, SEVERITIES, Finding, Problem, relative_to_roots
 from rl_board.errors import RLBoardError
+from rl_board.rollouts import fields as F
 from rl_board.ui import cached, metrics_cached, state
 from rl_board.ui.components.metrics_runs import code_span
 from rl_board.ui.context import Context
 from rl_board.ui.metrics_cached import HealthSettings
+from rl_board.ui.text import escape_markdown
+from rl_board.where import Where
 
 SEVERITY_ICONS = {
     "error": ":red[:material/error:]",
     "warning": ":orange[:material/warning:]",
     "info": ":blue[:material/info:]",
 }
-FILTER_LABELS = {"q": "text", "reward": "reward", "kl": "KL", "len": "length"}
+FILTER_LABELS = {key: F.filter_field(key, {f.name for f in F.at(F.SAMPLE)}).brief for key in F.FILTER_KEYS}
 
 
 @dataclass(frozen=True)
@@ -113,38 +112,30 @@ def _finding_card(item: Located, key: str) -> None:
 
 
 def _link_buttons(item: Located, key: str) -> None:
-    f, link = item.finding, item.finding.link or {}
-    if "step" not in link:
+    f, where = item.finding, item.finding.link
+    if where is None or where.step is None:
         return
     if item.source == "rollouts":
-        st.button(f"Open step {link['step']}", key=f"hlink.{key}", icon=":material/table_rows:", width="stretch",
-                  on_click=open_in_step_browser, args=(f.run, link),
-                  help="Open the step browser at this step" + _filters_text(link))  # fmt: skip
-        if "sample" in link:
-            st.button(f"Open sample {link['sample']}", key=f"hsample.{key}", icon=":material/article:",
-                      width="stretch", on_click=open_in_step_browser, args=(f.run, link, "sample"))  # fmt: skip
-        if link.get("filters") or link.get("sort"):
-            st.caption(_filters_text(link).strip(" ;"))
+        described = where.describe(FILTER_LABELS)
+        st.button(f"Open step {where.step}", key=f"hlink.{key}", icon=":material/table_rows:", width="stretch",
+                  on_click=open_in_step_browser, args=(f.run, where),
+                  help="Open the step browser at this step" + (f"; {described}" if described else ""))  # fmt: skip
+        if where.sample is not None:
+            st.button(f"Open sample {where.sample}", key=f"hsample.{key}", icon=":material/article:",
+                      width="stretch", on_click=open_in_step_browser, args=(f.run, where, "sample"))  # fmt: skip
+        if described:
+            st.caption(escape_markdown(described))
     else:
         st.button("Show in Metrics", key=f"hlink.{key}", icon=":material/monitoring:", width="stretch",
-                  on_click=open_in_metrics, args=(f.run, link.get("tag", "")),
+                  on_click=open_in_metrics, args=(f.run, where.tag or ""),
                   help="Open the Metrics page on this run and tag")  # fmt: skip
-        if link.get("tag"):
-            st.caption(f"{escape_markdown(str(link['tag']))} at step {link['step']}")
+        if where.tag:
+            st.caption(f"{escape_markdown(str(where.tag))} at step {where.step}")
 
 
-def open_in_step_browser(run: str, link: dict[str, Any], page: str = "steps") -> None:
-    """Put a finding's link into the view state and ask the router for the page (a button callback)."""
-    state.put_many(run=run, step=int(link["step"]), sample=link.get("sample"), tpage=1, q="", regex=False,
-                   case=False, all=False, sort=link.get("sort") or "sample", desc=bool(link.get("desc")))  # fmt: skip
-    for name in state.RANGE_PARAMS:
-        state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
-    for name, value in (link.get("filters") or {}).items():
-        if name in state.RANGE_PARAMS:
-            low, high = value
-            state.put_many(**{f"{name}__lo": low, f"{name}__hi": high})
-        elif name == "q":
-            state.put("q", str(value))
+def open_in_step_browser(run: str, where: Where, page: str = "steps") -> None:
+    """Put a finding's place into the view state and ask the router for the page (a button callback)."""
+    state.show(replace(where, run=run))
     state.request_page(page)
 
 
@@ -153,21 +144,6 @@ def open_in_metrics(run: str, tag: str) -> None:
     state.put("metrics.runs", [run])
     state.put("metrics.q", tag)
     state.request_page("metrics")
-
-
-def _filters_text(link: dict[str, Any]) -> str:
-    parts = []
-    for name, value in (link.get("filters") or {}).items():
-        if name == "q":
-            parts.append(f"text contains {str(value)[:40]!r}")
-        elif isinstance(value, (list, tuple)) and len(value) == 2:
-            low, high = value
-            label = FILTER_LABELS.get(name, name)
-            parts.append(" and ".join(p for p in (f"{label} ≥ {low:.4g}" if low is not None else "",
-                                                  f"{label} ≤ {high:.4g}" if high is not None else "") if p))  # fmt: skip
-    if link.get("sort"):
-        parts.append(f"sorted by {link['sort']}{' descending' if link.get('desc') else ''}")
-    return ("; " + "; ".join(parts)) if parts else ""
 
 
 def _steps_text(steps: Sequence[int], limit: int = 5) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.health import REGISTRY, SETTINGS_FILE
+from rl_board.api import REGISTRY, SETTINGS_FILE
 from rl_board.ui.components.metrics_runs import render_problems
 from rl_board.ui.metrics_cached import HealthSettings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.report import BadLine, LoadReport
+from rl_board.api import BadLine, LoadReport
 
 
 def badge_text(report: LoadReport) -> str:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.scalars import MetricsBundle, Problem, RunInfo
-from rl_board.data.text import escape_markdown
+from rl_board.api import MetricsBundle, Problem, RunInfo
 from rl_board.ui import state
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
+from rl_board.ui.text import escape_markdown
 
 KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
 MAX_PROBLEM_WARNINGS = 5

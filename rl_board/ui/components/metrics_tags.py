@@ -13,10 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from rl_board.data.glossary import explain
-from rl_board.data.health import duplicate_copies
-from rl_board.data.scalars import MetricsBundle
-from rl_board.data.text import escape_markdown
+from rl_board.api import MetricsBundle, duplicate_copies, explain
 from rl_board.ui import state
 from rl_board.ui.metric_charts import (
     X_AXES,
@@ -26,6 +23,7 @@ from rl_board.ui.metric_charts import (
     histogram_figure,
     scalar_figure,
 )
+from rl_board.ui.text import escape_markdown
 
 CHARTS_PER_PAGE = 12
 AUTO_OPEN_GROUPS = 3

@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.paths import relative_to_roots
-from rl_board.data.text import escape_markdown
+from rl_board.api import relative_to_roots
 from rl_board.ui import state
 from rl_board.ui.context import Context
+from rl_board.ui.text import escape_markdown
 
 
 def current_run(title: str) -> Context | None:

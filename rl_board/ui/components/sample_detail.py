@@ -7,19 +7,16 @@ import math
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.schema import FLOAT_LIST_FIELDS, KNOWN_FIELDS, STRING_LIST_FIELDS
-from rl_board.data.store import RolloutStore, SampleDetail
-from rl_board.data.text import TextDisplay, escape_markdown, shown
+from rl_board.api import RolloutStore, SampleDetail
+from rl_board.rollouts import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.context import Context
+from rl_board.ui.text import TextDisplay, escape_markdown, shown
 
-TEXTS = (("prompt", "Prompt"), ("response", "Response"), ("ref_response", "Reference response"),
-         ("ground_truth", "Ground truth"))
-SCORES = (("reward", "Reward"), ("ref_reward", "Ref reward"), ("reward_gap", "Reward gap"),
-          ("valid_reward", "Valid reward"), ("ref_valid_reward", "Ref valid reward"),
-          ("kl_mean", "KL (mean)"), ("kl_sum", "KL (sum)"), ("n_tokens", "Tokens"))
+TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
+SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 TEXT_HEIGHT = 360
 SHORT_TEXT = 400
 
@@ -79,7 +76,7 @@ def _number(value: object) -> float | None:
 
 
 def _scores(fields: dict) -> None:
-    values = [(label, _number(fields.get(name))) for name, label in SCORES]
+    values = [(f.title, _number(fields.get(f.name))) for f in SCORES]
     values = [(label, v) for label, v in values if v is not None]
     per_row = 5
     for start in range(0, len(values), per_row):
@@ -89,10 +86,10 @@ def _scores(fields: dict) -> None:
 
 
 def _texts(fields: dict, display: TextDisplay) -> None:
-    for col, (name, label) in zip(st.columns(len(TEXTS)), TEXTS, strict=True):
+    for col, field in zip(st.columns(len(TEXTS)), TEXTS, strict=True):
         with col:
-            st.markdown(f"**{label}**")
-            value = fields.get(name)
+            st.markdown(f"**{field.title}**")
+            value = fields.get(field.name)
             if value is None:
                 st.caption("not in this log")
                 continue
@@ -104,7 +101,7 @@ def _texts(fields: dict, display: TextDisplay) -> None:
 
 
 def _other_fields(detail: SampleDetail) -> None:
-    skip = set(KNOWN_FIELDS) | set(FLOAT_LIST_FIELDS) | set(STRING_LIST_FIELDS)
+    skip = {f.name for f in F.at(F.SAMPLE) if f.source}
     rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step" and v is not None]
     with st.expander(f"Other fields ({len(rows)}) · source {escape_markdown(detail.file)}:{detail.line}"):
         frame = pd.DataFrame({"field": [k for k, _ in rows],

@@ -8,36 +8,23 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from rl_board.data import export
-from rl_board.data.filters import SampleFilter
-from rl_board.data.store import RolloutStore
-from rl_board.data.text import TextDisplay, escape_markdown, shown_column
+from rl_board import api
+from rl_board.api import RolloutStore, SampleFilter
+from rl_board.rollouts import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
+from rl_board.ui.text import TextDisplay, escape_markdown, shown_column
 
 PAGE_ROWS = 1000
 CELL_CHARS = 1000
 TABLE_KEY = "sample_table"
 _ROWS_KEY = "_table_rows"
-TEXT_COLUMNS = ("prompt", "response", "ref_response", "ground_truth")
-BASE_COLUMNS = (
-    "prompt", "response", "reward", "ground_truth", "valid_reward",
-    "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars",
-    "ref_response", "ref_reward", "ref_valid_reward", "reward_gap", "valid_reward_gap",
-)
-LABELS = {
-    "sample": "sample #", "step": "step", "prompt": "prompt", "response": "response",
-    "reward": "reward", "ground_truth": "ground truth", "valid_reward": "valid reward",
-    "log_ratio_mean": "log-ratio (mean)", "log_ratio_sum": "log-ratio (sum)", "kl_mean": "KL (mean)",
-    "kl_sum": "KL (sum)", "n_tokens": "length (tokens)", "response_chars": "length (chars)",
-    "ref_response": "ref response", "ref_reward": "ref reward", "ref_valid_reward": "ref valid reward",
-    "reward_gap": "reward gap", "valid_reward_gap": "valid reward gap", "file": "file", "line": "line",
-}
+TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
 
 def table_columns(store: RolloutStore) -> list[str]:
     """Known columns present in the run, then the user's own scalar fields."""
-    known = [c for c in BASE_COLUMNS if store.has(c)]
+    known = [c for c in F.TABLE_COLUMNS if store.has(c)]
     return known + [c for c in store.extra_fields if store.has(c)]
 
 
@@ -65,15 +52,16 @@ def valid_sort(options: list[str]) -> str:
 def _column_config(frame: pd.DataFrame) -> dict:
     config: dict = {}
     for name in frame.columns:
-        label = LABELS.get(name, name)
+        field = F.sample(name)
+        label, help_text = F.label(name), field.help if field else None
         if name in TEXT_COLUMNS:
-            config[name] = st.column_config.TextColumn(label, width="medium")
-        elif name in ("sample", "step", "n_tokens", "response_chars", "line"):
-            config[name] = st.column_config.NumberColumn(label, format="%d", width="small")
+            config[name] = st.column_config.TextColumn(label, width="medium", help=help_text)
+        elif field is not None and field.kind == F.COUNT:
+            config[name] = st.column_config.NumberColumn(label, format="%d", width="small", help=help_text)
         elif pd.api.types.is_float_dtype(frame[name].dtype):
-            config[name] = st.column_config.NumberColumn(label, format="%.4f")
+            config[name] = st.column_config.NumberColumn(label, format="%.4f", help=help_text)
         else:
-            config[name] = st.column_config.Column(label)
+            config[name] = st.column_config.Column(label, help=help_text)
     return config
 
 
@@ -138,7 +126,7 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
     options = sort_options(store)
     sort = valid_sort(options)
     left, mid, right = st.columns([3, 1.2, 3], vertical_alignment="bottom")
-    left.selectbox("Sort by", options, format_func=lambda c: LABELS.get(c, c), **state.bind("sort"))
+    left.selectbox("Sort by", options, format_func=F.label, **state.bind("sort"))
     mid.toggle("Descending", **state.bind("desc"))
     sort, desc = state.get("sort") or sort, bool(state.get("desc"))
     if total == 0:
@@ -168,9 +156,9 @@ def _export_buttons(store: RolloutStore, scope: int | None, columns: list[str], 
         return store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt)
 
     a, b, _ = st.columns([1, 1, 3])
-    a.download_button("Export CSV", data=lambda: export.to_csv_bytes(rows()), mime="text/csv",
-                      file_name=export.export_file_name(run, scope, "csv"), on_click="ignore",
+    a.download_button("Export CSV", data=lambda: api.to_csv_bytes(rows()), mime="text/csv",
+                      file_name=api.export_file_name(run, scope, "csv"), on_click="ignore",
                       icon=":material/download:", key="export_csv")
-    b.download_button("Export JSONL", data=lambda: export.to_jsonl_bytes(rows()), mime="application/jsonl",
-                      file_name=export.export_file_name(run, scope, "jsonl"), on_click="ignore",
+    b.download_button("Export JSONL", data=lambda: api.to_jsonl_bytes(rows()), mime="application/jsonl",
+                      file_name=api.export_file_name(run, scope, "jsonl"), on_click="ignore",
                       icon=":material/download:", key="export_jsonl")

@@ -7,25 +7,26 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.paths import relative_to_roots, resolve_within, served_roots
-from rl_board.data.store import RolloutStore
-from rl_board.data.text import (
+from rl_board.api import RolloutStore, relative_to_roots, resolve_within
+from rl_board.config import server_config
+from rl_board.errors import RLBoardError
+from rl_board.rollouts import fields as F
+from rl_board.ui import cached, state
+from rl_board.ui.charts import CurveOptions
+from rl_board.ui.components.load_report import render_load_report
+from rl_board.ui.context import Context, DisplaySettings
+from rl_board.ui.text import (
     DEFAULT_PAD_TOKENS,
     DEFAULT_SYSTEM_MARKER,
     TextDisplay,
     escape_markdown,
     parse_token_list,
 )
-from rl_board.errors import RLBoardError
-from rl_board.ui import cached, state
-from rl_board.ui.charts import CurveOptions
-from rl_board.ui.components.load_report import render_load_report
-from rl_board.ui.context import Context, DisplaySettings
 
 
 def render() -> Context:
     """Draw the sidebar and return what it decided (errors become messages, not exceptions)."""
-    roots = served_roots()
+    roots = list(server_config().roots)
     with st.sidebar:
         ctx = Context(roots=roots)
         ctx.root = _logs_root(roots)
@@ -154,7 +155,7 @@ def _display_settings() -> DisplaySettings:
         zero = st.toggle("Zero shift", value=False, key="zero_shift",
                          help="Move each curve's first point to 0 to compare trends")
         kl = st.radio("KL curve shows", ["kl", "log_ratio"], key="kl_series", horizontal=True,
-                      format_func={"kl": "KL (k3)", "log_ratio": "log-ratio"}.get)
+                      format_func=lambda name: F.token(name).brief)
     text = TextDisplay(pad_tokens=parse_token_list(pads) if hide_pads else (),
                        system_marker=marker.strip() if hide_system else "")
     return DisplaySettings(text=text, curves=CurveOptions(band_scale=float(scale), zero_shift=zero),

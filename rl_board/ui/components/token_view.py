@@ -6,25 +6,23 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from rl_board.data.schema import TOKEN_METRICS
-from rl_board.data.store import SampleDetail
-from rl_board.data.text import TextDisplay, escape_markdown, token_label
+from rl_board.api import SampleDetail
+from rl_board.rollouts import fields as F
 from rl_board.ui import charts, state
 from rl_board.ui.chips import (
-    DIVERGING_METRICS,
-    METRIC_LABELS,
-    SHORT_LABELS,
     chips_html,
+    diverging,
     legend_html,
     scale_for,
 )
 from rl_board.ui.components.page import missing
+from rl_board.ui.text import TextDisplay, escape_markdown, token_label
 
 TOP_TOKENS = 10
 
 
 def present_metrics(tokens: pd.DataFrame) -> list[str]:
-    return [m for m in TOKEN_METRICS if m in tokens.columns and tokens[m].notna().any()]
+    return [m for m in F.token_metrics() if m in tokens.columns and tokens[m].notna().any()]
 
 
 def valid_metric(metrics: list[str]) -> str:
@@ -53,7 +51,7 @@ def mismatch_note(detail: SampleDetail) -> str:
 def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.DataFrame:
     """The tokens that carry the most of ``metric`` (largest magnitude for signed metrics)."""
     values = tokens[metric].to_numpy(dtype=np.float64)
-    key = np.abs(values) if metric in DIVERGING_METRICS else values
+    key = np.abs(values) if diverging(metric) else values
     order = np.argsort(np.where(np.isfinite(key), -key, np.inf), kind="stable")[:n]
     picked = tokens.iloc[order]
     return pd.DataFrame({
@@ -69,12 +67,12 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
         frame = tokens[metrics].copy()
         frame.insert(0, "token", [token_label(t) for t in tokens["token"].astype(str)])
         frame.insert(0, "position", tokens.index.to_numpy())
-        config = {m: st.column_config.NumberColumn(METRIC_LABELS.get(m, m), format="%.4g") for m in metrics}
+        config = {m: st.column_config.NumberColumn(F.label(m, F.TOKEN), format="%.4g") for m in metrics}
         values = frame[metric].to_numpy(dtype=np.float64)
         finite = values[np.isfinite(values)]
         if len(finite) and finite.max() > finite.min():
             config[metric] = st.column_config.ProgressColumn(
-                METRIC_LABELS.get(metric, metric), format="%.4g",
+                F.label(metric, F.TOKEN), format="%.4g",
                 min_value=float(finite.min()), max_value=float(finite.max()))
         st.dataframe(frame, hide_index=True, column_config=config, height=min(420, 38 + 35 * len(frame)))
 
@@ -99,19 +97,19 @@ def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
     metric = valid_metric(metrics)
     left, right = st.columns([3, 1])
     with left:
-        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: SHORT_LABELS.get(m, m),
+        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: F.token(m).brief,
                              required=True, **state.bind("metric"))
         metric = state.get("metric") or metric
         st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(shown, metric))
         st.caption("Hover a token to see all its metrics.")
     with right:
-        label = METRIC_LABELS.get(metric, metric)
+        label = F.label(metric, F.TOKEN)
         st.markdown(f"**Top tokens by {label}**")
         st.dataframe(top_tokens(shown, metric), hide_index=True,
                      column_config={metric: st.column_config.NumberColumn(format="%.4g")})
     _token_table(shown, metrics, metric)
     chosen = st.multiselect("Heatmap rows", metrics, default=metrics, key="heatmap_rows",
-                            format_func=lambda m: METRIC_LABELS.get(m, m))
+                            format_func=lambda m: F.label(m, F.TOKEN))
     if chosen:
         st.plotly_chart(charts.token_heatmap_figure(shown, chosen), key="chart_heatmap",
                         config={"displaylogo": False})

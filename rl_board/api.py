@@ -1,0 +1,74 @@
+"""What pages (and other front ends) may ask of the data layer, in one narrow place.
+
+Pages list runs, open a run, read metrics, run checks, look up a metric's
+meaning and export rows through this module; they never import a reader, the
+cache or a rule module. The types they hold (``RolloutStore``,
+``MetricsBundle``, ``Finding``, ...) are re-exported here so a page needs
+nothing else from the data layer but the field catalogue
+(``rollouts.fields``), ``where``, ``config`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from rl_board.health.checks import (
+    REGISTRY,
+    SETTINGS_FILE,
+    SEVERITIES,
+    Finding,
+    RolloutRun,
+    Settings,
+    check_rollouts,
+    check_scalars,
+    duplicate_copies,
+    load_settings,
+)
+from rl_board.metrics import MetricsBundle, Problem, RunInfo, load_metrics, metrics_signature
+from rl_board.metrics.dilogs import evaluation_summary
+from rl_board.metrics.glossary import GlossaryEntry, explain
+from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
+from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.report import BadLine, LoadReport
+from rl_board.rollouts.store import RolloutStore, SampleDetail
+from rl_board.sources.catalogue import Catalogue, Source, catalogue
+from rl_board.sources.roots import relative_to_roots, resolve_within
+
+__all__ = [
+    "REGISTRY", "SETTINGS_FILE", "SEVERITIES", "BadLine", "Catalogue", "Finding", "GlossaryEntry",
+    "LoadReport", "MetricsBundle", "Problem", "RolloutStore", "RunInfo", "SampleDetail", "SampleFilter",
+    "Settings", "Source", "catalogue", "check_metrics", "check_run", "duplicate_copies", "evaluation_summary",
+    "explain", "export_file_name", "list_runs", "load_settings", "metrics_signature", "open_run",
+    "read_metrics", "relative_to_roots", "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
+]
+
+Progress = Callable[[int, int], None]
+
+
+def list_runs(root: Path | str, *, cache_dir: Path | str) -> pd.DataFrame:
+    """Rollout runs under a root (see ``RolloutStore.list_runs``)."""
+    return RolloutStore.list_runs(root, cache_dir=cache_dir)
+
+
+def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | None = None,
+             allowed_roots: list[Path] | None = None) -> RolloutStore:  # fmt: skip
+    """A run's store, its cache built or brought up to date."""
+    return RolloutStore.open(path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots)
+
+
+def read_metrics(root: Path | str, *, cache_dir: Path | str) -> MetricsBundle:
+    """Every metric source under a root, through the metrics cache."""
+    return load_metrics(root, cache_dir=cache_dir)
+
+
+def check_metrics(bundle: MetricsBundle, settings: Settings) -> list[Finding]:
+    """Findings of the rules on training metrics, for every metric run of a bundle."""
+    return check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
+
+
+def check_run(name: str, store: RolloutStore, settings: Settings) -> list[Finding]:
+    """Findings of the rules on rollouts for one run, named ``name``."""
+    return check_rollouts(RolloutRun.from_store(name, store), settings=settings)

@@ -1,0 +1,39 @@
+"""The ``rl-board`` command: one module per sub-command, one error boundary here.
+
+User mistakes (a missing path, a bad flag, a refused value) raise ``RLBoardError``
+and end here as one line on stderr with exit code 2; only bugs produce tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rl_board.cli import check, demo, scalars, serve, summary
+from rl_board.cli.common import EXIT_USAGE
+from rl_board.cli.summary import summary_dict
+from rl_board.errors import RLBoardError
+
+COMMANDS = (serve, summary, demo, scalars, check)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rl-board", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        return int(ns.func(ns) or 0)
+    except RLBoardError as exc:
+        print(f"rl-board: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+__all__ = ["build_parser", "main", "summary_dict"]

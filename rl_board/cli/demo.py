@@ -1,0 +1,33 @@
+"""`rl-board demo OUT_DIR`: write synthetic runs (a PPO run with planted reward hacking, an eval run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rl_board.rollouts import demo
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="write synthetic runs (a PPO run and an eval run)")
+    p.add_argument("out_dir", metavar="OUT_DIR")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--samples", type=int, default=24, help="samples per step")
+    p.add_argument("--ranks", type=int, default=2, help="files (data-parallel ranks)")
+    p.add_argument("--tokens", type=int, default=48, help="mean response length in tokens")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", choices=["train", "eval"], default=None, help="write just one of the two runs")
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    out = Path(ns.out_dir)
+    if ns.only in (None, "train"):
+        spec = demo.DemoSpec(steps=ns.steps, samples=ns.samples, ranks=ns.ranks, tokens=ns.tokens, seed=ns.seed)
+        for p in demo.write_run(out / "ppo_math", spec):
+            print(p)
+    if ns.only in (None, "eval"):
+        for p in demo.write_eval_run(out / "eval_math", seed=ns.seed + 1):
+            print(p)
+    return 0

@@ -1,0 +1,76 @@
+"""`rl-board scalars PATH`: the metric runs, tags and problems found under a path."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rl_board.cli.common import EXIT_OK, json_default, path_arguments, problem_dict, problem_text
+from rl_board.metrics.reader import MetricsBundle, load_metrics
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `scalars PATH [--json] [--cache-dir DIR]`."""
+    parser = subparsers.add_parser("scalars", help="list metric runs, tags and problems found under PATH")
+    path_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(ns: argparse.Namespace) -> int:
+    """List runs and tags; exit 0 whenever PATH was readable (damage is reported, not fatal)."""
+    bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
+    report = scalars_report(bundle)
+    if ns.json:
+        print(json.dumps(report, default=json_default))
+    else:
+        print(_scalars_table(report))
+    return EXIT_OK
+
+
+def scalars_report(bundle: MetricsBundle) -> dict[str, Any]:
+    """The `scalars --json` object: per run its kind, tag summaries, histogram tags and problems."""
+    stats = (
+        bundle.scalars.groupby(["run", "tag"], sort=True)["step"].agg(["size", "min", "max"])
+        if len(bundle.scalars)
+        else None
+    )
+    runs = []
+    for info in bundle.runs:
+        tags: dict[str, dict[str, int]] = {}
+        if stats is not None and info.run in stats.index.get_level_values(0):
+            for tag, row in stats.loc[info.run].iterrows():
+                tags[str(tag)] = {
+                    "points": int(row["size"]),
+                    "first_step": int(row["min"]),
+                    "last_step": int(row["max"]),
+                }
+        hist = bundle.histograms
+        runs.append({
+            "run": info.run,
+            "kind": info.kind,
+            "tags": tags,
+            "histograms": sorted(set(hist.loc[hist["run"] == info.run, "tag"])),
+            "problems": [problem_dict(p, bundle.root) for p in info.problems],
+        })  # fmt: skip
+    return {"runs": runs}
+
+
+def _scalars_table(report: dict[str, Any]) -> str:
+    """A readable listing: one block per run, one line per tag."""
+    if not report["runs"]:
+        return "no metric runs found"
+    lines: list[str] = []
+    for run in report["runs"]:
+        lines.append(
+            f"{run['run']}  [{run['kind']}]  {len(run['tags'])} tags, {len(run['histograms'])} histograms"
+        )
+        width = max((len(t) for t in run["tags"]), default=0)
+        for tag, s in run["tags"].items():
+            lines.append(
+                f"  {tag:<{width}}  {s['points']:>7} points  steps {s['first_step']}..{s['last_step']}"
+            )
+        lines.extend(f"  histogram {h}" for h in run["histograms"])
+        lines.extend(f"  problem: {problem_text(p)}" for p in run["problems"])
+    return "\n".join(lines)

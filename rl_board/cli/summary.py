@@ -1,0 +1,84 @@
+"""`rl-board summary RUN_DIR`: load a run through the cache and describe it (``--json`` for scripts)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from rl_board.rollouts.store import RolloutStore
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("summary", help="load a run (through the cache) and summarise it")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cache-dir", default=None)
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir)
+    data = summary_dict(store)
+    if ns.json:
+        print(json.dumps(data, allow_nan=False, default=str))
+    else:
+        print(_summary_text(data))
+    return 0
+
+
+def summary_dict(store: RolloutStore) -> dict:
+    """The documented ``summary --json`` object (NaN becomes null)."""
+    report = store.report
+    stats = store.step_summary()
+    for column in ("reward_mean", "reward_std"):
+        if column not in stats.columns:
+            stats[column] = float("nan")  # no sample has a reward: the keys stay, as null
+    keep = ["step", "samples", "reward_mean", "reward_std"] + [
+        c for c in ("kl_mean", "ref_reward_mean", "length_mean") if c in stats.columns
+    ]
+    return {
+        "run": str(store.run_dir),
+        "files": [{"name": f.name, "lines": f.lines, "bytes": f.bytes, "samples": f.samples,
+                   "bad": f.bad, "error": f.error or None} for f in report.files],
+        "samples": store.num_samples,
+        "steps": store.steps,
+        "samples_per_step": {str(k): v for k, v in store.samples_per_step().items()},
+        "fields": store.fields,
+        "bad_lines": [{"file": b.file, "line": b.line, "reason": b.reason} for b in report.bad_lines],
+        "bad_line_count": report.bad_line_count,
+        "length_mismatches": report.length_mismatches,
+        "step_stats": [{k: _clean(v) for k, v in row.items()} for row in stats[keep].to_dict("records")],
+        "load_seconds": round(report.seconds, 4),
+        "from_cache": report.from_cache,
+    }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def _summary_text(data: dict) -> str:
+    lines = [
+        f"run      {data['run']}",
+        f"files    {len(data['files'])}  samples {data['samples']}  steps {len(data['steps'])}"
+        f"  bad lines {data['bad_line_count']}",
+        f"loaded   {data['load_seconds']:.3f}s ({'cache' if data['from_cache'] else 'parsed logs'})",
+        "",
+        f"{'step':>8} {'samples':>8} {'reward':>10} {'± std':>8} {'kl':>10}",
+    ]
+    for row in data["step_stats"]:
+        kl = row.get("kl_mean")
+        lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>10} "
+                     f"{_num(row['reward_std']):>8} {_num(kl):>10}")
+    lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"

@@ -1,0 +1,64 @@
+"""Server configuration: read once per process into one object.
+
+``rl-board serve`` writes the roots and the cache folder into the server's
+environment (``RL_BOARD_ROOTS``, ``RL_BOARD_CACHE_DIR``); this is the only
+module that reads them. Commands pass their ``--cache-dir`` explicitly.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOTS_ENV = "RL_BOARD_ROOTS"
+CACHE_ENV = "RL_BOARD_CACHE_DIR"
+DEFAULT_ROOT = "rollout_samples"
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$RL_BOARD_CACHE_DIR, else $XDG_CACHE_HOME/rl-board, else ~/.cache/rl-board."""
+    env = os.environ if env is None else env
+    explicit = env.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = env.get("XDG_CACHE_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".cache") / "rl-board"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the server was started with: the folders it may read and where its cache lives."""
+
+    roots: tuple[Path, ...]
+    cache_dir: Path
+
+    @property
+    def metrics_cache_dir(self) -> Path:
+        """Parsed metric tables live beside the rollout cache, in their own folder."""
+        return self.cache_dir / "metrics"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
+        env = os.environ if env is None else env
+        raw = env.get(ROOTS_ENV, "")
+        parts = [p for p in raw.split(os.pathsep) if p.strip()] or [DEFAULT_ROOT]
+        roots = tuple(Path(p).expanduser().resolve() for p in parts)
+        return cls(roots=roots, cache_dir=default_cache_dir(env))
+
+    def to_env(self) -> dict[str, str]:
+        """The environment a server process reads this configuration from."""
+        return {ROOTS_ENV: os.pathsep.join(str(r) for r in self.roots), CACHE_ENV: str(self.cache_dir)}
+
+
+@functools.cache
+def server_config() -> ServerConfig:
+    """This process's configuration (read from the environment the first time it is asked)."""
+    return ServerConfig.from_env()
+
+
+def reset() -> None:
+    """Forget the configuration read so far (tests that start several apps in one process)."""
+    server_config.cache_clear()

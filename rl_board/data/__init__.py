@@ -1,1 +1,0 @@
-"""Data layer: loading, caching, deriving and querying. Never imports Streamlit."""

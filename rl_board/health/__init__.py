@@ -1,0 +1,1 @@
+"""Health checks: the rule machinery (engine) and two rule sets (metrics, rollouts)."""

@@ -1,0 +1,107 @@
+"""A small on-disk cache of parsed metric tables, keyed by file size and mtime.
+
+One entry per unit (a run's event files, a DI-engine folder, a text log):
+`<cache_dir>/<key>/` holds the four tables as Arrow IPC files and a
+`meta.json` with the file signature, problems, extras and (for text logs)
+how far the log was read. Entries are written to a temporary folder and
+renamed, so a reader never sees half an entry; an unreadable entry is
+treated as missing and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.feather as feather
+
+from rl_board.metrics.table import (
+    EPISODE_COLUMNS,
+    HISTOGRAM_COLUMNS,
+    SCALAR_COLUMNS,
+    TEXT_COLUMNS,
+    Problem,
+    ReadResult,
+    typed_frame,
+)
+
+CACHE_VERSION = 1
+"""Bump when a reader's output changes, so older entries are ignored."""
+TABLES = {"scalars": SCALAR_COLUMNS, "histograms": HISTOGRAM_COLUMNS, "texts": TEXT_COLUMNS,
+          "episodes": EPISODE_COLUMNS}  # fmt: skip
+LIST_COLUMNS = ("left", "right", "count")
+
+
+def signature(files: tuple[Path, ...] | list[Path]) -> list[list[Any]]:
+    """(path, size, mtime_ns) of each file: any change means the entry is stale."""
+    rows: list[list[Any]] = []
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            rows.append([str(path), -1, -1])
+            continue
+        rows.append([str(path), stat.st_size, stat.st_mtime_ns])
+    return rows
+
+
+def entry_dir(cache_dir: Path, kind: str, unit: Path) -> Path:
+    """Where the entry for one unit lives (a hash of its kind and absolute path)."""
+    digest = hashlib.sha256(f"{CACHE_VERSION}|{kind}|{unit.resolve()}".encode()).hexdigest()[:24]
+    return cache_dir / digest
+
+
+def load_entry(folder: Path) -> tuple[ReadResult, dict[str, Any]] | None:
+    """The cached result and its meta, or None when absent or unreadable."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("version") != CACHE_VERSION:
+            return None
+        frames = {name: _read_table(folder / f"{name}.arrow", schema) for name, schema in TABLES.items()}
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return None
+    problems = [Problem(**p) for p in meta.get("problems", [])]
+    return ReadResult(problems=problems, extras=meta.get("extras", {}), **frames), meta
+
+
+def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
+    """Write an entry atomically (temporary folder, then rename over the old one)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+    try:
+        for name in TABLES:
+            feather.write_feather(
+                getattr(result, name), str(tmp / f"{name}.arrow"), compression="uncompressed"
+            )
+        full = {**meta, "version": CACHE_VERSION, "problems": [p.to_dict() for p in result.problems],
+                "extras": result.extras}  # fmt: skip
+        (tmp / "meta.json").write_text(json.dumps(full, default=str), encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_table(path: Path, schema: dict[str, str]) -> Any:
+    """Read one Arrow file back with the schema's dtypes (list cells as Python lists)."""
+    frame = feather.read_feather(str(path))
+    for name in LIST_COLUMNS:
+        if name in frame.columns and name in schema:
+            frame[name] = [list(cell) if cell is not None else [] for cell in frame[name]]
+    return typed_frame(frame, schema)
+
+
+def prefix_digest(path: Path, offset: int, span: int = 4096) -> str:
+    """A digest of the bytes just before `offset`: if they change, the log was rewritten, not appended."""
+    start = max(0, offset - span)
+    with path.open("rb") as handle:
+        handle.seek(start)
+        return hashlib.sha256(handle.read(offset - start)).hexdigest()

@@ -1,0 +1,1 @@
+"""Rollout logs: reading them (read/), their columnar cache (cache/), the store pages ask, derived metrics."""

@@ -1,0 +1,1 @@
+"""The on-disk columnar cache of rollout runs: segments, manifest, growth, compaction."""

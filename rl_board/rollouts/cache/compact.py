@@ -1,0 +1,56 @@
+"""Merging the small segments that following a growing run leaves behind.
+
+Every refresh that finds new lines writes one segment; a run followed all day
+would end with thousands of tiny files, each one more memory map to open.
+When a file has more than ``MAX_SMALL`` small segments, every stretch of
+consecutive small segments is rewritten as one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.rollouts.cache.manifest import FileEntry, Segment
+from rl_board.rollouts.cache.segments import map_segment, write_segment
+from rl_board.rollouts.read import records
+from rl_board.rollouts.schema import LINE
+
+MAX_SMALL = 16
+SMALL_BYTES = 4 * 1024 * 1024
+
+
+def compact(directory: Path, entry: FileEntry) -> bool:
+    """Merge stretches of small segments of one file; True if anything changed."""
+    if sum(seg.bytes < SMALL_BYTES for seg in entry.segments) <= MAX_SMALL:
+        return False
+    merged: list[Segment] = []
+    for stretch in _stretches(entry.segments):
+        merged.append(_merge(directory, stretch) if len(stretch) > 1 else stretch[0])
+    entry.segments = merged
+    return True
+
+
+def _stretches(segments: list[Segment]) -> list[list[Segment]]:
+    """Consecutive small segments grouped; each big one alone."""
+    out: list[list[Segment]] = []
+    for seg in segments:
+        small = seg.bytes < SMALL_BYTES
+        if small and out and out[-1][-1].bytes < SMALL_BYTES:
+            out[-1].append(seg)
+        else:
+            out.append([seg])
+    return out
+
+
+def _merge(directory: Path, stretch: list[Segment]) -> Segment:
+    base = stretch[0].line_offset
+    tables = []
+    for seg in stretch:
+        table = map_segment(directory, seg)  # lines already shifted by seg.line_offset
+        i = table.schema.get_field_index(LINE)
+        tables.append(table.set_column(i, LINE, pc.subtract(table.column(i), pa.scalar(base, pa.int64()))))
+    record = write_segment(directory, records.unify_tables(tables).combine_chunks())
+    return Segment(**record, line_offset=base)

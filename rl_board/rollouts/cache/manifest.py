@@ -1,0 +1,145 @@
+"""The manifest of a run's cache: what was read of each file, and where it went.
+
+``manifest.json`` lists, per rollout file, the size and mtime it had when
+read, the offset after its last complete line, a CRC of the block before that
+offset, its counts and bad lines, and its segments (Arrow IPC files, each with
+a CRC and the line offset its block-relative line numbers start from).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from rl_board.rollouts.cache.segments import file_crc, map_segment
+
+CACHE_VERSION = 5
+
+
+@dataclass
+class Segment:
+    """One Arrow file; its ``_line`` values count from ``line_offset`` + 1."""
+
+    name: str
+    rows: int
+    bytes: int
+    crc: int
+    mtime_ns: int = 0
+    line_offset: int = 0
+
+
+@dataclass
+class FileEntry:
+    """What we know about one rollout file as of the last read."""
+
+    name: str
+    size: int = 0
+    mtime_ns: int = 0
+    consumed: int = 0
+    lines: int = 0
+    tail_crc: int = 0
+    samples: int = 0
+    blank: int = 0
+    bad_count: int = 0
+    bad: list[list] = field(default_factory=list)
+    warnings: list[list] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    error: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict) -> FileEntry:
+        segs = [Segment(**s) for s in data.pop("segments")]
+        return cls(**data, segments=segs)
+
+
+def read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict[str, FileEntry], bool]:
+    """Entries by file name; an unusable manifest empties the directory (rebuild)."""
+    path = directory / "manifest.json"
+    if not path.exists():
+        return {}, False
+    try:
+        data = json.loads(path.read_text())
+        if data.get("version") != CACHE_VERSION or data.get("run") != str(run_dir.resolve()):
+            raise ValueError("foreign cache")
+        entries = [FileEntry.from_json(e) for e in data["files"]]
+        if not all(_segments_intact(directory, e, verify=verify) for e in entries):
+            raise ValueError("damaged segment")
+    except (OSError, ValueError, KeyError, TypeError):
+        _clear(directory)
+        return {}, True
+    return {e.name: e for e in entries}, False
+
+
+def _segments_intact(directory: Path, entry: FileEntry, *, verify: bool) -> bool:
+    """Sizes always; with ``verify``, the CRC of every segment written to since we wrote it.
+
+    A segment whose size and mtime are the ones we recorded has not been
+    written since; checksumming it on every open would make a warm open of a
+    10 GB run read its whole cache.
+    """
+    for seg in entry.segments:
+        path = directory / seg.name
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        if st.st_size != seg.bytes:
+            return False
+        if verify and st.st_mtime_ns != seg.mtime_ns and file_crc(path) != seg.crc:
+            return False
+    return True
+
+
+def _clear(directory: Path) -> None:
+    for child in directory.iterdir():
+        if child.name == ".lock":
+            continue
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def write_manifest(directory: Path, run_dir: Path, entries: list[FileEntry]) -> None:
+    data = {"version": CACHE_VERSION, "run": str(run_dir.resolve()), "files": [asdict(e) for e in entries]}
+    tmp = directory / f"manifest.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, directory / "manifest.json")
+
+
+def collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
+    """Delete segments no entry refers to (open memory maps stay valid on POSIX)."""
+    keep = {s.name for e in entries for s in e.segments}
+    for child in directory.glob("seg-*"):
+        if child.name not in keep:
+            child.unlink(missing_ok=True)
+
+
+def open_segments(
+    directory: Path, entries: list[FileEntry], opened: dict[str, pa.Table] | None = None
+) -> list[tuple[int, pa.Table]]:
+    """Memory-map every segment: (file index, table) in file then append order.
+
+    ``opened`` holds tables mapped by an earlier call (by segment name); they
+    are reused, so a refresh maps only the segments it wrote. It is updated
+    to hold exactly the current segments.
+    """
+    known = opened if opened is not None else {}
+    out, current = [], {}
+    for index, entry in enumerate(entries):
+        for seg in entry.segments:
+            table = known.get(seg.name)
+            if table is None:
+                table = map_segment(directory, seg)
+            current[seg.name] = table
+            out.append((index, table))
+    if opened is not None:
+        opened.clear()
+        opened.update(current)
+    return out

@@ -1,0 +1,56 @@
+"""Segment files: one Arrow IPC file per parsed block, written atomically, checksummed, mapped.
+
+Uncompressed so they can be memory-mapped; the line numbers inside count from
+the block's start and are shifted by the segment's ``line_offset`` on mapping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import zlib
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.rollouts.schema import LINE
+
+
+class SegmentRef(Protocol):
+    """What mapping needs to know of a segment (manifest.Segment has it)."""
+
+    name: str
+    line_offset: int
+
+
+def write_segment(directory: Path, table: pa.Table) -> dict:
+    """Write an Arrow IPC file atomically; return its manifest record."""
+    name = f"seg-{uuid.uuid4().hex}.arrow"
+    tmp = directory / (name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+    crc = file_crc(tmp)
+    st = tmp.stat()
+    os.replace(tmp, directory / name)
+    return {"name": name, "rows": table.num_rows, "bytes": st.st_size, "crc": crc, "mtime_ns": st.st_mtime_ns}
+
+
+def file_crc(path: Path) -> int:
+    """CRC32 of a whole file, read in blocks so it does not count as resident memory."""
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(4 * 1024 * 1024):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def map_segment(directory: Path, seg: SegmentRef) -> pa.Table:
+    """Memory-map one segment, its line numbers shifted to the file's."""
+    source = pa.memory_map(str(directory / seg.name), "r")
+    table = pa.ipc.open_file(source).read_all()
+    if seg.line_offset:
+        i = table.schema.get_field_index(LINE)
+        table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
+    return table

@@ -1,0 +1,205 @@
+"""The on-disk columnar cache of a run: the product's database.
+
+Layout: ``<cache root>/runs/<hash of the run's real path>/`` holds
+``manifest.json`` and Arrow IPC segment files (uncompressed, so they can be
+memory-mapped). Every rollout file of the run has an entry in the manifest with
+the size and mtime it had when read, the byte offset after its last complete
+line (``consumed``), a CRC of the block just before that offset, and the list of
+segments holding its samples. A file that grew is parsed from ``consumed`` on
+(once the CRC proves the old part unchanged) into a new segment; a file that
+shrank or changed otherwise is parsed again from the start. Anything about the
+cache that does not check out (bad JSON, another version, a missing or damaged
+segment) makes us throw that run's cache away and rebuild it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from rl_board.config import default_cache_dir
+from rl_board.rollouts.cache.compact import compact
+from rl_board.rollouts.cache.manifest import (
+    FileEntry,
+    Segment,
+    collect_garbage,
+    open_segments,
+    read_manifest,
+    write_manifest,
+)
+from rl_board.rollouts.read import ingest
+from rl_board.rollouts.read.runfiles import list_rollout_files, scan_run, stat_signature
+
+__all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
+           "default_cache_dir", "run_cache_dir"]
+
+TAIL_BYTES = 4096
+MAX_REPORTED_PER_FILE = 10_000
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SyncResult:
+    """The manifest after a sync, and how much had to be read from the logs."""
+
+    directory: Path
+    files: list[FileEntry]
+    parsed_bytes: int
+    rebuilt: bool
+    parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
+
+
+def run_cache_dir(cache_root: Path, run_dir: Path) -> Path:
+    """One directory per run, named by a hash of its resolved path."""
+    key = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:20]
+    return cache_root / "runs" / key
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def sync(
+    run_dir: Path,
+    cache_root: Path,
+    *,
+    progress: Progress | None = None,
+    verify: bool = True,
+    allowed: list[Path] | None = None,
+    opened: dict[str, pa.Table] | None = None,
+) -> SyncResult:
+    """Bring the run's cache up to date with its files and return the manifest.
+
+    ``verify`` checks every segment's CRC (on first open); a refresh of a run
+    already open only checks sizes, so following a run costs what it appends.
+    """
+    directory = run_cache_dir(cache_root, run_dir)
+    with _locked(directory):
+        old, rebuilt = read_manifest(directory, run_dir, verify=verify)
+        entries: list[FileEntry] = []
+        work: list[tuple[_Plan, list[tuple[int, int]]]] = []
+        for path, problem in scan_run(run_dir, allowed):
+            if problem:
+                entries.append(FileEntry(name=path.name, error=problem))
+                continue
+            try:
+                plan = _plan(path, old.get(path.name))
+                blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
+            except OSError as exc:
+                entries.append(FileEntry(name=path.name, error=f"cannot read: {exc.strerror or exc}"))
+                continue
+            entries.append(plan.entry)
+            work.append((plan, blocks))
+        parsed = _ingest(work, directory, progress)
+        for entry in entries:
+            compact(directory, entry)
+        write_manifest(directory, run_dir, entries)
+        # Mapped while we hold the lock: another process may compact and delete
+        # segments once we let go (our maps stay valid; opening them would not).
+        parts = open_segments(directory, entries, opened)
+        collect_garbage(directory, entries)
+    return SyncResult(directory, entries, parsed, rebuilt, parts)
+
+
+def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:
+    """Parse every planned block of every file (in one worker pool) into its entry."""
+    jobs = [(plan.path, s, e) for plan, blocks in work for s, e in blocks]
+    owners = [plan for plan, blocks in work for _ in blocks]
+    total = sum(plan.todo for plan, _ in work)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        _tick(progress, done, total)
+
+    for plan, (_, _, end), result in zip(owners, jobs, ingest.run_blocks(jobs, directory, tick), strict=True):
+        if result.error:
+            plan.entry.error = result.error
+            continue
+        _record(plan.entry, result)
+        plan.entry.consumed = end
+    for plan, _ in work:
+        entry = plan.entry
+        entry.size, entry.mtime_ns = plan.size, plan.mtime_ns
+        if plan.todo:
+            entry.tail_crc = _tail_crc(plan.path, entry.consumed) if entry.consumed else 0
+    _tick(progress, total, total)
+    return total
+
+
+def _tick(progress: Progress | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+@dataclass
+class _Plan:
+    path: Path
+    entry: FileEntry
+    start: int  # offset to parse from; == entry.size when nothing to do
+    size: int
+    mtime_ns: int
+
+    @property
+    def todo(self) -> int:
+        """Bytes to parse (0 for a file unchanged since the last read)."""
+        if self.start == self.size and self.entry.size == self.size:
+            return 0
+        return max(0, self.size - self.start)
+
+
+def _plan(path: Path, old: FileEntry | None) -> _Plan:
+    """Decide whether a file is unchanged, grown, or must be read again."""
+    st = path.stat()
+    if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+        return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns)
+    if old is not None and st.st_size >= old.consumed and _tail_matches(path, old):
+        return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns)
+    return _Plan(path, FileEntry(name=path.name), 0, st.st_size, st.st_mtime_ns)
+
+
+def _tail_crc(path: Path, end: int) -> int:
+    start = max(0, end - TAIL_BYTES)
+    with open(path, "rb") as f:
+        f.seek(start)
+        return zlib.crc32(f.read(end - start))
+
+
+def _tail_matches(path: Path, old: FileEntry) -> bool:
+    try:
+        return _tail_crc(path, old.consumed) == old.tail_crc
+    except OSError:
+        return False
+
+
+def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
+    """Add a block's counts; its block-relative line numbers shift by the lines before it."""
+    offset = entry.lines
+    if result.segment is not None:
+        entry.segments.append(Segment(**result.segment, line_offset=offset))
+    entry.lines += result.lines
+    entry.samples += result.samples
+    entry.blank += result.blank
+    entry.bad_count += len(result.bad)
+    room = max(MAX_REPORTED_PER_FILE - len(entry.bad), 0)
+    entry.bad.extend([[offset + n, reason] for n, reason in result.bad[:room]])
+    room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)
+    entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
+
+

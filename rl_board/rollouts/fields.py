@@ -1,0 +1,210 @@
+"""The field catalogue: every rollout field and derived column, once.
+
+A field is known at one *level*: per token (a token view colours by it), per
+sample (a column of the batch table) or per step (a curve of the overview,
+built from a per-sample column). The same short name can live at two levels
+("kl" is a token's k3 KL and the step curve of per-sample KL means), so a
+field is looked up by level and name.
+
+Labels, help, units, colours, whether a column can be sorted or range-filtered
+and whether its colour scale is centred on zero live here and nowhere else:
+tables, filters, charts, chips, metric cards and the CLI ask this module. A
+new field is one entry in ``FIELDS``; a new *log* field also gets its parse
+type from ``kind`` (see ``schema.py``, which derives its tuples from here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TOKEN, SAMPLE, STEP = "token", "sample", "step"
+# kinds: text (str), number (float), count (int), tokens (list[str]), floats (list[float]), other
+TEXT, NUMBER, COUNT, TOKENS, FLOATS = "text", "number", "count", "tokens", "floats"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field at one level, with everything a view needs to show it."""
+
+    name: str
+    level: str
+    kind: str
+    label: str
+    help: str = ""
+    unit: str = ""
+    short: str = ""
+    color: str = ""
+    source: bool = False  # written by the trainer (else derived by rl-board)
+    filter_key: str = ""  # the URL name of its range filter ("" = not range-filterable)
+    diverging: bool = False  # colour scale centred on 0
+    score: bool = False  # shown as a card in the sample view
+    of: str = ""  # step level: the per-sample column it summarises
+
+    @property
+    def sortable(self) -> bool:
+        return self.level == SAMPLE and self.kind in (TEXT, NUMBER, COUNT)
+
+    @property
+    def filterable(self) -> bool:
+        return bool(self.filter_key)
+
+    @property
+    def title(self) -> str:
+        """The label as a heading ("ref reward" -> "Ref reward")."""
+        return self.label[:1].upper() + self.label[1:]
+
+    @property
+    def brief(self) -> str:
+        return self.short or self.label
+
+
+def _f(name: str, level: str, kind: str, label: str, **more: object) -> Field:
+    return Field(name, level, kind, label, **more)  # type: ignore[arg-type]
+
+
+BLUE, GREY, GREEN, AMBER, RED, PURPLE, SKY = ("#1f6feb", "#8b949e", "#2da44e", "#bf8700", "#cf222e",
+                                              "#8250df", "#0969da")  # fmt: skip
+
+FIELDS: tuple[Field, ...] = (
+    # -- per sample, written by the trainer ------------------------------------------------
+    _f("step", SAMPLE, COUNT, "step", source=True, help="Training step the sample was generated at."),
+    _f("prompt", SAMPLE, TEXT, "prompt", source=True, help="The prompt given to the policy."),
+    _f("response", SAMPLE, TEXT, "response", source=True, help="The policy's answer."),
+    _f("ref_response", SAMPLE, TEXT, "ref response", source=True,
+       help="The reference model's answer to the same prompt."),
+    _f("ground_truth", SAMPLE, TEXT, "ground truth", source=True, help="The expected answer."),
+    _f("reward", SAMPLE, NUMBER, "reward", source=True, color=BLUE, filter_key="reward", score=True,
+       help="Sequence-level reward of the response."),
+    _f("ref_reward", SAMPLE, NUMBER, "ref reward", source=True, color=GREY, score=True,
+       help="Reward of the reference model's response."),
+    _f("valid_reward", SAMPLE, NUMBER, "valid reward", source=True, color=GREEN, score=True,
+       help="An extra reward (e.g. rule-based) of the response."),
+    _f("ref_valid_reward", SAMPLE, NUMBER, "ref valid reward", source=True, color=AMBER, score=True,
+       help="The extra reward of the reference response."),
+    _f("response_tokens", SAMPLE, TOKENS, "response tokens", source=True,
+       help="The response as token strings."),
+    _f("logprobs", SAMPLE, FLOATS, "log-probs", source=True, help="Per-token log-prob under the policy."),
+    _f("ref_logprobs", SAMPLE, FLOATS, "ref log-probs", source=True,
+       help="Per-token log-prob under the reference model."),
+    _f("values", SAMPLE, FLOATS, "critic values", source=True, help="Critic value per token."),
+    _f("token_rewards", SAMPLE, FLOATS, "token rewards", source=True,
+       help="Per-token reward used in training (KL penalty plus reward)."),
+    # -- per sample, derived ---------------------------------------------------------------
+    _f("sample", SAMPLE, COUNT, "sample #", help="Index of the sample within its step."),
+    _f("file", SAMPLE, TEXT, "file", help="The log file the sample was read from."),
+    _f("line", SAMPLE, COUNT, "line", help="Line of the sample in its file."),
+    _f("n_tokens", SAMPLE, COUNT, "length (tokens)", unit="tokens", filter_key="len", score=True,
+       short="tokens", help="Response length in tokens."),
+    _f("n_logprobs", SAMPLE, COUNT, "log-probs logged", help="How many per-token log-probs the line holds."),
+    _f("length_mismatch", SAMPLE, COUNT, "length mismatch",
+       help="True when the response tokens and the log-probs differ in length."),
+    _f("response_chars", SAMPLE, COUNT, "length (chars)", unit="characters", filter_key="len",
+       short="characters", help="Response length in characters."),
+    _f("ref_response_chars", SAMPLE, COUNT, "ref length (chars)", unit="characters",
+       short="ref characters", help="Reference response length in characters."),
+    _f("log_ratio_mean", SAMPLE, NUMBER, "log-ratio (mean)", diverging=True,
+       help="Mean over tokens of logp − ref_logp (the k1 KL estimate; can be negative)."),
+    _f("log_ratio_sum", SAMPLE, NUMBER, "log-ratio (sum)", diverging=True,
+       help="Sum over tokens of logp − ref_logp."),
+    _f("kl_mean", SAMPLE, NUMBER, "KL (mean)", filter_key="kl", score=True,
+       help="Mean over tokens of the k3 KL to the reference: exp(r) − 1 − r, never negative."),
+    _f("kl_sum", SAMPLE, NUMBER, "KL (sum)", score=True, help="Sum over tokens of the k3 KL."),
+    _f("reward_gap", SAMPLE, NUMBER, "reward gap", color=BLUE, diverging=True, score=True,
+       help="reward − ref reward: positive beats the reference."),
+    _f("valid_reward_gap", SAMPLE, NUMBER, "valid reward gap", diverging=True,
+       help="valid reward − ref valid reward."),
+    _f("nonfinite_tokens", SAMPLE, COUNT, "non-finite token values",
+       help="How many NaN or infinite values the token arrays hold."),
+    # -- per token ---------------------------------------------------------------------------
+    _f("token_reward", TOKEN, NUMBER, "token reward", diverging=True, help="Per-token reward."),
+    _f("log_ratio", TOKEN, NUMBER, "log-ratio (logp − ref_logp)", short="log-ratio", diverging=True,
+       help="logp − ref_logp of the token."),
+    _f("kl", TOKEN, NUMBER, "KL (k3)", short="KL", help="exp(r) − 1 − r with r the token's log-ratio."),
+    _f("value", TOKEN, NUMBER, "critic value", short="value", diverging=True, help="The critic's value."),
+    _f("logp", TOKEN, NUMBER, "log-prob", short="logp", help="Log-prob of the token under the policy."),
+    _f("ref_logp", TOKEN, NUMBER, "ref log-prob", short="ref logp", help="Log-prob under the reference."),
+    _f("prob", TOKEN, NUMBER, "prob", help="Probability of the token under the policy."),
+    _f("ref_prob", TOKEN, NUMBER, "ref prob", help="Probability of the token under the reference."),
+    # -- per step (summaries of a per-sample column: {name}_{mean,std,min,max,count}) ---------------
+    _f("reward", STEP, NUMBER, "reward", of="reward", color=BLUE, short="mean reward",
+       help="Mean reward of the step's samples."),
+    _f("ref_reward", STEP, NUMBER, "ref reward", of="ref_reward", color=GREY, short="mean ref reward",
+       help="Mean reward of the step's reference responses."),
+    _f("valid_reward", STEP, NUMBER, "valid reward", of="valid_reward", color=GREEN,
+       short="mean valid reward", help="Mean extra reward of the step's samples."),
+    _f("ref_valid_reward", STEP, NUMBER, "ref valid reward", of="ref_valid_reward", color=AMBER,
+       short="mean ref valid reward", help="Mean extra reward of the reference responses."),
+    _f("kl", STEP, NUMBER, "KL (k3, mean per sample)", of="kl_mean", color=RED, short="mean KL",
+       help="Mean per-sample KL to the reference (k3)."),
+    _f("log_ratio", STEP, NUMBER, "log-ratio (mean per sample)", of="log_ratio_mean", color=PURPLE,
+       short="mean log-ratio", help="Mean per-sample log-ratio (k1 KL; negative means below the reference)."),
+    _f("length", STEP, NUMBER, "response length (tokens)", of="n_tokens", color=SKY, short="tokens",
+       unit="tokens", help="Average response length in tokens."),
+    _f("length_chars", STEP, NUMBER, "response length (chars)", of="response_chars", color=SKY,
+       short="characters", unit="characters", help="Average response length in characters."),
+    _f("ref_length_chars", STEP, NUMBER, "ref response length (chars)", of="ref_response_chars", color=GREY,
+       short="ref characters", unit="characters", help="Average reference-response length in characters."),
+)
+
+_BY_KEY = {(f.level, f.name): f for f in FIELDS}
+
+# The batch table's known columns, in display order (then the run's own extra fields).
+TABLE_COLUMNS = (
+    "prompt", "response", "reward", "ground_truth", "valid_reward",
+    "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars",
+    "ref_response", "ref_reward", "ref_valid_reward", "reward_gap", "valid_reward_gap",
+)
+# Cards above a step's batch: step-level fields, each with how its change is coloured.
+STEP_CARDS = (("reward", "normal"), ("ref_reward", "normal"), ("length", "off"), ("length_chars", "off"),
+              ("ref_length_chars", "off"), ("kl", "inverse"))  # fmt: skip
+
+
+def get(level: str, name: str) -> Field | None:
+    """The field `name` at `level`, or None for a name the catalogue does not know (a user's extra field)."""
+    return _BY_KEY.get((level, name))
+
+
+def sample(name: str) -> Field | None:
+    return get(SAMPLE, name)
+
+
+def token(name: str) -> Field | None:
+    return get(TOKEN, name)
+
+
+def step(name: str) -> Field | None:
+    return get(STEP, name)
+
+
+def at(level: str) -> tuple[Field, ...]:
+    """Every field of one level, in catalogue order."""
+    return tuple(f for f in FIELDS if f.level == level)
+
+
+def label(name: str, level: str = SAMPLE) -> str:
+    """How to name a column or metric: the catalogue's label, else the name itself (user fields)."""
+    found = get(level, name)
+    return found.label if found else name
+
+
+def color(name: str, level: str = STEP, default: str = BLUE) -> str:
+    found = get(level, name)
+    return found.color if found and found.color else default
+
+
+def source_names(kind: str) -> tuple[str, ...]:
+    """Log fields of one kind, in catalogue order (the parse schema is built from these)."""
+    return tuple(f.name for f in FIELDS if f.source and f.kind == kind and f.name != "step")
+
+
+def token_metrics() -> tuple[str, ...]:
+    """Per-token metrics a token view can colour by, in display order."""
+    return tuple(f.name for f in at(TOKEN))
+
+
+def filter_field(key: str, present: set[str] | frozenset[str]) -> Field | None:
+    """The first per-sample column with range filter `key` ("reward", "kl", "len") that the run has."""
+    return next((f for f in at(SAMPLE) if f.filter_key == key and f.name in present), None)
+
+
+FILTER_KEYS = tuple(dict.fromkeys(f.filter_key for f in FIELDS if f.filter_key))

@@ -1,0 +1,1 @@
+"""Turning rollout files into Arrow tables: line parsers, blocks, worker processes."""

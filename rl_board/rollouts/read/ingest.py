@@ -1,0 +1,208 @@
+"""Turning the new bytes of a rollout file into cache segments, on every core.
+
+A file (or its appended tail) is cut at newlines into blocks. Each block is
+parsed by the path that suits its lines (pyarrow.json for short lines, orjson
+plus bulk column building for long token-level lines), derived, and written as
+one Arrow segment. Big jobs run the blocks in worker processes; the line
+numbers inside a segment count from the block's start and the manifest keeps
+each segment's offset, so workers never wait on each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rl_board.rollouts import derive
+from rl_board.rollouts.cache.segments import write_segment
+from rl_board.rollouts.read import bulk, jsonl
+
+BLOCK_BYTES = 16 * 1024 * 1024
+LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
+POOL_MIN_BYTES = 48 * 1024 * 1024  # below this, worker start-up costs more than it saves
+_SCAN = 1024 * 1024
+
+
+@dataclass
+class BlockResult:
+    """What one block produced; line numbers are relative to the block (1-based)."""
+
+    lines: int = 0
+    samples: int = 0
+    blank: int = 0
+    error: str = ""
+    segment: dict | None = None
+    bad: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[tuple[int, str]] = field(default_factory=list)
+
+
+def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> jsonl.ParsedBlock:
+    """Parse complete lines with the path that suits them."""
+    if n_lines is None:
+        n_lines = data.count(b"\n")
+    if n_lines and len(data) / n_lines >= LONG_LINE:
+        return bulk.parse_long_lines(data, first_line)
+    return jsonl.parse_block(data, first_line=first_line)
+
+
+def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES) -> list[tuple[int, int]]:
+    """Cut ``[start, last newline]`` of a file into blocks that end at newlines."""
+    with open(path, "rb") as f:
+        end = _last_newline_end(f, start, size)
+        blocks = []
+        pos = start
+        while pos < end:
+            cut = _next_newline_end(f, min(pos + block_bytes, end) - 1, end)
+            blocks.append((pos, cut))
+            pos = cut
+    return blocks
+
+
+def _last_newline_end(f, start: int, size: int) -> int:  # noqa: ANN001 - a binary file
+    pos = size
+    while pos > start:
+        step = min(_SCAN, pos - start)
+        f.seek(pos - step)
+        chunk = f.read(step)
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return pos - step + i + 1
+        pos -= step
+    return start
+
+
+def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary file
+    f.seek(pos)
+    while pos < end:
+        chunk = f.read(min(_SCAN, end - pos))
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return pos + i + 1
+        pos += len(chunk)
+    return end
+
+
+def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult:
+    """Read, parse, derive and write one block (runs in a worker or in-process)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start)
+    except OSError as exc:
+        return BlockResult(error=f"cannot read: {exc.strerror or exc}")
+    n_lines = data.count(b"\n")
+    parsed = parse_block(data, first_line=1, n_lines=n_lines)
+    result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
+                         bad=parsed.bad, warnings=parsed.warnings)
+    if parsed.table.num_rows:
+        result.segment = write_segment(Path(directory), derive.with_sample_metrics(parsed.table))
+    return result
+
+
+def run_blocks(
+    jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None]
+) -> Iterator[BlockResult]:
+    """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each."""
+    total = sum(e - s for _, s, e in jobs)
+    cores = os.cpu_count() or 1
+    workers = None
+    if total >= POOL_MIN_BYTES and len(jobs) >= 2 and cores >= 2:
+        try:
+            workers = _Workers(min(cores, 4, len(jobs)))
+        except OSError:  # no way to start a process here: parse in this one
+            workers = None
+    if workers is None:
+        for path, s, e in jobs:
+            yield ingest_block(str(path), s, e, str(directory))
+            on_done(e - s)
+        return
+    with workers:
+        yield from workers.run(jobs, directory, on_done)
+
+
+class _Workers:
+    """Worker processes fed job lines on stdin, answering result lines on stdout.
+
+    Plain subprocesses rather than multiprocessing: nothing of the parent (its
+    threads, its ``__main__``) is inherited or re-run. Job ``i`` goes to worker
+    ``i % n`` and each worker answers in order, so results come back in order.
+    A worker that dies is replaced by doing its jobs in this process.
+    """
+
+    AHEAD = 2  # jobs queued per worker
+
+    def __init__(self, n: int) -> None:
+        cmd = [sys.executable, "-m", "rl_board.rollouts.read.worker"]
+        self.procs: list[subprocess.Popen] = []
+        self.broken = False
+        try:
+            for _ in range(n):
+                self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        except OSError:
+            self.__exit__()  # do not leave the ones that did start behind
+            raise
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def run(self, jobs: list[tuple[Path, int, int]], directory: Path,
+            on_done: Callable[[int], None]) -> Iterator[BlockResult]:
+        n = len(self.procs)
+        for i in range(min(len(jobs), self.AHEAD * n)):
+            self._send(i, jobs[i], directory)
+        for i, (path, s, e) in enumerate(jobs):
+            result = self._receive(i)
+            if result is None:
+                result = ingest_block(str(path), s, e, str(directory))
+            if i + self.AHEAD * n < len(jobs):
+                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory)
+            yield result
+            on_done(e - s)
+
+    def _send(self, i: int, job: tuple[Path, int, int], directory: Path) -> None:
+        if self.broken:
+            return
+        path, s, e = job
+        try:
+            proc = self.procs[i % len(self.procs)]
+            proc.stdin.write(json.dumps([str(path), s, e, str(directory)]) + "\n")
+            proc.stdin.flush()
+        except OSError:
+            self.broken = True
+
+    def _receive(self, i: int) -> BlockResult | None:
+        if self.broken:
+            return None
+        line = self.procs[i % len(self.procs)].stdout.readline()
+        if not line:
+            self.broken = True
+            return None
+        return result_from_json(line)
+
+
+def result_to_json(result: BlockResult) -> str:
+    return json.dumps(asdict(result))
+
+
+def result_from_json(line: str) -> BlockResult:
+    data = json.loads(line)
+    data["bad"] = [tuple(b) for b in data["bad"]]
+    data["warnings"] = [tuple(w) for w in data["warnings"]]
+    return BlockResult(**data)

@@ -1,0 +1,132 @@
+"""Rollout JSONL -> Arrow, fast when lines are clean and exact when they are not.
+
+A block of complete lines goes to ``pyarrow.json`` (both cores, straight to
+columns). If the block fails as a whole (one bad line, a string ``step``, a
+BOM ...), it is cut into pieces that are retried the same way, and only the
+pieces that still fail are read line by line with ujson, where every line is
+either normalised into a sample or reported with its line number and a reason
+(records.py).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from rl_board.rollouts import schema as S
+from rl_board.rollouts.read.records import BOM, BadLine, parse_line, records_to_table, unify_tables
+
+_PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
+# pyarrow splits a block into parse tasks of this size, one per core at a time.
+_READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
+_PIECE_LINES = 256
+# A line that does not start with "{" is never a sample, and pyarrow.json
+# crashes the process (SIGSEGV, pyarrow 26) on some of them, e.g. " null".
+_FIRST_NOT_OBJECT = re.compile(rb"[ \t\r\n]*[^{ \t\r\n]")
+_LATER_NOT_OBJECT = re.compile(rb"\n[ \t\r]*[^{ \t\r\n]")
+
+
+@dataclass
+class ParsedBlock:
+    """Samples of a block of lines, and what could not be used."""
+
+    table: pa.Table
+    bad: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[tuple[int, str]] = field(default_factory=list)
+    blank: int = 0
+
+
+def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
+    """Parse complete lines numbered from ``first_line`` (1-based)."""
+    n_lines = data.count(b"\n")
+    if first_line == 1 and data.startswith(BOM):
+        data = data[len(BOM) :]
+    table = _fast_parse(data)
+    if table is not None and table.num_rows == n_lines:
+        lines = pa.array(range(first_line, first_line + n_lines), pa.int64())
+        return _drop_missing_step(table.append_column(S.LINE, lines))
+    return _parse_pieces(data, first_line)
+
+
+def _fast_parse(data: bytes) -> pa.Table | None:
+    """Columns from pyarrow.json, or None if any line needs the careful path.
+
+    pyarrow copies invalid UTF-8 into string columns unchecked; a full
+    validation of the text columns sends such blocks down the line path.
+    """
+    if _FIRST_NOT_OBJECT.match(data) or _LATER_NOT_OBJECT.search(data):
+        return None
+    try:
+        table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
+        for column in table.columns:
+            if _has_text(column.type):
+                column.validate(full=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    return table
+
+
+def _has_text(kind: pa.DataType) -> bool:
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_text(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_text(f.type) for f in kind)
+    return False
+
+
+def _drop_missing_step(table: pa.Table) -> ParsedBlock:
+    """pyarrow reads a line without ``step`` as a null step: report those."""
+    steps = table.column(S.STEP)
+    if steps.null_count == 0:
+        return ParsedBlock(table)
+    missing = steps.is_null()
+    lines = table.column(S.LINE).filter(missing).to_pylist()
+    bad = [(line, "missing 'step'") for line in lines]
+    return ParsedBlock(table.filter(pc.invert(missing)), bad=bad)
+
+
+def _parse_pieces(data: bytes, first_line: int) -> ParsedBlock:
+    lines = data.split(b"\n")[:-1]
+    numbered = [(first_line + i, raw) for i, raw in enumerate(lines) if raw.strip()]
+    result = ParsedBlock(pa.table({}), blank=len(lines) - len(numbered))
+    tables = []
+    for start in range(0, len(numbered), _PIECE_LINES):
+        piece = numbered[start : start + _PIECE_LINES]
+        table = _fast_parse(b"\n".join(raw for _, raw in piece) + b"\n")
+        if table is not None and table.num_rows == len(piece):
+            lines_col = pa.array([n for n, _ in piece], pa.int64())
+            part = _drop_missing_step(table.append_column(S.LINE, lines_col))
+        else:
+            part = _parse_lines(piece)
+        tables.append(part.table)
+        result.bad += part.bad
+        result.warnings += part.warnings
+    result.table = unify_tables(tables)
+    return result
+
+
+def _parse_lines(piece: list[tuple[int, bytes]]) -> ParsedBlock:
+    records: list[dict[str, Any]] = []
+    bad: list[tuple[int, str]] = []
+    warnings: list[tuple[int, str]] = []
+    for number, raw in piece:
+        try:
+            record, note = parse_line(raw)
+        except BadLine as exc:
+            bad.append((number, str(exc)))
+            continue
+        if note:
+            warnings.append((number, note))
+        record[S.LINE] = number
+        records.append(record)
+    return ParsedBlock(records_to_table(records), bad=bad, warnings=warnings)
+
+

@@ -1,0 +1,209 @@
+"""One JSON line -> one sample record -> Arrow, with a reason for every refusal.
+
+The careful path, used for any line the fast readers cannot take as it is:
+it accepts what real trainers write (NaN, Infinity, ``step`` as text or as a
+whole float, numeric strings in arrays, invalid UTF-8 repaired) and refuses
+anything else with a message a person understands.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import ujson
+
+from rl_board.rollouts import schema as S
+
+_INT_TEXT = re.compile(r"\s*-?\d+\s*")
+BOM = b"\xef\xbb\xbf"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class BadLine(ValueError):
+    """A line that cannot become a sample; the message is shown to users."""
+
+
+def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
+    """One line -> a normalised sample and an optional repair note, or BadLine."""
+    note = None
+    if raw.startswith(BOM):
+        raw = raw[len(BOM) :]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        note = "invalid UTF-8 bytes were replaced with \ufffd"
+    try:
+        obj = ujson.loads(text)
+    except (ValueError, OverflowError, RecursionError) as exc:
+        raise BadLine(f"not valid JSON ({_short(exc)})") from None
+    if not isinstance(obj, dict):
+        raise BadLine(f"not a JSON object (found {_kind(obj)})")
+    return normalise(obj), note
+
+
+def normalise(obj: dict[str, Any]) -> dict[str, Any]:
+    """Check and coerce the known fields of one sample; keep extra keys."""
+    return check_arrays(normalise_shallow(obj))
+
+
+def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything but the items of the arrays (the bulk path checks those at once)."""
+    out = dict(obj)
+    out[S.STEP] = _step(obj.get(S.STEP))
+    for name in S.SCALAR_FIELDS:
+        out[name] = _number(name, obj.get(name))
+    for name in S.TEXT_FIELDS:
+        out[name] = _text(name, obj.get(name))
+    for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, list):
+            kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
+            raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
+    return out
+
+
+def check_arrays(record: dict[str, Any]) -> dict[str, Any]:
+    """Check (and coerce) every item of the array fields, in place."""
+    for name in S.FLOAT_LIST_FIELDS:
+        record[name] = _float_list(name, record.get(name))
+    record[S.RESPONSE_TOKENS] = _string_list(S.RESPONSE_TOKENS, record.get(S.RESPONSE_TOKENS))
+    return record
+
+
+def _step(value: Any) -> int:
+    if value is None:
+        raise BadLine("missing 'step'")
+    if isinstance(value, bool):
+        raise BadLine("'step' is a boolean, not an integer")
+    step = None
+    if isinstance(value, int):
+        step = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        # Past 2**53 a float is no exact step (orjson turns too-large integers into floats).
+        step = int(value) if abs(value) < 2**53 else _INT64_MAX + 1
+    elif isinstance(value, str) and _INT_TEXT.fullmatch(value):
+        step = int(value)
+    if step is None:
+        raise BadLine(f"'step' is not an integer ({_preview(value)})")
+    if not _INT64_MIN <= step <= _INT64_MAX:
+        raise BadLine("'step' is out of range (more than 64 bits)")
+    return step
+
+
+def _number(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadLine(f"'{name}' is {_kind(value)}, not a number")
+    try:
+        return float(value)
+    except OverflowError:
+        raise BadLine(f"'{name}' is too large a number") from None
+
+
+def _text(name: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise BadLine(f"'{name}' is {_kind(value)}, not text")
+
+
+def _float_list(name: str, value: Any) -> list[float] | None:
+    """Numbers (or numeric strings, or null = NaN), exactly what the bulk path accepts."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise BadLine(f"'{name}' is {_kind(value)}, not a list of numbers")
+    try:
+        return np.fromiter(value, np.float64, count=len(value)).tolist()
+    except (TypeError, ValueError, OverflowError):
+        raise BadLine(_first_bad_number(name, value)) from None
+
+
+def _first_bad_number(name: str, values: list) -> str:
+    for i, item in enumerate(values):
+        try:
+            float(np.nan if item is None else item)
+        except (TypeError, ValueError, OverflowError):
+            return f"'{name}[{i}]' is {_kind(item)}, not a number"
+    return f"'{name}' holds something that is not a number"
+
+
+def _string_list(name: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise BadLine(f"'{name}' is {_kind(value)}, not a list of strings")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise BadLine(f"'{name}[{i}]' is {_kind(item)}, not a string")
+    return value
+
+
+def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
+    """Build a table with the known schema plus inferred extra columns."""
+    columns: dict[str, pa.Array] = {}
+    for fld in S.PARSE_SCHEMA:
+        columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)
+    extras = sorted({k for r in records for k in r} - S.KNOWN_FIELDS - {S.LINE})
+    for name in extras:
+        columns[name] = extra_array([r.get(name) for r in records])
+    columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())
+    return pa.table(columns)
+
+
+def extra_array(values: list[Any]) -> pa.Array:
+    """User fields keep their type when it is consistent, else become JSON text."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array([None if v is None else _as_text(v) for v in values], pa.string())
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else ujson.dumps(value, ensure_ascii=False)
+
+
+def unify_tables(tables: list[pa.Table]) -> pa.Table:
+    """Concatenate tables whose extra columns may differ in presence or type."""
+    tables = [t for t in tables if t.num_columns]
+    if not tables:
+        return records_to_table([])
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.concat_tables(_extras_as_text(tables), promote_options="permissive")
+
+
+def _extras_as_text(tables: list[pa.Table]) -> list[pa.Table]:
+    out = []
+    for table in tables:
+        for i, name in enumerate(table.column_names):
+            if name in S.KNOWN_FIELDS or name == S.LINE:
+                continue
+            values = [None if v is None else _as_text(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(values, pa.string()))
+        out.append(table)
+    return out
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,132 @@
+"""One state of a run's cache as query-ready arrays; replaced whole when the run changes.
+
+Built from the memory-mapped segments: the row order by step (stable, so
+files then lines), each row's index within its step, and the per-step counts.
+The store swaps a new view in with one assignment, so a query running in
+another thread always sees one consistent state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.errors import InvalidArgumentError
+from rl_board.rollouts import derive
+from rl_board.rollouts import schema as S
+from rl_board.rollouts.filters import SampleFilter, mask
+from rl_board.rollouts.read import records
+
+STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
+_LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS)
+
+
+class RunView:
+    """Arrays that answer the store's questions for one state of the cache."""
+
+    def __init__(self, files: list[str], table: pa.Table, file_idx: np.ndarray) -> None:
+        self.files, self.table, self.file_idx = files, table, file_idx
+        self.batches = table.to_batches()
+        self.batch_starts = np.cumsum([0] + [b.num_rows for b in self.batches])
+        steps = table.column(S.STEP).to_numpy()
+        self.step_of = steps
+        self.line_of = table.column(S.LINE).to_numpy()
+        self.order = np.argsort(steps, kind="stable")
+        self.steps, self.starts, self.counts = np.unique(
+            steps[self.order], return_index=True, return_counts=True)
+        self.within = np.empty(len(steps), dtype=np.int64)
+        self.within[self.order] = np.arange(len(steps)) - np.repeat(self.starts, self.counts)
+        self._summary: pd.DataFrame | None = None
+
+    @classmethod
+    def from_parts(cls, files: list[str], parts: list[tuple[int, pa.Table]]) -> RunView:
+        tables = [t for _, t in parts]
+        table = records.unify_tables(tables) if tables else _empty_table()
+        idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
+        return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
+
+    def has(self, name: str) -> bool:
+        if name not in self.table.column_names:
+            return False
+        return self.table.column(name).null_count < self.table.num_rows
+
+    def summary(self) -> pd.DataFrame:
+        if self._summary is None:
+            cols = [S.STEP] + [c for c in S.STEP_STAT_SOURCES.values() if self.has(c)]
+            self._summary = derive.step_summary(self.table.select(cols).to_pandas())
+        return self._summary
+
+    def rows(self, step: int | None) -> np.ndarray:
+        if step is None:
+            return self.order
+        pos = int(np.searchsorted(self.steps, step))
+        if pos >= len(self.steps) or self.steps[pos] != step:
+            raise InvalidArgumentError(f"step {step} is not in this run")
+        start = self.starts[pos]
+        return self.order[start : start + self.counts[pos]]
+
+    def matching(self, step: int | None, filters: SampleFilter | None) -> np.ndarray:
+        rows = self.rows(step)
+        if filters is None or filters.is_empty:
+            return rows
+        cols = filters.columns()
+        if step is None:
+            return rows[mask(self.table.select(cols), filters)[rows]]
+        return rows[mask(self.take(cols, rows), filters)]
+
+    def take(self, columns: list[str], rows: np.ndarray) -> pa.Table:
+        """Rows by global index, taken from each segment's batch.
+
+        ``Table.take`` on a table of many chunks first joins the chunks: over
+        a 10 GB run that copies every text column for a 2,000-row step.
+        """
+        if len(self.batches) <= 1 or len(rows) == 0:
+            return self.table.select(columns).take(rows)
+        chunk = np.searchsorted(self.batch_starts, rows, side="right") - 1
+        local = rows - self.batch_starts[chunk]
+        order = np.argsort(chunk, kind="stable")
+        parts, bounds = [], np.flatnonzero(np.diff(chunk[order])) + 1
+        for group in np.split(order, bounds):
+            batch = self.batches[chunk[group[0]]].select(columns)
+            parts.append(batch.take(pa.array(local[group])))
+        taken = pa.Table.from_batches(parts).combine_chunks()
+        return taken.take(np.argsort(order, kind="stable"))
+
+    def columns(self, columns: list[str] | None) -> list[str]:
+        names = self.table.column_names
+        if columns is None:
+            return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
+        extra = (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)
+        unknown = [c for c in columns if c not in names and c not in extra]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s): {', '.join(unknown)}")
+        return [c for c in columns if c in names and c not in (S.STEP, S.LINE)]
+
+    def sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
+        if sort_by == INDEX_COL:
+            keys = pa.table({"k": self.within[rows]})
+        elif sort_by in self.table.column_names and _sortable(self.table.schema.field(sort_by).type):
+            keys = self.take([sort_by], rows).rename_columns(["k"])
+        else:
+            raise InvalidArgumentError(f"cannot sort by {sort_by!r}")
+        order = "descending" if descending else "ascending"
+        return pc.sort_indices(keys, sort_keys=[("k", order)]).to_numpy()
+
+    def frame(self, rows: np.ndarray, columns: list[str]) -> pd.DataFrame:
+        head = pd.DataFrame({STEP_COL: self.step_of[rows], INDEX_COL: self.within[rows]})
+        body = self.take(columns, rows).to_pandas() if columns else pd.DataFrame(index=head.index)
+        files = pd.Categorical.from_codes(self.file_idx[rows], categories=self.files) if self.files else []
+        tail = pd.DataFrame({FILE_COL: files, LINE_COL: self.line_of[rows]})
+        return pd.concat([head, body, tail], axis=1)
+
+
+def _empty_table() -> pa.Table:
+    table = records.records_to_table([])
+    return derive.with_sample_metrics(table)
+
+
+def _sortable(kind: pa.DataType) -> bool:
+    """Numbers, text, booleans and times sort; lists and objects do not."""
+    return not (pa.types.is_nested(kind) or pa.types.is_null(kind))

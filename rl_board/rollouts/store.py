@@ -1,0 +1,283 @@
+"""RolloutStore: the one interface between rollout logs and everything that shows them."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.errors import InvalidArgumentError, NotFoundError
+from rl_board.rollouts import derive
+from rl_board.rollouts import schema as S
+from rl_board.rollouts.cache import sync as cache
+from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.report import LoadReport, build_report
+from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
+from rl_board.sources.catalogue import catalogue
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RolloutStore", "SampleDetail", "STEP_COL", "INDEX_COL", "FILE_COL", "LINE_COL"]
+
+
+@dataclass
+class SampleDetail:
+    """One sample: every field (known and extra), its source, and its tokens."""
+
+    step: int
+    index: int
+    file: str
+    line: int
+    fields: dict[str, Any]
+    tokens: pd.DataFrame
+    n_tokens: int | None
+    n_logprobs: int | None
+
+    @property
+    def length_mismatch(self) -> bool:
+        return self.n_tokens is not None and self.n_logprobs is not None and self.n_tokens != self.n_logprobs
+
+
+class RolloutStore:
+    """A rollout run opened through its columnar cache. Pages code against this.
+
+    Open with ``RolloutStore.open(run_dir, cache_dir=..., progress=...)``: the
+    first open parses the run's ``*.jsonl`` files into the cache; later opens
+    read only the cache (memory-mapped) plus any bytes appended since.
+
+    Questions it answers (all keyword-only, plain return types):
+
+    - ``list_runs(root, cache_dir=None) -> DataFrame`` (static): runs under a
+      root with ``run`` (relative path), ``path``, ``files``, ``bytes``,
+      ``modified``, and ``samples`` / ``steps`` when the run has been cached.
+    - ``report`` -> :class:`LoadReport`: files, counts, bad lines (file, line,
+      reason), repaired lines, timing, ``from_cache``.
+    - ``steps`` -> sorted list of step numbers; ``num_samples``; ``fields`` ->
+      sorted names of the log fields present (known and extra).
+    - ``step_summary() -> DataFrame``: one row per step, sorted numerically, with
+      ``step``, ``samples`` and ``{reward, ref_reward, valid_reward,
+      ref_valid_reward, kl, log_ratio, length, length_chars,
+      ref_length_chars}_{mean, std, min, max, count}`` for the fields present
+      (std is the population std; NaN values are skipped).
+    - ``samples(step=None, columns=None, sort_by=None, descending=False,
+      filters=None, offset=0, limit=None) -> DataFrame``: per-sample rows of
+      one step (or of all steps), always with ``step``, ``sample`` (index
+      within its step: files in natural order, then line order), ``file`` and
+      ``line``; token arrays are never included. Sort by any column; nulls and
+      NaN sort last.
+    - ``count(step=None, filters=None) -> int``: how many samples match.
+    - ``sample(step=, index=) -> SampleDetail``: every field plus the per-token
+      table (token, token_reward, log_ratio, kl, value, logp, ref_logp, prob,
+      ref_prob).
+    - ``refresh(progress=None) -> bool``: ingest bytes appended since the last
+      look; True when anything changed. ``signature`` changes exactly then.
+
+    Bad input never raises: it is in ``report``. ``NotFoundError`` is raised
+    for a missing run folder, ``InvalidArgumentError`` for bad arguments.
+    """
+
+    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None) -> None:
+        self.run_dir = run_dir
+        self.cache_root = cache_root
+        self.allowed = allowed
+        self.report = LoadReport(run=str(run_dir))
+        self.signature = ""
+        self._view = RunView.from_parts([], [])
+        self._lock = threading.Lock()
+        self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
+
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path,
+        *,
+        cache_dir: str | Path | None = None,
+        progress: cache.Progress | None = None,
+        allowed_roots: list[Path] | None = None,
+    ) -> RolloutStore:
+        """Open a run folder, building or updating its cache as needed.
+
+        With ``allowed_roots``, files that link outside those folders are
+        reported and not read (the server passes its served roots).
+        """
+        path = Path(run_dir).expanduser()
+        if not path.is_dir():
+            raise NotFoundError(f"no run folder at {path}")
+        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        store = cls(path, root, allowed_roots)
+        store._load(progress=progress, verify=True)
+        return store
+
+    def refresh(self, *, progress: cache.Progress | None = None) -> bool:
+        """Pick up appended or changed files; cost grows with the new bytes."""
+        before = self.signature
+        with self._lock:
+            self._load(progress=progress, verify=False)
+        return self.signature != before
+
+    def stale(self) -> bool:
+        """Cheap check (one stat per file) whether the files changed since the last load."""
+        return cache.stat_signature(self.run_dir) != self._stat_signature
+
+    # -- loading -----------------------------------------------------------
+
+    def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
+        t0 = time.perf_counter()
+        self._stat_signature = cache.stat_signature(self.run_dir)
+        try:
+            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
+                                allowed=self.allowed, opened=self._mapped)
+        except PermissionError as exc:
+            raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
+        signature = _signature(result.files)
+        if signature != self.signature or verify:
+            self._build(result)
+            self.signature = signature
+        self.report.seconds = time.perf_counter() - t0
+        self.report.parsed_bytes = result.parsed_bytes
+        if result.parsed_bytes:
+            log.info("parsed %d bytes of %s in %.2fs", result.parsed_bytes, self.run_dir, self.report.seconds)
+        self.report.from_cache = result.parsed_bytes == 0
+        self.report.rebuilt_cache = result.rebuilt
+
+    def _build(self, result: cache.SyncResult) -> None:
+        view = RunView.from_parts([e.name for e in result.files], result.parts)
+        report = build_report(str(self.run_dir), result.files)
+        report.steps = len(view.steps)
+        report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+        self._view, self.report = view, report  # one swap: readers never see a half-built run
+        _write_run_summary(result.directory, report)
+
+    # -- questions ---------------------------------------------------------
+
+    @property
+    def steps(self) -> list[int]:
+        return [int(s) for s in self._view.steps]
+
+    @property
+    def num_samples(self) -> int:
+        return self._view.table.num_rows
+
+    @property
+    def fields(self) -> list[str]:
+        """Log fields that hold at least one value (derived columns excluded)."""
+        derived = set(S.DERIVED_SAMPLE_FIELDS) | {S.LINE}
+        v = self._view
+        return sorted(n for n in v.table.column_names if n not in derived and v.has(n))
+
+    @property
+    def extra_fields(self) -> list[str]:
+        return [f for f in self.fields if f not in S.KNOWN_FIELDS]
+
+    def has(self, name: str) -> bool:
+        """Whether a field or derived column holds at least one value."""
+        return self._view.has(name)
+
+    def samples_per_step(self) -> dict[int, int]:
+        v = self._view
+        return {int(s): int(c) for s, c in zip(v.steps, v.counts, strict=True)}
+
+    def step_summary(self) -> pd.DataFrame:
+        """Per-step statistics; computed once per change of the run."""
+        return self._view.summary().copy()
+
+    def count(self, *, step: int | None = None, filters: SampleFilter | None = None) -> int:
+        """Number of samples of ``step`` (or all steps) passing ``filters``."""
+        return len(self._view.matching(step, filters))
+
+    def samples(
+        self,
+        *,
+        step: int | None = None,
+        columns: list[str] | None = None,
+        sort_by: str | None = None,
+        descending: bool = False,
+        filters: SampleFilter | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """Per-sample rows (see the class docstring)."""
+        v = self._view
+        rows = v.matching(step, filters)
+        if sort_by is not None:
+            rows = rows[v.sort_order(rows, sort_by, descending)]
+        rows = rows[offset : None if limit is None else offset + limit]
+        return v.frame(rows, v.columns(columns))
+
+    def sample(self, *, step: int, index: int) -> SampleDetail:
+        """One sample by its step and index within the step."""
+        v = self._view
+        rows = v.rows(step)
+        if not 0 <= index < len(rows):
+            raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
+        row = int(rows[index])
+        record = v.table.slice(row, 1).to_pylist()[0]
+        tokens = derive.token_frame(
+            tokens=record.get(S.RESPONSE_TOKENS),
+            logprobs=_floats(record.get(S.LOGPROBS)),
+            ref_logprobs=_floats(record.get(S.REF_LOGPROBS)),
+            values=_floats(record.get(S.VALUES)),
+            token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
+        )
+        n_tok, n_lp = record.get(S.RESPONSE_TOKENS), record.get(S.LOGPROBS)
+        return SampleDetail(
+            step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
+            fields={k: val for k, val in record.items() if k != S.LINE},
+            tokens=tokens,
+            n_tokens=None if n_tok is None else len(n_tok),
+            n_logprobs=None if n_lp is None else len(n_lp),
+        )
+
+    # -- runs under a root -------------------------------------------------
+
+    @staticmethod
+    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None) -> pd.DataFrame:
+        """Rollout runs under ``root`` (see the class docstring)."""
+        root_path = Path(root).expanduser()
+        if not root_path.is_dir():
+            raise NotFoundError(f"no folder at {root_path}")
+        cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        rows = []
+        for run in catalogue(root_path, skip=(cache_root,)).rollout_folders():
+            known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
+            rows.append({
+                "run": run.relative, "path": str(run.path), "files": run.files, "bytes": run.bytes,
+                "modified": run.modified, "samples": known.get("samples"), "steps": known.get("steps"),
+            })
+        columns = ["run", "path", "files", "bytes", "modified", "samples", "steps"]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _floats(values: list | None) -> np.ndarray | None:
+    if values is None:
+        return None
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _signature(entries: list[cache.FileEntry]) -> str:
+    raw = json.dumps([(e.name, e.size, e.mtime_ns, e.consumed, e.error) for e in entries])
+    return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def _write_run_summary(directory: Path, report: LoadReport) -> None:
+    # A read-only cache still serves; the run list just shows no counts.
+    with contextlib.suppress(OSError):
+        (directory / "summary.json").write_text(json.dumps({"samples": report.samples, "steps": report.steps}))
+
+
+def _read_run_summary(directory: Path) -> dict:
+    try:
+        return json.loads((directory / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}

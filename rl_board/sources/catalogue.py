@@ -1,0 +1,176 @@
+"""The catalogue of what is under a logs root: every file classified once.
+
+Each file is a rollout source (and of which format), a metric source (and of
+which kind), or skipped with a reason. Rollout pages, the Metrics page, the
+Health page and every CLI command ask this module, so no file is read as two
+things and nothing is dropped without a word. Classifying a JSON-lines file
+reads its first lines; the answer is remembered by path, size and mtime.
+
+The walk skips hidden folders, package caches, the caller's skip list (the
+cache folder) and anything deeper than ``MAX_DEPTH``; folder links are not
+followed. A DI-engine / LightZero experiment folder is one metric source and
+nothing below it is looked at again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rl_board.sources import sniff
+from rl_board.sources.sniff import is_di_engine_folder, is_event_file
+
+MAX_DEPTH = 6
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
+TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
+QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """One classified path. ``folder`` is the run it belongs to (relative to the root, "." for the root)."""
+
+    path: Path
+    folder: str
+    role: str  # rollout | metrics | skipped
+    format: str = ""  # rollout: its format; metrics: tensorboard | di-engine | text
+    reason: str = ""  # why a file is skipped, or what a source is, in words
+    files: tuple[Path, ...] = ()  # a folder source's files (event files of a TensorBoard run)
+
+
+@dataclass(frozen=True)
+class RolloutFolder:
+    """A folder that directly holds rollout files: one rollout run."""
+
+    path: Path
+    relative: str
+    files: int
+    bytes: int
+    modified: float
+    format: str
+
+
+@dataclass
+class Catalogue:
+    """Everything found under one root."""
+
+    root: Path
+    sources: list[Source] = field(default_factory=list)
+
+    def of_role(self, role: str) -> list[Source]:
+        return [s for s in self.sources if s.role == role]
+
+    @property
+    def skipped(self) -> list[Source]:
+        return self.of_role(SKIPPED)
+
+    def rollout_folders(self) -> list[RolloutFolder]:
+        """Rollout runs: folders holding rollout files, with their sizes and newest mtime."""
+        by_folder: dict[str, list[Source]] = {}
+        for s in self.of_role(ROLLOUT):
+            by_folder.setdefault(s.folder, []).append(s)
+        out = []
+        for name, members in sorted(by_folder.items()):
+            sizes, newest = 0, 0.0
+            for s in members:
+                try:
+                    st = s.path.stat()
+                except OSError:
+                    continue
+                sizes += st.st_size
+                newest = max(newest, st.st_mtime)
+            formats = sorted({s.format for s in members})
+            out.append(RolloutFolder(members[0].path.parent, name, len(members), sizes, newest, "+".join(formats)))
+        return out
+
+
+def catalogue(root: Path, *, skip: tuple[Path, ...] = ()) -> Catalogue:
+    """Classify everything under ``root`` (a folder, or one file)."""
+    root = Path(root).expanduser().resolve()
+    if root.is_file():
+        return Catalogue(root, [_classify_file(root, root.name)])
+    found = Catalogue(root)
+    skipped = {p.expanduser().resolve() for p in skip}
+    base = len(root.parts)
+    for current, dirs, files in os.walk(root, followlinks=False):
+        here = Path(current)
+        depth = len(here.parts) - base
+        folder = _relative(here, root)
+        dirs[:] = sorted(d for d in dirs if _walkable(here / d, skipped)) if depth < MAX_DEPTH else []
+        if is_di_engine_folder(here):
+            found.sources.append(Source(here, folder, METRICS, "di-engine", "DI-engine experiment folder",
+                                        tuple(_di_engine_event_files(here))))
+            dirs[:] = []
+            continue
+        paths = [here / f for f in sorted(files)]
+        events = tuple(p for p in paths if is_event_file(p))
+        if events:
+            found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
+        found.sources.extend(_classify_file(p, folder) for p in paths if p not in events)
+    found.sources = [s for s in found.sources if s.role != "quiet"]
+    return found
+
+
+def classify(path: Path) -> Source:
+    """One file on its own (the folder is its parent's name)."""
+    return _classify_file(path, path.parent.name)
+
+
+def _classify_file(path: Path, folder: str) -> Source:
+    suffix = path.suffix.lower()
+    if suffix in sniff.JSON_LINES_SUFFIXES:
+        role, fmt, reason = _sniffed(path)
+        return Source(path, folder, role, fmt, reason)
+    if suffix in TEXT_LOG_SUFFIXES:
+        return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
+    if is_event_file(path):
+        return Source(path, folder, METRICS, "tensorboard", "TensorBoard event file")
+    if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
+        return Source(path, folder, "quiet")
+    return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
+
+
+_CACHE: OrderedDict[tuple[str, int, int], tuple[str, str, str]] = OrderedDict()
+_CACHE_LIMIT = 8192
+_CACHE_LOCK = threading.Lock()
+
+
+def _sniffed(path: Path) -> tuple[str, str, str]:
+    """(role, format, reason) of a JSON-lines file, remembered by path, size and mtime."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)"
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    answer = sniff.json_lines(path)
+    with _CACHE_LOCK:
+        _CACHE[key] = answer
+        while len(_CACHE) > _CACHE_LIMIT:
+            _CACHE.popitem(last=False)
+    return answer
+
+
+def _walkable(folder: Path, skipped: set[Path]) -> bool:
+    """Hidden folders, package caches, folder links and the caller's skip list are not searched."""
+    if folder.name.startswith(".") or folder.name in SKIP_DIRS or folder.is_symlink():
+        return False
+    return folder.resolve() not in skipped
+
+
+def _di_engine_event_files(folder: Path) -> list[Path]:
+    """Event files anywhere under the experiment's log/ folder (normally log/serial)."""
+    log = folder / "log"
+    return sorted(p for p in log.rglob("*") if is_event_file(p)) if log.is_dir() else []
+
+
+def _relative(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).as_posix()
+    return rel if rel and rel != "." else "."

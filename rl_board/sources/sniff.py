@@ -1,0 +1,104 @@
+"""Telling what a file holds from its first lines (and why a file is not read)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
+SETTINGS_FILE = "rl-board.toml"
+RL_BOARD = "rl-board"
+PREFIX_BYTES = 1 << 20
+LINES_TRIED = 20
+# Keys that make a JSON line a rollout sample rather than a metrics record.
+ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
+                          "response_tokens", "logprobs", "ref_logprobs", "ref_response", "token_rewards"})
+STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
+_ROLLOUT_KEY_TEXT = re.compile(rb'"(?:' + b"|".join(k.encode() for k in sorted(ROLLOUT_KEYS)) + rb')"\s*:')
+_SUFFIX_REASONS = {
+    ".md": "a Markdown document, not a log",
+    ".pkl": "a pickle: never loaded (unpickling runs code)",
+    ".pickle": "a pickle: never loaded (unpickling runs code)",
+    ".json": "a JSON document, not JSON lines",
+    ".parquet": "a Parquet file this version cannot read",
+    ".py": "source code, not a log",
+    ".yaml": "a configuration file, not a log",
+    ".yml": "a configuration file, not a log",
+    ".toml": "a configuration file, not a log",
+    ".csv": "a CSV table, not a log rl-board reads",
+}
+
+
+DI_ENGINE_LOGGERS = {"collector": "log/collector/collector_logger.txt",
+                     "evaluator": "log/evaluator/evaluator_logger.txt",
+                     "learner": "log/learner/learner_logger.txt"}  # fmt: skip
+
+
+def is_event_file(path: Path) -> bool:
+    """True for files TensorBoard would read as event files."""
+    return path.is_file() and "tfevents" in path.name
+
+
+def is_di_engine_folder(folder: Path) -> bool:
+    """A DI-engine experiment has its text loggers under log/ (or at least its formatted config)."""
+    return any((folder / rel).is_file() for rel in DI_ENGINE_LOGGERS.values()) or (
+        (folder / "formatted_total_config.py").is_file() and (folder / "log").is_dir()
+    )
+
+
+def reason_for_suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    return _SUFFIX_REASONS.get(suffix, f"not a log rl-board reads ({suffix or 'no extension'})")
+
+
+def json_lines(path: Path) -> tuple[str, str, str]:
+    """(role, format, reason) of a JSON-lines file from its first lines.
+
+    Lines that are not JSON objects do not decide anything: a file none of
+    whose first lines parse stays a rollout file, so its reader can name each
+    bad line in the load report.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(PREFIX_BYTES)
+    except OSError as err:
+        return "rollout", RL_BOARD, f"unreadable ({err.strerror}); named in the run's load report"
+    if not head.strip():
+        return "rollout", RL_BOARD, "no lines yet"
+    records = _first_objects(head)
+    if any(ROLLOUT_KEYS & r.keys() for r in records):
+        return "rollout", RL_BOARD, "rollout samples"
+    if not records:
+        if b"\n" not in head and _ROLLOUT_KEY_TEXT.search(head):
+            return "rollout", RL_BOARD, "rollout samples (long lines)"
+        return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
+    if any(_has_step(r) for r in records):
+        return "metrics", "jsonl", "JSON-lines metrics"
+    keys = sorted({k for r in records for k in r})[:8]
+    return "skipped", "", f"JSON lines whose keys ({', '.join(keys)}) match no known rollout or metrics shape"
+
+
+def _first_objects(head: bytes) -> list[dict[str, Any]]:
+    lines = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        lines = lines[:-1]  # the last piece may be cut short
+    out: list[dict[str, Any]] = []
+    for raw in lines:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            out.append(value)
+        if len(out) >= LINES_TRIED:
+            break
+    return out
+
+
+def _has_step(record: dict[str, Any]) -> bool:
+    return any(isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool) for k in STEP_KEYS)

@@ -1,0 +1,211 @@
+"""Reference helpers for real-browser tests of a Streamlit app, verified on these machines.
+
+Start/stop a real Streamlit server on a free loopback port, launch Debian's chromium
+through Playwright, and wait until a page has really finished rendering. Adapt freely;
+`shared/TESTING.md` beside the project (``../shared/TESTING.md`` from its root) says why each piece exists."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# urllib must not go through a proxy for loopback, whatever the environment says.
+_NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen
+    port: int
+    url: str
+    log_path: Path
+    startup_s: float
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def start_streamlit(
+    log_path: Path,
+    app_file: Path,
+    port: int | None = None,
+    extra_args: list[str] | None = None,
+    env_extra: dict[str, str] | None = None,
+    timeout_s: float = 60.0,
+    address: str | None = "127.0.0.1",
+    gather_usage_stats: bool | None = False,
+    cwd: Path | None = None,
+) -> Server:
+    """address=None / gather_usage_stats=None leave Streamlit's defaults (for checking them).
+
+    ``cwd`` (default: the app's folder) is where Streamlit looks for ``.streamlit/config.toml``.
+    """
+    port = port or free_port()
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(app_file),
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.fileWatcherType", "none",
+    ]
+    if address is not None:
+        cmd += ["--server.address", address]
+    if gather_usage_stats is not None:
+        cmd += ["--browser.gatherUsageStats", str(gather_usage_stats).lower()]
+    cmd += extra_args or []
+    env = {**os.environ, **(env_extra or {})}
+    t0 = time.perf_counter()
+    # Output goes to a file: an unread PIPE can fill up and block the server.
+    with open(log_path, "w") as log:  # the child keeps its own handle
+        proc = subprocess.Popen(cmd, cwd=cwd or app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early rc={proc.returncode}:\n{log_path.read_text()}")
+        try:
+            with _NO_PROXY_OPENER.open(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200 and r.read() == b"ok":
+                    break
+        except OSError:
+            pass
+        if time.perf_counter() - t0 > timeout_s:
+            stop_streamlit(proc)
+            raise TimeoutError(f"no health OK within {timeout_s}s:\n{log_path.read_text()}")
+        time.sleep(0.05)
+    return Server(proc, port, url, log_path, time.perf_counter() - t0)
+
+
+def stop_streamlit(proc: subprocess.Popen, timeout_s: float = 10.0) -> int:
+    """Stop exactly the process we started (by its PID), SIGTERM then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout_s)
+    return proc.returncode
+
+
+APP_ROOT = '[data-testid="stApp"]'
+
+
+def wait_for_app_idle(page, timeout_ms: float = 30_000) -> None:
+    """Robust 'finished rendering' wait for a Streamlit page.
+
+    1. websocket connected, 2. a script run has happened and is finished
+    (data-test-script-state is 'initial' before the first run), 3. no
+    'Running...' status widget, 4. no element still marked stale, 5. no
+    stSkeleton placeholder left: elements whose JS chunk is lazy-loaded
+    (dataframe, plotly, selectbox, ...) show a skeleton for up to ~3 s on a
+    cold page AFTER the script run has finished, 6. every plotly chart has drawn.
+    """
+    page.wait_for_selector(f'{APP_ROOT}[data-test-connection-state="CONNECTED"]', state="attached", timeout=timeout_ms)
+    page.wait_for_selector(f'{APP_ROOT}[data-test-script-state="notRunning"]', state="attached", timeout=timeout_ms)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+                 && !document.querySelector('[data-stale="true"]')
+                 && !document.querySelector('[data-testid="stSkeleton"]')
+                 && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                      .every(c => c.querySelector('.main-svg'))""",
+        timeout=timeout_ms,
+    )
+
+
+class StreamlitRuns:
+    """Counts finished script runs by decoding the app's WebSocket frames
+    (each frame is one ForwardMsg protobuf; Streamlit ships the Python classes).
+
+    Create it BEFORE page.goto() so the /_stcore/stream socket is seen.
+    Why not watch data-test-script-state on [data-testid=stApp]? For a fast
+    rerun React can batch 'running' and 'notRunning' into one commit, so the
+    attribute never visibly changes (seen here: missed 2 of 80 fast reruns;
+    this detector missed 0 of 80 - see check_wait_robustness.py)."""
+
+    def __init__(self, page):
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self._ForwardMsg = ForwardMsg
+        self.page = page
+        self.completed = 0  # runs that ran to the end (not those cut short by st.rerun)
+        # Server-side run time (exec_time, microseconds -> ms) from PageProfile messages.
+        # Streamlit only sends these when browser.gatherUsageStats is true.
+        self.exec_ms: list[float] = []
+        page.on("websocket", self._on_ws)
+
+    def _on_ws(self, ws):
+        if ws.url.endswith("/_stcore/stream"):
+            ws.on("framereceived", self._on_frame)
+
+    def _on_frame(self, payload):
+        if isinstance(payload, str):
+            return
+        msg = self._ForwardMsg()
+        msg.ParseFromString(payload)
+        if msg.WhichOneof("type") == "page_profile":
+            self.exec_ms.append(msg.page_profile.exec_time / 1000)
+        if (msg.WhichOneof("type") == "script_finished"
+                and msg.script_finished != self._ForwardMsg.FINISHED_EARLY_FOR_RERUN):
+            self.completed += 1
+
+    def wait_for_runs(self, count: int, timeout_ms: float = 30_000) -> None:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.completed < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {self.completed} of {count} script runs finished")
+            self.page.wait_for_timeout(20)  # lets Playwright deliver the frame events
+        wait_for_app_idle(self.page, timeout_ms)
+
+    @contextmanager
+    def expect_rerun(self, timeout_ms: float = 30_000):
+        """with runs.expect_rerun(): page.get_by_role("button", name="Go").click()"""
+        target = self.completed + 1
+        yield
+        self.wait_for_runs(target, timeout_ms)
+
+    def goto(self, url: str, timeout_ms: float = 30_000) -> None:
+        target = self.completed + 1
+        self.page.goto(url)
+        self.wait_for_runs(target, timeout_ms)
+
+
+def full_app_screenshot(page, path, max_height: int = 20_000) -> dict:
+    """page.screenshot(full_page=True) alone only captures the viewport: Streamlit
+    scrolls inside <main data-testid="stMain">, not the document. Grow the viewport
+    to the content height, let the app re-layout, shoot, then restore."""
+    vp = page.viewport_size
+    h = page.evaluate(
+        """() => { const m = document.querySelector('[data-testid="stMain"]');
+                   return Math.max(m ? m.scrollHeight : 0, document.documentElement.scrollHeight); }"""
+    )
+    size = {"width": vp["width"], "height": min(int(h), max_height)}
+    page.set_viewport_size(size)
+    page.wait_for_timeout(300)  # resize -> charts/grids re-layout
+    wait_for_app_idle(page)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(vp)
+    return size
