@@ -15,6 +15,7 @@ nothing below it is looked at again.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -26,7 +27,9 @@ from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 MAX_DEPTH = 6
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
+ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
+STEP_FOLDER = re.compile(r"^(?:global_)?step[_-]?\d+(?:_evals?)?$", re.I)
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
 
 
@@ -72,7 +75,7 @@ class Catalogue:
         """Rollout runs: folders holding rollout files, with their sizes and newest mtime."""
         by_folder: dict[str, list[Source]] = {}
         for s in self.of_role(ROLLOUT):
-            by_folder.setdefault(s.folder, []).append(s)
+            by_folder.setdefault(run_of(s), []).append(s)
         out = []
         for name, members in sorted(by_folder.items()):
             sizes, newest = 0, 0.0
@@ -84,8 +87,22 @@ class Catalogue:
                 sizes += st.st_size
                 newest = max(newest, st.st_mtime)
             formats = sorted({s.format for s in members})
-            out.append(RolloutFolder(members[0].path.parent, name, len(members), sizes, newest, "+".join(formats)))
+            path = self.root if name == "." else self.root / name
+            out.append(RolloutFolder(path, name, len(members), sizes, newest, "+".join(formats)))
         return out
+
+
+def run_of(source: Source) -> str:
+    """The run a rollout file belongs to: its folder, or the folder above its step folders.
+
+    Trainers that write a folder per step (``step_12/``, ``global_step_12_evals/``,
+    AReaL's ``rollout/12/``) make one run of all of them.
+    """
+    parts = [] if source.folder == "." else source.folder.split("/")
+    for k in range(len(parts) - 1, -1, -1):
+        if STEP_FOLDER.match(parts[k]) or (source.format == "areal" and parts[k].isdigit()):
+            return "/".join(parts[:k]) or "."
+    return source.folder
 
 
 def catalogue(root: Path, *, skip: tuple[Path, ...] = ()) -> Catalogue:
@@ -111,8 +128,20 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = ()) -> Catalogue:
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
         found.sources.extend(_classify_file(p, folder) for p in paths if p not in events)
-    found.sources = [s for s in found.sources if s.role != "quiet"]
+    found.sources = [_validation_aside(s, found.sources) for s in found.sources if s.role != "quiet"]
     return found
+
+
+def _validation_aside(source: Source, everything: list[Source]) -> Source:
+    """NeMo-RL writes validation and training samples side by side; a run is the training ones."""
+    if source.format != "nemo-rl" or not source.path.name.startswith("val_data"):
+        return source
+    beside = any(s.format == "nemo-rl" and s.folder == source.folder and s.path.name.startswith("train_data")
+                 for s in everything)  # fmt: skip
+    if not beside:
+        return source
+    return Source(source.path, source.folder, SKIPPED, source.format,
+                  "NeMo-RL validation samples beside the training ones: not mixed into the training run")
 
 
 def classify(path: Path) -> Source:
@@ -122,8 +151,12 @@ def classify(path: Path) -> Source:
 
 def _classify_file(path: Path, folder: str) -> Source:
     suffix = path.suffix.lower()
-    if suffix in sniff.JSON_LINES_SUFFIXES:
+    if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
         role, fmt, reason = _sniffed(path)
+        if role == ROLLOUT and _repeats_another_file(path, fmt):
+            return Source(path, folder, SKIPPED, fmt, "repeats the episodes of the all/ folder beside it")
+        if role == ROLLOUT and fmt == "prime-rl-tokens" and not (path.parent / "STABLE").exists():
+            return Source(path, folder, SKIPPED, fmt, "step not finished yet (no STABLE marker); read once it is")
         return Source(path, folder, role, fmt, reason)
     if suffix in TEXT_LOG_SUFFIXES:
         return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
@@ -150,12 +183,17 @@ def _sniffed(path: Path) -> tuple[str, str, str]:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    answer = sniff.json_lines(path)
+    answer = sniff.parquet(path) if path.suffix.lower() == ".parquet" else sniff.json_lines(path)
     with _CACHE_LOCK:
         _CACHE[key] = answer
         while len(_CACHE) > _CACHE_LIMIT:
             _CACHE.popitem(last=False)
     return answer
+
+
+def _repeats_another_file(path: Path, fmt: str) -> bool:
+    """prime-rl writes the trained-on episodes twice: all/ and effective/."""
+    return fmt == "prime-rl" and path.parent.name == "effective" and (path.parent.parent / "all").is_dir()
 
 
 def _walkable(folder: Path, skipped: set[Path]) -> bool:

@@ -7,22 +7,26 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rl_board.rollouts import formats
+
 JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SETTINGS_FILE = "rl-board.toml"
 RL_BOARD = "rl-board"
-PREFIX_BYTES = 1 << 20
+PREFIX_BYTES = 64 * 1024
 LINES_TRIED = 20
 # Keys that make a JSON line a rollout sample rather than a metrics record.
 ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
                           "response_tokens", "logprobs", "ref_logprobs", "ref_response", "token_rewards"})
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
-_ROLLOUT_KEY_TEXT = re.compile(rb'"(?:' + b"|".join(k.encode() for k in sorted(ROLLOUT_KEYS)) + rb')"\s*:')
+_KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:')
 _SUFFIX_REASONS = {
     ".md": "a Markdown document, not a log",
     ".pkl": "a pickle: never loaded (unpickling runs code)",
     ".pickle": "a pickle: never loaded (unpickling runs code)",
     ".json": "a JSON document, not JSON lines",
-    ".parquet": "a Parquet file this version cannot read",
     ".py": "source code, not a log",
     ".yaml": "a configuration file, not a log",
     ".yml": "a configuration file, not a log",
@@ -68,16 +72,32 @@ def json_lines(path: Path) -> tuple[str, str, str]:
     if not head.strip():
         return "rollout", RL_BOARD, "no lines yet"
     records = _first_objects(head)
-    if any(ROLLOUT_KEYS & r.keys() for r in records):
-        return "rollout", RL_BOARD, "rollout samples"
+    for record in records:
+        fmt = formats.detect(record)
+        if fmt is not None:
+            return "rollout", fmt.name, fmt.describe()
     if not records:
-        if b"\n" not in head and _ROLLOUT_KEY_TEXT.search(head):
-            return "rollout", RL_BOARD, "rollout samples (long lines)"
+        if b"\n" not in head:  # one long first line: judge by the keys it starts with
+            fmt = formats.detect(dict.fromkeys(_KEY_TEXT.findall(head.decode("utf-8", "replace")), ""))
+            if fmt is not None:
+                return "rollout", fmt.name, fmt.describe()
         return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
     if any(_has_step(r) for r in records):
         return "metrics", "jsonl", "JSON-lines metrics"
     keys = sorted({k for r in records for k in r})[:8]
     return "skipped", "", f"JSON lines whose keys ({', '.join(keys)}) match no known rollout or metrics shape"
+
+
+def parquet(path: Path) -> tuple[str, str, str]:
+    """(role, format, reason) of a Parquet file from its column names (the data is not read)."""
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, pa.ArrowException) as err:
+        return "skipped", "", f"a Parquet file that cannot be opened ({err})"
+    fmt = formats.detect(dict.fromkeys(names, 0.0))
+    if fmt is None or fmt.name == RL_BOARD and not {"prompt", "response"} & set(names):
+        return "skipped", "", f"a Parquet table whose columns ({', '.join(names[:8])}) match no rollout shape"
+    return "rollout", fmt.name, fmt.describe()
 
 
 def _first_objects(head: bytes) -> list[dict[str, Any]]:

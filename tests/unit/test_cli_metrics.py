@@ -79,7 +79,7 @@ def test_check_reads_rl_board_toml(tmp_path, capsys):
     assert code == 0 and "non_finite" not in {f["rule"] for f in json.loads(out)["findings"]}
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="real DI-engine logs not present")
+@pytest.mark.skipif(not REAL.is_dir(), reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)")
 def test_real_logs(capsys):
     code, out, _ = run_cli(["scalars", str(REAL), "--json"], capsys)
     [run] = json.loads(out)["runs"]

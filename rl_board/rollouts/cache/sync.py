@@ -93,15 +93,15 @@ def sync(
         old, rebuilt = read_manifest(directory, run_dir, verify=verify)
         entries: list[FileEntry] = []
         work: list[tuple[_Plan, list[tuple[int, int]]]] = []
-        for path, problem in scan_run(run_dir, allowed):
+        for path, name, problem in scan_run(run_dir, allowed):
             if problem:
-                entries.append(FileEntry(name=path.name, error=problem))
+                entries.append(FileEntry(name=name, error=problem))
                 continue
             try:
-                plan = _plan(path, old.get(path.name))
+                plan = _plan(path, name, old.get(name))
                 blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
             except OSError as exc:
-                entries.append(FileEntry(name=path.name, error=f"cannot read: {exc.strerror or exc}"))
+                entries.append(FileEntry(name=name, error=f"cannot read: {exc.strerror or exc}"))
                 continue
             entries.append(plan.entry)
             work.append((plan, blocks))
@@ -164,14 +164,15 @@ class _Plan:
         return max(0, self.size - self.start)
 
 
-def _plan(path: Path, old: FileEntry | None) -> _Plan:
+def _plan(path: Path, name: str, old: FileEntry | None) -> _Plan:
     """Decide whether a file is unchanged, grown, or must be read again."""
     st = path.stat()
     if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
         return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns)
-    if old is not None and st.st_size >= old.consumed and _tail_matches(path, old):
+    grows = path.suffix.lower() != ".parquet"  # a Parquet file is rewritten whole, never appended to
+    if old is not None and grows and st.st_size >= old.consumed and _tail_matches(path, old):
         return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns)
-    return _Plan(path, FileEntry(name=path.name), 0, st.st_size, st.st_mtime_ns)
+    return _Plan(path, FileEntry(name=name), 0, st.st_size, st.st_mtime_ns)
 
 
 def _tail_crc(path: Path, end: int) -> int:

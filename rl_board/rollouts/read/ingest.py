@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rl_board.rollouts import derive
+from rl_board.rollouts import derive, formats
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import bulk, jsonl
+from rl_board.rollouts.read import adapted, bulk, jsonl
+from rl_board.sources.catalogue import classify
 
 BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
@@ -52,7 +53,9 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
 
 
 def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES) -> list[tuple[int, int]]:
-    """Cut ``[start, last newline]`` of a file into blocks that end at newlines."""
+    """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block)."""
+    if path.suffix.lower() == ".parquet":
+        return [(0, size)] if size else []
     with open(path, "rb") as f:
         end = _last_newline_end(f, start, size)
         blocks = []
@@ -97,7 +100,14 @@ def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     n_lines = data.count(b"\n")
-    parsed = parse_block(data, first_line=1, n_lines=n_lines)
+    fmt = formats.by_name(classify(Path(path)).format)
+    if Path(path).suffix.lower() == ".parquet":
+        parsed = adapted.parse_parquet(Path(path), fmt)
+        n_lines = parsed.table.num_rows + len(parsed.bad)
+    elif fmt.name != formats.NATIVE:
+        parsed = adapted.parse_lines(data, first_line=1, path=Path(path), fmt=fmt)
+    else:
+        parsed = parse_block(data, first_line=1, n_lines=n_lines)
     result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
                          bad=parsed.bad, warnings=parsed.warnings)
     if parsed.table.num_rows:

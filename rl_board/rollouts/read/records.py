@@ -29,6 +29,12 @@ class BadLine(ValueError):
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
     """One line -> a normalised sample and an optional repair note, or BadLine."""
+    obj, note = load_object(raw)
+    return normalise(obj), note
+
+
+def load_object(raw: bytes) -> tuple[dict[str, Any], str | None]:
+    """One line -> the JSON object it holds (not yet checked) and an optional repair note, or BadLine."""
     note = None
     if raw.startswith(BOM):
         raw = raw[len(BOM) :]
@@ -43,7 +49,7 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
         raise BadLine(f"not valid JSON ({_short(exc)})") from None
     if not isinstance(obj, dict):
         raise BadLine(f"not a JSON object (found {_kind(obj)})")
-    return normalise(obj), note
+    return obj, note
 
 
 def normalise(obj: dict[str, Any]) -> dict[str, Any]:

@@ -6,29 +6,34 @@ import hashlib
 import re
 from pathlib import Path
 
-from rl_board.sources.catalogue import ROLLOUT, classify
-from rl_board.sources.sniff import JSON_LINES_SUFFIXES
+from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, run_of
 
 
 def list_rollout_files(run_dir: Path) -> list[Path]:
-    """The run's ``*.jsonl`` files that are regular files, in natural order."""
-    return [p for p, problem in scan_run(run_dir) if not problem]
+    """The run's rollout files that can be read, in natural order."""
+    return [p for p, _, problem in scan_run(run_dir) if not problem]
 
 
-def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Path, str]]:
-    """Every rollout file of a run (``*.jsonl``, as the catalogue classifies it) with why it cannot be read.
+def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Path, str, str]]:
+    """Every rollout file of a run as (path, name, why it cannot be read or "").
 
-    A folder, a broken or looping link, or (with ``allowed``) a link that
-    leads outside the served folders is named in the report, never read.
+    The files are those the root catalogue gives this run (its own folder, and
+    step folders below it); names are paths relative to the run. A folder, a
+    broken or looping link, or (with ``allowed``) a link that leads outside
+    the served folders is named in the report, never read.
     """
-    out = []
-    for path in sorted(run_dir.iterdir(), key=_natural_key):
-        if path.suffix.lower() not in JSON_LINES_SUFFIXES:
+    found: dict[str, tuple[Path, str, str]] = {}
+    for path in run_dir.iterdir():
+        if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed)):
+            found[path.name] = (path, path.name, problem)
+    listing = catalogue(run_dir)
+    for source in listing.of_role(ROLLOUT):
+        if run_of(source) != ".":
             continue
-        problem = _unusable(path, allowed)
-        if problem or classify(path).role == ROLLOUT:  # metric logs beside rollouts are the Metrics page's
-            out.append((path, problem))
-    return out
+        name = source.path.relative_to(listing.root).as_posix()
+        if name not in found:
+            found[name] = (source.path, name, _unusable(source.path, allowed))
+    return [found[name] for name in sorted(found, key=_natural_key)]
 
 
 def _unusable(path: Path, allowed: list[Path] | None) -> str:
@@ -45,8 +50,8 @@ def _unusable(path: Path, allowed: list[Path] | None) -> str:
     return ""
 
 
-def _natural_key(path: Path) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
+def _natural_key(name: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def stat_signature(run_dir: Path) -> str:
@@ -58,7 +63,7 @@ def stat_signature(run_dir: Path) -> str:
                 st = path.stat()
             except OSError:
                 continue
-            parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+            parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
     except OSError:
         return ""
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,348 @@
+"""NeMo-RL, prime-rl and ROLL dumps: text nested in messages, columns or traces.
+
+These trainers log whole batches (NeMo-RL: id-aligned token arrays with prompt
+and padding positions; prime-rl: agent traces; ROLL: one object of column
+lists), so the adapters dig the text out and reduce per-token arrays to
+per-sample scalars instead of passing them through as canonical token fields,
+which would be misaligned with any response text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rl_board.rollouts.formats.base import Format, Record, first, number
+
+_SEP = "\n\n"
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _text(value: Any) -> str | None:
+    """A message content as text: a string, or the text parts of an OpenAI-style part list."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in value]
+        texts = [p for p in parts if isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _row(value: Any) -> list | None:
+    """A per-token array without its batch dimension of 1 (``[[...]]`` -> ``[...]``)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        value = value[0]
+    return value if isinstance(value, list) else None
+
+
+def _finite(value: Any) -> float | None:
+    x = number(value)
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _int(value: Any) -> int | None:
+    """An integral number as int (steps); bools and fractions are not steps."""
+    if isinstance(first(value), bool):
+        return None
+    x = _finite(value)
+    return int(x) if x is not None and x == int(x) else None
+
+
+def _on(mask: list | None) -> list[int]:
+    """Positions where a loss mask is set (1 or True): the response tokens."""
+    return [i for i, m in enumerate(mask or []) if not isinstance(m, (list, dict)) and number(m) == 1.0]
+
+
+def _at(values: list | None, positions: list[int]) -> list[float]:
+    """The finite values at these positions (null/NaN entries and out-of-range positions skipped)."""
+    values = values or []
+    found = (_finite(values[i]) for i in positions if i < len(values))
+    return [x for x in found if x is not None]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _advantage(values: Any, positions: list[int]) -> float | None:
+    """One sample's advantage from a per-token array: at a response position, or the first if no mask."""
+    row = _row(values)
+    if row is None:
+        return _finite(values)
+    picked = _at(row, positions) if positions else _at(row, [0])
+    return picked[0] if picked else None
+
+
+def _chat_prompt(messages: list) -> str | None:
+    """The non-assistant messages' text, joined: what the policy saw."""
+    texts = [
+        _text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") != "assistant"
+    ]
+    kept = [t for t in texts if t]
+    return _SEP.join(kept) if kept else None
+
+
+def _str(value: Any) -> str | None:
+    """A scalar as a string (ids, answers); containers and bools are left out."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _key(value: Any, order: tuple[str, ...] = ("id", "name", "key")) -> str | None:
+    """A grouping / naming key as a string: a scalar, or the first of a dict's id / name / key."""
+    if isinstance(value, dict):
+        value = next((value[k] for k in order if value.get(k) is not None), None)
+    return _str(value)
+
+
+def _set(sample: Record, key: str, value: Any) -> None:
+    """Keep a field only when it was found: missing beats a column of None."""
+    if value is not None:
+        sample[key] = value
+
+
+# --------------------------------------------------------------------------- NeMo-RL
+
+
+def _nemo_identify(record: Record) -> bool:
+    return isinstance(record, dict) and "content" in record and "rewards" in record
+
+
+def _nemo_texts(content: Any) -> tuple[str | None, str | None]:
+    """Train: ``[[prompt str, response str]]``; validation: ``[[{role, content}, ...]]``."""
+    messages = _row(content) or ([content] if isinstance(content, str) else [])
+    if any(isinstance(m, dict) for m in messages):
+        answers = [
+            _text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+        ]
+        return _chat_prompt(messages), answers[-1] if answers else None
+    strings = [m for m in messages if isinstance(m, str)]
+    return (strings[0] if strings else None), (strings[-1] if len(strings) > 1 else None)
+
+
+def _nemo_samples(record: Record) -> list[Record]:
+    if not isinstance(record, dict):
+        return []
+    sample: Record = {}
+    prompt, response = _nemo_texts(record.get("content"))
+    _set(sample, "prompt", prompt)
+    _set(sample, "response", response)
+    _set(sample, "reward", number(record.get("rewards")))
+    mask = _row(record.get("token_loss_mask"))
+    positions = _on(mask)
+    _set(sample, "advantage", _advantage(record.get("advantages"), positions))
+    for key in ("idx", "input_lengths"):
+        value = first(record.get(key))
+        if isinstance(value, (int, float, str)):
+            sample[key] = value
+    if mask is not None:  # without a mask the arrays mix prompt, response and padding positions
+        gen = _at(_row(record.get("generation_logprobs")), positions)
+        prev = _at(_row(record.get("prev_logprobs")), positions)
+        _set(sample, "gen_logprob_mean", _mean(gen))
+        _set(sample, "train_logprob_mean", _mean(prev))
+        _set(sample, "logprob_mismatch_max", _mismatch(record, positions))
+    return [sample]
+
+
+def _mismatch(record: Record, positions: list[int]) -> float | None:
+    """max |generation − prev| logprob over response positions: inference/training disagreement."""
+    gen, prev = _row(record.get("generation_logprobs")), _row(record.get("prev_logprobs"))
+    if gen is None or prev is None:
+        return None
+    pairs = [(_finite(gen[i]), _finite(prev[i])) for i in positions if i < len(gen) and i < len(prev)]
+    gaps = [abs(g - p) for g, p in pairs if g is not None and p is not None]
+    return max(gaps) if gaps else None
+
+
+NEMO_RL = Format(
+    name="nemo-rl", label="NeMo-RL train/val data dump", identify=_nemo_identify, to_samples=_nemo_samples,
+    field_map=(("content", "prompt"), ("content", "response"), ("rewards", "reward"),
+               ("advantages", "advantage"), ("generation_logprobs", "gen_logprob_mean"),
+               ("prev_logprobs", "train_logprob_mean")),
+    notes="Step from the file name (train_data_step{N}.jsonl); token arrays reduced to per-sample means.",
+    kept=("idx", "input_lengths", "advantage", "gen_logprob_mean", "train_logprob_mean",
+          "logprob_mismatch_max"),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- prime-rl traces
+
+
+def _prime_identify(record: Record) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("traces"), list)
+        and any(k in record for k in ("env", "group", "task"))
+    )
+
+
+def _prime_reply(message: dict) -> str:
+    """An assistant turn, its reasoning (kept apart by prime-rl) put back inside <think>."""
+    content = _text(message.get("content")) or ""
+    reasoning = (_text(message.get("reasoning_content")) or "").strip()
+    return f"<think>\n{reasoning}\n</think>\n{content}" if reasoning else content
+
+
+def _prime_rewards(trace: dict) -> tuple[float | None, Record]:
+    """reward = Σ score·weight (verifiers' rubric); each component kept as ``reward/<name>``."""
+    rewards = trace.get("rewards")
+    if not isinstance(rewards, dict):
+        return None, {}
+    total, parts = 0.0, {}
+    for name, entry in rewards.items():
+        score = _finite(entry.get("score") if isinstance(entry, dict) else entry)
+        weight = _finite(entry.get("weight")) if isinstance(entry, dict) else None
+        if score is not None:
+            parts[f"reward/{name}"] = score
+            total += score * (1.0 if weight is None else weight)
+    return total, parts
+
+
+def _prime_samples(record: Record) -> list[Record]:
+    if not isinstance(record, dict):
+        return []
+    traces = record.get("traces")
+    trace = traces[0] if isinstance(traces, list) and traces and isinstance(traces[0], dict) else {}
+    nodes = trace.get("nodes") if isinstance(trace.get("nodes"), list) else []
+    nodes = [n for n in nodes if isinstance(n, dict)]
+    messages = [n["message"] for n in nodes if isinstance(n.get("message"), dict)]
+    sample: Record = {}
+    if messages:
+        sample["prompt"] = _chat_prompt(messages) or ""
+        replies = [_prime_reply(m) for m in messages if m.get("role") == "assistant"]
+        sample["response"] = _SEP.join(replies)  # "" for an episode that errored before answering
+    reward, parts = _prime_rewards(trace)
+    _set(sample, "reward", reward)
+    _set(sample, "group", _key(record.get("group")))
+    _set(sample, "task", _key(record.get("task")))
+    _set(sample, "env", _key(record.get("env"), ("name", "id")))  # name, as token exports' env_name
+    if isinstance(record.get("ok"), bool):
+        sample["ok"] = record["ok"]
+    sample.update(parts)
+    metrics = trace.get("metrics")
+    for name, value in metrics.items() if isinstance(metrics, dict) else ():
+        _set(sample, f"metric/{name}", _finite(value))
+    advantages = [n.get("advantages") for n in nodes if n.get("advantages") is not None]
+    if advantages:  # only in the trained-on ("effective") file
+        _set(sample, "advantage", _advantage(advantages[-1], []))
+    return [sample]
+
+
+PRIME_RL = Format(
+    name="prime-rl", label="prime-rl rollout traces", identify=_prime_identify, to_samples=_prime_samples,
+    field_map=(("traces[0].nodes", "prompt"), ("traces[0].nodes", "response"),
+               ("traces[0].rewards", "reward"), ("group.id", "group")),
+    notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async).",
+    kept=("group", "task", "env", "ok", "advantage", "reward/<name>", "metric/<name>"),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- prime-rl token exports
+
+
+def _tokens_identify(record: Record) -> bool:
+    return isinstance(record, dict) and "token_ids" in record and "loss_mask" in record
+
+
+def _tokens_samples(record: Record) -> list[Record]:
+    """Per-token training arrays (no text, no reward), summarised per sample."""
+    if not isinstance(record, dict):
+        return []
+    mask = _row(record.get("loss_mask"))
+    positions = _on(mask)
+    sample: Record = {}
+    _set(sample, "step", _int(record.get("step")))  # written by the trainer itself, matches step_N/
+    _set(sample, "rank", _int(record.get("rank")))
+    _set(sample, "env", _str(record.get("env_name")))
+    if mask is not None:
+        sample["n_response_tokens"] = len(positions)
+    _set(sample, "advantage", _advantage(record.get("advantages"), positions))
+    for key in ("mismatch_kl", "entropy"):
+        values = _row(record.get(key))
+        name = key if key == "mismatch_kl" else f"{key}_mean"
+        _set(sample, name, _mean(_at(values, positions)) if values is not None else _finite(record.get(key)))
+    return [sample]
+
+
+PRIME_RL_TOKENS = Format(
+    name="prime-rl-tokens", label="prime-rl token export", identify=_tokens_identify,
+    to_samples=_tokens_samples,
+    field_map=(("advantages", "advantage"), ("loss_mask", "n_response_tokens"), ("entropy", "entropy_mean")),
+    notes="Only step dirs with a STABLE marker are complete; non-finite floats are written as null.",
+    kept=("advantage", "mismatch_kl", "n_response_tokens", "entropy_mean", "rank", "env"),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- ROLL
+
+
+_ROLL_COLUMNS = ("global_step", "prompt", "messages", "scores", "ground_truth", "id", "tag", "domain",
+                 "difficulty")  # fmt: skip
+
+
+def _roll_identify(record: Record) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("responses"), list)
+        and isinstance(record.get("scores"), list)
+    )
+
+
+def _roll_prompt(prompt: Any, messages: Any) -> str | None:
+    """The prompt column, else the chat in ``messages`` (a JSON string per row)."""
+    text = _text(prompt)
+    if text is not None or not isinstance(messages, (str, list)):
+        return text
+    try:
+        chat = json.loads(messages) if isinstance(messages, str) else messages
+    except ValueError:
+        return None
+    return _chat_prompt(chat) if isinstance(chat, list) else None
+
+
+def _roll_response(value: Any) -> str | None:
+    if isinstance(value, list):  # several turns or pieces for one row
+        texts = [t for t in (_text(v) for v in value) if t is not None]
+        return _SEP.join(texts) if texts else None
+    return _text(value)
+
+
+def _roll_samples(record: Record) -> list[Record]:
+    """One sample per row; a column of another length than ``responses`` is ignored."""
+    if not isinstance(record, dict) or not isinstance(record.get("responses"), list):
+        return []
+    n = len(record["responses"])
+    cols = {k: record[k] for k in _ROLL_COLUMNS if isinstance(record.get(k), list) and len(record[k]) == n}
+    if "global_step" not in cols and _int(record.get("global_step")) is not None:
+        cols["global_step"] = [record["global_step"]] * n  # one step for the whole file
+    samples = []
+    for i, response in enumerate(record["responses"]):
+        row = {k: v[i] for k, v in cols.items()}
+        sample: Record = {}
+        _set(sample, "step", _int(row.get("global_step")))
+        _set(sample, "prompt", _roll_prompt(row.get("prompt"), row.get("messages")))
+        _set(sample, "response", _roll_response(response))
+        _set(sample, "reward", number(row.get("scores")))
+        _set(sample, "ground_truth", _str(row.get("ground_truth")))
+        _set(sample, "id", _str(row.get("id")))
+        _set(sample, "group", sample.get("id"))
+        for key in ("tag", "domain"):
+            _set(sample, key, _str(row.get(key)))
+        level = _finite(row.get("difficulty"))  # a string in ROLL; as a number it sorts and filters
+        _set(sample, "difficulty", _str(row.get("difficulty")) if level is None else level)
+        samples.append(sample)
+    return samples
+
+
+ROLL = Format(
+    name="roll", label="ROLL rollout dump", identify=_roll_identify, to_samples=_roll_samples, columns=True,
+    field_map=(("responses", "response"), ("scores", "reward"), ("global_step", "step"), ("prompt", "prompt"),
+               ("ground_truth", "ground_truth"), ("id", "group")),
+    notes="One JSON object of column lists per file; steps start at 0.",
+    kept=("id", "group", "tag", "domain", "difficulty"),
+)  # fmt: skip

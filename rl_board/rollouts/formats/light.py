@@ -1,0 +1,108 @@
+"""Formats whose records are one flat sample each: rl-board's own, verl, TRL, AReaL, SkyRL.
+
+Each maps its keys onto rl-board's fields and keeps every other key as a
+column. verl's v1 ``uid`` and AReaL's task id become a ``group`` column (the
+samples of one prompt); TRL's reward functions stay as their own columns and
+``reward`` is their row sum (NaN skipped), as TRL itself adds them up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rl_board.rollouts.formats.base import Format, Record, number, renamed
+
+RL_BOARD_KEYS = frozenset({"prompt", "response", "reward", "response_tokens", "logprobs", "ref_logprobs",
+                           "ground_truth", "ref_response", "token_rewards"})  # fmt: skip
+TRL_FIXED = frozenset({"step", "prompt", "completion", "advantage"})
+
+
+def _native(record: Record) -> bool:
+    return bool(RL_BOARD_KEYS & record.keys())
+
+
+def _as_is(record: Record) -> list[Record]:
+    return [record]
+
+
+RL_BOARD = Format("rl-board", "rl-board rollout log", _native, _as_is)
+
+# -- verl: {step}.jsonl with input / output / gts / score -------------------------------------------------
+VERL_MAP = {"input": "prompt", "output": "response", "score": "reward", "gts": "ground_truth"}
+
+
+def _is_verl(record: Record) -> bool:
+    return {"input", "output"} <= record.keys() and ("score" in record or "gts" in record)
+
+
+def _verl(record: Record) -> list[Record]:
+    out = renamed(record, VERL_MAP)
+    uid = record.get("uid")
+    if isinstance(uid, str) and "_" in uid:
+        out["group"] = uid.split("_", 1)[0]
+    return [out]
+
+
+VERL = Format("verl", "verl rollout dump", _is_verl, _verl, tuple(VERL_MAP.items()),
+              kept=("acc", "pred", "request_id", "uid"))  # fmt: skip
+
+# -- TRL: completions/completions_{step:05d}.parquet ---------------------------------------------------
+
+
+def _is_trl(record: Record) -> bool:
+    return {"prompt", "completion"} <= record.keys() and "task_id" not in record
+
+
+def _trl(record: Record) -> list[Record]:
+    out = renamed(record, {"completion": "response"})
+    parts = [number(v) for k, v in record.items() if k not in TRL_FIXED and _numeric(v)]
+    finite = [p for p in parts if p is not None and math.isfinite(p)]
+    if parts:
+        out["reward"] = math.fsum(finite) if finite else 0.0
+    return [out]
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+TRL = Format("trl", "TRL completions table", _is_trl, _trl, (("completion", "response"),),
+             notes="reward = sum of the reward-function columns (NaN skipped)")  # fmt: skip
+
+# -- AReaL: rollout/{version}/{task_id}.jsonl ---------------------------------------------------------------
+AREAL_MAP = {"completion": "response", "tail_version": "step"}
+
+
+def _is_areal(record: Record) -> bool:
+    return {"task_id", "completion"} <= record.keys() and "tail_version" in record
+
+
+def _areal(record: Record) -> list[Record]:
+    out = renamed(record, AREAL_MAP)
+    out["group"] = str(record.get("task_id"))
+    return [out]
+
+
+AREAL = Format("areal", "AReaL trajectory dump", _is_areal, _areal, tuple(AREAL_MAP.items()),
+               kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"))  # fmt: skip
+
+# -- SkyRL: dumped_evals/global_step_{N}_evals/{data_source}.jsonl -------------------------------------------
+SKYRL_MAP = {"input_prompt": "prompt", "output_response": "response", "score": "reward"}
+
+
+def _is_skyrl(record: Record) -> bool:
+    return {"input_prompt", "output_response"} <= record.keys()
+
+
+def _skyrl(record: Record) -> list[Record]:
+    out = renamed(record, SKYRL_MAP)
+    score = record.get("score")
+    if isinstance(score, list):  # a per-token score: the sequence reward is its sum
+        values = [number(v) for v in score]
+        out["reward"] = math.fsum(v for v in values if v is not None)
+    return [out]
+
+
+SKYRL = Format("skyrl", "SkyRL evaluation dump", _is_skyrl, _skyrl, tuple(SKYRL_MAP.items()),
+               kept=("stop_reason", "env_class", "data_source", "env_extras"))  # fmt: skip
