@@ -18,6 +18,7 @@ from rl_board.cli.common import (
     problem_dict,
     problem_text,
 )
+from rl_board.errors import NotFoundError
 from rl_board.health.checks import (
     SEVERITIES,
     Finding,
@@ -28,6 +29,7 @@ from rl_board.health.checks import (
 )
 from rl_board.metrics.reader import load_metrics
 from rl_board.metrics.table import Problem
+from rl_board.sources.catalogue import catalogue
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -46,6 +48,10 @@ def run(ns: argparse.Namespace) -> int:
     settings, setting_problems = load_settings(Path(ns.path))
     for text in ns.settings:
         parse_set_option(settings, text)
+    found = catalogue(Path(ns.path))
+    if not bundle.runs and not found.rollout_folders():
+        quiet = "".join(f"; {found.name(Path(p.file))}: {p.reason}" for p in bundle.skipped[:5])
+        raise NotFoundError(f"nothing to check: {found.nothing_readable()}{quiet}")
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
     rollout_problems: list[Problem] = []
     if Path(ns.path).is_dir():

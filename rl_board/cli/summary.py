@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 from typing import Any
 
+from rl_board.errors import NotFoundError
+from rl_board.rollouts import fields as F
 from rl_board.rollouts.store import RolloutStore
+from rl_board.sources.catalogue import catalogue
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("summary", help="load a run (through the cache) and summarise it")
-    p.add_argument("run_dir", metavar="RUN_DIR")
+    p = sub.add_parser("summary", help="load a run (a folder or one file, through the cache) and summarise it")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder or a single rollout file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cache-dir", default=None)
     p.set_defaults(func=run)
@@ -20,6 +24,8 @@ def add_parser(sub: Any) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir)
+    if not store.report.files:
+        raise NotFoundError(_nothing_here(Path(ns.run_dir)))
     data = summary_dict(store)
     if ns.json:
         print(json.dumps(data, allow_nan=False, default=str))
@@ -40,7 +46,10 @@ def summary_dict(store: RolloutStore) -> dict:
     ]
     return {
         "run": str(store.run_dir),
-        "files": [{"name": f.name, "lines": f.lines, "bytes": f.bytes, "samples": f.samples,
+        "format": report.format,
+        "field_map": report.field_map,
+        "read_as": report.read_as,
+        "files": [{"name": f.name, "format": f.format, "lines": f.lines, "bytes": f.bytes, "samples": f.samples,
                    "bad": f.bad, "error": f.error or None} for f in report.files],
         "samples": store.num_samples,
         "steps": store.steps,
@@ -68,13 +77,14 @@ def _summary_text(data: dict) -> str:
         f"run      {data['run']}",
         f"files    {len(data['files'])}  samples {data['samples']}  steps {len(data['steps'])}"
         f"  bad lines {data['bad_line_count']}",
+        f"format   {data['read_as'] or data['format']}",
         f"loaded   {data['load_seconds']:.3f}s ({'cache' if data['from_cache'] else 'parsed logs'})",
         "",
-        f"{'step':>8} {'samples':>8} {'reward':>10} {'± std':>8} {'kl':>10}",
+        f"{'step':>8} {'samples':>8} {F.step('reward').brief:>12} {'± std':>8} {F.step('kl').brief:>10}",
     ]
     for row in data["step_stats"]:
         kl = row.get("kl_mean")
-        lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>10} "
+        lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
                      f"{_num(row['reward_std']):>8} {_num(kl):>10}")
     lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
     return "\n".join(lines)
@@ -82,3 +92,13 @@ def _summary_text(data: dict) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def _nothing_here(path: Path) -> str:
+    """Why a path holds no rollout file: what is below it instead."""
+    found = catalogue(path)
+    runs = [f.relative for f in found.rollout_folders()]
+    if runs:
+        return (f"{path} holds no rollout files itself; runs below it: {', '.join(runs[:8])}"
+                " (see `rl-board runs`)")
+    return found.nothing_readable()

@@ -99,6 +99,7 @@ class MetricsBundle:
     episodes: pd.DataFrame
     runs: list[RunInfo]
     problems: list[Problem]
+    skipped: list[Problem] = field(default_factory=list)  # text logs that hold no metric line
 
     def run(self, name: str) -> RunInfo | None:
         """The RunInfo named `name`, if any."""
@@ -122,9 +123,11 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> Me
     skip = (cache,) if cache is not None else ()
     runs: list[RunInfo] = []
     parts: list[ReadResult] = []
+    skipped: list[Problem] = []
     for source in discover(root, skip=skip):
         read = _read_source(source, cache)
         if read is None:
+            skipped.append(Problem(str(source.path), "a text file with no metric lines rl-board knows"))
             continue
         info, result = read
         runs.append(info)
@@ -138,6 +141,7 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> Me
         episodes=merged.episodes if merged else concat_frames([], EPISODE_COLUMNS),
         runs=runs,
         problems=[p for info in runs for p in info.problems],
+        skipped=skipped,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rl_board.rollouts.cache.sync import FileEntry
+from rl_board.rollouts.formats import Format
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class FileReport:
     blank: int
     pending_bytes: int
     error: str = ""
+    format: str = ""
 
 
 @dataclass
@@ -43,6 +45,23 @@ class LoadReport:
     rebuilt_cache: bool = False
     parsed_bytes: int = 0
     seconds: float = 0.0
+    formats: dict[str, str] = field(default_factory=dict)  # format name -> how it was read, in words
+    _field_map: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def format(self) -> str:
+        """The run's format name ("verl"), or names joined with "+" when its files differ."""
+        return "+".join(sorted(self.formats))
+
+    @property
+    def field_map(self) -> dict[str, str]:
+        """rl-board field -> the key it was read from, where the two differ."""
+        return dict(self._field_map)
+
+    @property
+    def read_as(self) -> str:
+        """How the run was read, in words, for the sidebar and the load report."""
+        return "; ".join(self.formats.values())
 
     @property
     def bad_line_count(self) -> int:
@@ -54,15 +73,26 @@ class LoadReport:
         return [f for f in self.files if f.error]
 
 
-def build_report(run: str, entries: list[FileEntry]) -> LoadReport:
+def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] | None = None) -> LoadReport:
     """Turn cache entries into a report (counts are kept in the manifest)."""
     report = LoadReport(run=run)
+    formats = formats or {}
     for e in entries:
+        fmt = formats.get(e.name)
         report.files.append(
             FileReport(e.name, e.size, e.lines, e.samples, e.bad_count, e.blank,
-                       max(0, e.size - e.consumed), e.error)
+                       max(0, e.size - e.consumed), e.error, fmt.name if fmt else "")
         )
+        if fmt is not None:
+            report.formats.setdefault(fmt.name, _read_as(fmt))
+            report._field_map.update({dst: src for src, dst in fmt.field_map if src != dst})
         report.bad_lines += [BadLine(e.name, int(line), str(reason)) for line, reason in e.bad]
         report.warnings += [BadLine(e.name, int(line), str(reason)) for line, reason in e.warnings]
     report.samples = sum(e.samples for e in entries)
     return report
+
+
+def _read_as(fmt: Format) -> str:
+    kept = f"; kept as columns: {', '.join(fmt.kept)}" if fmt.kept else ""
+    notes = f" ({fmt.notes})" if fmt.notes else ""
+    return fmt.describe() + notes + kept

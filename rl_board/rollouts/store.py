@@ -18,13 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive
+from rl_board.rollouts import derive, formats
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.formats import Format
 from rl_board.rollouts.report import LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
-from rl_board.sources.catalogue import catalogue
+from rl_board.sources.catalogue import catalogue, classify
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,8 @@ class RolloutStore:
         reported and not read (the server passes its served roots).
         """
         path = Path(run_dir).expanduser()
-        if not path.is_dir():
-            raise NotFoundError(f"no run folder at {path}")
+        if not path.exists():
+            raise NotFoundError(f"no run folder or file at {path}")
         root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
         store = cls(path, root, allowed_roots)
         store._load(progress=progress, verify=True)
@@ -153,11 +154,16 @@ class RolloutStore:
 
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
-        report = build_report(str(self.run_dir), result.files)
+        report = build_report(str(self.run_dir), result.files, self._formats(result.files))
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
         self._view, self.report = view, report  # one swap: readers never see a half-built run
         _write_run_summary(result.directory, report)
+
+    def _formats(self, entries: list[cache.FileEntry]) -> dict[str, Format]:
+        """Each file's format, as the catalogue classifies it (the reader used the same answer)."""
+        base = self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
+        return {e.name: formats.by_name(classify(base / e.name).format) for e in entries if not e.error}
 
     # -- questions ---------------------------------------------------------
 

@@ -71,6 +71,22 @@ class Catalogue:
     def skipped(self) -> list[Source]:
         return self.of_role(SKIPPED)
 
+    def nothing_readable(self) -> str:
+        """What was found when nothing can be read, in one line (for exit-2 messages and empty pages)."""
+        skipped = self.skipped
+        listed = "; ".join(f"{self.name(s.path)}: {s.reason}" for s in skipped[:5])
+        more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        if not self.sources:
+            return f"no rollout or metric files under {self.root}"
+        return f"no rollout or metric files under {self.root}; {len(skipped)} skipped ({listed}{more})"
+
+    def name(self, path: Path) -> str:
+        """A path as it is shown: relative to the root."""
+        try:
+            return path.relative_to(self.root).as_posix() or path.name
+        except ValueError:
+            return str(path)
+
     def rollout_folders(self) -> list[RolloutFolder]:
         """Rollout runs: folders holding rollout files, with their sizes and newest mtime."""
         by_folder: dict[str, list[Source]] = {}

@@ -6,7 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, run_of
+from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
 
 
 def list_rollout_files(run_dir: Path) -> list[Path]:
@@ -22,6 +22,8 @@ def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Pat
     broken or looping link, or (with ``allowed``) a link that leads outside
     the served folders is named in the report, never read.
     """
+    if run_dir.is_file():  # a run of one file
+        return [(run_dir, run_dir.name, _unusable(run_dir, allowed))] if classify(run_dir).role == ROLLOUT else []
     found: dict[str, tuple[Path, str, str]] = {}
     for path in run_dir.iterdir():
         if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed)):

@@ -1,0 +1,50 @@
+"""`rl-board runs ROOT`: every run under a root with its format, and every file not read, with why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rl_board.errors import NotFoundError
+from rl_board.rollouts.store import RolloutStore
+from rl_board.sources.catalogue import METRICS, Catalogue, catalogue
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list the runs under ROOT (format, files, samples) and every skipped file")
+    p.add_argument("root", metavar="ROOT")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cache-dir", default=None, help="cache folder (runs are opened through it to count samples)")
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    root = Path(ns.root).expanduser()
+    if not root.exists():
+        raise NotFoundError(f"path not found: {root}")
+    found = catalogue(root, skip=(Path(ns.cache_dir),) if ns.cache_dir else ())
+    data = runs_dict(found, ns.cache_dir)
+    print(json.dumps(data) if ns.json else _text(data))
+    return 0
+
+
+def runs_dict(found: Catalogue, cache_dir: str | None) -> dict[str, Any]:
+    """The documented ``runs --json`` object."""
+    runs = []
+    for folder in found.rollout_folders():
+        store = RolloutStore.open(folder.path, cache_dir=cache_dir)
+        runs.append({"run": folder.relative, "format": store.report.format or folder.format,
+                     "files": folder.files, "samples": store.num_samples, "steps": len(store.steps)})
+    metrics = [{"path": found.name(s.path), "kind": s.format} for s in found.of_role(METRICS)]
+    skipped = [{"path": found.name(s.path), "reason": s.reason} for s in found.skipped]
+    return {"root": str(found.root), "runs": runs, "metrics": metrics, "skipped": skipped}
+
+
+def _text(data: dict[str, Any]) -> str:
+    lines = [f"{r['run']}  [{r['format']}]  {r['files']} file(s), {r['samples']} samples, {r['steps']} steps"
+             for r in data["runs"]] or ["no rollout runs"]  # fmt: skip
+    lines += [f"metrics: {m['path']}  [{m['kind']}]" for m in data["metrics"]]
+    lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
+    return "\n".join(lines)
