@@ -258,10 +258,11 @@ class RolloutStore:
         for run in catalogue(root_path, skip=(cache_root,)).rollout_folders():
             known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
             rows.append({
-                "run": run.relative, "path": str(run.path), "files": run.files, "bytes": run.bytes,
+                "run": run.relative, "path": str(run.path), "format": run.format, "files": run.files,
+                "bytes": run.bytes,
                 "modified": run.modified, "samples": known.get("samples"), "steps": known.get("steps"),
             })
-        columns = ["run", "path", "files", "bytes", "modified", "samples", "steps"]
+        columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
         return pd.DataFrame(rows, columns=columns)
 
 

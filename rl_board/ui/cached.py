@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rl_board import api
 from rl_board.api import RolloutStore
 from rl_board.config import server_config
 
@@ -85,6 +86,14 @@ def store_for(run_path: Path, progress: Progress | None = None) -> RolloutStore:
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""
     return RolloutStore.list_runs(root, cache_dir=cache_root)
+
+
+@st.cache_data(show_spinner=False, ttl=10, max_entries=32)
+def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
+    """Files under a root that are not read, with why (the root's catalogue; refreshed every few seconds)."""
+    found = api.catalogue(Path(root), skip=(Path(cache_root),))
+    rows = [(found.name(s.path), s.reason) for s in found.skipped]
+    return pd.DataFrame(rows, columns=["file", "why it is not read"])
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -10,7 +10,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
-PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py"}
+PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py",
+         "metrics": "views/metrics.py", "health": "views/health.py"}
 
 
 def decode(value):

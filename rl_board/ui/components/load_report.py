@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import BadLine, LoadReport
+from rl_board.ui.text import escape_markdown
 
 
 def badge_text(report: LoadReport) -> str:
@@ -30,11 +31,13 @@ def render_load_report(report: LoadReport) -> None:
     st.badge(bad_text(report), icon=":material/warning:" if trouble else ":material/check_circle:",
              color="orange" if trouble else "green")
     with st.expander("Load report", expanded=False):
+        if report.read_as:
+            st.caption(f"Read as {escape_markdown(report.read_as)}")
         source = "read from cache" if report.from_cache else f"parsed {report.parsed_bytes / 1e6:.2f} MB"
         st.caption(f"{source} in {report.seconds:.2f} s"
                    + (" · cache rebuilt" if report.rebuilt_cache else ""))
         files = pd.DataFrame([
-            {"file": f.name, "samples": f.samples, "bad": f.bad, "blank": f.blank,
+            {"file": f.name, "format": f.format, "samples": f.samples, "bad": f.bad, "blank": f.blank,
              "not yet complete (bytes)": f.pending_bytes, "MB": round(f.bytes / 1e6, 3), "error": f.error}
             for f in report.files
         ])

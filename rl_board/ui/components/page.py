@@ -9,6 +9,7 @@ import streamlit as st
 
 from rl_board.api import relative_to_roots
 from rl_board.ui import state
+from rl_board.ui.components.skipped import render_skipped
 from rl_board.ui.context import Context
 from rl_board.ui.text import escape_markdown
 
@@ -21,8 +22,16 @@ def current_run(title: str) -> Context | None:
         st.info("Choose a logs root inside the served folders in the sidebar.")
         return None
     if ctx.store is None:
+        if isinstance(ctx.runs, pd.DataFrame) and ctx.runs.empty:
+            st.warning("This logs root holds no rollout run rl-board can read: no folder under it holds "
+                       "rollout files of a known format (see the list below for what was found instead).",
+                       icon=":material/search_off:")
+            render_skipped(ctx.root, expanded=True)
+            st.markdown(GUIDE)
+            return None
         st.info("Choose a run in the sidebar (**Run**) or click one in the table below.")
         runs_table(ctx)
+        render_skipped(ctx.root)
         st.markdown(GUIDE)
         return None
     st.caption(f"Run **{escape_markdown(ctx.run or '')}** · {ctx.store.num_samples} samples · "
@@ -69,7 +78,7 @@ def runs_table(ctx: Context) -> None:
         return
     names = [relative_to_roots(Path(p), ctx.roots) for p in runs["path"]]
     shown = pd.DataFrame({
-        "run": runs["run"], "contents": [_contents(r) for _, r in runs.iterrows()],
+        "run": runs["run"], "format": runs["format"], "contents": [_contents(r) for _, r in runs.iterrows()],
         "files": runs["files"], "MB": (runs["bytes"] / 1e6).round(2),
         "modified": pd.to_datetime(runs["modified"], unit="s", errors="coerce"),
     })

@@ -82,7 +82,8 @@ def _choose_run(ctx: Context) -> None:
         return
     ctx.runs = runs
     if runs.empty:
-        st.info("No runs here: a run is a folder holding *.jsonl rollout files.")
+        st.info("No rollout run here: a run is a folder of rollout files (rl-board JSONL, or a verl, TRL, "
+                "ROLL, NeMo-RL, prime-rl, AReaL or SkyRL dump). The page lists what was found instead.")
         _forget_run()
         return
     names = _run_names(runs, ctx.roots)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rl_board.ui import metrics_cached
+from rl_board.ui import cached, metrics_cached
 from rl_board.ui.components import health_findings, health_settings
 from rl_board.ui.components.metrics_runs import logs_root_context, render_problems
+from rl_board.ui.components.skipped import render_skipped
 from rl_board.ui.context import Context
 
 
 def render(ctx: Context) -> None:
+    if not metrics_cached.metrics_under(ctx.root).runs and cached.runs_under(str(ctx.root), cached.cache_dir()).empty:
+        st.warning("No rule was run: this logs root holds no metric log and no rollout run rl-board can read.",
+                   icon=":material/search_off:")
+        render_skipped(ctx.root, expanded=True)
+        return
     health = metrics_cached.health_settings(ctx.root)
     located, problems = health_findings.collect(ctx, health)
     st.caption(
@@ -21,6 +27,7 @@ def render(ctx: Context) -> None:
     health_findings.render_summary(located)
     health_settings.render_settings(health, ctx.root)
     health_findings.render_findings(located)
+    render_skipped(ctx.root)
 
 
 ctx = logs_root_context("Health")

@@ -1,0 +1,73 @@
+"""Trainers' dumps in the pages: a verl dump and a TRL table show prompt, response and reward; a root
+with nothing readable says so and lists what it found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers import trainer_dumps as T
+from tests.helpers.apptest import APP, PAGES, assert_clean, table, texts
+
+
+@pytest.fixture
+def dumps_root(tmp_path: Path, monkeypatch) -> Path:
+    root = tmp_path / "served"
+    T.write_verl(root / "verl")
+    T.write_trl(root / "trl")
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+def _open(page: str | None, **params: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(PAGES[page])
+        at.run()
+    return at
+
+
+@pytest.mark.parametrize(("run", "step"), [("verl", "2"), ("trl/completions", "2")])
+def test_step_browser_shows_prompt_response_reward(dumps_root: Path, run: str, step: str) -> None:
+    at = _open("steps", run=run, step=step)
+    assert_clean(at)
+    frame = table(at)
+    assert {"prompt", "response", "reward"} <= set(frame.columns)
+    assert frame["response"].notna().all() and frame["reward"].notna().all()
+    read_as = [c for c in texts(at.sidebar.caption) if c.startswith("Read as")]
+    assert read_as and ("verl rollout dump" in read_as[0] or "TRL completions" in read_as[0])
+
+
+def test_sample_view_of_a_verl_dump(dumps_root: Path) -> None:
+    at = _open("sample", run="verl", step="2", sample="0")
+    assert_clean(at)
+    codes = [c.value for c in at.code]
+    assert len(codes) >= 3 and all(codes[:2])  # prompt and response as plain text
+    assert any(m.label == "Reward" for m in at.metric)
+    assert not any("not in this log" in t for t in texts(at.caption)[:2])
+
+
+def test_trl_reward_components_are_columns(dumps_root: Path) -> None:
+    at = _open("steps", run="trl/completions", step="2")
+    frame = table(at)
+    assert {"accuracy_reward", "think_format_reward", "advantage"} <= set(frame.columns)
+
+
+def test_root_with_nothing_readable_says_so(tmp_path: Path, monkeypatch) -> None:
+    T.write_junk(tmp_path / "junk")
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "junk"))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    at = _open(None)
+    assert_clean(at)
+    assert any("no rollout run rl-board can read" in t for t in texts(at.warning))
+    listed = [df.value for df in at.dataframe]
+    assert any("model.pkl" in set(df.iloc[:, 0]) for df in listed if len(df.columns) == 2)
+    health = _open("health")
+    assert_clean(health)
+    assert any("No rule was run" in t for t in texts(health.warning))
