@@ -13,6 +13,8 @@ from typing import Any
 from rl_board.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
+    field_arguments,
+    fields_of,
     json_default,
     path_arguments,
     problem_dict,
@@ -36,6 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `check PATH [--json] [--set rule.param=value ...]`."""
     parser = subparsers.add_parser("check", help="run health checks on the metrics and rollout runs under PATH")
     path_arguments(parser)
+    field_arguments(parser)
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="RULE.PARAM=VALUE",
                         help="override a rule threshold, severity or enabled flag (repeatable)")  # fmt: skip
     parser.set_defaults(func=run)
@@ -48,7 +51,8 @@ def run(ns: argparse.Namespace) -> int:
     settings, setting_problems = load_settings(Path(ns.path))
     for text in ns.settings:
         parse_set_option(settings, text)
-    found = catalogue(Path(ns.path))
+    fields = fields_of(ns)
+    found = catalogue(Path(ns.path), fields=fields)
     if not bundle.runs and not found.rollout_folders():
         quiet = "".join(f"; {found.name(Path(p.file))}: {p.reason}" for p in bundle.skipped[:5])
         raise NotFoundError(f"nothing to check: {found.nothing_readable()}{quiet}")
@@ -56,7 +60,7 @@ def run(ns: argparse.Namespace) -> int:
     rollout_problems: list[Problem] = []
     if Path(ns.path).is_dir():
         rollout_findings, rollout_problems = check_rollout_runs(
-            ns.path, cache_dir=ns.cache_dir, settings=settings
+            ns.path, cache_dir=ns.cache_dir, settings=settings, fields=fields
         )
         findings.extend(rollout_findings)
     all_problems = [*setting_problems, *bundle.problems, *rollout_problems]

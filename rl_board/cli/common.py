@@ -8,8 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from rl_board.metrics.table import Problem
+from rl_board.sources import fieldmap
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def field_arguments(parser: argparse.ArgumentParser) -> None:
+    """--field FIELD=KEY (repeatable): which key of the logs holds an rl-board field."""
+    parser.add_argument("--field", dest="fields", action="append", default=[], metavar="FIELD=KEY",
+                        help="read rl-board's FIELD from the logs' KEY, e.g. --field reward=score (repeatable; "
+                             "adds to [fields] in rl-board.toml)")
+
+
+def fields_of(ns: argparse.Namespace) -> dict[str, str]:
+    """The --field options as a field map (checked: unknown fields are a usage error)."""
+    return dict(fieldmap.parse_option(text) for text in getattr(ns, "fields", []) or [])
 
 
 def path_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rl_board.cli.common import field_arguments, fields_of
 from rl_board.errors import NotFoundError
 from rl_board.rollouts.store import RolloutStore
 from rl_board.sources.catalogue import METRICS, Catalogue, catalogue
@@ -17,6 +18,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("root", metavar="ROOT")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cache-dir", default=None, help="cache folder (runs are opened through it to count samples)")
+    field_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -24,17 +26,18 @@ def run(ns: argparse.Namespace) -> int:
     root = Path(ns.root).expanduser()
     if not root.exists():
         raise NotFoundError(f"path not found: {root}")
-    found = catalogue(root, skip=(Path(ns.cache_dir),) if ns.cache_dir else ())
-    data = runs_dict(found, ns.cache_dir)
+    fields = fields_of(ns)
+    found = catalogue(root, skip=(Path(ns.cache_dir),) if ns.cache_dir else (), fields=fields)
+    data = runs_dict(found, ns.cache_dir, fields)
     print(json.dumps(data) if ns.json else _text(data))
     return 0
 
 
-def runs_dict(found: Catalogue, cache_dir: str | None) -> dict[str, Any]:
+def runs_dict(found: Catalogue, cache_dir: str | None, fields: dict[str, str] | None = None) -> dict[str, Any]:
     """The documented ``runs --json`` object."""
     runs = []
     for folder in found.rollout_folders():
-        store = RolloutStore.open(folder.path, cache_dir=cache_dir)
+        store = RolloutStore.open(folder.path, cache_dir=cache_dir, fields=fields)
         runs.append({"run": folder.relative, "format": store.report.format or folder.format,
                      "files": folder.files, "samples": store.num_samples, "steps": len(store.steps)})
     metrics = [{"path": found.name(s.path), "kind": s.format} for s in found.of_role(METRICS)]

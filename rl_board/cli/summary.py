@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rl_board.cli.common import field_arguments, fields_of
 from rl_board.errors import NotFoundError
 from rl_board.rollouts import fields as F
 from rl_board.rollouts.store import RolloutStore
@@ -19,13 +20,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder or a single rollout file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cache-dir", default=None)
+    field_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(ns: argparse.Namespace) -> int:
-    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir)
+    fields = fields_of(ns)
+    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
     if not store.report.files:
-        raise NotFoundError(_nothing_here(Path(ns.run_dir)))
+        raise NotFoundError(_nothing_here(Path(ns.run_dir), fields))
     data = summary_dict(store)
     if ns.json:
         print(json.dumps(data, allow_nan=False, default=str))
@@ -94,9 +97,9 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _nothing_here(path: Path) -> str:
+def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     """Why a path holds no rollout file: what is below it instead."""
-    found = catalogue(path)
+    found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]
     if runs:
         return (f"{path} holds no rollout files itself; runs below it: {', '.join(runs[:8])}"

@@ -47,7 +47,8 @@ def check_scalars(
 
 
 def check_rollout_runs(
-    root: str | Path, *, cache_dir: str | Path | None = None, settings: Settings | None = None
+    root: str | Path, *, cache_dir: str | Path | None = None, settings: Settings | None = None,
+    fields: dict[str, str] | None = None,
 ) -> tuple[list[Finding], list[Problem]]:
     """Open every rollout run under `root` (through the cache) and check it.
 
@@ -56,9 +57,9 @@ def check_rollout_runs(
     """
     findings: list[Finding] = []
     problems: list[Problem] = []
-    for row in RolloutStore.list_runs(root, cache_dir=cache_dir).itertuples():
+    for row in RolloutStore.list_runs(root, cache_dir=cache_dir, fields=fields).itertuples():
         try:
-            store = RolloutStore.open(row.path, cache_dir=cache_dir)
+            store = RolloutStore.open(row.path, cache_dir=cache_dir, fields=fields)
         except RLBoardError as err:
             problems.append(Problem(str(row.path), f"rollout run not checked: {err}"))
             continue

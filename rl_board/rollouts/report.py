@@ -47,6 +47,7 @@ class LoadReport:
     seconds: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)  # format name -> how it was read, in words
     _field_map: dict[str, str] = field(default_factory=dict)
+    mapped: str = ""  # the field map the user gave, in words
 
     @property
     def format(self) -> str:
@@ -61,7 +62,7 @@ class LoadReport:
     @property
     def read_as(self) -> str:
         """How the run was read, in words, for the sidebar and the load report."""
-        return "; ".join(self.formats.values())
+        return "; ".join([*self.formats.values(), *([self.mapped] if self.mapped else [])])
 
     @property
     def bad_line_count(self) -> int:
@@ -73,7 +74,8 @@ class LoadReport:
         return [f for f in self.files if f.error]
 
 
-def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] | None = None) -> LoadReport:
+def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] | None = None,
+                 user_map: dict[str, str] | None = None) -> LoadReport:
     """Turn cache entries into a report (counts are kept in the manifest)."""
     report = LoadReport(run=run)
     formats = formats or {}
@@ -88,6 +90,10 @@ def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] 
             report._field_map.update({dst: src for src, dst in fmt.field_map if src != dst})
         report.bad_lines += [BadLine(e.name, int(line), str(reason)) for line, reason in e.bad]
         report.warnings += [BadLine(e.name, int(line), str(reason)) for line, reason in e.warnings]
+    if user_map:
+        report._field_map.update({k: v for k, v in user_map.items() if k != v})
+        mapped = ", ".join(f"{src} → {dst.replace('_', ' ')}" for dst, src in user_map.items())
+        report.mapped = f"field map: {mapped}"
     report.samples = sum(e.samples for e in entries)
     return report
 

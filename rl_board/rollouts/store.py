@@ -25,7 +25,9 @@ from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.formats import Format
 from rl_board.rollouts.report import LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
+from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import catalogue, classify
+from rl_board.sources.fieldmap import FieldMap
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,10 @@ class RolloutStore:
     for a missing run folder, ``InvalidArgumentError`` for bad arguments.
     """
 
-    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None) -> None:
+    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None,
+                 fields: FieldMap | None = None) -> None:
         self.run_dir = run_dir
+        self.fields_map: FieldMap = dict(fields or {})  # the caller's field map (rl-board.toml adds to it)
         self.cache_root = cache_root
         self.allowed = allowed
         self.report = LoadReport(run=str(run_dir))
@@ -106,6 +110,7 @@ class RolloutStore:
         cache_dir: str | Path | None = None,
         progress: cache.Progress | None = None,
         allowed_roots: list[Path] | None = None,
+        fields: FieldMap | None = None,
     ) -> RolloutStore:
         """Open a run folder, building or updating its cache as needed.
 
@@ -116,7 +121,9 @@ class RolloutStore:
         if not path.exists():
             raise NotFoundError(f"no run folder or file at {path}")
         root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
-        store = cls(path, root, allowed_roots)
+        for canonical in fields or {}:
+            fieldmap.check(canonical)
+        store = cls(path, root, allowed_roots, fields)
         store._load(progress=progress, verify=True)
         return store
 
@@ -129,16 +136,16 @@ class RolloutStore:
 
     def stale(self) -> bool:
         """Cheap check (one stat per file) whether the files changed since the last load."""
-        return cache.stat_signature(self.run_dir) != self._stat_signature
+        return cache.stat_signature(self.run_dir, self.fields_map) != self._stat_signature
 
     # -- loading -----------------------------------------------------------
 
     def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
         t0 = time.perf_counter()
-        self._stat_signature = cache.stat_signature(self.run_dir)
+        self._stat_signature = cache.stat_signature(self.run_dir, self.fields_map)
         try:
             result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
-                                allowed=self.allowed, opened=self._mapped)
+                                allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
         except PermissionError as exc:
             raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
         signature = _signature(result.files)
@@ -154,7 +161,8 @@ class RolloutStore:
 
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
-        report = build_report(str(self.run_dir), result.files, self._formats(result.files))
+        report = build_report(str(self.run_dir), result.files, self._formats(result.files),
+                              fieldmap.for_file(self._base, self.fields_map))
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
         self._view, self.report = view, report  # one swap: readers never see a half-built run
@@ -162,8 +170,12 @@ class RolloutStore:
 
     def _formats(self, entries: list[cache.FileEntry]) -> dict[str, Format]:
         """Each file's format, as the catalogue classifies it (the reader used the same answer)."""
-        base = self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
-        return {e.name: formats.by_name(classify(base / e.name).format) for e in entries if not e.error}
+        return {e.name: formats.by_name(classify(self._base / e.name, self.fields_map).format)
+                for e in entries if not e.error}  # fmt: skip
+
+    @property
+    def _base(self) -> Path:
+        return self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
 
     # -- questions ---------------------------------------------------------
 
@@ -248,14 +260,15 @@ class RolloutStore:
     # -- runs under a root -------------------------------------------------
 
     @staticmethod
-    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None) -> pd.DataFrame:
+    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None,
+                  fields: FieldMap | None = None) -> pd.DataFrame:
         """Rollout runs under ``root`` (see the class docstring)."""
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
             raise NotFoundError(f"no folder at {root_path}")
         cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
         rows = []
-        for run in catalogue(root_path, skip=(cache_root,)).rollout_folders():
+        for run in catalogue(root_path, skip=(cache_root,), fields=fields).rollout_folders():
             known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
             rows.append({
                 "run": run.relative, "path": str(run.path), "format": run.format, "files": run.files,

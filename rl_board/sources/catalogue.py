@@ -21,7 +21,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rl_board.sources import sniff
+from rl_board.sources import fieldmap, sniff
+from rl_board.sources.fieldmap import FieldMap
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
@@ -121,11 +122,11 @@ def run_of(source: Source) -> str:
     return source.folder
 
 
-def catalogue(root: Path, *, skip: tuple[Path, ...] = ()) -> Catalogue:
-    """Classify everything under ``root`` (a folder, or one file)."""
+def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None) -> Catalogue:
+    """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps."""
     root = Path(root).expanduser().resolve()
     if root.is_file():
-        return Catalogue(root, [_classify_file(root, root.name)])
+        return Catalogue(root, [_classify_file(root, root.name, fields)])
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
@@ -143,7 +144,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = ()) -> Catalogue:
         events = tuple(p for p in paths if is_event_file(p))
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
-        found.sources.extend(_classify_file(p, folder) for p in paths if p not in events)
+        found.sources.extend(_classify_file(p, folder, fields) for p in paths if p not in events)
     found.sources = [_validation_aside(s, found.sources) for s in found.sources if s.role != "quiet"]
     return found
 
@@ -160,15 +161,15 @@ def _validation_aside(source: Source, everything: list[Source]) -> Source:
                   "NeMo-RL validation samples beside the training ones: not mixed into the training run")
 
 
-def classify(path: Path) -> Source:
+def classify(path: Path, fields: FieldMap | None = None) -> Source:
     """One file on its own (the folder is its parent's name)."""
-    return _classify_file(path, path.parent.name)
+    return _classify_file(path, path.parent.name, fields)
 
 
-def _classify_file(path: Path, folder: str) -> Source:
+def _classify_file(path: Path, folder: str, fields: FieldMap | None = None) -> Source:
     suffix = path.suffix.lower()
     if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
-        role, fmt, reason = _sniffed(path)
+        role, fmt, reason = _sniffed(path, fieldmap.for_file(path, fields))
         if role == ROLLOUT and _repeats_another_file(path, fmt):
             return Source(path, folder, SKIPPED, fmt, "repeats the episodes of the all/ folder beside it")
         if role == ROLLOUT and fmt == "prime-rl-tokens" and not (path.parent / "STABLE").exists():
@@ -183,23 +184,24 @@ def _classify_file(path: Path, folder: str) -> Source:
     return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
 
 
-_CACHE: OrderedDict[tuple[str, int, int], tuple[str, str, str]] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, str], tuple[str, str, str]] = OrderedDict()
 _CACHE_LIMIT = 8192
 _CACHE_LOCK = threading.Lock()
 
 
-def _sniffed(path: Path) -> tuple[str, str, str]:
-    """(role, format, reason) of a JSON-lines file, remembered by path, size and mtime."""
+def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
+    """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field map."""
     try:
         st = path.stat()
     except OSError:
         return ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)"
-    key = (str(path), st.st_size, st.st_mtime_ns)
+    key = (str(path), st.st_size, st.st_mtime_ns, fieldmap.digest(fmap))
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    answer = sniff.parquet(path) if path.suffix.lower() == ".parquet" else sniff.json_lines(path)
+    reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
+    answer = reader(path, fmap)
     with _CACHE_LOCK:
         _CACHE[key] = answer
         while len(_CACHE) > _CACHE_LIMIT:

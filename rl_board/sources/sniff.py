@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rl_board.rollouts import formats
+from rl_board.sources import fieldmap
+from rl_board.sources.fieldmap import FieldMap
 
 JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SETTINGS_FILE = "rl-board.toml"
@@ -57,7 +59,7 @@ def reason_for_suffix(path: Path) -> str:
     return _SUFFIX_REASONS.get(suffix, f"not a log rl-board reads ({suffix or 'no extension'})")
 
 
-def json_lines(path: Path) -> tuple[str, str, str]:
+def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
     """(role, format, reason) of a JSON-lines file from its first lines.
 
     Lines that are not JSON objects do not decide anything: a file none of
@@ -71,7 +73,7 @@ def json_lines(path: Path) -> tuple[str, str, str]:
         return "rollout", RL_BOARD, f"unreadable ({err.strerror}); named in the run's load report"
     if not head.strip():
         return "rollout", RL_BOARD, "no lines yet"
-    records = _first_objects(head)
+    records = [fieldmap.apply(r, fmap or {}) for r in _first_objects(head)]
     for record in records:
         fmt = formats.detect(record)
         if fmt is not None:
@@ -82,20 +84,25 @@ def json_lines(path: Path) -> tuple[str, str, str]:
             if fmt is not None:
                 return "rollout", fmt.name, fmt.describe()
         return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
+    looks_like = sorted({k for r in records for k in ROLLOUT_KEYS & r.keys()})
+    if looks_like:
+        return "skipped", "", (f"looks like rollout samples ({', '.join(looks_like)}) but matches no known "
+                               "format: name its keys in rl-board.toml [fields] (e.g. prompt = \"question\")")
     if any(_has_step(r) for r in records):
         return "metrics", "jsonl", "JSON-lines metrics"
     keys = sorted({k for r in records for k in r})[:8]
     return "skipped", "", f"JSON lines whose keys ({', '.join(keys)}) match no known rollout or metrics shape"
 
 
-def parquet(path: Path) -> tuple[str, str, str]:
+def parquet(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
     """(role, format, reason) of a Parquet file from its column names (the data is not read)."""
     try:
         names = pq.read_schema(path).names
     except (OSError, pa.ArrowException) as err:
         return "skipped", "", f"a Parquet file that cannot be opened ({err})"
-    fmt = formats.detect(dict.fromkeys(names, 0.0))
-    if fmt is None or fmt.name == RL_BOARD and not {"prompt", "response"} & set(names):
+    columns = fieldmap.apply(dict.fromkeys(names, 0.0), fmap or {})
+    fmt = formats.detect(columns)
+    if fmt is None or fmt.name == RL_BOARD and not {"prompt", "response"} & set(columns):
         return "skipped", "", f"a Parquet table whose columns ({', '.join(names[:8])}) match no rollout shape"
     return "rollout", fmt.name, fmt.describe()
 

@@ -36,6 +36,8 @@ from rl_board.rollouts.cache.manifest import (
 )
 from rl_board.rollouts.read import ingest
 from rl_board.rollouts.read.runfiles import list_rollout_files, scan_run, stat_signature
+from rl_board.sources import fieldmap
+from rl_board.sources.fieldmap import FieldMap
 
 __all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
            "default_cache_dir", "run_cache_dir"]
@@ -57,9 +59,10 @@ class SyncResult:
     parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
 
 
-def run_cache_dir(cache_root: Path, run_dir: Path) -> Path:
-    """One directory per run, named by a hash of its resolved path."""
-    key = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:20]
+def run_cache_dir(cache_root: Path, run_dir: Path, fields: FieldMap | None = None) -> Path:
+    """One directory per run and field map, named by a hash of its resolved path (and the map)."""
+    fmap = fieldmap.digest(fieldmap.for_file(run_dir if run_dir.is_dir() else run_dir.parent, fields))
+    key = hashlib.sha1((str(run_dir.resolve()) + (f"#{fmap}" if fmap else "")).encode()).hexdigest()[:20]
     return cache_root / "runs" / key
 
 
@@ -82,18 +85,19 @@ def sync(
     verify: bool = True,
     allowed: list[Path] | None = None,
     opened: dict[str, pa.Table] | None = None,
+    fields: FieldMap | None = None,
 ) -> SyncResult:
     """Bring the run's cache up to date with its files and return the manifest.
 
     ``verify`` checks every segment's CRC (on first open); a refresh of a run
     already open only checks sizes, so following a run costs what it appends.
     """
-    directory = run_cache_dir(cache_root, run_dir)
+    directory = run_cache_dir(cache_root, run_dir, fields)
     with _locked(directory):
         old, rebuilt = read_manifest(directory, run_dir, verify=verify)
         entries: list[FileEntry] = []
         work: list[tuple[_Plan, list[tuple[int, int]]]] = []
-        for path, name, problem in scan_run(run_dir, allowed):
+        for path, name, problem in scan_run(run_dir, allowed, fields):
             if problem:
                 entries.append(FileEntry(name=name, error=problem))
                 continue
@@ -105,7 +109,7 @@ def sync(
                 continue
             entries.append(plan.entry)
             work.append((plan, blocks))
-        parsed = _ingest(work, directory, progress)
+        parsed = _ingest(work, directory, progress, fields)
         for entry in entries:
             compact(directory, entry)
         write_manifest(directory, run_dir, entries)
@@ -116,7 +120,8 @@ def sync(
     return SyncResult(directory, entries, parsed, rebuilt, parts)
 
 
-def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:
+def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None,
+            fields: FieldMap | None = None) -> int:
     """Parse every planned block of every file (in one worker pool) into its entry."""
     jobs = [(plan.path, s, e) for plan, blocks in work for s, e in blocks]
     owners = [plan for plan, blocks in work for _ in blocks]
@@ -128,7 +133,7 @@ def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, pr
         done += n
         _tick(progress, done, total)
 
-    for plan, (_, _, end), result in zip(owners, jobs, ingest.run_blocks(jobs, directory, tick), strict=True):
+    for plan, (_, _, end), result in zip(owners, jobs, ingest.run_blocks(jobs, directory, tick, fields), strict=True):
         if result.error:
             plan.entry.error = result.error
             continue

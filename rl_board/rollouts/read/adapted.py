@@ -17,11 +17,13 @@ from rl_board.rollouts import schema as S
 from rl_board.rollouts.formats import Format, step_from_name
 from rl_board.rollouts.read.jsonl import ParsedBlock
 from rl_board.rollouts.read.records import BadLine, load_object, normalise, records_to_table
+from rl_board.sources import fieldmap
+from rl_board.sources.fieldmap import FieldMap
 
 _ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 
-def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format) -> ParsedBlock:
+def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:
     """Complete JSON lines of one block of a file in format ``fmt``."""
     result = ParsedBlock(records_to_table([]))
     numbered = []
@@ -31,14 +33,14 @@ def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format) -> Par
         else:
             result.blank += 1
     objects = ((number, _loaded(number, raw, result)) for number, raw in numbered)
-    return _samples(((n, o) for n, o in objects if o is not None), path, fmt, result)
+    return _samples(((n, o) for n, o in objects if o is not None), path, fmt, result, fmap or {})
 
 
-def parse_parquet(path: Path, fmt: Format) -> ParsedBlock:
+def parse_parquet(path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:
     """Every row of a Parquet file (row N is reported as line N)."""
     result = ParsedBlock(records_to_table([]))
     rows = pq.read_table(path).to_pylist()
-    return _samples(enumerate(rows, start=1), path, fmt, result)
+    return _samples(enumerate(rows, start=1), path, fmt, result, fmap or {})
 
 
 def _loaded(number: int, raw: bytes, result: ParsedBlock) -> dict[str, Any] | None:
@@ -53,12 +55,13 @@ def _loaded(number: int, raw: bytes, result: ParsedBlock) -> dict[str, Any] | No
 
 
 def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: Format,
-             result: ParsedBlock) -> ParsedBlock:  # fmt: skip
+             result: ParsedBlock, fmap: FieldMap) -> ParsedBlock:  # fmt: skip
     named_step = step_from_name(path)
     records = []
-    for number, obj in objects:
+    for number, raw in objects:
+        obj = fieldmap.apply(raw, fmap)
         try:
-            samples = fmt.to_samples(obj)
+            samples = _mapped(fmt.to_samples(obj), obj, fmap)
         except _ADAPTER_ERRORS as exc:
             result.bad.append((number, f"not a {fmt.label} record ({type(exc).__name__}: {exc})"))
             continue
@@ -72,10 +75,22 @@ def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: For
     return result
 
 
+def _mapped(samples: list[dict[str, Any]], obj: dict[str, Any], fmap: FieldMap) -> list[dict[str, Any]]:
+    """What the user mapped wins over what the format would have chosen (one record, one sample)."""
+    if fmap and len(samples) == 1:
+        for canonical in fmap:
+            if canonical in obj:
+                samples[0][canonical] = obj[canonical]
+    return samples
+
+
 def _checked(sample: dict[str, Any], named_step: int | None, number: int,
              result: ParsedBlock) -> dict[str, Any] | None:  # fmt: skip
     if sample.get(S.STEP) is None and named_step is not None:
         sample[S.STEP] = named_step
+    for name in S.SCALAR_FIELDS:  # trainers log pass/fail as booleans (verl's acc): read them as 1 / 0
+        if isinstance(sample.get(name), bool):
+            sample[name] = float(sample[name])
     try:
         record = normalise(sample)
     except BadLine as exc:

@@ -22,7 +22,9 @@ from pathlib import Path
 from rl_board.rollouts import derive, formats
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import adapted, bulk, jsonl
+from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import classify
+from rl_board.sources.fieldmap import FieldMap
 
 BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
@@ -91,7 +93,7 @@ def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary 
     return end
 
 
-def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult:
+def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldMap | None = None) -> BlockResult:
     """Read, parse, derive and write one block (runs in a worker or in-process)."""
     try:
         with open(path, "rb") as f:
@@ -100,12 +102,13 @@ def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     n_lines = data.count(b"\n")
-    fmt = formats.by_name(classify(Path(path)).format)
+    fmap = fieldmap.for_file(Path(path), fields)
+    fmt = formats.by_name(classify(Path(path), fields).format)
     if Path(path).suffix.lower() == ".parquet":
-        parsed = adapted.parse_parquet(Path(path), fmt)
+        parsed = adapted.parse_parquet(Path(path), fmt, fmap)
         n_lines = parsed.table.num_rows + len(parsed.bad)
-    elif fmt.name != formats.NATIVE:
-        parsed = adapted.parse_lines(data, first_line=1, path=Path(path), fmt=fmt)
+    elif fmt.name != formats.NATIVE or fmap:  # a field map needs every record renamed: the careful path
+        parsed = adapted.parse_lines(data, first_line=1, path=Path(path), fmt=fmt, fmap=fmap)
     else:
         parsed = parse_block(data, first_line=1, n_lines=n_lines)
     result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
@@ -116,7 +119,8 @@ def ingest_block(path: str, start: int, end: int, directory: str) -> BlockResult
 
 
 def run_blocks(
-    jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None]
+    jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
+    fields: FieldMap | None = None,
 ) -> Iterator[BlockResult]:
     """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each."""
     total = sum(e - s for _, s, e in jobs)
@@ -129,11 +133,11 @@ def run_blocks(
             workers = None
     if workers is None:
         for path, s, e in jobs:
-            yield ingest_block(str(path), s, e, str(directory))
+            yield ingest_block(str(path), s, e, str(directory), fields)
             on_done(e - s)
         return
     with workers:
-        yield from workers.run(jobs, directory, on_done)
+        yield from workers.run(jobs, directory, on_done, fields)
 
 
 class _Workers:
@@ -173,26 +177,26 @@ class _Workers:
                 proc.wait()
 
     def run(self, jobs: list[tuple[Path, int, int]], directory: Path,
-            on_done: Callable[[int], None]) -> Iterator[BlockResult]:
+            on_done: Callable[[int], None], fields: FieldMap | None = None) -> Iterator[BlockResult]:
         n = len(self.procs)
         for i in range(min(len(jobs), self.AHEAD * n)):
-            self._send(i, jobs[i], directory)
+            self._send(i, jobs[i], directory, fields)
         for i, (path, s, e) in enumerate(jobs):
             result = self._receive(i)
             if result is None:
-                result = ingest_block(str(path), s, e, str(directory))
+                result = ingest_block(str(path), s, e, str(directory), fields)
             if i + self.AHEAD * n < len(jobs):
-                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory)
+                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, fields)
             yield result
             on_done(e - s)
 
-    def _send(self, i: int, job: tuple[Path, int, int], directory: Path) -> None:
+    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, fields: FieldMap | None) -> None:
         if self.broken:
             return
         path, s, e = job
         try:
             proc = self.procs[i % len(self.procs)]
-            proc.stdin.write(json.dumps([str(path), s, e, str(directory)]) + "\n")
+            proc.stdin.write(json.dumps([str(path), s, e, str(directory), fields or {}]) + "\n")
             proc.stdin.flush()
         except OSError:
             self.broken = True

@@ -7,14 +7,16 @@ import re
 from pathlib import Path
 
 from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
+from rl_board.sources.fieldmap import FieldMap
 
 
-def list_rollout_files(run_dir: Path) -> list[Path]:
+def list_rollout_files(run_dir: Path, fields: FieldMap | None = None) -> list[Path]:
     """The run's rollout files that can be read, in natural order."""
-    return [p for p, _, problem in scan_run(run_dir) if not problem]
+    return [p for p, _, problem in scan_run(run_dir, fields=fields) if not problem]
 
 
-def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Path, str, str]]:
+def scan_run(run_dir: Path, allowed: list[Path] | None = None,
+             fields: FieldMap | None = None) -> list[tuple[Path, str, str]]:
     """Every rollout file of a run as (path, name, why it cannot be read or "").
 
     The files are those the root catalogue gives this run (its own folder, and
@@ -23,12 +25,13 @@ def scan_run(run_dir: Path, allowed: list[Path] | None = None) -> list[tuple[Pat
     the served folders is named in the report, never read.
     """
     if run_dir.is_file():  # a run of one file
-        return [(run_dir, run_dir.name, _unusable(run_dir, allowed))] if classify(run_dir).role == ROLLOUT else []
+        readable = classify(run_dir, fields).role == ROLLOUT
+        return [(run_dir, run_dir.name, _unusable(run_dir, allowed))] if readable else []
     found: dict[str, tuple[Path, str, str]] = {}
     for path in run_dir.iterdir():
         if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed)):
             found[path.name] = (path, path.name, problem)
-    listing = catalogue(run_dir)
+    listing = catalogue(run_dir, fields=fields)
     for source in listing.of_role(ROLLOUT):
         if run_of(source) != ".":
             continue
@@ -56,11 +59,11 @@ def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def stat_signature(run_dir: Path) -> str:
+def stat_signature(run_dir: Path, fields: FieldMap | None = None) -> str:
     """Names, sizes and mtimes of the run's files: cheap change detection."""
     parts = []
     try:
-        for path in list_rollout_files(run_dir):
+        for path in list_rollout_files(run_dir, fields):
             try:
                 st = path.stat()
             except OSError:

@@ -13,8 +13,8 @@ from rl_board.rollouts.read.ingest import ingest_block, result_to_json
 
 def main() -> int:
     while line := sys.stdin.readline():
-        path, start, end, directory = json.loads(line)
-        sys.stdout.write(result_to_json(ingest_block(path, start, end, directory)) + "\n")
+        path, start, end, directory, fields = json.loads(line)
+        sys.stdout.write(result_to_json(ingest_block(path, start, end, directory, fields)) + "\n")
         sys.stdout.flush()
     return 0
 
