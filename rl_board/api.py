@@ -35,10 +35,12 @@ from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.report import BadLine, LoadReport
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.sources.catalogue import Catalogue, Source, catalogue
+from rl_board.sources.fieldmap import MAPPABLE as MAPPABLE_FIELDS
+from rl_board.sources.fieldmap import parse_option as parse_field_option
 from rl_board.sources.roots import relative_to_roots, resolve_within
 
 __all__ = [
-    "REGISTRY", "SETTINGS_FILE", "SEVERITIES", "BadLine", "Catalogue", "Finding", "GlossaryEntry",
+    "MAPPABLE_FIELDS", "REGISTRY", "SETTINGS_FILE", "parse_field_option", "SEVERITIES", "BadLine", "Catalogue", "Finding", "GlossaryEntry",
     "LoadReport", "MetricsBundle", "Problem", "RolloutStore", "RunInfo", "SampleDetail", "SampleFilter",
     "Settings", "Source", "catalogue", "check_metrics", "check_run", "duplicate_copies", "evaluation_summary",
     "explain", "export_file_name", "list_runs", "load_settings", "metrics_signature", "open_run",
@@ -54,9 +56,10 @@ def list_runs(root: Path | str, *, cache_dir: Path | str) -> pd.DataFrame:
 
 
 def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | None = None,
-             allowed_roots: list[Path] | None = None) -> RolloutStore:  # fmt: skip
-    """A run's store, its cache built or brought up to date."""
-    return RolloutStore.open(path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots)
+             allowed_roots: list[Path] | None = None, fields: dict[str, str] | None = None) -> RolloutStore:  # fmt: skip
+    """A run's store, its cache built or brought up to date, read with a field map when one is given."""
+    return RolloutStore.open(path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots,
+                             fields=fields)
 
 
 def read_metrics(root: Path | str, *, cache_dir: Path | str) -> MetricsBundle:

@@ -148,7 +148,7 @@ class RolloutStore:
                                 allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
         except PermissionError as exc:
             raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
-        signature = _signature(result.files)
+        signature = _signature(result.files, self.fields_map)
         if signature != self.signature or verify:
             self._build(result)
             self.signature = signature
@@ -285,8 +285,8 @@ def _floats(values: list | None) -> np.ndarray | None:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
-def _signature(entries: list[cache.FileEntry]) -> str:
-    raw = json.dumps([(e.name, e.size, e.mtime_ns, e.consumed, e.error) for e in entries])
+def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
+    raw = json.dumps([sorted(fields.items()), *((e.name, e.size, e.mtime_ns, e.consumed, e.error) for e in entries)])
     return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 

@@ -46,17 +46,17 @@ class StoreRegistry:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def is_open(self, run_path: str, cache_root: str) -> bool:
-        return (run_path, cache_root) in self._stores
+    def is_open(self, run_path: str, cache_root: str, fields: dict[str, str] | None = None) -> bool:
+        return (run_path, cache_root, _fields_key(fields)) in self._stores
 
     def get(self, run_path: str, cache_root: str, progress: Progress | None = None,
-            allowed_roots: list[Path] | None = None) -> RolloutStore:
-        key = (run_path, cache_root)
+            allowed_roots: list[Path] | None = None, fields: dict[str, str] | None = None) -> RolloutStore:
+        key = (run_path, cache_root, _fields_key(fields))
         with self._lock(key):
             store = self._stores.get(key)
             if store is None:
-                store = RolloutStore.open(run_path, cache_dir=cache_root, progress=progress,
-                                          allowed_roots=allowed_roots)
+                store = api.open_run(run_path, cache_dir=cache_root, progress=progress,
+                                     allowed_roots=allowed_roots, fields=fields)
             elif store.stale():
                 store.refresh(progress=progress)
             with self._guard:
@@ -73,13 +73,18 @@ def registry() -> StoreRegistry:
     return StoreRegistry()
 
 
-def is_open(run_path: Path) -> bool:
-    return registry().is_open(str(run_path), cache_dir())
+def is_open(run_path: Path, fields: dict[str, str] | None = None) -> bool:
+    return registry().is_open(str(run_path), cache_dir(), fields)
 
 
-def store_for(run_path: Path, progress: Progress | None = None) -> RolloutStore:
-    """The shared, up-to-date store of a run (opened on first use)."""
-    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots))
+def store_for(run_path: Path, progress: Progress | None = None, fields: dict[str, str] | None = None) -> RolloutStore:
+    """The shared, up-to-date store of a run read with a field map (opened on first use)."""
+    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots),
+                          fields=fields)
+
+
+def _fields_key(fields: dict[str, str] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((fields or {}).items()))
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)

@@ -71,3 +71,23 @@ def test_root_with_nothing_readable_says_so(tmp_path: Path, monkeypatch) -> None
     health = _open("health")
     assert_clean(health)
     assert any("No rule was run" in t for t in texts(health.warning))
+
+
+def test_main_reward_can_be_switched_from_the_sidebar(dumps_root: Path) -> None:
+    at = _open("steps", run="verl", step="2")
+    before = table(at)
+    at.sidebar.selectbox(key="fieldmap.reward").set_value("acc").run()
+    assert_clean(at)
+    assert at.query_params["fields"] in ("reward=acc", ["reward=acc"])
+    after = table(at)
+    assert sorted(after["reward"]) == sorted(before["acc"].astype(float))
+    assert any("acc → reward" in c for c in texts(at.sidebar.caption))
+    at.sidebar.selectbox(key="fieldmap.reward").set_value("(as read)").run()
+    assert sorted(table(at)["reward"]) == sorted(before["reward"])
+
+
+def test_a_link_carries_the_field_map(dumps_root: Path) -> None:
+    at = _open("steps", run="verl", step="2", fields="reward=acc")
+    assert_clean(at)
+    frame = table(at)
+    assert set(frame["reward"]) <= {0.0, 1.0}

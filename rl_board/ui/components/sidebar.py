@@ -13,6 +13,7 @@ from rl_board.errors import RLBoardError
 from rl_board.rollouts import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.charts import CurveOptions
+from rl_board.ui.components.field_map import current_map, render_field_map
 from rl_board.ui.components.load_report import render_load_report
 from rl_board.ui.context import Context, DisplaySettings
 from rl_board.ui.text import (
@@ -34,6 +35,7 @@ def render() -> Context:
             _choose_run(ctx)
         if ctx.store is not None:
             render_load_report(ctx.store.report)
+            render_field_map(ctx.store)
             if st.toggle("Follow new data", key="follow",
                          help=f"Check the run's files every {FOLLOW_SECONDS} s and redraw when lines were added"):
                 _follow(ctx.store)
@@ -122,13 +124,14 @@ def _forget_run() -> None:
 
 
 def _run_changed() -> None:
-    state.put_many(step=None, sample=None, tpage=1)
+    state.put_many(step=None, sample=None, tpage=1, fields="")
 
 
 def open_run(run_path: Path, name: str) -> RolloutStore:
     """The shared store; the first open in this server shows progress with real byte totals."""
-    if cached.is_open(run_path):
-        return cached.store_for(run_path)
+    fields = current_map()
+    if cached.is_open(run_path, fields):
+        return cached.store_for(run_path, fields=fields)
     bar = st.progress(0.0, text=f"Opening {name}…")
 
     def progress(done: int, total: int) -> None:
@@ -136,7 +139,7 @@ def open_run(run_path: Path, name: str) -> RolloutStore:
         bar.progress(fraction, text=f"Reading {name}: {done / 1e6:.1f} of {total / 1e6:.1f} MB")
 
     try:
-        store = cached.store_for(run_path, progress)
+        store = cached.store_for(run_path, progress, fields)
     finally:
         bar.empty()
     cached.runs_under.clear()  # the run list now knows its sample and step counts
