@@ -148,9 +148,10 @@ def with_sample_metrics(table: pa.Table) -> pa.Table:
     return table
 
 
-def step_summary(samples: pd.DataFrame) -> pd.DataFrame:
-    """One row per step (sorted numerically): count and mean/std/min/max."""
-    present = {k: v for k, v in S.STEP_STAT_SOURCES.items() if v in samples.columns}
+def step_summary(samples: pd.DataFrame, sources: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per step (sorted numerically): count and mean/std/min/max of each source column."""
+    sources = S.STEP_STAT_SOURCES if sources is None else sources
+    present = {k: v for k, v in sources.items() if v in samples.columns}
     grouped = samples.groupby(S.STEP, sort=True)
     out = pd.DataFrame({"samples": grouped.size()})
     for prefix, column in present.items():

@@ -15,6 +15,7 @@ type from ``kind`` (see ``schema.py``, which derives its tuples from here).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 TOKEN, SAMPLE, STEP = "token", "sample", "step"
@@ -205,6 +206,15 @@ def token_metrics() -> tuple[str, ...]:
 def filter_field(key: str, present: set[str] | frozenset[str]) -> Field | None:
     """The first per-sample column with range filter `key` ("reward", "kl", "len") that the run has."""
     return next((f for f in at(SAMPLE) if f.filter_key == key and f.name in present), None)
+
+
+# Extra columns that are parts of the reward: TRL's reward functions, verl's acc, prime-rl's reward/<name>.
+REWARD_PART = re.compile(r"reward|score|acc(uracy)?\b|correct|format|pass", re.I)
+
+
+def is_reward_component(name: str) -> bool:
+    """Whether a column the catalogue does not know looks like a part of the reward (by its name)."""
+    return sample(name) is None and bool(REWARD_PART.search(name)) and not name.startswith("_")
 
 
 FILTER_KEYS = tuple(dict.fromkeys(f.filter_key for f in FIELDS if f.filter_key))

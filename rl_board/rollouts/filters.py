@@ -69,7 +69,7 @@ def mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:
             continue
         if name not in table.column_names:
             raise InvalidArgumentError(f"cannot filter on unknown column {name!r}")
-        values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+        values = pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)  # nulls -> NaN
         with np.errstate(invalid="ignore"):
             if lo is not None:
                 keep &= values >= lo

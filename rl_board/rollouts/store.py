@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, formats
+from rl_board.rollouts import derive, fields, formats
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -202,6 +202,23 @@ class RolloutStore:
         """Whether a field or derived column holds at least one value."""
         return self._view.has(name)
 
+    @property
+    def numeric_extras(self) -> list[str]:
+        """The log's own columns (not rl-board fields) that hold numbers: sortable and range-filterable."""
+        schema = self._view.table.schema
+        return [name for name in self.extra_fields if _numeric(schema.field(name).type) and self.has(name)]
+
+    @property
+    def reward_components(self) -> list[str]:
+        """Numeric extra columns named like parts of the reward (e.g. TRL's reward functions)."""
+        return [name for name in self.numeric_extras if fields.is_reward_component(name)]
+
+    def column_summary(self, columns: list[str]) -> pd.DataFrame:
+        """Per-step count, mean, std, min and max of numeric per-sample columns (``{name}_mean``, ...)."""
+        present = [c for c in columns if self.has(c)]
+        frame = self.samples(columns=present)
+        return derive.step_summary(frame, {c: c for c in present})
+
     def samples_per_step(self) -> dict[int, int]:
         v = self._view
         return {int(s): int(c) for s, c in zip(v.steps, v.counts, strict=True)}
@@ -277,6 +294,10 @@ class RolloutStore:
             })
         columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
         return pd.DataFrame(rows, columns=columns)
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind)
 
 
 def _floats(values: list | None) -> np.ndarray | None:

@@ -102,6 +102,12 @@ def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def column_summary(run_path: str, signature: str, columns: tuple[str, ...], _store: RolloutStore) -> pd.DataFrame:
+    """Per-step statistics of some per-sample columns (reward components), keyed by the run's signature."""
+    return _store.column_summary(list(columns))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def step_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
     """Per-step statistics of a run, keyed by its path and file signature."""
     return _store.step_summary()

@@ -112,10 +112,12 @@ def curve_figure(
     """
     data = downsample(summary.sort_values("step"), options.max_points)
     fig = go.Figure()
-    for prefix in series:
+    for k, prefix in enumerate(series):
         if has_series(data, prefix):
-            fig.add_traces(_series_traces(data, prefix, label=F.label(prefix, F.STEP),
-                                          color=F.color(prefix), group=prefix, options=options))
+            # Names are catalogue fields or the log's own columns (user text): escaped for Plotly's labels.
+            fig.add_traces(_series_traces(data, prefix, label=html.escape(F.label(prefix, F.STEP)),
+                                          color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
+                                          group=prefix, options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))
     return fig
 

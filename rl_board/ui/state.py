@@ -53,7 +53,7 @@ PARAMS = (
     Param("all", "bool", False),
     Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
     Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
-    Param("fields", "str", ""),
+    Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")

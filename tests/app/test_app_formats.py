@@ -91,3 +91,16 @@ def test_a_link_carries_the_field_map(dumps_root: Path) -> None:
     assert_clean(at)
     frame = table(at)
     assert set(frame["reward"]) <= {0.0, 1.0}
+
+
+def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
+    at = _open(None, run="trl/completions")
+    assert_clean(at)
+    chart = next(c for c in at.get("plotly_chart") if "Reward components" in c.proto.spec)
+    assert "accuracy_reward" in chart.proto.spec and "think_format_reward" in chart.proto.spec
+    steps = _open("steps", run="trl/completions", step="2", xcol="accuracy_reward", xr="1:")
+    assert_clean(steps)
+    frame = table(steps)
+    assert len(frame) and (frame["accuracy_reward"] >= 1).all()
+    everything = _open("steps", run="trl/completions", step="2")
+    assert len(table(everything)) > len(frame)

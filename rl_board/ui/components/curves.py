@@ -6,9 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.rollouts import fields as F
-from rl_board.ui import charts, state
+from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 from rl_board.ui.context import Context
+from rl_board.ui.text import escape_markdown
 
 REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")
 
@@ -68,6 +69,21 @@ def _length_curve(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
         st.caption("No response_tokens in this run: length is counted in characters.")
 
 
+def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
+    """One curve per part of the reward (TRL's reward functions, verl's acc, ...), when the run logs them."""
+    store = ctx.store
+    parts = store.reward_components
+    if not parts:
+        return
+    summary = cached.column_summary(str(ctx.run_path), store.signature, tuple(parts), store)
+    main = store.report.field_map.get("reward")
+    note = f" · the main reward is read from {main}" if main else ""
+    _chart(charts.curve_figure(summary, parts, title="Reward components per step", y_title="value",
+                               options=opts), "chart_components")
+    st.caption(f"{len(parts)} reward component(s) in this run{escape_markdown(note)}. "
+               "Switch the main reward under **Fields** in the sidebar.")
+
+
 def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     """The run's step curves with the sidebar's band, shift and KL choices."""
     opts = ctx.settings.curves
@@ -75,6 +91,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
         st.info("This run has a single step: each curve is one point. The step browser shows its batch.")
     st.caption("Click a point on any curve to open that step in the step browser.")
     _reward_curves(summary, opts)
+    _component_curves(ctx, opts)
     left, right = st.columns(2)
     with left:
         _kl_curve(summary, ctx.settings.kl_series, opts)

@@ -29,6 +29,24 @@ def range_columns(store: RolloutStore) -> dict[str, tuple[str, str]]:
     return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 
+def _extra_range(store: RolloutStore) -> str:
+    """A range on one of the log's own numeric columns (a reward component, a score); "" when none is chosen."""
+    options = ["", *store.reward_components, *[c for c in store.numeric_extras if c not in store.reward_components]]
+    if len(options) == 1:
+        return ""
+    if state.get("xcol") not in options:
+        state.put("xcol", "")
+    pick, low, high = st.columns([2, 1, 1], vertical_alignment="bottom")
+    pick.selectbox("Filter another column", options, format_func=lambda c: c or "(none)",
+                   help="Reward components and the log's other numeric columns", **state.bind("xcol", _reset_page))
+    column = state.get("xcol") or ""
+    low.number_input(f"{column or 'value'} ≥", value=None, format="%.4g", placeholder="min", disabled=not column,
+                     **state.bind("xr.lo", _reset_page))
+    high.number_input(f"{column or 'value'} ≤", value=None, format="%.4g", placeholder="max", disabled=not column,
+                      **state.bind("xr.hi", _reset_page))
+    return column
+
+
 def _reset_page() -> None:
     state.put("tpage", 1)
 
@@ -38,7 +56,7 @@ def _is_active() -> bool:
 
 
 def _clear() -> None:
-    state.put_many(q="", regex=False, case=False, tpage=1)
+    state.put_many(q="", regex=False, case=False, tpage=1, xcol="")
     for name in state.RANGE_PARAMS:
         state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
 
@@ -63,10 +81,13 @@ def render_filters(store: RolloutStore) -> FilterChoice:
                                       **state.bind(f"{name}.lo", _reset_page))
             cells[2 * k + 1].number_input(f"{label} ≤", value=None, format="%.4g", placeholder="max",
                                           **state.bind(f"{name}.hi", _reset_page))
+        extra = _extra_range(store)
         if not store.has("kl_mean"):
             st.caption("No KL filter: this run has no log-probs.")
         st.button("Clear filters", on_click=_clear, key="clear_filters")
     ranges = {col: state.get_range(name) for name, (col, _) in columns.items()}
+    if extra:
+        ranges[extra] = state.get_range("xr")
     try:
         flt = SampleFilter.build(ranges=ranges, text=state.get("q") or "", regex=bool(state.get("regex")),
                                  case_sensitive=bool(state.get("case")))
