@@ -34,6 +34,7 @@ from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_by
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.report import BadLine, LoadReport
 from rl_board.rollouts.store import RolloutStore, SampleDetail
+from rl_board.rollouts.tokens import TokenText
 from rl_board.sources.catalogue import Catalogue, Source, catalogue
 from rl_board.sources.fieldmap import MAPPABLE as MAPPABLE_FIELDS
 from rl_board.sources.fieldmap import parse_option as parse_field_option
@@ -42,7 +43,7 @@ from rl_board.sources.roots import relative_to_roots, resolve_within
 __all__ = [
     "MAPPABLE_FIELDS", "REGISTRY", "SETTINGS_FILE", "parse_field_option", "SEVERITIES", "BadLine", "Catalogue", "Finding", "GlossaryEntry",
     "LoadReport", "MetricsBundle", "Problem", "RolloutStore", "RunInfo", "SampleDetail", "SampleFilter",
-    "Settings", "Source", "catalogue", "check_metrics", "check_run", "duplicate_copies", "evaluation_summary",
+    "Settings", "Source", "TokenText", "catalogue", "check_metrics", "check_run", "duplicate_copies", "evaluation_summary",
     "explain", "export_file_name", "list_runs", "load_settings", "metrics_signature", "open_run",
     "read_metrics", "relative_to_roots", "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
 ]

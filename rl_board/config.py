@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOTS_ENV = "RL_BOARD_ROOTS"
 CACHE_ENV = "RL_BOARD_CACHE_DIR"
+TOKENIZER_ENV = "RL_BOARD_TOKENIZER"
 DEFAULT_ROOT = "rollout_samples"
 
 
@@ -34,6 +35,7 @@ class ServerConfig:
 
     roots: tuple[Path, ...]
     cache_dir: Path
+    tokenizer: Path | None = None  # a tokenizer.json (or a folder with one) for runs that log token ids
 
     @property
     def metrics_cache_dir(self) -> Path:
@@ -46,11 +48,16 @@ class ServerConfig:
         raw = env.get(ROOTS_ENV, "")
         parts = [p for p in raw.split(os.pathsep) if p.strip()] or [DEFAULT_ROOT]
         roots = tuple(Path(p).expanduser().resolve() for p in parts)
-        return cls(roots=roots, cache_dir=default_cache_dir(env))
+        tokenizer = env.get(TOKENIZER_ENV)
+        return cls(roots=roots, cache_dir=default_cache_dir(env),
+                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None)
 
     def to_env(self) -> dict[str, str]:
         """The environment a server process reads this configuration from."""
-        return {ROOTS_ENV: os.pathsep.join(str(r) for r in self.roots), CACHE_ENV: str(self.cache_dir)}
+        env = {ROOTS_ENV: os.pathsep.join(str(r) for r in self.roots), CACHE_ENV: str(self.cache_dir)}
+        if self.tokenizer is not None:
+            env[TOKENIZER_ENV] = str(self.tokenizer)
+        return env
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from typing import Any
 
 from rl_board.config import ServerConfig, default_cache_dir
 from rl_board.errors import RLBoardError
+from rl_board.rollouts.tokens import TokenText
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 PROJECT = Path(__file__).resolve().parent.parent.parent
@@ -24,6 +25,8 @@ def add_parser(sub: Any) -> None:
                    help="another folder that may be browsed (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8901)
+    p.add_argument("--tokenizer", default=None, metavar="PATH",
+                   help="a tokenizer.json or a local model folder: shows token ids (NeMo-RL, prime-rl) as text")
     p.add_argument("--cache-dir", default=None, help="cache folder (default $RL_BOARD_CACHE_DIR or ~/.cache/rl-board)")
     p.set_defaults(func=run)
 
@@ -38,7 +41,10 @@ def run(ns: argparse.Namespace) -> int:
         print(f"warning: binding {ns.host or 'all interfaces'} exposes the dashboard to your network; "
               "put it behind a reverse proxy with authentication (see README).", file=sys.stderr)
     cache_dir = Path(ns.cache_dir).expanduser().resolve() if ns.cache_dir else default_cache_dir()
-    config = ServerConfig(roots=tuple(r.resolve() for r in roots), cache_dir=cache_dir)
+    tokenizer = Path(ns.tokenizer).expanduser().resolve() if ns.tokenizer else None
+    if tokenizer is not None:
+        TokenText(tokenizer)  # fail now, with one line, rather than on the first sample page
+    config = ServerConfig(roots=tuple(r.resolve() for r in roots), cache_dir=cache_dir, tokenizer=tokenizer)
     env = {**os.environ, **config.to_env()}
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
            "--server.address", ns.host, "--server.port", str(ns.port),

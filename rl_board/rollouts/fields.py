@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 TOKEN, SAMPLE, STEP = "token", "sample", "step"
 # kinds: text (str), number (float), count (int), tokens (list[str]), floats (list[float]), other
-TEXT, NUMBER, COUNT, TOKENS, FLOATS = "text", "number", "count", "tokens", "floats"
+TEXT, NUMBER, COUNT, TOKENS, FLOATS, IDS = "text", "number", "count", "tokens", "floats", "ids"
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,11 @@ FIELDS: tuple[Field, ...] = (
     _f("values", SAMPLE, FLOATS, "critic values", source=True, help="Critic value per token."),
     _f("token_rewards", SAMPLE, FLOATS, "token rewards", source=True,
        help="Per-token reward used in training (KL penalty plus reward)."),
+    # read from trainers that log token ids (NeMo-RL, prime-rl); kept as the log's own columns
+    _f("response_token_ids", SAMPLE, IDS, "response token ids",
+       help="The response as token ids; a tokenizer (serve --tokenizer) turns them into text."),
+    _f("train_logprobs", SAMPLE, FLOATS, "trainer log-probs",
+       help="Per-token log-prob as the trainer computed it (the run's log-probs come from the inference engine)."),
     # -- per sample, derived ---------------------------------------------------------------
     _f("sample", SAMPLE, COUNT, "sample #", help="Index of the sample within its step."),
     _f("file", SAMPLE, TEXT, "file", help="The log file the sample was read from."),
@@ -148,6 +153,9 @@ FIELDS: tuple[Field, ...] = (
 )
 
 _BY_KEY = {(f.level, f.name): f for f in FIELDS}
+# Log fields with a fixed parse type; any other key (token ids among them) is kept as the log wrote it.
+PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "reward", "ref_reward", "valid_reward",
+                    "ref_valid_reward", "response_tokens", "logprobs", "ref_logprobs", "values", "token_rewards"})
 
 # The batch table's known columns, in display order (then the run's own extra fields).
 TABLE_COLUMNS = (
@@ -195,7 +203,7 @@ def color(name: str, level: str = STEP, default: str = BLUE) -> str:
 
 def source_names(kind: str) -> tuple[str, ...]:
     """Log fields of one kind, in catalogue order (the parse schema is built from these)."""
-    return tuple(f.name for f in FIELDS if f.source and f.kind == kind and f.name != "step")
+    return tuple(f.name for f in FIELDS if f.source and f.kind == kind and f.name != "step" and f.name in PARSED)
 
 
 def token_metrics() -> tuple[str, ...]:

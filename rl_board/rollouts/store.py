@@ -25,11 +25,13 @@ from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.formats import Format
 from rl_board.rollouts.report import LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
+from rl_board.rollouts.tokens import TokenText, as_ids
 from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import catalogue, classify
 from rl_board.sources.fieldmap import FieldMap
 
 log = logging.getLogger(__name__)
+TOKEN_IDS = "response_token_ids"
 
 __all__ = ["RolloutStore", "SampleDetail", "STEP_COL", "INDEX_COL", "FILE_COL", "LINE_COL"]
 
@@ -46,6 +48,7 @@ class SampleDetail:
     tokens: pd.DataFrame
     n_tokens: int | None
     n_logprobs: int | None
+    tokens_from: str = "log"  # "log" (token strings), "tokenizer" (ids decoded), "ids" (ids shown as ids)
 
     @property
     def length_mismatch(self) -> bool:
@@ -250,28 +253,30 @@ class RolloutStore:
         rows = rows[offset : None if limit is None else offset + limit]
         return v.frame(rows, v.columns(columns))
 
-    def sample(self, *, step: int, index: int) -> SampleDetail:
-        """One sample by its step and index within the step."""
+    def sample(self, *, step: int, index: int, tokenizer: TokenText | None = None) -> SampleDetail:
+        """One sample by its step and index within the step (token ids decoded with ``tokenizer`` if given)."""
         v = self._view
         rows = v.rows(step)
         if not 0 <= index < len(rows):
             raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
         row = int(rows[index])
         record = v.table.slice(row, 1).to_pylist()[0]
+        strings, tokens_from = _token_strings(record, tokenizer)
         tokens = derive.token_frame(
-            tokens=record.get(S.RESPONSE_TOKENS),
+            tokens=strings,
             logprobs=_floats(record.get(S.LOGPROBS)),
             ref_logprobs=_floats(record.get(S.REF_LOGPROBS)),
             values=_floats(record.get(S.VALUES)),
             token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
         )
-        n_tok, n_lp = record.get(S.RESPONSE_TOKENS), record.get(S.LOGPROBS)
+        n_tok, n_lp = strings, record.get(S.LOGPROBS)
         return SampleDetail(
             step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
             fields={k: val for k, val in record.items() if k != S.LINE},
             tokens=tokens,
             n_tokens=None if n_tok is None else len(n_tok),
             n_logprobs=None if n_lp is None else len(n_lp),
+            tokens_from=tokens_from,
         )
 
     # -- runs under a root -------------------------------------------------
@@ -294,6 +299,16 @@ class RolloutStore:
             })
         columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
         return pd.DataFrame(rows, columns=columns)
+
+
+def _token_strings(record: dict[str, Any], tokenizer: TokenText | None) -> tuple[list[str] | None, str]:
+    """The response's token strings, from the log or from its token ids."""
+    if record.get(S.RESPONSE_TOKENS) is not None:
+        return record[S.RESPONSE_TOKENS], "log"
+    ids = record.get(TOKEN_IDS)
+    if not ids:
+        return None, "log"
+    return (tokenizer.pieces(ids), "tokenizer") if tokenizer is not None else (as_ids(ids), "ids")
 
 
 def _numeric(kind: pa.DataType) -> bool:

@@ -87,6 +87,17 @@ def _fields_key(fields: dict[str, str] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((fields or {}).items()))
 
 
+def tokenizer() -> api.TokenText | None:
+    """The server's tokenizer (``serve --tokenizer``), loaded once; None when none was given."""
+    path = server_config().tokenizer
+    return None if path is None else _tokenizer(str(path))
+
+
+@st.cache_resource(show_spinner="Loading the tokenizer…")
+def _tokenizer(path: str) -> api.TokenText:
+    return api.TokenText(Path(path))
+
+
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""

@@ -104,3 +104,12 @@ def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
     assert len(frame) and (frame["accuracy_reward"] >= 1).all()
     everything = _open("steps", run="trl/completions", step="2")
     assert len(table(everything)) > len(frame)
+
+
+def test_token_ids_page_says_how_to_get_text(tmp_path: Path, monkeypatch) -> None:
+    T.write_nemo_rl(tmp_path / "served" / "nemo")
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "served"))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    at = _open("sample", run="nemo/exp_001", step="1", sample="0")
+    assert_clean(at)
+    assert any("--tokenizer PATH" in t for t in texts(at.info))

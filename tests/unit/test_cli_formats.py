@@ -61,3 +61,9 @@ def test_summary_of_a_root_points_at_its_runs(tmp_path: Path, cache_dir: Path) -
     T.write_areal(tmp_path / "b")
     out = rl_board("summary", str(tmp_path), cache_dir=cache_dir)
     assert out.returncode == 2 and "a, b/rollout" in out.stderr
+
+
+def test_serve_refuses_a_tokenizer_it_cannot_read(tmp_path: Path, cache_dir: Path) -> None:
+    out = rl_board("serve", str(tmp_path), "--tokenizer", str(tmp_path / "nope"), "--port", "1",
+                   cache_dir=cache_dir)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "tokenizer.json" in out.stderr

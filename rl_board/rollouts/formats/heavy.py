@@ -64,6 +64,31 @@ def _at(values: list | None, positions: list[int]) -> list[float]:
     return [x for x in found if x is not None]
 
 
+def _aligned(values: list | None, positions: list[int]) -> list[float] | None:
+    """Values at these positions, position for position (missing or null -> NaN); None without values."""
+    if values is None:
+        return None
+    out = [_finite(values[i]) if i < len(values) else None for i in positions]
+    return [math.nan if x is None else x for x in out]
+
+
+def _response_tokens(sample: Record, ids: list | None, infer: list | None, train: list | None,
+                     positions: list[int]) -> None:  # fmt: skip
+    """Token ids of the response (loss-masked positions) with the inference engine's and the trainer's log-probs.
+
+    The engine's log-probs are the ones the samples were drawn with, so they are the run's ``logprobs``;
+    the trainer's stay beside them (``train_logprobs``) for the train-vs-inference comparison.
+    """
+    if ids is None or not positions:
+        return
+    picked = [_int(ids[i]) if i < len(ids) else None for i in positions]
+    if any(i is None for i in picked):
+        return
+    sample["response_token_ids"] = picked
+    _set(sample, "logprobs", _aligned(infer, positions))
+    _set(sample, "train_logprobs", _aligned(train, positions))
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -146,6 +171,8 @@ def _nemo_samples(record: Record) -> list[Record]:
         _set(sample, "gen_logprob_mean", _mean(gen))
         _set(sample, "train_logprob_mean", _mean(prev))
         _set(sample, "logprob_mismatch_max", _mismatch(record, positions))
+        _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("generation_logprobs")),
+                         _row(record.get("prev_logprobs")), positions)
     return [sample]
 
 
@@ -266,6 +293,9 @@ def _tokens_samples(record: Record) -> list[Record]:
         values = _row(record.get(key))
         name = key if key == "mismatch_kl" else f"{key}_mean"
         _set(sample, name, _mean(_at(values, positions)) if values is not None else _finite(record.get(key)))
+    if mask is not None:
+        _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("inference_logprobs")),
+                         _row(record.get("trainer_logprobs")), positions)
     return [sample]
 
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from rl_board.api import RolloutStore, SampleDetail
 from rl_board.rollouts import fields as F
-from rl_board.ui import state
+from rl_board.ui import cached, state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.context import Context
@@ -115,7 +115,7 @@ def render_sample(ctx: Context) -> None:
     index = valid_sample(store.samples_per_step()[step])
     _navigation(store, step, index)
     step, index = int(state.get("step")), int(state.get("sample") or 0)
-    detail = store.sample(step=step, index=index)
+    detail = store.sample(step=step, index=index, tokenizer=cached.tokenizer())
     st.markdown(f"#### Step {step} · sample {index}")
     _scores(detail.fields)
     _texts(detail.fields, ctx.settings.text)

@@ -85,6 +85,12 @@ def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
         return
     if detail.length_mismatch:
         st.warning(mismatch_note(detail), icon=":material/rule:")
+    if detail.tokens_from == "ids":
+        st.info("This log holds token ids, not token text: they are shown as #id. Start the server with "
+                "`rl-board serve ROOT --tokenizer PATH` (a tokenizer.json or a local model folder) to see "
+                "the text of each token.", icon=":material/translate:")
+    elif detail.tokens_from == "tokenizer":
+        st.caption("Token text decoded from the log's token ids with the server's tokenizer.")
     metrics = present_metrics(tokens)
     hidden = [t for t in display.pad_tokens if t]
     shown = tokens[~tokens["token"].isin(hidden)] if hidden else tokens
