@@ -74,7 +74,8 @@ def test_nemo_rl_train(tmp_path: Path) -> None:
         gaps = [abs(a - b) for a, b in zip(gen, prev, strict=True)]
         assert sample["logprob_mismatch_max"] == pytest.approx(max(gaps))
         assert sample["idx"] == record["idx"] and sample["input_lengths"] == record["input_lengths"][0]
-        assert not {"response_tokens", "logprobs", "ref_logprobs", "token_ids"} & set(sample)
+        assert not {"response_tokens", "ref_logprobs", "token_ids"} & set(sample)  # ids, never token text
+        assert len(sample["response_token_ids"]) == len(sample["logprobs"]) == len(sample["train_logprobs"])
 
 
 def test_nemo_rl_validation(tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ def test_prime_rl_token_exports_tolerate_nulls() -> None:
     record = {"token_ids": [1, 2, 3, 4], "loss_mask": [False, True, True, True], "advantages": [None] * 4,
               "mismatch_kl": [None, None, 0.2, None], "entropy": None, "rl_weights": [None] * 4}  # fmt: skip
     [sample] = PRIME_RL_TOKENS.to_samples(record)
-    assert sample == {"n_response_tokens": 3, "mismatch_kl": 0.2}
+    assert sample == {"n_response_tokens": 3, "mismatch_kl": 0.2, "response_token_ids": [2, 3, 4]}
 
 
 # --------------------------------------------------------------------------- ROLL
