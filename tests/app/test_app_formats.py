@@ -113,3 +113,10 @@ def test_token_ids_page_says_how_to_get_text(tmp_path: Path, monkeypatch) -> Non
     at = _open("sample", run="nemo/exp_001", step="1", sample="0")
     assert_clean(at)
     assert any("--tokenizer PATH" in t for t in texts(at.info))
+
+
+def test_sample_view_shows_the_reward_components(dumps_root: Path) -> None:
+    at = _open("sample", run="trl/completions", step="2", sample="0")
+    assert_clean(at)
+    labels = {m.label for m in at.metric}
+    assert {"Reward", "accuracy_reward", "think_format_reward", "advantage"} <= labels

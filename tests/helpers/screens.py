@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.helpers.streamlit_browser import full_app_screenshot
 
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = Path(__file__).resolve().parent / "screenshots"
+SHOTS = REPO / "tests" / "browser" / "screenshots"
 DOC_SHOTS = REPO / "docs" / "screenshots"
 UPDATE_DOCS_ENV = "RL_BOARD_UPDATE_SCREENSHOTS"
 

@@ -75,8 +75,10 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _scores(fields: dict) -> None:
+def _scores(fields: dict, parts: list[str]) -> None:
+    """The sample's scores: the catalogue's, then the run's reward components and advantage."""
     values = [(f.title, _number(fields.get(f.name))) for f in SCORES]
+    values += [(name, _number(fields.get(name))) for name in parts]
     values = [(label, v) for label, v in values if v is not None]
     per_row = 5
     for start in range(0, len(values), per_row):
@@ -117,7 +119,8 @@ def render_sample(ctx: Context) -> None:
     step, index = int(state.get("step")), int(state.get("sample") or 0)
     detail = store.sample(step=step, index=index, tokenizer=cached.tokenizer())
     st.markdown(f"#### Step {step} · sample {index}")
-    _scores(detail.fields)
+    parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
+    _scores(detail.fields, parts)
     _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text)
