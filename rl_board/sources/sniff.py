@@ -18,12 +18,14 @@ JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SETTINGS_FILE = "rl-board.toml"
 RL_BOARD = "rl-board"
 PREFIX_BYTES = 64 * 1024
+LONG_LINE_BYTES = 16 * 1024 * 1024
 LINES_TRIED = 20
 # Keys that make a JSON line a rollout sample rather than a metrics record.
 ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
                           "response_tokens", "logprobs", "ref_logprobs", "ref_response", "token_rewards"})
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
-_KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:')
+_KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:\s*(.)')
+_SHAPE_OF = {"[": [], "{": {}, '"': "", "t": True, "f": False, "n": None}
 _SUFFIX_REASONS = {
     ".md": "a Markdown document, not a log",
     ".pkl": "a pickle: never loaded (unpickling runs code)",
@@ -67,8 +69,7 @@ def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]
     bad line in the load report.
     """
     try:
-        with path.open("rb") as handle:
-            head = handle.read(PREFIX_BYTES)
+        head = _head(path)
     except OSError as err:
         return "rollout", RL_BOARD, f"unreadable ({err.strerror}); named in the run's load report"
     if not head.strip():
@@ -80,7 +81,7 @@ def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]
             return "rollout", fmt.name, fmt.describe()
     if not records:
         if b"\n" not in head:  # one long first line: judge by the keys it starts with
-            fmt = formats.detect(dict.fromkeys(_KEY_TEXT.findall(head.decode("utf-8", "replace")), ""))
+            fmt = formats.detect(_keys_of(head))
             if fmt is not None:
                 return "rollout", fmt.name, fmt.describe()
         return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
@@ -105,6 +106,24 @@ def parquet(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
     if fmt is None or fmt.name == RL_BOARD and not {"prompt", "response"} & set(columns):
         return "skipped", "", f"a Parquet table whose columns ({', '.join(names[:8])}) match no rollout shape"
     return "rollout", fmt.name, fmt.describe()
+
+
+def _head(path: Path) -> bytes:
+    """The first 64 KB, or more when the first line is longer (up to 16 MB: ROLL writes a file as one line)."""
+    with path.open("rb") as handle:
+        head = handle.read(PREFIX_BYTES)
+        while b"\n" not in head and len(head) < LONG_LINE_BYTES:
+            more = handle.read(len(head))
+            if not more:
+                break
+            head += more
+    return head
+
+
+def _keys_of(head: bytes) -> dict[str, Any]:
+    """The keys a long first line starts with, each with a value of the right shape (a list, a string...)."""
+    found = _KEY_TEXT.findall(head.decode("utf-8", "replace"))
+    return {key: _SHAPE_OF.get(first, 0.0) for key, first in found}
 
 
 def _first_objects(head: bytes) -> list[dict[str, Any]]:

@@ -33,6 +33,10 @@ class Format:
     columns: bool = False  # one record holds column lists (ROLL): the whole file is one record
     notes: str = ""
     kept: tuple[str, ...] = field(default=())  # keys known to be kept as extra columns (for the report)
+    # Flat formats only: the key renames that make a record an rl-board sample (the fast table path), and
+    # what to add to a renamed table (e.g. a group column); None = records go through ``to_samples``.
+    renames: dict[str, str] | None = None
+    table_post: Callable[[Any], Any] | None = None
 
     def describe(self) -> str:
         """'verl rollout dump: input → prompt, output → response, ...'"""

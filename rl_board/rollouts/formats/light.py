@@ -11,7 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from rl_board.rollouts.formats.base import Format, Record, number, renamed
+from rl_board.rollouts.read.tables import row_sum
+from rl_board.rollouts.schema import KNOWN_FIELDS as KNOWN
 
 RL_BOARD_KEYS = frozenset({"prompt", "response", "reward", "response_tokens", "logprobs", "ref_logprobs",
                            "ground_truth", "ref_response", "token_rewards"})  # fmt: skip
@@ -26,7 +31,7 @@ def _as_is(record: Record) -> list[Record]:
     return [record]
 
 
-RL_BOARD = Format("rl-board", "rl-board rollout log", _native, _as_is)
+RL_BOARD = Format("rl-board", "rl-board rollout log", _native, _as_is, renames={})
 
 # -- verl: {step}.jsonl with input / output / gts / score -------------------------------------------------
 VERL_MAP = {"input": "prompt", "output": "response", "score": "reward", "gts": "ground_truth"}
@@ -44,8 +49,18 @@ def _verl(record: Record) -> list[Record]:
     return [out]
 
 
+def _verl_groups(table: pa.Table) -> pa.Table:
+    """v1 trainer: ``uid`` = "{prompt uuid}_{session}_{index}"; samples of one prompt share the first part."""
+    if "uid" not in table.column_names or "group" in table.column_names:
+        return table
+    uid = table.column("uid")
+    if not pa.types.is_string(uid.type):
+        return table
+    return table.append_column("group", pc.list_element(pc.split_pattern(uid, "_", max_splits=1), 0))
+
+
 VERL = Format("verl", "verl rollout dump", _is_verl, _verl, tuple(VERL_MAP.items()),
-              kept=("acc", "pred", "request_id", "uid"))  # fmt: skip
+              kept=("acc", "pred", "request_id", "uid"), renames=VERL_MAP, table_post=_verl_groups)  # fmt: skip
 
 # -- TRL: completions/completions_{step:05d}.parquet ---------------------------------------------------
 
@@ -67,8 +82,25 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _trl_reward(table: pa.Table) -> pa.Table:
+    """reward = the row sum of the reward-function columns, unless a field map named the reward."""
+    reward = table.column("reward")
+    if reward.null_count < table.num_rows:
+        return table
+    parts = [name for name in table.column_names if name not in TRL_FIXED and name not in KNOWN
+             and name != "response" and _numeric_type(table.schema.field(name).type)]
+    if not parts:
+        return table
+    return table.set_column(table.schema.get_field_index("reward"), "reward", row_sum(table, parts))
+
+
+def _numeric_type(kind: pa.DataType) -> bool:
+    return pa.types.is_floating(kind) or pa.types.is_integer(kind)
+
+
 TRL = Format("trl", "TRL completions table", _is_trl, _trl, (("completion", "response"),),
-             notes="reward = sum of the reward-function columns (NaN skipped)")  # fmt: skip
+             notes="reward = sum of the reward-function columns (NaN skipped)",
+             renames={"completion": "response"}, table_post=_trl_reward)  # fmt: skip
 
 # -- AReaL: rollout/{version}/{task_id}.jsonl ---------------------------------------------------------------
 AREAL_MAP = {"completion": "response", "tail_version": "step"}
@@ -84,8 +116,15 @@ def _areal(record: Record) -> list[Record]:
     return [out]
 
 
+def _areal_groups(table: pa.Table) -> pa.Table:
+    if "task_id" not in table.column_names or "group" in table.column_names:
+        return table
+    return table.append_column("group", pc.cast(table.column("task_id"), pa.string()))
+
+
 AREAL = Format("areal", "AReaL trajectory dump", _is_areal, _areal, tuple(AREAL_MAP.items()),
-               kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"))  # fmt: skip
+               kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"), renames=AREAL_MAP,
+               table_post=_areal_groups)  # fmt: skip
 
 # -- SkyRL: dumped_evals/global_step_{N}_evals/{data_source}.jsonl -------------------------------------------
 SKYRL_MAP = {"input_prompt": "prompt", "output_response": "response", "score": "reward"}
@@ -105,4 +144,4 @@ def _skyrl(record: Record) -> list[Record]:
 
 
 SKYRL = Format("skyrl", "SkyRL evaluation dump", _is_skyrl, _skyrl, tuple(SKYRL_MAP.items()),
-               kept=("stop_reason", "env_class", "data_source", "env_extras"))  # fmt: skip
+               kept=("stop_reason", "env_class", "data_source", "env_extras"), renames=SKYRL_MAP)  # fmt: skip

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rl_board.rollouts import derive, formats
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, jsonl
+from rl_board.rollouts.read import adapted, bulk, jsonl, tables
 from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import classify
 from rl_board.sources.fieldmap import FieldMap
@@ -52,6 +52,37 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     if n_lines and len(data) / n_lines >= LONG_LINE:
         return bulk.parse_long_lines(data, first_line)
     return jsonl.parse_block(data, first_line=first_line)
+
+
+def _parse_any(path: Path, data: bytes, n_lines: int, fields: FieldMap | None) -> tuple[jsonl.ParsedBlock, int | None]:
+    """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
+
+    Returns the block and, for a Parquet file, its row count (its "lines").
+    """
+    fmap = fieldmap.for_file(path, fields)
+    fmt = formats.by_name(classify(path, fields).format)
+    renames = _renames(fmt, fmap)
+    named = formats.step_from_name(path)
+    if path.suffix.lower() == ".parquet":
+        fast = None if renames is None else tables.parse_parquet(path, renames=renames, named_step=named,
+                                                                   post=fmt.table_post)  # fmt: skip
+        parsed = fast or adapted.parse_parquet(path, fmt, fmap)
+        return parsed, parsed.table.num_rows + len(parsed.bad)
+    if fmt.name == formats.NATIVE and not fmap:
+        return parse_block(data, first_line=1, n_lines=n_lines), None
+    fast = None if renames is None else tables.parse_renamed(data, first_line=1, renames=renames, named_step=named,
+                                                             post=fmt.table_post)  # fmt: skip
+    return fast or adapted.parse_lines(data, first_line=1, path=path, fmt=fmt, fmap=fmap), None
+
+
+def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
+    """Key renames for the fast table path: the format's, with the user's field map winning; None if the
+    format's records need its own adapter."""
+    if fmt.renames is None:
+        return None
+    user = {source: canonical for canonical, source in fmap.items()}
+    base = {s: c for s, c in fmt.renames.items() if c not in fmap and s not in user}
+    return {**base, **user}
 
 
 def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES) -> list[tuple[int, int]]:
@@ -102,15 +133,8 @@ def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldM
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     n_lines = data.count(b"\n")
-    fmap = fieldmap.for_file(Path(path), fields)
-    fmt = formats.by_name(classify(Path(path), fields).format)
-    if Path(path).suffix.lower() == ".parquet":
-        parsed = adapted.parse_parquet(Path(path), fmt, fmap)
-        n_lines = parsed.table.num_rows + len(parsed.bad)
-    elif fmt.name != formats.NATIVE or fmap:  # a field map needs every record renamed: the careful path
-        parsed = adapted.parse_lines(data, first_line=1, path=Path(path), fmt=fmt, fmap=fmap)
-    else:
-        parsed = parse_block(data, first_line=1, n_lines=n_lines)
+    parsed, rows = _parse_any(Path(path), data, n_lines, fields)
+    n_lines = rows if rows is not None else n_lines
     result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
                          bad=parsed.bad, warnings=parsed.warnings)
     if parsed.table.num_rows:

@@ -50,7 +50,7 @@ def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
     table = _fast_parse(data)
     if table is not None and table.num_rows == n_lines:
         lines = pa.array(range(first_line, first_line + n_lines), pa.int64())
-        return _drop_missing_step(table.append_column(S.LINE, lines))
+        return drop_missing_step(table.append_column(S.LINE, lines))
     return _parse_pieces(data, first_line)
 
 
@@ -60,29 +60,34 @@ def _fast_parse(data: bytes) -> pa.Table | None:
     pyarrow copies invalid UTF-8 into string columns unchecked; a full
     validation of the text columns sends such blocks down the line path.
     """
-    if _FIRST_NOT_OBJECT.match(data) or _LATER_NOT_OBJECT.search(data):
+    if not_all_objects(data):
         return None
     try:
         table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
         for column in table.columns:
-            if _has_text(column.type):
+            if has_text(column.type):
                 column.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     return table
 
 
-def _has_text(kind: pa.DataType) -> bool:
+def not_all_objects(data: bytes) -> bool:
+    """Whether some line does not start with "{" (never a sample; some crash pyarrow.json)."""
+    return bool(_FIRST_NOT_OBJECT.match(data) or _LATER_NOT_OBJECT.search(data))
+
+
+def has_text(kind: pa.DataType) -> bool:
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return True
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _has_text(kind.value_type)
+        return has_text(kind.value_type)
     if pa.types.is_struct(kind):
-        return any(_has_text(f.type) for f in kind)
+        return any(has_text(f.type) for f in kind)
     return False
 
 
-def _drop_missing_step(table: pa.Table) -> ParsedBlock:
+def drop_missing_step(table: pa.Table) -> ParsedBlock:
     """pyarrow reads a line without ``step`` as a null step: report those."""
     steps = table.column(S.STEP)
     if steps.null_count == 0:
@@ -103,7 +108,7 @@ def _parse_pieces(data: bytes, first_line: int) -> ParsedBlock:
         table = _fast_parse(b"\n".join(raw for _, raw in piece) + b"\n")
         if table is not None and table.num_rows == len(piece):
             lines_col = pa.array([n for n, _ in piece], pa.int64())
-            part = _drop_missing_step(table.append_column(S.LINE, lines_col))
+            part = drop_missing_step(table.append_column(S.LINE, lines_col))
         else:
             part = _parse_lines(piece)
         tables.append(part.table)
