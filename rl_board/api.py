@@ -27,9 +27,10 @@ from rl_board.health.checks import (
     duplicate_copies,
     load_settings,
 )
-from rl_board.metrics import MetricsBundle, Problem, RunInfo, load_metrics, metrics_signature
 from rl_board.metrics.dilogs import evaluation_summary
 from rl_board.metrics.glossary import GlossaryEntry, explain
+from rl_board.metrics.reader import MetricsBundle, RunInfo, load_metrics, metrics_signature
+from rl_board.metrics.table import Problem
 from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.report import BadLine, LoadReport

@@ -1,10 +1,6 @@
-"""Readers of scalar training metrics (TensorBoard, stdout logs, DI-engine folders).
+"""Training metrics: readers of TensorBoard event files, DI-engine / LightZero folders and stdout or JSONL
+logs (``reader.load_metrics`` is the entry point), and the glossary that explains their tags.
 
-Entry point: `load_metrics(path, *, cache_dir=None) -> MetricsBundle`; `metrics_signature(path)`
-changes exactly when its answer could.
+Nothing is imported here, so a module that needs one small piece (``table.Problem``) does not load
+TensorBoard.
 """
-
-from rl_board.metrics.reader import MetricsBundle, RunInfo, load_metrics, metrics_signature
-from rl_board.metrics.table import Problem
-
-__all__ = ["MetricsBundle", "Problem", "RunInfo", "load_metrics", "metrics_signature"]
