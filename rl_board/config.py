@@ -16,6 +16,8 @@ from pathlib import Path
 ROOTS_ENV = "RL_BOARD_ROOTS"
 CACHE_ENV = "RL_BOARD_CACHE_DIR"
 TOKENIZER_ENV = "RL_BOARD_TOKENIZER"
+HOSTS_ENV = "RL_BOARD_ALLOWED_HOSTS"
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_ROOT = "rollout_samples"
 
 
@@ -36,6 +38,7 @@ class ServerConfig:
     roots: tuple[Path, ...]
     cache_dir: Path
     tokenizer: Path | None = None  # a tokenizer.json (or a folder with one) for runs that log token ids
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # names a browser may reach the server by (Host header)
 
     @property
     def metrics_cache_dir(self) -> Path:
@@ -49,14 +52,16 @@ class ServerConfig:
         parts = [p for p in raw.split(os.pathsep) if p.strip()] or [DEFAULT_ROOT]
         roots = tuple(Path(p).expanduser().resolve() for p in parts)
         tokenizer = env.get(TOKENIZER_ENV)
+        hosts = tuple(h for h in env.get(HOSTS_ENV, "").split(",") if h.strip()) or LOOPBACK_HOSTS
         return cls(roots=roots, cache_dir=default_cache_dir(env),
-                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None)
+                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None, allowed_hosts=hosts)
 
     def to_env(self) -> dict[str, str]:
         """The environment a server process reads this configuration from."""
         env = {ROOTS_ENV: os.pathsep.join(str(r) for r in self.roots), CACHE_ENV: str(self.cache_dir)}
         if self.tokenizer is not None:
             env[TOKENIZER_ENV] = str(self.tokenizer)
+        env[HOSTS_ENV] = ",".join(self.allowed_hosts)
         return env
 
 
