@@ -1,9 +1,10 @@
 """Export per-sample tables as CSV and JSONL bytes (pure, no Streamlit).
 
 JSONL is exact: one JSON object per row, NaN and missing values as ``null``.
-CSV is for spreadsheets: text cells that begin with ``= + - @`` (or a tab or
-carriage return) get a leading ``'`` so a spreadsheet shows them instead of
-running them as formulas (OWASP "CSV injection"). Numbers are written as is.
+CSV is for spreadsheets: text cells and column names that begin with
+``= + - @`` (or a tab or carriage return) get a leading ``'`` so a spreadsheet
+shows them instead of running them as formulas (OWASP "CSV injection"); that
+covers the log's own field names and file names too. Numbers are written as is.
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ def to_csv_bytes(frame: pd.DataFrame) -> bytes:
     out = frame.copy()
     for name in out.columns:
         col = out[name]
-        if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-            out[name] = col.map(_defuse, na_action="ignore")
+        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
+            out[name] = col.astype(object).map(_cell, na_action="ignore")
+    out.columns = [_defuse(str(name)) for name in out.columns]
     return out.to_csv(index=False).encode("utf-8")
+
+
+def _cell(value: Any) -> Any:
+    """A text cell made safe; lists and objects (the log's own fields) written as JSON text first."""
+    if isinstance(value, dict | list | tuple | np.ndarray):
+        value = json.dumps(_plain(value), ensure_ascii=False, default=str)
+    return _defuse(value)
 
 
 def _plain(value: Any) -> Any:
@@ -47,6 +56,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value.tolist()]
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     return value
 
 
@@ -56,7 +67,7 @@ def to_jsonl_bytes(frame: pd.DataFrame) -> bytes:
     lines = []
     for row in frame.itertuples(index=False, name=None):
         record = {c: _plain(v) for c, v in zip(columns, row, strict=True)}
-        lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
+        lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False, default=str))
     return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
 
 

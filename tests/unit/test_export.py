@@ -61,3 +61,19 @@ def test_export_file_name_is_safe():
     assert export_file_name("ppo_math", 12, "csv") == "ppo_math-step12.csv"
     assert export_file_name("exp/a b", None, ".jsonl") == "exp_a_b-all-steps.jsonl"
     assert export_file_name("../..", 0, "csv") == "run-step0.csv"
+
+
+def test_csv_defuses_field_names_and_file_names():
+    frame = pd.DataFrame({'=HYPERLINK("http://evil","X")': ["a"], "file": pd.Categorical(["=cmd|' /C calc'!A0.jsonl"]),
+                          "meta": [{"k": "=1+1"}]})  # fmt: skip
+    text = to_csv_bytes(frame).decode("utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][0].startswith("'=") and rows[1][1].startswith("'=")
+    assert json.loads(rows[1][2]) == {"k": "=1+1"}  # an object cell is JSON text, not a formula
+
+
+def test_jsonl_writes_lists_and_objects_of_extra_fields():
+    frame = pd.DataFrame({"meta": [{"k": np.array([1.0, math.nan]), "n": np.int64(3)}],
+                          "tags": [np.array(["a", "b"], dtype=object)]})  # fmt: skip
+    [record] = [json.loads(line) for line in to_jsonl_bytes(frame).decode().splitlines()]
+    assert record == {"meta": {"k": [1.0, None], "n": 3}, "tags": ["a", "b"]}
