@@ -1,9 +1,12 @@
 """The manifest of a run's cache: what was read of each file, and where it went.
 
 ``manifest.json`` lists, per rollout file, the size and mtime it had when
-read, the offset after its last complete line, a CRC of the block before that
-offset, its counts and bad lines, and its segments (Arrow IPC files, each with
-a CRC and the line offset its block-relative line numbers start from).
+read, the offset after its last complete line, a CRC of sampled windows of
+the part read (``probe_crc``: the first 64 KB, the 4 KB before the offset and
+30 windows spread between), its counts and bad lines, and its segments (Arrow
+IPC files, each with a CRC and the line offset its block-relative line numbers
+start from). The manifest carries a CRC of its own content: a manifest that
+parses but was altered is thrown away like one that does not parse.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import shutil
 import uuid
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 
 
 @dataclass
@@ -43,7 +47,7 @@ class FileEntry:
     mtime_ns: int = 0
     consumed: int = 0
     lines: int = 0
-    tail_crc: int = 0
+    probe_crc: int = 0
     samples: int = 0
     blank: int = 0
     bad_count: int = 0
@@ -65,6 +69,8 @@ def read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict
         return {}, False
     try:
         data = json.loads(path.read_text())
+        if data.pop("crc", None) != _content_crc(data):
+            raise ValueError("manifest checksum")
         if data.get("version") != CACHE_VERSION or data.get("run") != str(run_dir.resolve()):
             raise ValueError("foreign cache")
         entries = [FileEntry.from_json(e) for e in data["files"]]
@@ -108,9 +114,14 @@ def _clear(directory: Path) -> None:
 
 def write_manifest(directory: Path, run_dir: Path, entries: list[FileEntry]) -> None:
     data = {"version": CACHE_VERSION, "run": str(run_dir.resolve()), "files": [asdict(e) for e in entries]}
+    data["crc"] = _content_crc(data)
     tmp = directory / f"manifest.{uuid.uuid4().hex}.tmp"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, directory / "manifest.json")
+
+
+def _content_crc(data: dict) -> int:
+    return zlib.crc32(json.dumps(data, sort_keys=True).encode())
 
 
 def collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
