@@ -46,8 +46,8 @@ class SampleFilter:
         if regex and text:
             try:
                 re.compile(text)
-            except re.error as exc:
-                raise InvalidArgumentError(f"invalid regular expression {text!r}: {exc}") from None
+            except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{4294967296}: OverflowError
+                raise InvalidArgumentError(f"invalid regular expression {text[:200]!r}: {exc}") from None
         items = tuple((k, lo, hi) for k, (lo, hi) in sorted((ranges or {}).items()))
         return cls(items, text, regex, case_sensitive, tuple(text_fields))
 
@@ -94,7 +94,7 @@ def _text_mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:
                 found = pc.match_substring_regex(column, flt.text, ignore_case=ignore_case)
             else:
                 found = pc.match_substring(column, flt.text, ignore_case=ignore_case)
-        except pa.ArrowInvalid as exc:
-            raise InvalidArgumentError(f"invalid regular expression {flt.text!r}: {exc}") from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InvalidArgumentError(f"invalid regular expression {flt.text[:200]!r}: {exc}") from None
         hit |= pc.fill_null(found, False).to_numpy(zero_copy_only=False)
     return hit

@@ -28,6 +28,10 @@ _KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:\s*(.)')
 _SHAPE_OF = {"[": [], "{": {}, '"': "", "t": True, "f": False, "n": None}
 _SUFFIX_REASONS = {
     ".md": "a Markdown document, not a log",
+    ".gz": "a compressed file: rl-board does not read compressed logs; decompress it (gunzip) to read it",
+    ".zst": "a compressed file: rl-board does not read compressed logs; decompress it (zstd -d) to read it",
+    ".bz2": "a compressed file: rl-board does not read compressed logs; decompress it (bunzip2) to read it",
+    ".xz": "a compressed file: rl-board does not read compressed logs; decompress it (unxz) to read it",
     ".pkl": "a pickle: never loaded (unpickling runs code)",
     ".pickle": "a pickle: never loaded (unpickling runs code)",
     ".json": "a JSON document, not JSON lines",
