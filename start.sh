@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.rl-board-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet --upgrade pip setuptools
   .venv/bin/python -m pip install --quiet -e .
   touch "$stamp"
 fi
