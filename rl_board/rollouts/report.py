@@ -48,6 +48,7 @@ class LoadReport:
     formats: dict[str, str] = field(default_factory=dict)  # format name -> how it was read, in words
     _field_map: dict[str, str] = field(default_factory=dict)
     mapped: str = ""  # the field map the user gave, in words
+    notice: str = ""  # the cache folder could not be written: what was done instead
 
     @property
     def format(self) -> str:

@@ -150,7 +150,7 @@ class RolloutStore:
             result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
                                 allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
         except PermissionError as exc:
-            raise NotFoundError(f"cannot read run folder {self.run_dir}: {exc.strerror}") from None
+            raise NotFoundError(f"cannot read {exc.filename or self.run_dir}: {exc.strerror}") from None
         signature = _signature(result.files, self.fields_map)
         if signature != self.signature or verify:
             self._build(result)
@@ -160,6 +160,7 @@ class RolloutStore:
         if result.parsed_bytes:
             log.info("parsed %d bytes of %s in %.2fs", result.parsed_bytes, self.run_dir, self.report.seconds)
         self.report.from_cache = result.parsed_bytes == 0
+        self.report.notice = result.notice
         self.report.rebuilt_cache = result.rebuilt
 
     def _build(self, result: cache.SyncResult) -> None:

@@ -62,8 +62,9 @@ class FileEntry:
         return cls(**data, segments=segs)
 
 
-def read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict[str, FileEntry], bool]:
-    """Entries by file name; an unusable manifest empties the directory (rebuild)."""
+def read_manifest(directory: Path, run_dir: Path, *, verify: bool,
+                  clear: bool = True) -> tuple[dict[str, FileEntry], bool]:  # fmt: skip
+    """Entries by file name; an unusable manifest empties the directory (rebuild) unless ``clear`` is False."""
     path = directory / "manifest.json"
     if not path.exists():
         return {}, False
@@ -77,7 +78,8 @@ def read_manifest(directory: Path, run_dir: Path, *, verify: bool) -> tuple[dict
         if not all(_segments_intact(directory, e, verify=verify) for e in entries):
             raise ValueError("damaged segment")
     except (OSError, ValueError, KeyError, TypeError):
-        _clear(directory)
+        if clear:
+            _clear(directory)
         return {}, True
     return {e.name: e for e in entries}, False
 
@@ -127,7 +129,7 @@ def _content_crc(data: dict) -> int:
 def collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
     """Delete segments no entry refers to (open memory maps stay valid on POSIX)."""
     keep = {s.name for e in entries for s in e.segments}
-    for child in directory.glob("seg-*"):
+    for child in [*directory.glob("seg-*"), *directory.glob("manifest.*.tmp")]:  # .tmp: an earlier full disk
         if child.name not in keep:
             child.unlink(missing_ok=True)
 

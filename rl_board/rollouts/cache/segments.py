@@ -29,8 +29,12 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     """Write an Arrow IPC file atomically; return its manifest record."""
     name = f"seg-{uuid.uuid4().hex}.arrow"
     tmp = directory / (name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+    try:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+    except OSError:  # a full disk: leave nothing half-written behind
+        tmp.unlink(missing_ok=True)
+        raise
     crc = file_crc(tmp)
     st = tmp.stat()
     os.replace(tmp, directory / name)

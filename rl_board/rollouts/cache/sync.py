@@ -15,8 +15,11 @@ segment) makes us throw that run's cache away and rebuild it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
+import os
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rl_board.config import default_cache_dir
+from rl_board.errors import RLBoardError
 from rl_board.rollouts.cache.compact import compact
 from rl_board.rollouts.cache.manifest import (
     FileEntry,
@@ -59,6 +63,7 @@ class SyncResult:
     parsed_bytes: int
     rebuilt: bool
     parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
+    notice: str = ""  # the cache folder could not be written: what was done instead
 
 
 def run_cache_dir(cache_root: Path, run_dir: Path, fields: FieldMap | None = None) -> Path:
@@ -93,32 +98,108 @@ def sync(
 
     ``verify`` checks every segment's CRC (on first open); a refresh of a run
     already open only checks sizes, so following a run costs what it appends.
+    A cache folder that cannot be written (read-only, full, not ours) is used
+    read-only when it already holds the run as it is; otherwise the run is read
+    into a cache in memory. Either way ``SyncResult.notice`` says so, naming
+    the folder.
     """
     directory = run_cache_dir(cache_root, run_dir, fields)
-    with _locked(directory):
-        old, rebuilt = read_manifest(directory, run_dir, verify=verify)
-        entries: list[FileEntry] = []
-        work: list[tuple[_Plan, list[tuple[int, int]]]] = []
+    args = {"progress": progress, "verify": verify, "allowed": allowed, "opened": opened, "fields": fields}
+    try:
+        with _locked(directory):
+            return _sync_here(directory, run_dir, **args)
+    except OSError as exc:
+        if not _cache_fault(exc, run_dir):
+            raise
+        problem = f"the cache folder {cache_root} cannot be written ({exc.strerror or exc})"
+    as_is = _read_only(directory, run_dir, allowed, fields, opened)
+    if as_is is not None:
+        as_is.notice = f"{problem}; the run is shown from it as it is (read-only)"
+        return as_is
+    fallback = memory_cache_root()
+    if fallback is None or fallback == cache_root:
+        raise CacheError(f"{problem}, and no folder in memory could take its place")
+    result = sync(run_dir, fallback, **args)
+    result.notice = f"{problem}; this run was read into memory ({fallback}) and is read again after a restart"
+    return result
+
+
+class CacheError(RLBoardError):
+    """The cache folder cannot be used and nothing could stand in for it."""
+
+
+FAULTS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+def _cache_fault(exc: OSError, run_dir: Path) -> bool:
+    """An error writing the cache (not reading the logs): read-only, not permitted, or full."""
+    if exc.filename and str(exc.filename).startswith(str(run_dir)):
+        return False
+    return exc.errno in FAULTS or "No space left" in str(exc)
+
+
+def memory_cache_root() -> Path | None:
+    """A cache folder in memory (/dev/shm on Linux), else in the temporary folder; None if neither works."""
+    for base in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        root = base / f"rl-board-{os.getuid()}"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            probe = root / f".probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+            return root
+        except OSError:
+            continue
+    return None
+
+
+def _read_only(directory: Path, run_dir: Path, allowed: list[Path] | None, fields: FieldMap | None,
+               opened: dict[str, pa.Table] | None) -> SyncResult | None:  # fmt: skip
+    """The run from a cache that cannot be written, when the cache already holds every file as it is."""
+    try:
+        old, rebuilt = read_manifest(directory, run_dir, verify=True, clear=False)
+        if rebuilt or not old:
+            return None
+        entries = []
         for path, name, problem in scan_run(run_dir, allowed, fields):
-            if problem:
-                entries.append(FileEntry(name=name, error=problem))
-                continue
-            try:
-                plan = _plan(path, name, old.get(name))
-                blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
-            except OSError as exc:
-                entries.append(FileEntry(name=name, error=f"cannot read: {exc.strerror or exc}"))
-                continue
-            entries.append(plan.entry)
-            work.append((plan, blocks))
-        parsed = _ingest(work, directory, progress, fields)
-        for entry in entries:
-            compact(directory, entry)
-        write_manifest(directory, run_dir, entries)
-        # Mapped while we hold the lock: another process may compact and delete
-        # segments once we let go (our maps stay valid; opening them would not).
-        parts = open_segments(directory, entries, opened)
-        collect_garbage(directory, entries)
+            entry = old.get(name)
+            if problem or entry is None or _plan(path, name, entry).todo:
+                return None
+            entries.append(entry)
+        if len(entries) != len(old):
+            return None
+        return SyncResult(directory, entries, 0, False, open_segments(directory, entries, opened))
+    except OSError:
+        return None
+
+
+def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, verify: bool,
+               allowed: list[Path] | None, opened: dict[str, pa.Table] | None,
+               fields: FieldMap | None) -> SyncResult:  # fmt: skip
+    """The sync itself, with the cache folder locked."""
+    old, rebuilt = read_manifest(directory, run_dir, verify=verify)
+    entries: list[FileEntry] = []
+    work: list[tuple[_Plan, list[tuple[int, int]]]] = []
+    for path, name, problem in scan_run(run_dir, allowed, fields):
+        if problem:
+            entries.append(FileEntry(name=name, error=problem))
+            continue
+        try:
+            plan = _plan(path, name, old.get(name))
+            blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
+        except OSError as exc:
+            entries.append(FileEntry(name=name, error=f"cannot read: {exc.strerror or exc}"))
+            continue
+        entries.append(plan.entry)
+        work.append((plan, blocks))
+    parsed = _ingest(work, directory, progress, fields)
+    for entry in entries:
+        compact(directory, entry)
+    write_manifest(directory, run_dir, entries)
+    # Mapped while we hold the lock: another process may compact and delete
+    # segments once we let go (our maps stay valid; opening them would not).
+    parts = open_segments(directory, entries, opened)
+    collect_garbage(directory, entries)
     return SyncResult(directory, entries, parsed, rebuilt, parts)
 
 
