@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats
+from rl_board.rollouts import derive, fields, formats, groups
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -222,6 +222,18 @@ class RolloutStore:
         present = [c for c in columns if self.has(c)]
         frame = self.samples(columns=present)
         return derive.step_summary(frame, {c: c for c in present})
+
+    def groups(self, *, step: int | None = None, threshold: float | None = None) -> pd.DataFrame:
+        """GRPO groups of one step (or all steps): see ``groups.group_table``.
+
+        The default threshold for "solved" is the highest reward of the whole
+        run, so it does not change from one step to the next.
+        """
+        wanted = [S.PROMPT, S.REWARD, groups.GROUP, groups.ADVANTAGE]
+        frame = self.samples(step=step, columns=[c for c in wanted if self.has(c)])
+        if threshold is None and self.has(S.REWARD):
+            threshold = groups.default_threshold(self.samples(columns=[S.REWARD])[S.REWARD].astype("float64"))
+        return groups.group_table(frame, threshold=threshold)
 
     def samples_per_step(self) -> dict[int, int]:
         v = self._view

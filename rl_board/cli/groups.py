@@ -1,0 +1,61 @@
+"""`rl-board groups RUN`: the GRPO groups (samples of one prompt in one step) of a run, for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from rl_board.cli.common import field_arguments, fields_of
+from rl_board.rollouts.groups import COLUMNS
+from rl_board.rollouts.store import RolloutStore
+
+JSON_KEYS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved", "zero_variance",
+             "best_sample", "worst_sample")  # fmt: skip
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("groups", help="per step, the samples of each prompt: reward spread, solved share, "
+                                      "zero-variance groups")  # fmt: skip
+    p.add_argument("run_dir", metavar="RUN", help="a run folder or a single rollout file")
+    p.add_argument("--step", type=int, default=None, help="one step (default: every step)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="a sample is solved when its reward reaches this (default: the run's highest reward)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cache-dir", default=None)
+    field_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
+    table = store.groups(step=ns.step, threshold=ns.threshold)
+    rows = [{k: _plain(row[k]) for k in JSON_KEYS} for row in table.to_dict("records")]
+    if ns.json:
+        print(json.dumps({"groups": rows}, allow_nan=False))
+    else:
+        print(_text(table))
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _text(table: Any) -> str:
+    if table.empty:
+        return "no groups (no sample has a reward)"
+    lines = [f"{'step':>6} {'samples':>7} {'reward':>8} {'± std':>7} {'solved':>7}  zero-var  group"]
+    for row in table.to_dict("records"):
+        name = str(row["group"]).encode("unicode_escape").decode()[:40]  # no terminal control characters
+        lines.append(f"{row['step']:>6} {row['samples']:>7} {row['reward_mean']:>8.3f} {row['reward_std']:>7.3f} "
+                     f"{row['solved']:>7.0%}  {'yes' if row['zero_variance'] else '':8}  {name}")
+    return "\n".join(lines)
+
+
+__all__ = ["COLUMNS", "add_parser", "run"]
