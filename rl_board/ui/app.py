@@ -24,6 +24,7 @@ PAGES = (
     ("overview", "views/overview.py", "Overview", ":material/show_chart:"),
     ("steps", "views/steps.py", "Step browser", ":material/table_rows:"),
     ("sample", "views/sample.py", "Sample", ":material/article:"),
+    ("groups", "views/groups.py", "Groups", ":material/workspaces:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
 )

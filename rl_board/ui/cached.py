@@ -119,6 +119,22 @@ def column_summary(run_path: str, signature: str, columns: tuple[str, ...], _sto
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def groups(run_path: str, signature: str, step: int, threshold: float | None, _store: RolloutStore) -> pd.DataFrame:
+    """The groups of one step (a threshold of None: the run's highest reward)."""
+    return _store.groups(step=step, threshold=threshold)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_max_reward(run_path: str, signature: str, _store: RolloutStore) -> float | None:
+    """The highest reward of a run (the default threshold for "solved")."""
+    if not _store.has("reward"):
+        return None
+    values = _store.samples(columns=["reward"])["reward"].astype("float64")
+    best = values.max(skipna=True)
+    return None if pd.isna(best) else float(best)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def step_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
     """Per-step statistics of a run, keyed by its path and file signature."""
     return _store.step_summary()

@@ -39,7 +39,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Param:
-    """One URL parameter: its name, kind (str, int, bool, range) and default."""
+    """One URL parameter: its name, kind (str, int, float, bool, list, range) and default."""
 
     name: str
     kind: str
@@ -54,6 +54,7 @@ PARAMS = (
     Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
     Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
     Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
+    Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
@@ -116,6 +117,14 @@ def parse_value(param: Param, raw: str) -> Any:
         return raw
     if param.kind == "list":
         return list(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    if param.kind == "float":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"`{param.name}` must be a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"`{param.name}` must be a finite number")
+        return value
     if param.kind == "int":
         try:
             return int(raw)
@@ -159,6 +168,8 @@ def format_value(param: Param, value: Any) -> str:
     if param.kind == "range":
         lo, hi = value
         return f"{'' if lo is None else f'{lo:g}'}:{'' if hi is None else f'{hi:g}'}"
+    if param.kind == "float":
+        return f"{value:g}"
     return str(value)
 
 
