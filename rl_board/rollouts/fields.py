@@ -148,6 +148,10 @@ FIELDS: tuple[Field, ...] = (
        unit="tokens", help="Average response length in tokens."),
     _f("length_chars", STEP, NUMBER, "response length (chars)", of="response_chars", color=SKY,
        short="characters", unit="characters", help="Average response length in characters."),
+    _f("solved_share", STEP, NUMBER, "solved share (mean over groups)", short="solved", color=GREEN,
+       help="Per group, the share of samples at the solved threshold; averaged over the step's groups."),
+    _f("zero_variance", STEP, NUMBER, "zero-variance groups (share)", short="zero variance", color=RED,
+       help="The share of the step's groups whose samples all got the same reward."),
     _f("ref_length_chars", STEP, NUMBER, "ref response length (chars)", of="ref_response_chars", color=GREY,
        short="ref characters", unit="characters", help="Average reference-response length in characters."),
 )

@@ -74,7 +74,7 @@ DERIVED_SAMPLE_FIELDS = (
 TOKEN_METRICS = F.token_metrics()
 
 # Per-step statistics: summary column prefix -> per-sample column it summarises.
-STEP_STAT_SOURCES = {f.name: f.of for f in F.at(F.STEP)}
+STEP_STAT_SOURCES = {f.name: f.of for f in F.at(F.STEP) if f.of}
 STEP_STATS = ("mean", "std", "min", "max")
 
 # Per-sample columns that are numbers (sortable, range-filterable).

@@ -235,6 +235,10 @@ class RolloutStore:
             threshold = groups.default_threshold(self.samples(columns=[S.REWARD])[S.REWARD].astype("float64"))
         return groups.group_table(frame, threshold=threshold)
 
+    def group_stats(self) -> pd.DataFrame:
+        """Per step: how many groups, their mean solved share and the share with zero reward variance."""
+        return groups.step_group_stats(self.groups())
+
     def samples_per_step(self) -> dict[int, int]:
         v = self._view
         return {int(s): int(c) for s, c in zip(v.steps, v.counts, strict=True)}

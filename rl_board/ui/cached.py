@@ -124,6 +124,12 @@ def groups(run_path: str, signature: str, step: int, threshold: float | None, _s
     return _store.groups(step=step, threshold=threshold)
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward = solved)."""
+    return _store.group_stats()
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_max_reward(run_path: str, signature: str, _store: RolloutStore) -> float | None:
     """The highest reward of a run (the default threshold for "solved")."""

@@ -60,3 +60,15 @@ def test_threshold_and_zero_variance_filter(grpo_root: Path, tmp_path: Path) -> 
     frame = table(at)
     assert len(frame) == int(expected["zero_variance"].sum()) and frame["zero variance"].all()
     assert sorted(frame["solved"]) == sorted(expected.loc[expected["zero_variance"], "solved"])
+
+
+def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(grpo_root: Path) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.query_params["run"] = "grpo"
+    at.run()
+    assert_clean(at)
+    assert any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))
+    at.switch_page("views/steps.py").run()
+    at.button(key="to_groups").click().run()
+    assert_clean(at)
+    assert any(m.label == "Zero-variance groups" for m in at.metric)

@@ -84,6 +84,20 @@ def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
                "Switch the main reward under **Fields** in the sidebar.")
 
 
+def _group_curves(ctx: Context) -> None:
+    """GRPO runs: per step, the mean share of each group solved and the share of zero-variance groups."""
+    stats = cached.group_stats(str(ctx.run_path), ctx.store.signature, ctx.store)
+    if stats.empty or stats["groups"].sum() >= ctx.store.num_samples:  # every sample its own prompt: no groups
+        return
+    frame = stats.rename(columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"})
+    _chart(charts.curve_figure(frame, ["solved_share", "zero_variance"], title="Groups per step (GRPO)",
+                               y_title="share of groups", options=charts.CurveOptions(band_scale=0.0)),
+           "chart_groups")
+    st.caption("Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
+               "Zero variance: groups whose samples all got the same reward (no learning signal). "
+               "The Groups page shows each step's groups.")
+
+
 def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     """The run's step curves with the sidebar's band, shift and KL choices."""
     opts = ctx.settings.curves
@@ -92,6 +106,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     st.caption("Click a point on any curve to open that step in the step browser.")
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
+    _group_curves(ctx)
     left, right = st.columns(2)
     with left:
         _kl_curve(summary, ctx.settings.kl_series, opts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rl_board.ui import state
 from rl_board.ui.components.batch import render_batch
 from rl_board.ui.components.filters import render_filters
 from rl_board.ui.components.page import current_run
@@ -16,6 +17,8 @@ def render(ctx: Context) -> None:
     store = ctx.store
     step = pick_step(store.steps)
     render_batch(store, str(ctx.run_path), step)
+    st.button("Groups of this step", key="to_groups", icon=":material/workspaces:", on_click=state.request_page,
+              args=("groups",), help="The samples of each prompt together: spread, solved share, best and worst")
     st.subheader("Samples")
     choice = render_filters(store)
     render_table(store, step, choice, ctx.settings.text, ctx.run or "run")
