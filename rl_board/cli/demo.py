@@ -1,4 +1,4 @@
-"""`rl-board demo OUT_DIR`: write synthetic runs (a PPO run with planted reward hacking, an eval run)."""
+"""`rl-board demo OUT_DIR`: synthetic runs (PPO with planted reward hacking, an eval run, a GRPO run)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_board.rollouts import demo
+from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 
 
 def add_parser(sub: Any) -> None:
@@ -17,7 +18,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ranks", type=int, default=2, help="files (data-parallel ranks)")
     p.add_argument("--tokens", type=int, default=48, help="mean response length in tokens")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--only", choices=["train", "eval"], default=None, help="write just one of the two runs")
+    p.add_argument("--group-size", type=int, default=8, help="GRPO run: answers per prompt")
+    p.add_argument("--long-tokens", type=int, default=1500, help="GRPO run: one answer per step this long")
+    p.add_argument("--only", choices=["train", "eval", "grpo"], default=None, help="write just one of the runs")
     p.set_defaults(func=run)
 
 
@@ -29,5 +32,9 @@ def run(ns: argparse.Namespace) -> int:
             print(p)
     if ns.only in (None, "eval"):
         for p in demo.write_eval_run(out / "eval_math", seed=ns.seed + 1):
+            print(p)
+    if ns.only in (None, "grpo"):
+        spec = GrpoSpec(group_size=ns.group_size, long_tokens=ns.long_tokens, seed=ns.seed + 2)
+        for p in write_grpo_run(out / "grpo_math", spec):
             print(p)
     return 0

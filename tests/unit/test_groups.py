@@ -75,3 +75,16 @@ def test_groups_cli_json(tmp_path: Path, cache_dir: Path) -> None:
     assert sum(g["samples"] for g in groups) == len(dump.rewards[dump.steps[0]])
     assert set(groups[0]) >= {"step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved",
                               "zero_variance"}  # fmt: skip
+
+
+def test_grpo_demo_has_groups_components_and_metrics(tmp_path: Path, cache_dir: Path) -> None:
+    out = rl_board("demo", str(tmp_path), "--only", "grpo", "--group-size", "4", "--long-tokens", "300",
+                   cache_dir=cache_dir)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    store = RolloutStore.open(tmp_path / "grpo_math", cache_dir=cache_dir)
+    table = store.groups()
+    assert (table["samples"] == 4).all() and table["zero_variance"].any()
+    assert store.reward_components == ["accuracy_reward", "format_reward"]
+    assert store.report.format == "rl-board" and store.has("train_logprobs")
+    kinds = {s.format for s in catalogue(tmp_path, skip=(cache_dir,)).sources}
+    assert kinds == {"rl-board", "jsonl"}  # the samples, and metrics.jsonl for the Metrics page
