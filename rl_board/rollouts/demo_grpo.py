@@ -40,22 +40,27 @@ def write_grpo_run(out_dir: str | Path, spec: GrpoSpec) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(spec.seed)
     samples, metrics = out / "rollout_data_rank_0.jsonl", out / "metrics.jsonl"
+    # A small dataset seen again and again (epochs): each prompt comes back every few steps.
+    pool = [(int(a), int(b), float(d)) for a, b, d in zip(rng.integers(100, 999, size=spec.prompts * 3),
+                                                          rng.integers(100, 999, size=spec.prompts * 3),
+                                                          rng.uniform(-0.3, 0.3, size=spec.prompts * 3), strict=True)]
     with samples.open("w", encoding="utf-8") as f, metrics.open("w", encoding="utf-8") as m:
         for step in range(spec.steps):
             progress = step / max(spec.steps - 1, 1)
-            rows = _step_rows(rng, spec, step, progress)
+            batch = [pool[(step * spec.prompts + p) % len(pool)] for p in range(spec.prompts)]
+            rows = _step_rows(rng, spec, step, progress, batch)
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
             m.write(json.dumps(_metrics(rng, step, progress, rows)) + "\n")
     return [samples, metrics]
 
 
-def _step_rows(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float) -> list[dict]:
+def _step_rows(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float,
+               batch: list[tuple[int, int, float]]) -> list[dict]:  # fmt: skip
     rows = []
     long_one = (int(rng.integers(0, spec.prompts)), int(rng.integers(0, spec.group_size)))
-    for p in range(spec.prompts):
-        a, b = (int(x) for x in rng.integers(100, 999, size=2))
-        skill = min(0.95, 0.2 + 0.7 * progress + rng.normal(0, 0.15))  # some prompts get easy: flat groups
+    for p, (a, b, ease) in enumerate(batch):
+        skill = min(0.97, max(0.0, 0.2 + 0.7 * progress + ease + rng.normal(0, 0.1)))  # easy prompts: flat groups
         group = [_answer(rng, spec, step, progress, a, b, skill, (p, k) == long_one) for k in range(spec.group_size)]
         rewards = np.array([g["reward"] for g in group])
         spread = rewards.std()

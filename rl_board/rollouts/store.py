@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats, groups
+from rl_board.rollouts import derive, fields, formats, groups, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -234,6 +234,23 @@ class RolloutStore:
         if threshold is None and self.has(S.REWARD):
             threshold = groups.default_threshold(self.samples(columns=[S.REWARD])[S.REWARD].astype("float64"))
         return groups.group_table(frame, threshold=threshold)
+
+    def prompts(self, *, threshold: float | None = None) -> pd.DataFrame:
+        """Every prompt over the run: steps seen, first step solved, regressions, status (see ``prompts.py``)."""
+        if not (self.has(S.PROMPT) and self.has(S.REWARD)):
+            return prompts.prompt_table(pd.DataFrame(columns=[S.STEP, S.PROMPT, S.REWARD]), 0.0)
+        frame = self.samples(columns=[S.PROMPT, S.REWARD])
+        if threshold is None:
+            threshold = groups.default_threshold(frame[S.REWARD].astype("float64"))
+        return prompts.prompt_table(frame, threshold)
+
+    def prompt_history(self, *, prompt: str) -> pd.DataFrame:
+        """Every sample of one prompt, by step: reward, length and KL where the run has them."""
+        wanted = [S.PROMPT, S.REWARD, S.N_TOKENS, S.RESPONSE_CHARS, S.KL_MEAN]
+        frame = self.samples(columns=[c for c in wanted if self.has(c)])
+        if S.PROMPT not in frame.columns:
+            return frame.iloc[0:0]
+        return frame[frame[S.PROMPT] == prompt].drop(columns=[S.PROMPT]).reset_index(drop=True)
 
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""

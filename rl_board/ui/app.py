@@ -25,6 +25,7 @@ PAGES = (
     ("steps", "views/steps.py", "Step browser", ":material/table_rows:"),
     ("sample", "views/sample.py", "Sample", ":material/article:"),
     ("groups", "views/groups.py", "Groups", ":material/workspaces:"),
+    ("prompts", "views/prompts.py", "Prompts", ":material/history:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
 )

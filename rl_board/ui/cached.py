@@ -125,6 +125,12 @@ def groups(run_path: str, signature: str, step: int, threshold: float | None, _s
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
+def prompts(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Every prompt of a run across training (the run's highest reward = solved)."""
+    return _store.prompts()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
 def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
     """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward = solved)."""
     return _store.group_stats()

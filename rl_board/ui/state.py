@@ -54,7 +54,8 @@ PARAMS = (
     Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
     Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
     Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
-    Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"),
+    Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"), Param("pid", "str"),
+    Param("pst", "str", "all"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")

@@ -1,0 +1,91 @@
+"""Prompts across training: the run-wide lists (never solved, newly failing, ...) and one prompt's history."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from rl_board.api import RolloutStore
+from rl_board.rollouts import fields as F
+from rl_board.ui import cached, state
+from rl_board.ui.text import TextDisplay, shown
+
+TABLE_KEY = "prompts_table"
+_ROWS_KEY = "_prompt_ids"
+ALL = "all"
+STATUSES = ("never solved", "newly failing", "mixed", "learned", "always solved")
+
+
+def _choose() -> None:
+    event = st.session_state.get(TABLE_KEY) or {}
+    rows = (event.get("selection") or {}).get("rows") or []
+    ids = st.session_state.get(_ROWS_KEY) or []
+    if rows and rows[0] < len(ids):
+        state.put("pid", ids[rows[0]])
+
+
+def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay) -> None:
+    table = cached.prompts(run_path, store.signature, store)
+    if table.empty:
+        st.info("No prompts with rewards in this run.")
+        return
+    counts = table["status"].value_counts()
+    cols = st.columns(len(STATUSES))
+    for col, status in zip(cols, STATUSES, strict=True):
+        col.metric(status.capitalize(), int(counts.get(status, 0)), border=True)
+    st.caption("Per step a prompt is solved when one of its samples reaches the run's highest reward. "
+               "Newly failing: solved before, not at its last step. Learned: unsolved at first, solved since.")
+    status = st.segmented_control("Show", [ALL, *STATUSES], **state.bind("pst", default=ALL)) or ALL
+    rows = table if status == ALL else table[table["status"] == status]
+    st.session_state[_ROWS_KEY] = rows["id"].tolist()
+    frame = pd.DataFrame({
+        "prompt": [shown(p, display).text[:300] for p in rows["prompt"]], "status": rows["status"],
+        "steps": rows["steps"], "samples": rows["samples"], "mean reward": rows["reward_mean"],
+        "first solved": rows["first_solved"], "solved share": rows["solved_share"],
+        "regressions": rows["regressions"],
+    })  # fmt: skip
+    st.dataframe(frame, hide_index=True, key=TABLE_KEY, on_select=_choose, selection_mode="single-row",
+                 column_config={"prompt": st.column_config.TextColumn(width="large"),
+                                "mean reward": st.column_config.NumberColumn(format="%.4g"),
+                                "solved share": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
+                                                                                format="percent")},
+                 height="auto" if len(frame) <= 12 else 420)  # fmt: skip
+    st.caption("Click a row to follow that prompt down the steps.")
+    chosen = table[table["id"] == state.get("pid")]
+    if len(chosen):
+        render_history(store, chosen.iloc[0], display)
+    elif state.get("pid"):
+        st.warning("That prompt is not in this run.")
+
+
+def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay) -> None:
+    st.markdown(f"#### Prompt history · {row['status']} · first solved at step "
+                f"{'—' if pd.isna(row['first_solved']) else int(row['first_solved'])}")
+    st.code(shown(row["prompt"], display).text or " ", language=None, wrap_lines=True, height="content")
+    history = store.prompt_history(prompt=row["prompt"])
+    st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
+    st.dataframe(history, hide_index=True, height="auto" if len(history) <= 12 else 320)
+
+
+def history_figure(history: pd.DataFrame) -> go.Figure:
+    """Each sample's reward by step (points) and the step mean (line); length on a second axis."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=history["step"], y=history["reward"], mode="markers", name="sample reward",
+                             marker={"color": F.color("reward", F.SAMPLE), "opacity": 0.55, "size": 7},
+                             customdata=history["sample"],
+                             hovertemplate="step %{x} · sample %{customdata}<br>reward %{y:.4g}<extra></extra>"))
+    mean = history.groupby("step")["reward"].mean()
+    fig.add_trace(go.Scatter(x=mean.index, y=mean.to_numpy(), mode="lines+markers", name="mean reward",
+                             line={"color": F.color("reward", F.SAMPLE), "width": 2}))
+    length = "n_tokens" if "n_tokens" in history.columns else "response_chars"
+    if length in history.columns:
+        by_step = history.groupby("step")[length].mean()
+        fig.add_trace(go.Scatter(x=by_step.index, y=by_step.to_numpy(dtype=np.float64), mode="lines",
+                                 name=F.label(length), yaxis="y2", line={"color": F.color("length"), "dash": "dot"}))
+    fig.update_layout(title={"text": "This prompt over training"}, xaxis_title="step", yaxis_title="reward",
+                      yaxis2={"title": F.label(length), "overlaying": "y", "side": "right", "showgrid": False},
+                      height=340, margin={"l": 10, "r": 10, "t": 50, "b": 40},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # fmt: skip
+    return fig

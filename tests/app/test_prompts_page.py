@@ -1,0 +1,55 @@
+"""The Prompts page on the bundled-style GRPO demo: run-wide lists, one prompt's history, the link from a sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+from rl_board.rollouts.store import RolloutStore
+from tests.helpers.apptest import APP, assert_clean, table
+
+
+@pytest.fixture
+def grpo_root(tmp_path: Path, monkeypatch) -> Path:
+    root = tmp_path / "served"
+    write_grpo_run(root / "grpo", GrpoSpec(steps=8, prompts=3, group_size=4, tokens=20, long_tokens=60, seed=4))
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+def open_page(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(page).run()
+    return at
+
+
+def test_prompt_lists_and_a_history(grpo_root: Path, tmp_path: Path) -> None:
+    store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "expected")
+    expected = store.prompts()
+    at = open_page("views/prompts.py", run="grpo")
+    assert_clean(at)
+    assert len(table(at)) == len(expected)
+    counts = {m.label: int(m.value) for m in at.metric}
+    assert sum(counts.values()) == len(expected)
+    row = expected.iloc[0]
+    at = open_page("views/prompts.py", run="grpo", pid=row["id"])
+    assert_clean(at)
+    assert row["prompt"] in [c.value for c in at.code]
+    history = [df.value for df in at.main.dataframe][-1]
+    assert len(history) == row["samples"]
+
+
+def test_a_sample_links_to_its_prompt_history(grpo_root: Path, tmp_path: Path) -> None:
+    store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "expected")
+    prompt = store.samples(step=2, columns=["prompt"])["prompt"].iloc[1]
+    at = open_page("views/sample.py", run="grpo", step="2", sample="1")
+    at.button(key="to_prompt_history").click().run()
+    assert_clean(at)
+    assert prompt in [c.value for c in at.code]
