@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats, groups, prompts
+from rl_board.rollouts import derive, fields, formats, groups, matchup, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -251,6 +251,16 @@ class RolloutStore:
         if S.PROMPT not in frame.columns:
             return frame.iloc[0:0]
         return frame[frame[S.PROMPT] == prompt].drop(columns=[S.PROMPT]).reset_index(drop=True)
+
+    def prompt_rewards(self, *, step: int | None = None) -> pd.DataFrame:
+        """Per prompt of one step (or all steps): samples, mean reward, where its best answer is."""
+        if not (self.has(S.PROMPT) and self.has(S.REWARD)):
+            return matchup.prompt_rewards(pd.DataFrame(columns=[S.STEP, "sample", S.PROMPT, S.REWARD]))
+        return matchup.prompt_rewards(self.samples(step=step, columns=[S.PROMPT, S.REWARD]))
+
+    def versus(self, other: RolloutStore, *, step: int | None = None, other_step: int | None = None) -> pd.DataFrame:
+        """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and gain (other − this)."""
+        return matchup.match(self.prompt_rewards(step=step), other.prompt_rewards(step=other_step))
 
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""

@@ -26,6 +26,7 @@ PAGES = (
     ("sample", "views/sample.py", "Sample", ":material/article:"),
     ("groups", "views/groups.py", "Groups", ":material/workspaces:"),
     ("prompts", "views/prompts.py", "Prompts", ":material/history:"),
+    ("matchup", "views/matchup.py", "Same prompts", ":material/compare_arrows:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
 )

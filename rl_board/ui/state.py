@@ -55,7 +55,7 @@ PARAMS = (
     Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
     Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
     Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"), Param("pid", "str"),
-    Param("pst", "str", "all"),
+    Param("pst", "str", "all"), Param("vs", "str"), Param("sa", "str"), Param("sb", "str"), Param("mrow", "int"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
