@@ -56,6 +56,7 @@ PARAMS = (
     Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
     Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"), Param("pid", "str"),
     Param("pst", "str", "all"), Param("vs", "str"), Param("sa", "str"), Param("sb", "str"), Param("mrow", "int"),
+    Param("tokpage", "int", 1),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -17,8 +19,14 @@ from rl_board.ui.chips import (
 )
 from rl_board.ui.components.page import missing
 from rl_board.ui.text import TextDisplay, escape_markdown, token_label
+from rl_board.ui.token_heatmap import WRAP_FROM, wrapped_heatmap_figure
 
 TOP_TOKENS = 10
+CHIP_PAGE = 500
+_FOUND = "_token_found"
+# jump target -> (metric, highest?)
+JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
+         "largest log-ratio": ("log_ratio", True)}
 
 
 def present_metrics(tokens: pd.DataFrame) -> list[str]:
@@ -77,6 +85,48 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
         st.dataframe(frame, hide_index=True, column_config=config, height=min(420, 38 + 35 * len(frame)))
 
 
+def _chip_page(tokens: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The tokens drawn as chips: all of a short response, a page of a long one (found by position or text)."""
+    if len(tokens) <= CHIP_PAGE:
+        return tokens
+    pages = math.ceil(len(tokens) / CHIP_PAGE)
+    a, b, c = st.columns([1, 2, 2], vertical_alignment="bottom")
+    b.text_input("Find in the response's tokens", placeholder="text in a token", key="token_find",
+                 on_change=_find, args=(tokens,))  # fmt: skip
+    with c:
+        st.caption("Jump to the token with the")
+        for k, (name, (column, highest)) in enumerate(JUMPS.items()):
+            if column in tokens.columns and np.isfinite(tokens[column].to_numpy(dtype=np.float64)).any():
+                st.button(name, key=f"token_jump_{k}", on_click=_jump, args=(tokens, column, highest))
+    if st.session_state.get(_FOUND):
+        st.caption(st.session_state[_FOUND])
+    if not 1 <= (state.get("tokpage") or 1) <= pages:
+        state.put("tokpage", 1)
+    a.number_input(f"Token page (of {pages})", min_value=1, max_value=pages, step=1, **state.bind("tokpage"))
+    start = ((state.get("tokpage") or 1) - 1) * CHIP_PAGE
+    return tokens.iloc[start : start + CHIP_PAGE]
+
+
+def _find(tokens: pd.DataFrame) -> None:
+    """Go to the page of the first token containing the searched text (a widget callback)."""
+    text = (st.session_state.get("token_find") or "").strip()
+    if not text:
+        st.session_state.pop(_FOUND, None)
+        return
+    hits = np.flatnonzero(tokens["token"].astype(str).str.contains(text, case=False, regex=False).to_numpy())
+    where = f"; the first at position {int(tokens.index[hits[0]])}" if len(hits) else ""
+    st.session_state[_FOUND] = f"{len(hits)} token(s) contain {escape_markdown(repr(text[:40]))}{where}"
+    if len(hits):
+        state.put("tokpage", int(hits[0]) // CHIP_PAGE + 1)
+
+
+def _jump(tokens: pd.DataFrame, column: str, highest: bool) -> None:
+    values = tokens[column].to_numpy(dtype=np.float64)
+    pos = int(np.nanargmax(values) if highest else np.nanargmin(values))
+    st.session_state[_FOUND] = f"{F.label(column, F.TOKEN)}: the extreme is at position {int(tokens.index[pos])}"
+    state.put("tokpage", pos // CHIP_PAGE + 1)
+
+
 def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
     st.subheader("Tokens")
     tokens = detail.tokens
@@ -106,14 +156,20 @@ def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
         st.segmented_control("Colour tokens by", metrics, format_func=lambda m: F.token(m).brief,
                              required=True, **state.bind("metric"))
         metric = state.get("metric") or metric
-        st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(shown, metric))
-        st.caption("Hover a token to see all its metrics.")
+        page = _chip_page(shown, metric)
+        st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(page, metric))
+        st.caption("Hover a token to see all its metrics." + (
+            f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
+            "shows them all." if len(page) < len(shown) else ""))
     with right:
         label = F.label(metric, F.TOKEN)
         st.markdown(f"**Top tokens by {label}**")
         st.dataframe(top_tokens(shown, metric), hide_index=True,
                      column_config={metric: st.column_config.NumberColumn(format="%.4g")})
     _token_table(shown, metrics, metric)
+    if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text
+        st.plotly_chart(wrapped_heatmap_figure(shown, metric), key="chart_heatmap", config={"displaylogo": False})
+        return
     chosen = st.multiselect("Heatmap rows", metrics, default=metrics, key="heatmap_rows",
                             format_func=lambda m: F.label(m, F.TOKEN))
     if chosen:
