@@ -64,9 +64,10 @@ def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | No
                              fields=fields)
 
 
-def read_metrics(root: Path | str, *, cache_dir: Path | str) -> MetricsBundle:
-    """Every metric source under a root, through the metrics cache."""
-    return load_metrics(root, cache_dir=cache_dir)
+def read_metrics(root: Path | str, *, cache_dir: Path | str,
+                 allowed_roots: list[Path] | None = None) -> MetricsBundle:  # fmt: skip
+    """Every metric source under a root, through the metrics cache; a server passes its served roots."""
+    return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots)
 
 
 def check_metrics(bundle: MetricsBundle, settings: Settings) -> list[Finding]:

@@ -19,6 +19,8 @@ from rl_board.cli.common import (
     path_arguments,
     problem_dict,
     problem_text,
+    terminal_lines,
+    terminal_safe,
 )
 from rl_board.errors import NotFoundError
 from rl_board.health.checks import (
@@ -55,7 +57,7 @@ def run(ns: argparse.Namespace) -> int:
     found = catalogue(Path(ns.path), fields=fields)
     if not bundle.runs and not found.rollout_folders():
         quiet = "".join(f"; {found.name(Path(p.file))}: {p.reason}" for p in bundle.skipped[:5])
-        raise NotFoundError(f"nothing to check: {found.nothing_readable()}{quiet}")
+        raise NotFoundError(terminal_safe(f"nothing to check: {found.nothing_readable()}{quiet}"))
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
     rollout_problems: list[Problem] = []
     if Path(ns.path).is_dir():
@@ -87,7 +89,7 @@ def _findings_table(findings: list[Finding], problems: list[dict[str, Any]]) -> 
             for f in order
         ]
     lines.extend(f"problem: {problem_text(p)}" for p in problems)
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def _steps_text(steps: list[int], limit: int = 6) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,24 @@ from rl_board.metrics.table import Problem
 from rl_board.sources import fieldmap
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_UNSAFE = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_UNSAFE.update({cp: f"\\u{cp:04x}" for cp in _BIDI})
+
+
+def terminal_safe(text: object) -> str:
+    """Text for a terminal: every C0/C1 control (ESC, CR, newline, ...) and bidi control written as an escape.
+
+    File names, tags and log lines are data: an ANSI or OSC sequence in them
+    must not recolour the terminal, rewrite its title or hide what was printed.
+    """
+    return str(text).translate(_UNSAFE)
+
+
+def terminal_lines(lines: Iterable[str]) -> str:
+    """Lines made terminal-safe one by one, then joined by newlines (the only newlines printed)."""
+    return "\n".join(terminal_safe(line) for line in lines)
 
 
 def field_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,10 +52,12 @@ def path_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def problem_dict(problem: Problem, root: Path) -> dict[str, Any]:
-    """A problem with its file shown relative to the root when it lies inside it."""
+    """A problem with its file shown relative to the root when it lies inside it (a link: where it lies)."""
     out = problem.to_dict()
-    with contextlib.suppress(ValueError):  # outside the root: keep the absolute path
-        out["file"] = Path(problem.file).resolve().relative_to(root).as_posix()
+    for candidate in (Path(problem.file), Path(problem.file).resolve()):
+        with contextlib.suppress(ValueError):  # outside the root: keep the absolute path
+            out["file"] = candidate.relative_to(root).as_posix()
+            break
     return out
 
 

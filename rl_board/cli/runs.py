@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rl_board.cli.common import field_arguments, fields_of
+from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 from rl_board.rollouts.store import RolloutStore
 from rl_board.sources.catalogue import METRICS, Catalogue, catalogue
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
 def run(ns: argparse.Namespace) -> int:
     root = Path(ns.root).expanduser()
     if not root.exists():
-        raise NotFoundError(f"path not found: {root}")
+        raise NotFoundError(terminal_safe(f"path not found: {root}"))
     fields = fields_of(ns)
     found = catalogue(root, skip=(Path(ns.cache_dir),) if ns.cache_dir else (), fields=fields)
     data = runs_dict(found, ns.cache_dir, fields)
@@ -50,4 +50,4 @@ def _text(data: dict[str, Any]) -> str:
              for r in data["runs"]] or ["no rollout runs"]  # fmt: skip
     lines += [f"metrics: {m['path']}  [{m['kind']}]" for m in data["metrics"]]
     lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
-    return "\n".join(lines)
+    return terminal_lines(lines)

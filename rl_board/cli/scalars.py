@@ -6,7 +6,14 @@ import argparse
 import json
 from typing import Any
 
-from rl_board.cli.common import EXIT_OK, json_default, path_arguments, problem_dict, problem_text
+from rl_board.cli.common import (
+    EXIT_OK,
+    json_default,
+    path_arguments,
+    problem_dict,
+    problem_text,
+    terminal_lines,
+)
 from rl_board.metrics.reader import MetricsBundle, load_metrics
 
 
@@ -73,4 +80,4 @@ def _scalars_table(report: dict[str, Any]) -> str:
             )
         lines.extend(f"  histogram {h}" for h in run["histograms"])
         lines.extend(f"  problem: {problem_text(p)}" for p in run["problems"])
-    return "\n".join(lines)
+    return terminal_lines(lines)

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rl_board.cli.common import field_arguments, fields_of
+from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 from rl_board.rollouts import fields as F
 from rl_board.rollouts.store import RolloutStore
@@ -28,7 +28,7 @@ def run(ns: argparse.Namespace) -> int:
     fields = fields_of(ns)
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
     if not store.report.files:
-        raise NotFoundError(_nothing_here(Path(ns.run_dir), fields))
+        raise NotFoundError(terminal_safe(_nothing_here(Path(ns.run_dir), fields)))
     data = summary_dict(store)
     if ns.json:
         print(json.dumps(data, allow_nan=False, default=str))
@@ -90,7 +90,7 @@ def _summary_text(data: dict) -> str:
         lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
                      f"{_num(row['reward_std']):>8} {_num(kl):>10}")
     lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def _num(value: float | None) -> str:

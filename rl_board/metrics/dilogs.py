@@ -8,6 +8,10 @@ Steps: learner rows use the "Training Iteration N" header, evaluator rows the
 table's `train_iter`, collector blocks carry no iteration so they use
 `total_envstep_count` (the x-axis of DI-engine's own `collector_step/*` tags).
 Text timestamps have no zone; they are read as UTC.
+
+With ``allowed_roots`` every file and the ckpt/ folder is checked before it
+is opened, listed or stat-ed: one that links outside the served folders is a
+problem, never read.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from rl_board.metrics.table import Problem, ReadResult, TableSet, merge_results, scalar_value
+from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import DI_ENGINE_LOGGERS as LOGGERS
 from rl_board.sources.sniff import is_di_engine_folder  # noqa: F401  (re-exported)
 
@@ -34,22 +39,35 @@ CKPT_ITER = re.compile(r"iteration_(\d+)")
 CONFIG_FILES = ("formatted_total_config.py", "total_config.py")
 
 
-def read_di_engine_texts(folder: Path, run: str) -> ReadResult:
+def read_di_engine_texts(folder: Path, run: str, *, allowed_roots: list[Path] | None = None) -> ReadResult:
     """Read the three text loggers, config text and checkpoint listing of one experiment."""
-    parts = [_read_logger(folder, role, run) for role in LOGGERS]
+    parts = [_read_logger(folder, role, run, allowed_roots) for role in LOGGERS]
+    problems: list[Problem] = []
+    config = _config_text(folder, allowed_roots, problems)
+    saves = parts[2].extras.get("logged_saves", [])
+    checkpoints = checkpoint_listing(folder, saves, allowed_roots=allowed_roots, problems=problems)
     result = merge_results(parts)
+    result.problems.extend(problems)
     result.extras = {
         "files": [p.extras["file"] for p in parts if p.extras.get("file")],
         "network_text": parts[2].extras.get("network_text", ""),
-        "config_text": _config_text(folder),
-        "checkpoints": checkpoint_listing(folder, parts[2].extras.get("logged_saves", [])),
+        "config_text": config,
+        "checkpoints": checkpoints,
     }
     return result
 
 
-def _read_logger(folder: Path, role: str, run: str) -> ReadResult:
+def _refused(path: Path, allowed_roots: list[Path] | None) -> bool:
+    """Whether ``path`` resolves outside the allowed roots (a missing file resolves inside: it is missing)."""
+    return allowed_roots is not None and not inside(path, allowed_roots)
+
+
+def _read_logger(folder: Path, role: str, run: str, allowed_roots: list[Path] | None = None) -> ReadResult:
     """Parse one logger file; a missing file yields an empty result (the listing shows it is absent)."""
     path = folder / LOGGERS[role]
+    if _refused(path, allowed_roots):
+        tables = TableSet(problems=[Problem(str(path), OUTSIDE)])
+        return tables.result({"file": {"role": role, "path": LOGGERS[role], "status": "refused"}})
     if not path.is_file():
         return TableSet().result({"file": {"role": role, "path": LOGGERS[role], "status": "missing"}})
     try:
@@ -179,28 +197,56 @@ def _float_or_none(text: str) -> float | None:
         return None
 
 
-def _config_text(folder: Path) -> str:
-    """The formatted config as plain text (never executed or imported)."""
+def _config_text(folder: Path, allowed_roots: list[Path] | None = None,
+                 problems: list[Problem] | None = None) -> str:  # fmt: skip
+    """The formatted config as plain text (never executed or imported); a refused file is a problem."""
     for name in CONFIG_FILES:
         path = folder / name
+        if _refused(path, allowed_roots):
+            if problems is not None:
+                problems.append(Problem(str(path), OUTSIDE))
+            continue
         if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace")
+            try:
+                return path.read_text(encoding="utf-8", errors="replace")
+            except OSError as err:
+                if problems is not None:
+                    problems.append(Problem(str(path), f"cannot read: {err}"))
     return ""
 
 
-def checkpoint_listing(folder: Path, logged_saves: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Files in ckpt/ plus saves the learner logged, so a missing ckpt/ still shows what was saved."""
+def checkpoint_listing(folder: Path, logged_saves: list[dict[str, Any]], *,
+                       allowed_roots: list[Path] | None = None,
+                       problems: list[Problem] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Files in ckpt/ plus saves the learner logged, so a missing ckpt/ still shows what was saved.
+
+    With ``allowed_roots``, a ckpt/ folder or checkpoint file that links
+    outside them is not listed or stat-ed; it is added to ``problems``.
+    """
     rows: dict[str, dict[str, Any]] = {}
     ckpt = folder / "ckpt"
-    if ckpt.is_dir():
-        for path in sorted(p for p in ckpt.iterdir() if p.is_file()):
-            stat = path.stat()
+    refused: list[Path] = []
+    if _refused(ckpt, allowed_roots):
+        refused.append(ckpt)
+    elif ckpt.is_dir():
+        for path in sorted(ckpt.iterdir()):
+            if _refused(path, allowed_roots):
+                refused.append(path)
+                continue
+            try:
+                if not path.is_file():
+                    continue
+                stat = path.stat()
+            except OSError:
+                continue
             rows[path.name] = {
                 "name": path.name,
                 "size": stat.st_size,
                 "mtime": stat.st_mtime,
                 "exists": True,
             }
+    if problems is not None:
+        problems.extend(Problem(str(path), OUTSIDE) for path in refused)
     for save in logged_saves:
         name = Path(save["path"]).name
         row = rows.setdefault(name, {"name": name, "size": None, "mtime": None, "exists": False})

@@ -1,9 +1,14 @@
-"""One entry point for scalar metrics: `load_metrics(path, *, cache_dir=None)`.
+"""One entry point for scalar metrics: `load_metrics(path, *, cache_dir=None, allowed_roots=None)`.
 
 It discovers runs, reads each with the right reader (through the on-disk
 cache when a cache folder is given) and returns a `MetricsBundle`: long
 tables plus per-run facts. Bad data never raises here; it becomes a
 `Problem` in the bundle. Only a path that does not exist is an error.
+
+A server passes its served roots as ``allowed_roots``: every file a reader
+would open, list or stat is first checked with ``sources.roots.inside``, and
+one that links outside them (event file, logger, config, checkpoint, text
+log) is a problem ("links outside the served folders; not read").
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from rl_board.metrics.table import (
 )
 from rl_board.metrics.tensorboard import read_event_files
 from rl_board.sources.catalogue import METRICS, catalogue
+from rl_board.sources.roots import OUTSIDE, inside
 
 
 @dataclass(frozen=True)
@@ -114,8 +120,9 @@ class MetricsBundle:
         return frame[mask].sort_values("step", kind="stable").reset_index(drop=True)
 
 
-def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> MetricsBundle:
-    """Read every metric run under `path` (a folder or one file)."""
+def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
+                 allowed_roots: list[Path] | None = None) -> MetricsBundle:  # fmt: skip
+    """Read every metric run under `path` (a folder or one file); with `allowed_roots`, nothing outside."""
     root = Path(path).expanduser()
     if not root.exists():
         raise NotFoundError(f"path not found: {root}")
@@ -124,8 +131,12 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> Me
     runs: list[RunInfo] = []
     parts: list[ReadResult] = []
     skipped: list[Problem] = []
+    refused: list[Problem] = []
     for source in discover(root, skip=skip):
-        read = _read_source(source, cache)
+        if not _source_allowed(source, allowed_roots):
+            refused.append(Problem(str(source.path), OUTSIDE))
+            continue
+        read = _read_source(source, cache, allowed_roots)
         if read is None:
             skipped.append(Problem(str(source.path), "a text file with no metric lines rl-board knows"))
             continue
@@ -140,34 +151,50 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None) -> Me
         texts=merged.texts if merged else concat_frames([], TEXT_COLUMNS),
         episodes=merged.episodes if merged else concat_frames([], EPISODE_COLUMNS),
         runs=runs,
-        problems=[p for info in runs for p in info.problems],
+        problems=refused + [p for info in runs for p in info.problems],
         skipped=skipped,
     )
 
 
-def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None) -> str:
+def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None,
+                      allowed_roots: list[Path] | None = None) -> str:  # fmt: skip
     """A short digest of every file `load_metrics(path)` reads (path, size, mtime).
 
     It changes exactly when a new `load_metrics` could give a different
-    answer, so callers can key their own caches on it; it only stats files.
+    answer, so callers can key their own caches on it; it only stats files
+    (never one outside `allowed_roots`: such a file counts by its name alone).
     """
     root = Path(path).expanduser()
     if not root.exists():
         raise NotFoundError(f"path not found: {root}")
     skip = (Path(cache_dir).expanduser(),) if cache_dir is not None else ()
-    files = [f for source in discover(root, skip=skip) for f in _unit_files(source)]
-    raw = json.dumps([str(root.resolve()), signature(files)])
+    files: list[Path] = []
+    outside: list[str] = []
+    for source in discover(root, skip=skip):
+        if not _source_allowed(source, allowed_roots):
+            outside.append(str(source.path))
+            continue
+        kept, refused = _unit_files(source, allowed_roots)
+        files.extend(kept)
+        outside.extend(str(f) for f in refused)
+    raw = json.dumps([str(root.resolve()), signature(files), outside])
     return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
-def _read_source(source: RunSource, cache: Path | None) -> tuple[RunInfo, ReadResult] | None:
+def _source_allowed(source: RunSource, allowed_roots: list[Path] | None) -> bool:
+    """A text log or run folder lies inside the allowed roots (its files are checked by their reader)."""
+    return allowed_roots is None or inside(source.path, allowed_roots)
+
+
+def _read_source(source: RunSource, cache: Path | None,
+                 allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult] | None:  # fmt: skip
     """Read one discovered run; None for a text file that holds no metrics."""
     if source.kind == "text":
         result, kind = _read_text(source, cache)
         if kind is None:
             return None
     else:
-        result, kind = _cached(source, cache, lambda: _read_folder(source)), source.kind
+        result, kind = _cached(source, cache, allowed_roots), source.kind
     info = RunInfo(
         run=source.run,
         kind=kind,
@@ -185,35 +212,47 @@ def _read_source(source: RunSource, cache: Path | None) -> tuple[RunInfo, ReadRe
     return info, result
 
 
-def _read_folder(source: RunSource) -> ReadResult:
+def _read_folder(source: RunSource, allowed_roots: list[Path] | None = None) -> ReadResult:
     """A TensorBoard run, or a DI-engine experiment (text loggers plus its event files)."""
-    events = read_event_files(list(source.files), source.run)
+    events = read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
     if source.kind != "di-engine":
         return events
-    texts = read_di_engine_texts(source.path, source.run)
+    texts = read_di_engine_texts(source.path, source.run, allowed_roots=allowed_roots)
     merged = merge_results([events, texts])
     merged.extras = {**texts.extras, "hparams": events.extras.get("hparams", {})}
     return merged
 
 
-def _unit_files(source: RunSource) -> list[Path]:
-    """The files whose size/mtime decide whether a cached entry is still good."""
-    if source.kind != "di-engine":
-        return list(source.files)
-    extra = [p for p in source.path.rglob("*") if p.is_file() and p.suffix in {".txt", ".py", ".tar"}]
-    return sorted(set(source.files) | set(extra))
+def _unit_files(source: RunSource, allowed_roots: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
+    """The files whose size/mtime decide whether a cached entry is still good, and those refused.
+
+    A file that links outside ``allowed_roots`` is refused before it is stat-ed.
+    """
+    events = set(source.files)
+    files = list(source.files)
+    if source.kind == "di-engine":
+        files = sorted(events | {p for p in source.path.rglob("*") if p.suffix in {".txt", ".py", ".tar"}})
+    refused = [f for f in files if allowed_roots is not None and not inside(f, allowed_roots)]
+    out = set(refused)
+    return [f for f in files if f not in out and (f in events or f.is_file())], refused
 
 
-def _cached(source: RunSource, cache: Path | None, build: Any) -> ReadResult:
-    """Use the cache entry when its signature matches; otherwise build and store."""
+def _cached(source: RunSource, cache: Path | None, allowed_roots: list[Path] | None = None) -> ReadResult:
+    """Use the cache entry when its signature matches; otherwise build and store.
+
+    The signature names the allowed roots and the refused files, so an entry
+    read without confinement (the CLI) is never served as a confined one.
+    """
     if cache is None:
-        return build()
+        return _read_folder(source, allowed_roots)
     folder = entry_dir(cache, source.kind, source.path)
-    sig = signature(_unit_files(source))
+    kept, refused = _unit_files(source, allowed_roots)
+    roots = None if allowed_roots is None else sorted(str(r) for r in allowed_roots)
+    sig = [signature(kept), [str(f) for f in refused], roots]
     hit = load_entry(folder)
     if hit is not None and hit[1].get("signature") == sig:
         return hit[0]
-    result = build()
+    result = _read_folder(source, allowed_roots)
     save_entry(folder, result, {"signature": sig})
     return result
 

@@ -23,6 +23,7 @@ from tensorboard.plugins.hparams.error import HParamsError
 from tensorboard.util import tensor_util
 
 from rl_board.metrics.table import Problem, ReadResult, TableSet
+from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import is_event_file
 
 SOURCE = "tensorboard"
@@ -35,18 +36,25 @@ def event_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if is_event_file(p))
 
 
-def read_event_folder(folder: Path, run: str) -> ReadResult:
+def read_event_folder(folder: Path, run: str, *, allowed_roots: list[Path] | None = None) -> ReadResult:
     """Read every event file in `folder` as the run named `run`."""
-    return read_event_files(event_files(folder), run)
+    return read_event_files(event_files(folder), run, allowed_roots=allowed_roots)
 
 
-def read_event_files(paths: list[Path], run: str) -> ReadResult:
-    """Read the given event files, in order, as one run."""
+def read_event_files(paths: list[Path], run: str, *, allowed_roots: list[Path] | None = None) -> ReadResult:
+    """Read the given event files, in order, as one run.
+
+    With ``allowed_roots``, a file that resolves outside them (a planted
+    link) is named as a problem and not opened.
+    """
     tables = TableSet()
     plugins: dict[str, str] = {}
     extras: dict[str, Any] = {"hparams": {}, "skipped_tags": []}
     skipped: set[str] = set()
     for path in paths:
+        if allowed_roots is not None and not inside(path, allowed_roots):
+            tables.problems.append(Problem(str(path), OUTSIDE))
+            continue
         for event in _events(path, tables.problems):
             _add_event(event, run, tables, extras, skipped, plugins)
     extras["skipped_tags"] = sorted(skipped)

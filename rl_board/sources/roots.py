@@ -9,6 +9,7 @@ lies inside one of them, before anything under it is read.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from rl_board.errors import PathRefusedError
@@ -38,9 +39,8 @@ def resolve_within(path: str | Path, roots: list[Path]) -> Path:
     if not candidate.is_absolute():
         candidate = roots[0] / candidate if roots else candidate
     real = candidate.resolve()
-    for root in roots:
-        if real == root or real.is_relative_to(root):
-            return real
+    if _under(real, roots):
+        return real
     allowed = ", ".join(str(r) for r in roots)
     raise PathRefusedError(f"{text} is outside the folders this server serves ({allowed})")
 
@@ -49,6 +49,28 @@ def relative_to_roots(path: Path, roots: list[Path]) -> str:
     """How to name ``path`` in a URL: relative to the root that holds it."""
     real = path.resolve()
     for root in roots:
-        if real == root or real.is_relative_to(root):
+        if _under(real, [root]):
             return real.relative_to(root).as_posix()
     raise PathRefusedError(f"{path} is outside the served folders")
+
+
+OUTSIDE = "links outside the served folders; not read"
+"""The reason every reader gives for a file it refuses (a Problem's text)."""
+
+
+def inside(path: str | Path, roots: Iterable[Path]) -> bool:
+    """Whether ``path``, symlinks and ``..`` resolved, lies in one of ``roots``.
+
+    The one check every reader of files under a root makes before opening,
+    listing or stat-ing anything: a link planted under a served root must not
+    lead the dashboard to a file outside it. A looping link is outside.
+    """
+    try:
+        real = Path(path).resolve()
+        return _under(real, [Path(root).resolve() for root in roots])
+    except (OSError, RuntimeError):  # a looping link
+        return False
+
+
+def _under(real: Path, roots: Iterable[Path]) -> bool:
+    return any(real == root or real.is_relative_to(root) for root in roots)

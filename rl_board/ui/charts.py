@@ -1,8 +1,10 @@
 """Plotly figure builders: pure functions from frames to ``go.Figure``.
 
-No Streamlit here, so every figure can be asserted on in unit tests. Model
-text that ends up in a figure (token strings in the heatmap) is passed
-through ``html.escape``: Plotly reads a few HTML tags in labels and hovers.
+No Streamlit here, so every figure can be asserted on in unit tests. Text
+from the logs that ends up in a figure (token strings, run and column names)
+goes through ``plotly_text``: Plotly reads a few HTML tags (``<a href>``,
+``<br>``) in titles, legends and hovers, so ``<``, ``>`` and ``&`` are
+escaped; quotes are not (Plotly would show ``&quot;``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import plotly.graph_objects as go
 
 from rl_board.rollouts import fields as F
 from rl_board.ui.chips import diverging as is_diverging
-from rl_board.ui.text import token_label
+from rl_board.ui.text import display_name, token_label
 
 MAX_CURVE_POINTS = 2000
 MAX_BARS = 1000
@@ -32,6 +34,11 @@ class CurveOptions:
     band_scale: float = 0.2
     zero_shift: bool = False
     max_points: int = MAX_CURVE_POINTS
+
+
+def plotly_text(text: object) -> str:
+    """Text for a Plotly title, legend, axis label or hover: tags escaped, quotes kept, bidi shown."""
+    return html.escape(display_name(text), quote=False)
 
 
 def downsample(summary: pd.DataFrame, max_points: int = MAX_CURVE_POINTS) -> pd.DataFrame:
@@ -115,7 +122,7 @@ def curve_figure(
     for k, prefix in enumerate(series):
         if has_series(data, prefix):
             # Names are catalogue fields or the log's own columns (user text): escaped for Plotly's labels.
-            fig.add_traces(_series_traces(data, prefix, label=html.escape(F.label(prefix, F.STEP)),
+            fig.add_traces(_series_traces(data, prefix, label=plotly_text(F.label(prefix, F.STEP)),
                                           color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
                                           group=prefix, options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))
@@ -141,7 +148,7 @@ def comparison_figure(
         if not has_series(data, prefix):
             continue
         shown, total = max(shown, len(data)), max(total, len(summary))
-        fig.add_traces(_series_traces(data, prefix, label=html.escape(run), group=f"run{k}",
+        fig.add_traces(_series_traces(data, prefix, label=plotly_text(run), group=f"run{k}",
                                       color=RUN_COLORS[k % len(RUN_COLORS)], options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=shown, total=total)
     return fig
@@ -209,7 +216,7 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
     present = [m for m in metrics if m in tokens.columns and tokens[m].notna().any()]
     x = tokens.index.to_numpy()  # token positions (pad tokens may have been left out)
     # <, > and & are escaped (Plotly reads a few tags); quotes stay, Plotly would show "&quot;".
-    labels = [html.escape(token_label(t), quote=False) for t in tokens["token"].astype(str)]
+    labels = [plotly_text(token_label(t)) for t in tokens["token"].astype(str)]
     fig = go.Figure()
     for row, metric in enumerate(present):
         values = tokens[metric].to_numpy(dtype=np.float64)

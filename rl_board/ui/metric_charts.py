@@ -1,14 +1,13 @@
 """Plotly builders for training metrics: pure functions from frames to ``go.Figure``.
 
 No Streamlit here. Tags and run names come from log files, so every label
-that reaches a figure goes through ``html.escape`` (Plotly reads a few HTML
-tags in titles, legends and hovers).
+that reaches a figure goes through ``charts.plotly_text`` (Plotly reads a few
+HTML tags in titles, legends and hovers; quotes stay quotes).
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -17,7 +16,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from rl_board.api import evaluation_summary
-from rl_board.ui.charts import downsample
+from rl_board.ui.charts import downsample, plotly_text
 
 MAX_POINTS = 2000
 MAX_HEAT_ROWS = 300
@@ -45,7 +44,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
 
 
 def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return plotly_text(text)
 
 
 # --------------------------------------------------------------------------- tags

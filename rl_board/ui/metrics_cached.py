@@ -4,7 +4,9 @@
 metric files (``metrics_signature``: one stat per file, itself cached for a
 few seconds), so a log that grows is a new key and a page rerun costs one
 dictionary lookup. Findings are keyed by the same signature (or a rollout
-run's store signature) plus the effective health settings.
+run's store signature) plus the effective health settings. Metrics are read
+with the served roots as ``allowed_roots``: a link planted under a root that
+leads elsewhere is refused, never followed.
 """
 
 from __future__ import annotations
@@ -35,16 +37,21 @@ def metrics_cache_dir() -> str:
     return str(server_config().metrics_cache_dir)
 
 
+def served_roots() -> list[Path]:
+    """The folders this server may read: metric readers refuse any file that resolves elsewhere."""
+    return list(server_config().roots)
+
+
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
 def signature(root: str) -> str:
     """The metric files' signature under a root (re-taken every few seconds)."""
-    return metrics_signature(root, cache_dir=metrics_cache_dir())
+    return metrics_signature(root, cache_dir=metrics_cache_dir(), allowed_roots=served_roots())
 
 
 @st.cache_data(show_spinner="Reading training metrics…", max_entries=8)
 def bundle(root: str, files_signature: str) -> MetricsBundle:
-    """Every metric run under a root, read through the on-disk cache."""
-    return api.read_metrics(root, cache_dir=metrics_cache_dir())
+    """Every metric run under a root, read through the on-disk cache, nothing outside the served roots."""
+    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=served_roots())
 
 
 def metrics_under(root: Path) -> MetricsBundle:

@@ -1,7 +1,10 @@
 """Model text for display: hiding pad tokens and system prompts, safe labels.
 
 Pure functions (no Streamlit). Model output is data: nothing here produces
-markup; ``escape_markdown`` and ``token_label`` only make text show as itself.
+markup; ``escape_markdown``, ``token_label`` and ``visible_bidi`` only make
+text show as itself. Bidi controls (U+202A–U+202E, U+2066–U+2069) would make
+the browser reorder what follows them, so a name or text can read as
+something else: every helper here shows them as ``⟨U+202E⟩`` instead.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ DEFAULT_SYSTEM_MARKER = "<endofsystem>"
 
 _SPLIT = re.compile(r"[,\s]+")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&])")
-_CONTROL = {i: chr(0x2400 + i) for i in range(32)} | {0x7F: "\u2421"}
+_WORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
+BIDI_CONTROLS = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_BIDI = {cp: f"⟨U+{cp:04X}⟩" for cp in BIDI_CONTROLS}
+_CONTROL = {i: chr(0x2400 + i) for i in range(32)} | {0x7F: "\u2421"} | _BIDI
 _CONTROL.update({ord("\n"): "\u21b5", ord("\t"): "\u2192"})
 
 
@@ -103,7 +109,7 @@ def shown_column(values: pd.Series, display: TextDisplay, *, max_chars: int | No
 
 
 def token_label(token: str | None) -> str:
-    """A token as visible text: newlines, tabs and control characters become symbols."""
+    """A token as visible text: newlines, tabs, control and bidi characters become symbols."""
     if token is None:
         return "∅"
     if token == "":
@@ -111,6 +117,27 @@ def token_label(token: str | None) -> str:
     return token.translate(_CONTROL)
 
 
-def escape_markdown(text: str) -> str:
-    """Backslash-escape Markdown (and HTML-ish) characters so the text shows as itself."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+def visible_bidi(text: str) -> str:
+    """Bidi embedding, override and isolate controls as ``⟨U+202E⟩``: nothing reorders the text near them."""
+    return text.translate(_BIDI)
+
+
+def display_name(name: object) -> str:
+    """A run, file or tag name for plain-text places (select options, table cells): bidi controls shown."""
+    return visible_bidi(str(name))
+
+
+def visible_bidi_column(values: pd.Series) -> pd.Series:
+    """``visible_bidi`` over a column of text (missing values stay missing, other values are left alone)."""
+    return values.map(lambda v: v.translate(_BIDI) if isinstance(v, str) else v)
+
+
+def escape_markdown(text: str, *, word_underscores: bool = False) -> str:
+    """Backslash-escape Markdown (and HTML-ish) characters so the text shows as itself; bidi controls shown.
+
+    ``word_underscores`` leaves an ``_`` between two letters or digits as it is
+    (``accuracy_reward``): CommonMark never reads one as emphasis, and a label
+    that tests or users match on keeps its plain spelling.
+    """
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", visible_bidi(text).replace("\n", " "))
+    return _WORD_UNDERSCORE.sub("_", escaped) if word_underscores else escaped

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,9 +51,13 @@ def trl_series(steps: int, *, unstable: bool = False, seed: int = 0) -> dict[str
 
 
 def write_tensorboard_run(
-    folder: Path, *, steps: int = 40, unstable: bool = False, truncate_last: bool = False
+    folder: Path, *, steps: int = 40, unstable: bool = False, truncate_last: bool = False,
+    extra_tags: Sequence[str] = (),
 ) -> Path:
-    """One run folder: old-style and new-style scalars, histograms, text and hparams."""
+    """One run folder: old-style and new-style scalars, histograms, text and hparams.
+
+    ``extra_tags`` adds a scalar per step under each of these names (hostile tag names for UI tests).
+    """
     writer = EventFileWriter(str(folder))
     writer.add_event(
         event_pb2.Event(wall_time=1.0, summary=hparams_summary.hparams_pb({"lr": 1e-5, "algo": "ppo"}))
@@ -63,6 +68,8 @@ def write_tensorboard_run(
             summary_pb2.Summary.Value(tag=name, simple_value=curve[step]) for name, curve in series.items()
         ]
         values.append(tensor_scalar("actor/pg_loss", -0.01 * step))
+        values.extend(summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step))
+                      for k, tag in enumerate(extra_tags))  # fmt: skip
         values.append(old_histogram("ppo/policy/ratio", _ratios(step, unstable)))
         values.append(new_histogram("objective/kl_dist", np.linspace(0, 0.1 + step / 100, 50)))
         if step % 10 == 0:

@@ -7,6 +7,7 @@ import pytest
 
 from rl_board.ui.text import (
     TextDisplay,
+    display_name,
     escape_markdown,
     parse_token_list,
     remove_pads,
@@ -14,6 +15,8 @@ from rl_board.ui.text import (
     shown_column,
     strip_system,
     token_label,
+    visible_bidi,
+    visible_bidi_column,
 )
 
 SYSTEM = "You are careful.<endofsystem>"
@@ -90,3 +93,59 @@ def test_escape_markdown_neutralises_markup():
     for ch in "#*[]()<>$":
         assert f"\\{ch}" in escaped
     assert "\n" not in escape_markdown("a\nb")
+
+
+# --------------------------------------------------------------------------- bidi controls (red-team finding)
+
+BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))]
+RLO_NAME = "run\u202egnp.exe"  # shows as "runexe.png" when the override is honoured
+
+
+def test_visible_bidi_shows_every_embedding_override_and_isolate():
+    assert visible_bidi(RLO_NAME) == "run⟨U+202E⟩gnp.exe"
+    assert visible_bidi("\u2066a\u2069") == "⟨U+2066⟩a⟨U+2069⟩"
+    for ch in BIDI:
+        assert ch not in visible_bidi(f"x{ch}y") and ch not in display_name(f"x{ch}y")
+    assert visible_bidi("שלום abc") == "שלום abc"  # ordinary right-to-left text is left alone
+
+
+def test_every_name_helper_shows_bidi_controls():
+    for helper in (escape_markdown, token_label, display_name):
+        out = helper(RLO_NAME)
+        assert "\u202e" not in out and "U" in out and "202E" in out, helper.__name__
+    column = visible_bidi_column(pd.Series([RLO_NAME, None, 3], dtype=object))
+    assert column.tolist() == ["run⟨U+202E⟩gnp.exe", None, 3]
+
+
+def test_escape_markdown_keeps_underscores_inside_words_only_when_asked():
+    assert escape_markdown("accuracy_reward") == "accuracy\\_reward"
+    assert escape_markdown("accuracy_reward", word_underscores=True) == "accuracy_reward"
+    assert escape_markdown("_em_ ![x](y)", word_underscores=True) == "\\_em\\_ \\!\\[x\\]\\(y\\)"
+
+
+# --------------------------------------------------------------------------- Plotly text (red-team finding)
+
+
+def test_plotly_text_escapes_tags_but_not_quotes():
+    from rl_board.ui.charts import plotly_text
+
+    assert plotly_text('say "hi" & <a href=x>') == 'say "hi" &amp; &lt;a href=x&gt;'
+    assert plotly_text("it's") == "it's"
+    assert plotly_text(RLO_NAME) == "run⟨U+202E⟩gnp.exe"
+
+
+def test_metric_and_rollout_figures_show_quotes_as_quotes():
+    from rl_board.ui.charts import comparison_figure
+    from rl_board.ui.metric_charts import histogram_figure, scalar_figure
+
+    frame = pd.DataFrame({"step": [0, 1], "value": [1.0, 2.0], "wall_time": [1.0, 2.0]})
+    fig = scalar_figure({'run "a" <b>': frame, "b": frame}, tag='loss "x" <img src=y>', smoothing=0)
+    assert fig.layout.title.text == 'loss "x" &lt;img src=y&gt;'
+    names = {t.name for t in fig.data}
+    assert 'run "a" &lt;b&gt;' in names and not any("&quot;" in n for n in names)
+    assert not any("&quot;" in (t.hovertemplate or "") for t in fig.data)
+    records = pd.DataFrame({"step": [0], "left": [[0.0]], "right": [[1.0]], "count": [[3.0]]})
+    assert "&quot;" not in histogram_figure(records, tag='h "q"', run='r "q"').layout.title.text
+    summary = pd.DataFrame({"step": [0, 1], "reward_mean": [0.1, 0.2], "reward_std": [0.0, 0.0]})
+    comparison = comparison_figure({'run "q" <i>': summary}, "reward", title="t", y_title="y")
+    assert {t.name for t in comparison.data} >= {'run "q" &lt;i&gt;'}

@@ -11,7 +11,7 @@ from rl_board.api import relative_to_roots
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.sidebar import open_run
 from rl_board.ui.context import Context
-from rl_board.ui.text import escape_markdown
+from rl_board.ui.text import display_name, escape_markdown
 
 
 def _run_paths(ctx: Context) -> dict[str, Path]:
@@ -67,7 +67,8 @@ def render_comparison(ctx: Context) -> None:
         return
     valid = _valid_choice(others)
     with st.expander("Compare runs", expanded=bool(valid), icon=":material/compare_arrows:"):
-        st.multiselect(f"Compare {ctx.run} with", others, placeholder="Choose runs to overlay",
+        label = f"Compare {escape_markdown(ctx.run or 'this run')} with"  # a widget label is Markdown
+        st.multiselect(label, others, format_func=display_name, placeholder="Choose runs to overlay",
                        **state.bind("compare"))
         chosen = [n for n in state.get("compare") or [] if n in others]
         if chosen:

@@ -58,7 +58,8 @@ def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Locate
         path = Path(row.path)
         if not cached.is_open(path):
             bar = bar or st.progress(0.0)
-            bar.progress(k / len(runs), text=f"Opening rollout run {row.run} ({k + 1} of {len(runs)})…")
+            bar.progress(k / len(runs), text=f"Opening rollout run {escape_markdown(str(row.run))} "
+                                             f"({k + 1} of {len(runs)})…")  # fmt: skip
         try:
             store = cached.store_for(path)
             name = relative_to_roots(path, ctx.roots)
@@ -117,9 +118,9 @@ def _link_buttons(item: Located, key: str) -> None:
         return
     if item.source == "rollouts":
         described = where.describe(FILTER_LABELS)
+        tip = "Open the step browser at this step" + (f"; {escape_markdown(described)}" if described else "")
         st.button(f"Open step {where.step}", key=f"hlink.{key}", icon=":material/table_rows:", width="stretch",
-                  on_click=open_in_step_browser, args=(f.run, where),
-                  help="Open the step browser at this step" + (f"; {described}" if described else ""))  # fmt: skip
+                  on_click=open_in_step_browser, args=(f.run, where), help=tip)  # fmt: skip
         if where.sample is not None:
             st.button(f"Open sample {where.sample}", key=f"hsample.{key}", icon=":material/article:",
                       width="stretch", on_click=open_in_step_browser, args=(f.run, where, "sample"))  # fmt: skip

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import BadLine, LoadReport
-from rl_board.ui.text import escape_markdown
+from rl_board.ui.text import display_name, escape_markdown
 
 
 def badge_text(report: LoadReport) -> str:
@@ -21,7 +21,8 @@ def bad_text(report: LoadReport) -> str:
 
 
 def _lines_frame(lines: list[BadLine]) -> pd.DataFrame:
-    return pd.DataFrame([(b.file, b.line, b.reason) for b in lines], columns=["file", "line", "reason"])
+    return pd.DataFrame([(display_name(b.file), b.line, display_name(b.reason)) for b in lines],
+                        columns=["file", "line", "reason"])
 
 
 def render_load_report(report: LoadReport) -> None:
@@ -37,8 +38,9 @@ def render_load_report(report: LoadReport) -> None:
         st.caption(f"{source} in {report.seconds:.2f} s"
                    + (" · cache rebuilt" if report.rebuilt_cache else ""))
         files = pd.DataFrame([
-            {"file": f.name, "format": f.format, "samples": f.samples, "bad": f.bad, "blank": f.blank,
-             "not yet complete (bytes)": f.pending_bytes, "MB": round(f.bytes / 1e6, 3), "error": f.error}
+            {"file": display_name(f.name), "format": f.format, "samples": f.samples, "bad": f.bad,
+             "blank": f.blank, "not yet complete (bytes)": f.pending_bytes, "MB": round(f.bytes / 1e6, 3),
+             "error": f.error}
             for f in report.files
         ])
         st.dataframe(files, hide_index=True)

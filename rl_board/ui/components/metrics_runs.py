@@ -14,7 +14,7 @@ from rl_board.api import MetricsBundle, Problem, RunInfo
 from rl_board.ui import state
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
-from rl_board.ui.text import escape_markdown
+from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
 
 KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
 MAX_PROBLEM_WARNINGS = 5
@@ -33,11 +33,12 @@ def logs_root_context(title: str) -> Context | None:
 
 def code_span(text: str) -> str:
     """Text from files as inline code (Markdown does not interpret it; backticks cannot close it)."""
-    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+    return "`" + display_name(text).replace("`", "'").replace("\n", " ") + "`"
 
 
 def run_label(info: RunInfo) -> str:
-    name = "(the logs root itself)" if info.run == "." else info.run
+    """A metric run as plain text (select options); Markdown places pass it through ``escape_markdown``."""
+    name = "(the logs root itself)" if info.run == "." else display_name(info.run)
     return f"{name} · {KIND_LABELS.get(info.kind, info.kind)}"
 
 
@@ -60,7 +61,10 @@ def run_colors(runs: Sequence[str]) -> dict[str, str]:
 
 
 def _shown_path(path: str, root: Path) -> str:
+    """A problem's file relative to the root; a link is named where it lies, not where it points."""
     with contextlib.suppress(ValueError):
+        return Path(path).relative_to(root).as_posix()
+    with contextlib.suppress(ValueError, OSError, RuntimeError):
         return Path(path).resolve().relative_to(root).as_posix()
     return path
 
@@ -74,8 +78,9 @@ def render_problems(problems: Sequence[Problem], root: Path) -> None:
         st.warning(f"{code_span(where)} — {escape_markdown(problem.reason)}", icon=":material/warning:")
     if len(problems) > MAX_PROBLEM_WARNINGS:
         with st.expander(f"All {len(problems)} problems"):
-            st.dataframe(pd.DataFrame([{"file": _shown_path(p.file, root), "line": p.line, "reason": p.reason}
-                                       for p in problems]), hide_index=True)  # fmt: skip
+            rows = [{"file": display_name(_shown_path(p.file, root)), "line": p.line,
+                     "reason": display_name(p.reason)} for p in problems]  # fmt: skip
+            st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str, str]) -> None:
@@ -103,15 +108,16 @@ def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
         if info.kind == "di-engine":
             _di_engine_details(info)
         elif info.hparams:
-            with st.expander(f"{run_label(info)} — hyperparameters", icon=":material/tune:"):
-                st.dataframe(pd.DataFrame({"name": list(info.hparams), "value": [str(v) for v in info.hparams.values()]}),
+            label = f"{escape_markdown(run_label(info))} — hyperparameters"
+            with st.expander(label, icon=":material/tune:"):
+                st.dataframe(pd.DataFrame({"name": [display_name(k) for k in info.hparams],
+                                           "value": [display_name(v) for v in info.hparams.values()]}),
                              hide_index=True)  # fmt: skip
 
 
 def _di_engine_details(info: RunInfo) -> None:
-    with st.expander(
-        f"{run_label(info)} — loggers, checkpoints, config and network", icon=":material/folder_open:"
-    ):
+    label = f"{escape_markdown(run_label(info))} — loggers, checkpoints, config and network"
+    with st.expander(label, icon=":material/folder_open:"):
         files, ckpts, config, network = st.tabs(["Logger files", "Checkpoints", "Config", "Network"])
         with files:
             st.dataframe(_files_table(info), hide_index=True)
@@ -126,12 +132,12 @@ def _di_engine_details(info: RunInfo) -> None:
         with config:
             if info.config_text:
                 st.caption("The experiment's config file, shown as text (never executed).")
-                st.code(info.config_text, language="python")
+                st.code(visible_bidi(info.config_text), language="python")
             else:
                 st.caption("No total_config.py / formatted_total_config.py in this folder.")
         with network:
             if info.network_text:
-                st.code(info.network_text, language="text")
+                st.code(visible_bidi(info.network_text), language="text")
             else:
                 st.caption("The learner log holds no network printout.")
 
@@ -140,14 +146,18 @@ def _files_table(info: RunInfo) -> pd.DataFrame:
     rows = [{"logger": f.get("role"), "file": f.get("path"), "status": f.get("status"), "records": f.get("records"),
              "KB": None if f.get("size") is None else round(f["size"] / 1024, 1),
              "modified": _time(f.get("mtime"))} for f in info.files]  # fmt: skip
-    return pd.DataFrame(rows, columns=["logger", "file", "status", "records", "KB", "modified"])
+    frame = pd.DataFrame(rows, columns=["logger", "file", "status", "records", "KB", "modified"])
+    frame["file"] = visible_bidi_column(frame["file"])
+    return frame
 
 
 def _checkpoints_table(info: RunInfo) -> pd.DataFrame:
     rows = [{"checkpoint": c.get("name"), "kind": c.get("kind"), "iteration": c.get("iteration"),
              "on disk": bool(c.get("exists")), "KB": None if c.get("size") is None else round(c["size"] / 1024, 1),
              "logged": ", ".join(c.get("logged_at") or [])} for c in info.checkpoints]  # fmt: skip
-    return pd.DataFrame(rows, columns=["checkpoint", "kind", "iteration", "on disk", "KB", "logged"])
+    frame = pd.DataFrame(rows, columns=["checkpoint", "kind", "iteration", "on disk", "KB", "logged"])
+    frame["checkpoint"] = visible_bidi_column(frame["checkpoint"])
+    return frame
 
 
 def _time(seconds: float | None) -> pd.Timestamp | None:

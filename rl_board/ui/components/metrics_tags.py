@@ -80,7 +80,7 @@ def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOpti
         return
     matching = filter_tags(every, options.text)
     if not matching:
-        st.info(f"No tag contains {options.text!r}; {len(every)} tags in all.")
+        st.info(f"No tag contains {escape_markdown(repr(options.text))}; {len(every)} tags in all.")
         return
     groups = group_tags(matching)
     st.caption(f"{len(matching)} of {len(every)} tags in {len(groups)} group(s). Charts are drawn when a group is "
@@ -118,7 +118,7 @@ def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options:
     series = {run: frame for run in runs if len(frame := bundle.series(run, tag))}
     fig = scalar_figure(series, tag=tag, smoothing=options.smoothing, x_axis=options.x_axis, colors=colors)
     if options.x_axis != "step" and not any(frame["wall_time"].notna().any() for frame in series.values()):
-        st.caption(f"{tag}: no wall times logged; choose step as the x axis.")
+        st.caption(f"{escape_markdown(tag)}: no wall times logged; choose step as the x axis.")
     st.plotly_chart(fig, key=chart_key("chart", tag), config=PLOT_CONFIG)
 
 

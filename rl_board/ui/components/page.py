@@ -11,7 +11,7 @@ from rl_board.api import relative_to_roots
 from rl_board.ui import state
 from rl_board.ui.components.skipped import render_skipped
 from rl_board.ui.context import Context
-from rl_board.ui.text import escape_markdown
+from rl_board.ui.text import escape_markdown, visible_bidi_column
 
 
 def current_run(title: str) -> Context | None:
@@ -78,7 +78,8 @@ def runs_table(ctx: Context) -> None:
         return
     names = [relative_to_roots(Path(p), ctx.roots) for p in runs["path"]]
     shown = pd.DataFrame({
-        "run": runs["run"], "format": runs["format"], "contents": [_contents(r) for _, r in runs.iterrows()],
+        "run": visible_bidi_column(runs["run"]), "format": runs["format"],
+        "contents": [_contents(r) for _, r in runs.iterrows()],
         "files": runs["files"], "MB": (runs["bytes"] / 1e6).round(2),
         "modified": pd.to_datetime(runs["modified"], unit="s", errors="coerce"),
     })

@@ -13,7 +13,14 @@ from rl_board.ui import cached, state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.context import Context
-from rl_board.ui.text import TextDisplay, escape_markdown, shown
+from rl_board.ui.text import (
+    TextDisplay,
+    display_name,
+    escape_markdown,
+    shown,
+    visible_bidi,
+    visible_bidi_column,
+)
 
 TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
@@ -84,7 +91,8 @@ def _scores(fields: dict, parts: list[str]) -> None:
     for start in range(0, len(values), per_row):
         cols = st.columns(per_row)
         for col, (label, value) in zip(cols, values[start : start + per_row], strict=False):
-            col.metric(label, f"{value:.4g}", border=True)
+            # a reward component's name comes from the log: Markdown in it must show as text
+            col.metric(escape_markdown(label, word_underscores=True), f"{value:.4g}", border=True)
 
 
 def _texts(fields: dict, display: TextDisplay) -> None:
@@ -97,8 +105,8 @@ def _texts(fields: dict, display: TextDisplay) -> None:
                 continue
             text = shown(value, display)
             short = len(text.text) < SHORT_TEXT and text.text.count("\n") < 12
-            st.code(text.text or " ", language=None, wrap_lines=True,
-                    height="content" if short else TEXT_HEIGHT)
+            st.code(visible_bidi(text.text) or " ", language=None, wrap_lines=True,
+                    height="content" if short else TEXT_HEIGHT)  # fmt: skip
             st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
 
 
@@ -106,8 +114,9 @@ def _other_fields(detail: SampleDetail) -> None:
     skip = {f.name for f in F.at(F.SAMPLE) if f.source}
     rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step" and v is not None]
     with st.expander(f"Other fields ({len(rows)}) · source {escape_markdown(detail.file)}:{detail.line}"):
-        frame = pd.DataFrame({"field": [k for k, _ in rows],
-                              "value": ["" if v is None else str(v)[:2000] for _, v in rows]})
+        values = pd.Series(["" if v is None else str(v)[:2000] for _, v in rows], dtype=object)
+        names = [display_name(k) for k, _ in rows]
+        frame = pd.DataFrame({"field": names, "value": visible_bidi_column(values)})
         st.dataframe(frame, hide_index=True)
 
 

@@ -13,7 +13,7 @@ from rl_board.api import RolloutStore, SampleFilter
 from rl_board.rollouts import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
-from rl_board.ui.text import TextDisplay, escape_markdown, shown_column
+from rl_board.ui.text import TextDisplay, escape_markdown, shown_column, visible_bidi_column
 
 PAGE_ROWS = 1000
 CELL_CHARS = 1000
@@ -74,17 +74,25 @@ def column_order(columns: list[str], sort: str) -> list[str]:
 
 
 def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool) -> pd.DataFrame:
-    """Table cells: hidden pads/system prompt removed, long text clipped, bookkeeping last."""
+    """Table cells: pads/system prompt hidden, long text clipped, bidi controls shown, bookkeeping last."""
     out = frame.copy()
     for name in TEXT_COLUMNS:
         if name in out.columns:
-            out[name] = shown_column(out[name], text, max_chars=CELL_CHARS)
+            out[name] = visible_bidi_column(shown_column(out[name], text, max_chars=CELL_CHARS))
     if not show_step:
         out = out.drop(columns=["step"])
     for name in out.columns:
-        if out[name].dtype == object:  # user fields holding lists or dicts: show as text
-            out[name] = out[name].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+        column = out[name]
+        if pd.api.types.is_object_dtype(column.dtype):  # user fields holding lists or dicts: show as text
+            as_text = column.map(lambda v: v if v is None or isinstance(v, str) else str(v))
+            out[name] = visible_bidi_column(as_text)
+        elif name not in TEXT_COLUMNS and _textual(column):  # the file name, the log's own text fields
+            out[name] = visible_bidi_column(column.astype(object))
     return out
+
+
+def _textual(column: pd.Series) -> bool:
+    return isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(column.dtype)
 
 
 def _open_selected() -> None:

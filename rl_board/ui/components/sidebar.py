@@ -20,6 +20,7 @@ from rl_board.ui.text import (
     DEFAULT_PAD_TOKENS,
     DEFAULT_SYSTEM_MARKER,
     TextDisplay,
+    display_name,
     escape_markdown,
     parse_token_list,
 )
@@ -57,7 +58,7 @@ def _logs_root(roots: list[Path]) -> Path | None:
     default = str(roots[0]) if roots else ""
     text = st.text_input("Logs root", value=default, key="root",
                          help="A folder inside the roots this server serves: "
-                              + ", ".join(str(r) for r in roots))
+                              + ", ".join(escape_markdown(str(r)) for r in roots))
     try:
         return resolve_within(text or default, roots)
     except RLBoardError as exc:
@@ -70,10 +71,12 @@ def _run_names(runs: pd.DataFrame, roots: list[Path]) -> list[str]:
 
 
 def _run_label(row: pd.Series) -> str:
+    """A run in the chooser (plain text: bidi controls shown, nothing else to escape)."""
+    name = display_name(row["run"])
     if pd.notna(row["samples"]):
-        return f"{row['run']} · {int(row['samples'])} samples · {int(row['steps'])} steps"
+        return f"{name} · {int(row['samples'])} samples · {int(row['steps'])} steps"
     size = row["bytes"] / 1e6
-    return f"{row['run']} · not loaded yet · {int(row['files'])} file(s), {size:.1f} MB"
+    return f"{name} · not loaded yet · {int(row['files'])} file(s), {size:.1f} MB"
 
 
 def _choose_run(ctx: Context) -> None:
@@ -100,7 +103,8 @@ def _choose_run(ctx: Context) -> None:
         ctx.run, ctx.run_path = wanted, Path(runs["path"].iloc[row])
         try:
             ctx.store = open_run(ctx.run_path, wanted)
-            labels[wanted] = f"{runs['run'].iloc[row]} · {ctx.store.num_samples} samples · {len(ctx.store.steps)} steps"
+            labels[wanted] = (f"{display_name(runs['run'].iloc[row])} · {ctx.store.num_samples} samples · "
+                              f"{len(ctx.store.steps)} steps")  # fmt: skip
         except RLBoardError as exc:  # e.g. the folder vanished or became unreadable
             st.error(escape_markdown(str(exc)))
     st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
@@ -132,11 +136,12 @@ def open_run(run_path: Path, name: str) -> RolloutStore:
     fields = current_map()
     if cached.is_open(run_path, fields):
         return cached.store_for(run_path, fields=fields)
-    bar = st.progress(0.0, text=f"Opening {name}…")
+    shown = escape_markdown(name)  # progress text is Markdown
+    bar = st.progress(0.0, text=f"Opening {shown}…")
 
     def progress(done: int, total: int) -> None:
         fraction = min(done / total, 1.0) if total else 1.0
-        bar.progress(fraction, text=f"Reading {name}: {done / 1e6:.1f} of {total / 1e6:.1f} MB")
+        bar.progress(fraction, text=f"Reading {shown}: {done / 1e6:.1f} of {total / 1e6:.1f} MB")
 
     try:
         store = cached.store_for(run_path, progress, fields)
