@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from rl_board.cli import check, demo, groups, runs, scalars, serve, summary
-from rl_board.cli.common import EXIT_USAGE
+from rl_board.cli.common import EXIT_USAGE, terminal_safe
 from rl_board.cli.summary import summary_dict
 from rl_board.errors import RLBoardError
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(ns.func(ns) or 0)
     except RLBoardError as exc:
-        print(f"rl-board: error: {exc}", file=sys.stderr)
+        print(f"rl-board: error: {terminal_safe(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ def run(ns: argparse.Namespace) -> int:
     if not store.report.files:
         raise NotFoundError(terminal_safe(_nothing_here(Path(ns.run_dir), fields)))
     data = summary_dict(store)
+    if store.report.notice:  # the cache folder could not be written: one line on stderr, the output is whole
+        print(f"rl-board: note: {terminal_safe(store.report.notice)}", file=sys.stderr)
     if ns.json:
         print(json.dumps(data, allow_nan=False, default=str))
     else:
@@ -64,6 +67,7 @@ def summary_dict(store: RolloutStore) -> dict:
         "step_stats": [{k: _clean(v) for k, v in row.items()} for row in stats[keep].to_dict("records")],
         "load_seconds": round(report.seconds, 4),
         "from_cache": report.from_cache,
+        "notice": report.notice or None,
     }
 
 

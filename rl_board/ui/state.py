@@ -188,7 +188,8 @@ def read_url_once() -> None:
         try:
             value = parse_value(param, raw)
         except ValueError as exc:
-            notice(f"Ignored link parameter {param.name}={escape_markdown(repr(raw[:80]))}: {exc}.")
+            notice(f"Ignored link parameter {param.name}={escape_markdown(repr(raw[:80]))}: "
+                   f"{escape_markdown(str(exc))}.")
             continue
         if param.kind == "range":
             put(f"{param.name}.lo", value[0])

@@ -93,3 +93,15 @@ def test_write_segment_removes_its_partial_file(tmp_path: Path, monkeypatch) -> 
 def test_memory_cache_root_is_writable() -> None:
     root = cache.memory_cache_root()
     assert root is not None and os.access(root, os.W_OK)
+
+
+def test_summary_says_when_the_cache_could_not_be_written(tmp_path: Path, cache_dir: Path) -> None:
+    run = make_run(tmp_path, range(10))
+    read_only(cache_dir)
+    cmd = as_unprivileged([sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir",
+                           str(cache_dir)])  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["samples"] == 10 and str(cache_dir) in data["notice"]
+    assert out.stderr.startswith("rl-board: note: the cache folder") and out.stderr.count("\n") == 1

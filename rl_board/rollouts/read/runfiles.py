@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
 from rl_board.sources.fieldmap import FieldMap
+from rl_board.sources.roots import OUTSIDE, inside
 
 
 def list_rollout_files(run_dir: Path, fields: FieldMap | None = None) -> list[Path]:
@@ -50,8 +51,8 @@ def _unusable(path: Path, allowed: list[Path] | None) -> str:
         return "is a broken or looping symbolic link"
     if not real.is_file():
         return "is not a regular file"
-    if allowed is not None and not any(real == r or real.is_relative_to(r) for r in allowed):
-        return "links outside the served folders; not read"
+    if allowed is not None and not inside(real, allowed):
+        return OUTSIDE
     return ""
 
 

@@ -40,9 +40,10 @@ def _extra_range(store: RolloutStore) -> str:
     pick.selectbox("Filter another column", options, format_func=lambda c: c or "(none)",
                    help="Reward components and the log's other numeric columns", **state.bind("xcol", _reset_page))
     column = state.get("xcol") or ""
-    low.number_input(f"{column or 'value'} ≥", value=None, format="%.4g", placeholder="min", disabled=not column,
+    name = escape_markdown(column) if column else "value"
+    low.number_input(f"{name} ≥", value=None, format="%.4g", placeholder="min", disabled=not column,
                      **state.bind("xr.lo", _reset_page))
-    high.number_input(f"{column or 'value'} ≤", value=None, format="%.4g", placeholder="max", disabled=not column,
+    high.number_input(f"{name} ≤", value=None, format="%.4g", placeholder="max", disabled=not column,
                       **state.bind("xr.hi", _reset_page))
     return column
 

@@ -27,6 +27,8 @@ def _lines_frame(lines: list[BadLine]) -> pd.DataFrame:
 
 def render_load_report(report: LoadReport) -> None:
     """Badge (green when clean) and an expander listing files, bad lines and warnings."""
+    if report.notice:  # the cache folder could not be written: say what was done instead
+        st.warning(escape_markdown(report.notice), icon=":material/sd_card_alert:")
     trouble = report.bad_line_count or report.unreadable_files
     st.badge(badge_text(report), icon=":material/dataset:", color="blue")
     st.badge(bad_text(report), icon=":material/warning:" if trouble else ":material/check_circle:",

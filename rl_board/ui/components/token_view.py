@@ -51,7 +51,8 @@ def mismatch_note(detail: SampleDetail) -> str:
     tail = ""
     if extra:
         tokens = (detail.fields.get("response_tokens") or [])[-extra:]
-        tail = " The last token(s) without a log-prob: " + ", ".join(repr(token_label(t)) for t in tokens[:5])
+        tail = " The last token(s) without a log-prob: " + escape_markdown(
+            ", ".join(repr(token_label(t)) for t in tokens[:5]))
     return (f"This sample has {n_tok} tokens but {n_lp} log-probs: token metrics cover the first "
             f"{min(n_tok, n_lp)} tokens.{tail}")
 
