@@ -13,6 +13,7 @@ file signature, so a change in the files is a new key.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -102,6 +103,14 @@ def _tokenizer(path: str) -> api.TokenText:
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""
     return RolloutStore.list_runs(root, cache_dir=cache_root)
+
+
+@st.cache_data(show_spinner=False, ttl=5, max_entries=32)
+def rollout_files_signature(root: str, cache_root: str) -> str:
+    """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken every 5 s)."""
+    found = api.catalogue(Path(root), skip=(Path(cache_root),))
+    parts = [(f.relative, f.files, f.bytes, f.modified) for f in found.rollout_folders()]
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)

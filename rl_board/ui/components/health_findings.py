@@ -50,7 +50,17 @@ def collect(ctx: Context, health: HealthSettings) -> tuple[list[Located], list[P
 
 
 def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Located], list[Problem]]:
-    runs = cached.runs_under(str(ctx.root), cached.cache_dir())
+    """Every rollout run's findings, computed once per state of the root's files (a revisit costs one walk)."""
+    root = str(ctx.root)
+    files = cached.rollout_files_signature(root, cached.cache_dir())
+    return _findings_of_root(root, files, health.key, tuple(ctx.roots), health)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _findings_of_root(root: str, files_signature: str, settings_key: str, roots: tuple[Path, ...],
+                      _health: HealthSettings) -> tuple[list[Located], list[Problem]]:  # fmt: skip
+    health = _health
+    runs = cached.runs_under(root, cached.cache_dir())
     found: list[Located] = []
     problems: list[Problem] = []
     bar = None
@@ -62,7 +72,7 @@ def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Locate
                                              f"({k + 1} of {len(runs)})…")  # fmt: skip
         try:
             store = cached.store_for(path)
-            name = relative_to_roots(path, ctx.roots)
+            name = relative_to_roots(path, list(roots))
         except RLBoardError as err:
             problems.append(Problem(str(path), f"rollout run not checked: {err}"))
             continue
