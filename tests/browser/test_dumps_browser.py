@@ -43,6 +43,15 @@ def test_dump_reads_in_the_browser(chromium_browser, dumps, run, name):
         expect(sidebar.get_by_text(re.compile(r"Fields: how this run is read"))).to_be_visible()
         save_screenshot(page, f"{name}-step-browser.png")
 
+        # a click on any cell (here the middle of the first row, a text cell) opens that sample
+        grid = main.get_by_test_id("stDataFrameResizable").first
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        with runs.expect_rerun():
+            page.mouse.click(box["x"] + box["width"] * 0.45, box["y"] + 35 + 17)
+        page.wait_for_url(re.compile(r"/sample\?"))
+        expect(main.get_by_text(re.compile(rf"Step {step} · sample \d+"))).to_be_visible()
+
         best = max(range(len(dump.rewards[step])), key=lambda k: dump.rewards[step][k])
         runs.goto(f"{srv.url}/sample?run={run}&step={step}&sample={best}")
         expect(main.get_by_text(f"Step {step} · sample {best}")).to_be_visible()

@@ -55,7 +55,8 @@ def _column_config(frame: pd.DataFrame) -> dict:
         field = F.sample(name)
         label, help_text = F.label(name), field.help if field else None
         if name in TEXT_COLUMNS:
-            config[name] = st.column_config.TextColumn(label, width="medium", help=help_text)
+            wide = name in ("prompt", "response")  # the texts people read: wide enough for a sentence
+            config[name] = st.column_config.TextColumn(label, width="large" if wide else "medium", help=help_text)
         elif field is not None and field.kind == F.COUNT:
             config[name] = st.column_config.NumberColumn(label, format="%d", width="small", help=help_text)
         elif pd.api.types.is_float_dtype(frame[name].dtype):
@@ -97,7 +98,8 @@ def _textual(column: pd.Series) -> bool:
 
 def _open_selected() -> None:
     event = st.session_state.get(TABLE_KEY) or {}
-    rows = (event.get("selection") or {}).get("rows") or []
+    selection = event.get("selection") or {}
+    rows = list(selection.get("rows") or []) + [int(cell[0]) for cell in selection.get("cells") or []]
     targets = st.session_state.get(_ROWS_KEY) or []
     if rows and rows[0] < len(targets):
         open_sample(*targets[rows[0]])
@@ -151,9 +153,9 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
     shown = display_frame(frame, text, show_step=scope is None)
     st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
                  column_order=column_order(list(shown.columns), sort),
-                 on_select=_open_selected, selection_mode="single-row",
+                 on_select=_open_selected, selection_mode=["single-row", "single-cell"],
                  height="auto" if len(shown) <= 12 else 460)
-    st.caption("Click a row to open the sample. Text cells longer than "
+    st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
                f"{CELL_CHARS} characters are clipped here; the sample view shows them whole.")
     _export_buttons(store, scope, columns, sort, desc, flt, run)
 
