@@ -26,11 +26,12 @@ X_AXES = {"step": "step", "wall_time": "wall time", "relative": "hours since sta
 PALETTE = plotly.colors.qualitative.Plotly
 LEGEND = {
     "orientation": "h",
-    "yanchor": "bottom",
-    "y": 1.02,
-    "xanchor": "right",
-    "x": 1,
-}  # clear of the title
+    "yanchor": "top",
+    "y": -0.22,
+    "xanchor": "left",
+    "x": 0,
+}  # below the plot: several runs never cover the title
+ALIAS_CHARS = 28
 
 
 def color(index: int) -> str:
@@ -121,6 +122,8 @@ def scalar_figure(
     """
     fig = go.Figure()
     notes: list[str] = []
+    finite_values: list[np.ndarray] = []
+    names = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
     for k, (run, frame) in enumerate(series.items()):
         data = frame.sort_values("step", kind="stable").drop_duplicates("step", keep="last")
         if x_axis != "step":
@@ -128,6 +131,7 @@ def scalar_figure(
         if data.empty:
             continue
         values = data["value"].to_numpy(dtype=np.float64)
+        finite_values.append(values[np.isfinite(values)])
         bad = int((~np.isfinite(values)).sum())
         if bad:
             notes.append(f"{_esc(run)}: {bad} NaN/Inf point(s) not drawn")
@@ -137,16 +141,36 @@ def scalar_figure(
         if len(shown) > max_points:
             notes.append(f"{_esc(run)}: {max_points} of {len(shown)} points shown")
             shown = downsample(shown, max_points)
-        _add_run_traces(fig, shown, _esc(run), line_color, smoothing)
+        _add_run_traces(fig, shown, _esc(names[run]), line_color, smoothing)
+    several = len(series) > 1
     fig.update_layout(
-        title={"text": _esc(tag), "font": {"size": 14}}, height=300, hovermode="x unified",
-        margin={"l": 10, "r": 10, "t": 40, "b": 40 + (18 if notes else 0)},
-        xaxis_title=X_AXES.get(x_axis, x_axis), showlegend=len(series) > 1,
+        title={"text": _esc(tag), "font": {"size": 14}}, height=300 + (30 if several else 0), hovermode="x unified",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40 + (18 if notes else 0) + (40 if several else 0)},
+        xaxis_title=X_AXES.get(x_axis, x_axis), showlegend=several,
         legend=LEGEND,
     )  # fmt: skip
+    _constant_axis(fig, finite_values)
     if notes:
         _note(fig, " · ".join(notes))
     return fig
+
+
+def aliases(runs: list[str]) -> dict[str, str]:
+    """Short legend names: the end of each run's path, as long as they stay distinct (full names in hovers)."""
+    short = {run: run.rsplit("/", 1)[-1] for run in runs}
+    if len(set(short.values())) < len(runs):
+        short = {run: run for run in runs}
+    return {run: name if len(name) <= ALIAS_CHARS else "…" + name[-(ALIAS_CHARS - 1):] for run, name in short.items()}
+
+
+def _constant_axis(fig: go.Figure, values: list[np.ndarray]) -> None:
+    """A series that never changes (a constant learning rate) is drawn at its value, not at 0 of a −1…1 axis."""
+    finite = np.concatenate(values) if values else np.array([])
+    if not len(finite) or finite.max() - finite.min() > 1e-12 * max(1.0, abs(float(finite.max()))):
+        return
+    level = float(finite[0])
+    pad = abs(level) * 0.1 or 1.0
+    fig.update_yaxes(range=[level - pad, level + pad], tickformat=".4~g")
 
 
 def _add_run_traces(fig: go.Figure, shown: pd.DataFrame, run: str, line_color: str, smoothing: float) -> None:

@@ -145,7 +145,7 @@ def test_smoothing_changes_the_curve_and_keeps_the_raw_line(metrics_page):
 def test_runs_overlay_and_wall_time_axis(metrics_page):
     at = choose(metrics_page(), runs=["tb/trl_run", "tb/trl_unstable"], q="objective/kl_coef")
     names = [t["name"] for t in charts(at)["objective/kl_coef"]["data"]]
-    assert names == ["tb/trl_run (raw)", "tb/trl_run", "tb/trl_unstable (raw)", "tb/trl_unstable"]
+    assert names == ["trl_run (raw)", "trl_run", "trl_unstable (raw)", "trl_unstable"]  # short aliases
     choose(at, x="wall_time")
     spec = charts(at)["objective/kl_coef"]
     assert spec["layout"]["xaxis"]["title"]["text"] == "wall time"

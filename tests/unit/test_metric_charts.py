@@ -108,3 +108,25 @@ def test_episodes_figure_mean_band_and_points(tmp_path):
 
 def test_chart_keys_are_stable_and_distinct():
     assert chart_key("run", "a/b") == chart_key("run", "a/b") != chart_key("run", "a_b")
+
+
+def test_a_constant_series_is_drawn_at_its_value():
+    import pandas as pd
+
+    from rl_board.ui.metric_charts import scalar_figure
+
+    frame = pd.DataFrame({"step": range(10), "value": [5e-4] * 10, "wall_time": range(10)})
+    fig = scalar_figure({"run": frame}, tag="lr", smoothing=0.0)
+    low, high = fig.layout.yaxis.range
+    assert low < 5e-4 < high and high - low < 1e-3
+
+
+def test_several_runs_keep_the_legend_below_and_short():
+    import pandas as pd
+
+    from rl_board.ui.metric_charts import aliases, scalar_figure
+
+    frame = pd.DataFrame({"step": range(3), "value": [1.0, 2.0, 3.0], "wall_time": range(3)})
+    fig = scalar_figure({"exp/a/run_one": frame, "exp/b/run_two": frame}, tag="loss", smoothing=0.0)
+    assert fig.layout.legend.y < 0 and {t.name for t in fig.data} == {"run_one", "run_two"}
+    assert aliases(["x/same", "y/same"]) == {"x/same": "x/same", "y/same": "y/same"}
