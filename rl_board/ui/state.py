@@ -57,6 +57,8 @@ PARAMS = (
     Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"), Param("pid", "str"),
     Param("pst", "str", "all"), Param("vs", "str"), Param("sa", "str"), Param("sb", "str"), Param("mrow", "int"),
     Param("tokpage", "int", 1),
+    Param("mruns", "list", ()), Param("mq", "str", ""), Param("msm", "float", 0.6), Param("mx", "str", "step"),
+    Param("mone", "bool", True),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
@@ -210,7 +212,7 @@ def url_params() -> dict[str, str]:
             value = get(param.name)
             if param.kind == "list":
                 value = tuple(value or ())
-            if value is None or value == param.default:
+            if value is None or value == param.default or (param.kind == "list" and not value):
                 continue
         out[param.name] = format_value(param, value)
     return out

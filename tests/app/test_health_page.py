@@ -108,8 +108,8 @@ def test_metric_finding_opens_the_metrics_page_on_its_tag(health_page):
     label = next(b.label for b in at.button if b.label.startswith("Show in Metrics"))
     follow(at, label)
     assert at.title[0].value == "Metrics"
-    assert at.multiselect(key="w.metrics.runs").value == ["tb/unstable"]
-    assert at.text_input(key="w.metrics.q").value  # the finding's tag
+    assert at.multiselect(key="w.mruns").value == ["tb/unstable"]
+    assert at.text_input(key="w.mq").value  # the finding's tag
 
 
 def test_thresholds_are_shown_and_read_from_rl_board_toml(tmp_path, monkeypatch):

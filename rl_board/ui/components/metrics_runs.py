@@ -18,7 +18,7 @@ from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visibl
 
 KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
 MAX_PROBLEM_WARNINGS = 5
-RUNS = "metrics.runs"
+RUNS = "mruns"
 
 
 def logs_root_context(title: str) -> Context | None:
@@ -47,7 +47,7 @@ def pick_runs(bundle: MetricsBundle) -> list[str]:
     labels = {info.run: run_label(info) for info in bundle.runs}
     previous = state.get(RUNS)
     kept = [r for r in previous or [] if r in labels]
-    if previous is None or (previous and not kept):  # first visit, or the chosen runs are gone
+    if not kept:  # first visit, none chosen, or the chosen runs are gone: the first run
         kept = list(labels)[:1]
     state.put(RUNS, kept)
     chosen = st.multiselect("Metric runs", list(labels), format_func=labels.get, placeholder="Choose runs…",

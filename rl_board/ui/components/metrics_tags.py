@@ -48,17 +48,17 @@ def render_controls(*, di_engine: bool = False) -> ChartOptions:
     """
     search, smooth, axis = st.columns([3, 2, 3], vertical_alignment="bottom")
     search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
-                      **state.bind("metrics.q", default=""))  # fmt: skip
+                      **state.bind("mq", default=""))  # fmt: skip
     smooth.slider("Smoothing", 0.0, 0.99, step=0.01, help="Exponential moving average weight (as TensorBoard's); "
-                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("metrics.smooth", default=0.6))  # fmt: skip
+                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("msm", default=0.6))  # fmt: skip
     axis.radio("X axis", list(X_AXES), format_func=X_AXES.get, horizontal=True,
-               **state.bind("metrics.x", default="step"))  # fmt: skip
+               **state.bind("mx", default="step"))  # fmt: skip
     if di_engine:
         st.toggle("One copy of each DI-engine statistic", help="DI-engine logs each statistic up to three times: "
                   "`x_iter/` (by train iteration), `x_step/` (by env step) and the text logger. On: only the "
-                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("metrics.one", default=True))  # fmt: skip
-    return ChartOptions(str(state.get("metrics.q", "") or ""), float(state.get("metrics.smooth", 0.6)),
-                        str(state.get("metrics.x", "step")), di_engine and bool(state.get("metrics.one", True)))  # fmt: skip
+                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("mone", default=True))  # fmt: skip
+    return ChartOptions(str(state.get("mq", "") or ""), float(state.get("msm", 0.6)),
+                        str(state.get("mx", "step")), di_engine and bool(state.get("mone", True)))  # fmt: skip
 
 
 def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[str]]:
