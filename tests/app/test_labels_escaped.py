@@ -219,7 +219,7 @@ def test_sample_view(visit, run):
 
 
 def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs):
-    at = visit("metrics", **{"metrics.runs": metric_runs, "metrics.q": "evil", "metrics.x": "wall_time"})
+    at = visit("metrics", **{"mruns": metric_runs, "mq": "evil", "mx": "wall_time"})
     page = check(at)
     captions = markdown_with(page, "no wall times logged")
     assert len(captions) == len(JSONL_TAGS), captions  # one under each JSONL tag's chart, each escaped
@@ -230,12 +230,12 @@ def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs)
 
 
 def test_metrics_page_default_view(visit, metric_runs):
-    check(visit("metrics", **{"metrics.runs": metric_runs}))
+    check(visit("metrics", **{"mruns": metric_runs}))
 
 
 def test_metrics_page_filter_text_from_a_link_is_escaped(visit, metric_runs):
     link_text = "![Q](https:/evil.example/q.png)"
-    page = check(visit("metrics", **{"metrics.runs": metric_runs, "metrics.q": link_text}))
+    page = check(visit("metrics", **{"mruns": metric_runs, "mq": link_text}))
     assert markdown_with(page, "No tag contains")
 
 
