@@ -53,6 +53,28 @@ def _nested(depth: int) -> str:
     return '{"step": 1, "deep": ' + "[" * depth + "]" * depth + "}"
 
 
+def _nested_objects(depth: int) -> str:
+    return '{"step": 1, "deep": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+
+
+def _nested_apart(depth: int) -> str:
+    """Nesting with an item before each level: no run of brackets to spot."""
+    return '{"step": 1, "deep": ' + "[0, " * depth + "0" + "]" * depth + "}"
+
+
+def _after_good_lines(line: str, good: int = 20) -> Callable[[Path], None]:
+    """Short good lines first, so the block takes pyarrow.json's path (the one that crashed)."""
+    return _lines(*(ok(i) for i in range(good)), line)
+
+
+def _sparse_long_line(run: Path) -> None:
+    """A 300 MB line (past the 256 MB limit) between good lines; a sparse file, so no disk is used."""
+    with open(run / "r0.jsonl", "wb") as f:
+        f.write(ok(1).encode() + b"\n" + b'{"step": 2, "response": "')
+        f.seek(f.tell() + 300 * 1024 * 1024)
+        f.write(b'"}\n' + ok(3).encode() + b"\n")
+
+
 def _dir_named_jsonl(run: Path) -> None:
     (run / "r0.jsonl").write_text(ok(1) + "\n")
     (run / "folder.jsonl").mkdir()
@@ -107,7 +129,23 @@ def cases() -> list[Case]:
                                                       ref_logprobs=[-1.0, -2.0])), 1),
         Case("10 MB single line", _lines(ok(1, response="x" * 10_000_000), ok(2)), 2),
         Case("100k tokens in one response", _long_response, 2),
-        Case("deeply nested JSON", _lines(_nested(10_000), ok(2)), 1, {1: "not valid JSON"}),
+        Case("deeply nested JSON", _lines(_nested(10_000), ok(2)), 1, {1: "nested deeper than 64 levels"}),
+        Case("deep nesting after short lines", _after_good_lines(_nested(20_000)), 20,
+             {21: "nested deeper than 64 levels"}),
+        Case("deep objects after short lines", _after_good_lines(_nested_objects(20_000)), 20,
+             {21: "nested deeper than 64 levels"}),
+        Case("deep nesting with items between levels", _after_good_lines(_nested_apart(5_000)), 20,
+             {21: "nested deeper than 64 levels"}),
+        Case("nesting one level too deep", _lines(_nested(63), _nested(64), ok(2)), 2,
+             {2: "nested deeper than 64 levels"}),
+        Case("brackets inside strings", _lines(ok(1, response="[{" * 5_000 + '"\\'), ok(2, prompt="]" * 99)), 2),
+        Case("keys named like derived columns", _lines(ok(1, kl_mean=9.0, n_tokens="many", reward_gap=None),
+                                                       ok(2, kl_mean=8.0)), 2, warnings=1),
+        Case("keys named like the step browser's columns", _lines(ok(1, sample=3, file="a.py", line=7, _line=8),
+                                                                  ok(2, line=9)), 2, warnings=1),
+        Case("lone surrogates", _raw(b'{"step": 1, "response": "bad \\ud83d half", "\\udc00": ["\\ude00"]}\n'
+                                     + ok(2, response="\ud83d\ude00").encode() + b"\n"), 2, warnings=1),
+        Case("line longer than the line limit", _sparse_long_line, 2, {2: "longer than the 256 MB limit"}),
         Case("invalid UTF-8 bytes", _raw(b'{"step": 1, "response": "caf\xe9 \xff"}\n' + ok(2).encode() + b"\n"),
              2, warnings=1),
         Case("UTF-8 BOM", _raw(b"\xef\xbb\xbf" + ok(1).encode() + b"\n" + ok(2).encode() + b"\n"), 2),

@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_value
+from rl_board.rollouts.read.records import (
+    DEPTH_REASON,
+    max_line_from_env,
+    may_hold_surrogates,
+    too_deep,
+    too_long_reason,
+    without_lone_surrogates,
+)
 from rl_board.sources.sniff import ROLLOUT_KEYS, STEP_KEYS
 
 ROLL_SOURCE = "roll-stdout"
@@ -30,6 +38,8 @@ VERL_STEP = re.compile(r"(?:^|[\s|)\]>:])step:\s*(\d+)\s+-\s+(.*)$")
 WRAPPED_NUMBER = re.compile(r"^(?:np\.)?(?:float|int)\d*\((.*)\)$")
 REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
+MAX_LINE_BYTES = max_line_from_env()  # a longer line is skipped and reported, never read whole
+_SKIP_CHUNK = 1024 * 1024
 
 
 @dataclass
@@ -57,26 +67,41 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
     committed, tail = TableSet(), TableSet()
     formats: set[str] = set()
     jsonl = _JsonlState(path.suffix.lower() in {".jsonl", ".ndjson"})
-    for raw, complete in _lines(path, progress.offset, committed.problems):
+    for raw, complete, size in _lines(path, progress.offset, committed.problems):
         number = progress.lines + 1
         target = committed if complete else tail
-        _parse_line(raw, number, str(path), run, target, formats, jsonl)
+        if raw is None:
+            target.problems.append(Problem(str(path), too_long_reason(size, MAX_LINE_BYTES), number))
+        else:
+            _parse_line(raw, number, str(path), run, target, formats, jsonl)
         if jsonl.rollouts:
             return TextRead(committed.result(), tail.result(), progress, formats, rollout_file=True)
         if complete:
-            progress.offset += len(raw)
+            progress.offset += size
             progress.lines = number
     tail.problems.clear()  # an unfinished last line is "not written yet", not damage
     return TextRead(committed.result(), tail.result(), progress, formats)
 
 
-def _lines(path: Path, offset: int, problems: list[Problem]) -> Iterator[tuple[bytes, bool]]:
-    """Raw lines from `offset` on, each flagged complete (ends with a newline) or not."""
+def _lines(path: Path, offset: int, problems: list[Problem]) -> Iterator[tuple[bytes | None, bool, int]]:
+    """``(line, complete, bytes)`` from `offset` on; complete = ends with a newline. A line longer than
+    MAX_LINE_BYTES comes as None: it is skipped in 1 MB reads, never held whole."""
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
-            for raw in handle:
-                yield raw, raw.endswith(b"\n")
+            while raw := handle.readline(MAX_LINE_BYTES + 1):
+                if len(raw) <= MAX_LINE_BYTES:
+                    yield raw, raw.endswith(b"\n"), len(raw)
+                    continue
+                size, complete = len(raw), raw.endswith(b"\n")
+                del raw
+                while not complete and (chunk := handle.read(_SKIP_CHUNK)):
+                    cut = chunk.find(b"\n")
+                    complete = cut >= 0
+                    if complete:
+                        handle.seek(cut + 1 - len(chunk), 1)  # back to just after the newline
+                    size += cut + 1 if complete else len(chunk)
+                yield None, complete, size
     except OSError as err:
         problems.append(Problem(str(path), f"cannot read: {err}"))
 
@@ -98,7 +123,11 @@ def _parse_line(
         return
     text = raw.decode("utf-8", "replace").strip()
     if text.startswith("{"):
-        _parse_jsonl(text, number, file, run, tables, formats, jsonl)
+        if too_deep(raw):  # json.loads and _flatten recurse
+            if jsonl.expect_json:
+                tables.problems.append(Problem(file, DEPTH_REASON, number))
+            return
+        _parse_jsonl(text, raw, number, file, run, tables, formats, jsonl)
         return
     if "step:" in text:
         _parse_verl(ANSI.sub("", text), run, tables, formats)
@@ -108,9 +137,13 @@ def _parse_line(
 
 def _parse_roll(raw: bytes, number: int, file: str, run: str, tables: TableSet, formats: set[str]) -> None:
     """`<prefix> metrics_tag: {"step": N, "metrics": {...}}`."""
-    payload = raw.split(ROLL_MARKER, 1)[1].decode("utf-8", "replace").strip()
+    data = raw.split(ROLL_MARKER, 1)[1]
+    if too_deep(data):  # json.loads and _flatten recurse
+        tables.problems.append(Problem(file, f"metrics_tag line is {DEPTH_REASON}", number))
+        return
+    payload = data.decode("utf-8", "replace").strip()
     try:
-        record = json.loads(payload)
+        record = _loaded(payload, data)
         step = int(record["step"])
         metrics = record["metrics"]
     except (ValueError, KeyError, TypeError) as err:
@@ -153,12 +186,19 @@ def _number(text: str) -> float | None:
         return scalar_value(text)
 
 
+def _loaded(text: str, raw: bytes) -> Any:
+    """json.loads, with lone surrogates (``\\ud83d`` alone) replaced: no Arrow string can hold one."""
+    value = json.loads(text)
+    return without_lone_surrogates(value)[0] if may_hold_surrogates(raw) else value
+
+
 def _parse_jsonl(
-    text: str, number: int, file: str, run: str, tables: TableSet, formats: set[str], jsonl: _JsonlState
+    text: str, raw: bytes, number: int, file: str, run: str, tables: TableSet, formats: set[str],
+    jsonl: _JsonlState,
 ) -> None:
     """A plain JSON object with a step and scalar fields; rollout records end the file's reading."""
     try:
-        record = json.loads(text)
+        record = _loaded(text, raw)
     except ValueError as err:
         if jsonl.expect_json:
             tables.problems.append(Problem(file, f"invalid JSON: {err}", number))

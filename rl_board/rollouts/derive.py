@@ -18,6 +18,10 @@ import pyarrow.compute as pc
 
 from rl_board.rollouts import schema as S
 
+# Columns rl-board adds beside the logged keys: the derived ones, and those the step browser's rows carry
+# (``RunView.frame``: sample, file, line). A logged key of one of these names is kept as ``<name>_logged``.
+ADDED_COLUMNS = frozenset((*S.DERIVED_SAMPLE_FIELDS, "sample", "file", "line"))
+
 
 def log_ratio(logp: np.ndarray, ref_logp: np.ndarray) -> np.ndarray:
     """Per-token log(pi/pi_ref)."""
@@ -138,8 +142,30 @@ def _nonfinite_counts(table: pa.Table, n: int) -> np.ndarray:
     return total
 
 
+def clashes_renamed(table: pa.Table) -> tuple[pa.Table, dict[str, str]]:
+    """The table with logged keys named like a column rl-board adds renamed, and ``{old: new}``.
+
+    Left as they are, one such key makes every segment of the run fail (duplicate field) or the step
+    browser's rows ambiguous; ``<name>_logged`` keeps the value, as a field map does for displaced keys.
+    """
+    names = table.column_names
+    clashing = [n for n in names if n in ADDED_COLUMNS]
+    if not clashing:
+        return table, {}
+    taken = set(names)
+    renames: dict[str, str] = {}
+    for name in clashing:
+        new = f"{name}_logged"
+        while new in taken:
+            new += "_logged"
+        taken.add(new)
+        renames[name] = new
+    return table.rename_columns([renames.get(n, n) for n in names]), renames
+
+
 def with_sample_metrics(table: pa.Table) -> pa.Table:
-    """Append derived columns and narrow token floats to the cache width."""
+    """Append derived columns and narrow token floats to the cache width (clashing keys renamed first)."""
+    table, _ = clashes_renamed(table)
     for name, values in sample_metrics(table).items():
         table = table.append_column(name, values)
     for name in S.FLOAT_LIST_FIELDS:

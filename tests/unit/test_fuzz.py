@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_board.rollouts.read import bulk, ingest, jsonl
+from rl_board.rollouts import formats
+from rl_board.rollouts.read import adapted, bulk, ingest, jsonl, records, tables
 
 EXAMPLES = int(os.environ.get("RL_BOARD_FUZZ_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -34,6 +36,14 @@ def accounted(data: bytes, parsed: jsonl.ParsedBlock) -> bool:
 
 def both_paths(data: bytes) -> list[jsonl.ParsedBlock]:
     return [jsonl.parse_block(data, first_line=1), bulk.parse_long_lines(data, 1), ingest.parse_block(data, first_line=1)]
+
+
+def every_path(data: bytes) -> list[jsonl.ParsedBlock]:
+    """Both native paths, the renamed-table path (None = it refused) and the careful adapter path."""
+    native = formats.by_name(formats.NATIVE)
+    renamed = tables.parse_renamed(data, first_line=1, renames={}, named_step=None)
+    careful = adapted.parse_lines(data, first_line=1, path=Path("r0.jsonl"), fmt=native)
+    return [*both_paths(data), *([renamed] if renamed is not None else []), careful]
 
 
 @SETTINGS
@@ -69,3 +79,88 @@ def test_sample_shaped_objects(records: list[dict]) -> None:
 
 def _gist(bad: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return [(line, reason.split(" (")[0]) for line, reason in bad]
+
+
+# -- deep nesting: around the 64-level limit and far past it -----------------------------------------------
+
+leaves = st.sampled_from(['1', 'null', '"]]}"', '"\\\\"', '"\\"[{"', "[]", "{}", '"x"'])
+siblings = st.sampled_from(["", '0, ', '"]", ', '{"k": "["}, ', '[[]], '])
+
+
+@st.composite
+def nested_values(draw: st.DrawFn) -> str:
+    """A JSON value: a leaf wrapped in lists / objects, sometimes with items beside it."""
+    levels = draw(st.one_of(st.integers(0, 5), st.integers(60, 68), st.integers(60, 3000)))
+    text = draw(leaves)
+    kinds = draw(st.lists(st.booleans(), min_size=levels, max_size=levels))
+    before = draw(siblings)
+    for is_list in kinds:
+        text = f"[{before}{text}]" if is_list else f'{{"a\\"[": {text}}}'
+    return text
+
+
+def _depth(text: str) -> int:
+    """A slow, obviously right depth: a character walk that knows strings and escapes."""
+    level = deepest = 0
+    inside = escaped = False
+    for ch in text:
+        if inside:
+            escaped, inside = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            inside = True
+        elif ch in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
+@SETTINGS
+@given(st.lists(nested_values(), min_size=1, max_size=4), st.booleans())
+def test_deep_values_on_every_path(values: list[str], long: bool) -> None:
+    pad = ', "logprobs": [' + ", ".join(["-0.5"] * 400) + "]" if long else ""
+    lines = [f'{{"step": {i}, "x": {text}{pad}}}' for i, text in enumerate(values)]
+    data = "".join(line + "\n" for line in lines).encode()
+    too_deep = [i + 1 for i, line in enumerate(lines) if _depth(line) > records.MAX_DEPTH]
+    assert [i - 1 for i in too_deep] == records.deep_lines(data)
+    for parsed in every_path(data):
+        assert accounted(data, parsed)
+        assert parsed.bad == [(n, records.DEPTH_REASON) for n in too_deep]
+
+
+@SETTINGS
+@given(st.lists(st.text(alphabet='[]{}"\\ ,:a1', max_size=200), min_size=1, max_size=6))
+def test_depth_scan_matches_a_character_walk_on_valid_json(texts: list[str]) -> None:
+    lines = [json.dumps({"step": 1, "s": t, t: [t, {"k": [t]}]}) for t in texts]
+    lines += [f'{{"x": {"[" * (records.MAX_DEPTH + len(t) % 3 - 2)}{json.dumps(t)}{"]" * (records.MAX_DEPTH + len(t) % 3 - 2)}}}'
+              for t in texts]  # fmt: skip
+    expected = [i for i, line in enumerate(lines) if _depth(line) > records.MAX_DEPTH]
+    assert records.deep_lines("\n".join(lines).encode()) == expected
+
+
+# -- lone surrogates: escaped halves of pairs, whole pairs, escaped backslashes before "u" -------------------
+
+pieces = st.sampled_from(["a", "\\ud83d", "\\ude00", "\\uDBFF", "\\udc00", "\\\\ud83d", "\\\\", "\\u0041",
+                          "\\ud800\\udfff", "😀", "\\n", '\\"'])
+json_strings = st.lists(pieces, max_size=12).map(lambda p: '"' + "".join(p) + '"')
+
+
+@SETTINGS
+@given(st.lists(st.tuples(json_strings, json_strings, json_strings), min_size=1, max_size=5), st.booleans())
+def test_surrogates_on_every_path(triples: list[tuple[str, str, str]], long: bool) -> None:
+    pad = ', "response_tokens": [' + ", ".join(['"t"'] * 400) + "]" if long else ""
+    lines = [f'{{"step": {i}, "response": {a}, "extra {i}": [{b}], {c}: 1{pad}}}' for i, (a, b, c) in enumerate(triples)]
+    data = "".join(line + "\n" for line in lines).encode()
+    lone = [i + 1 for i, line in enumerate(lines) if _has_lone_surrogate(json.loads(line))]
+    for parsed in every_path(data):
+        assert accounted(data, parsed)
+        assert not parsed.bad, parsed.bad
+        assert [n for n, note in parsed.warnings if records.SURROGATE_NOTE in note] == lone
+        json.dumps(parsed.table.to_pylist(), ensure_ascii=False).encode("utf-8")  # nothing unencodable left
+        parsed.table.schema.to_string().encode("utf-8")  # nor in a column name
+
+
+def _has_lone_surrogate(record: dict) -> bool:
+    text = json.dumps(record, ensure_ascii=False)
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)

@@ -80,3 +80,5 @@ def test_corpus_totals(tmp_path: Path) -> None:
     print(f"\nhostile corpus: {len(CASES)} cases, {tried} lines tried, {kept} kept, {reported} reported")
     assert kept + reported <= tried
     assert kept == sum(c.samples for c in CASES if c.name != UNREADABLE)
+    assert reported == sum(len(c.bad) for c in CASES if c.name != UNREADABLE)
+    assert (len(CASES), tried, kept, reported) == (38, 135, 113, 19)  # 29 cases before deep / clash / long lines

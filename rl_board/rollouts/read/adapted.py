@@ -20,7 +20,8 @@ from rl_board.rollouts.read.records import BadLine, load_object, normalise, reco
 from rl_board.sources import fieldmap
 from rl_board.sources.fieldmap import FieldMap
 
-_ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+# An adapter may parse JSON held in a string (ROLL's chat ``messages``): a hostile one recurses too deep.
+_ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
 
 
 def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:

@@ -20,18 +20,21 @@ from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import jsonl
 from rl_board.rollouts.read import records as rec
 
+_NOT_PARSED = object()
+
 
 def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     """Parse a block of complete lines (1-based numbers from ``first_line``)."""
     records: list[dict[str, Any]] = []
     result = jsonl.ParsedBlock(pa.table({}))
+    deep = set(rec.deep_lines(data))  # orjson takes 1,024 levels: far more than a sample may have
     for i, raw in enumerate(data.split(b"\n")[:-1]):
         number = first_line + i
         if len(raw) < 64 and not raw.strip():
             result.blank += 1
             continue
         try:
-            record = _load(raw)
+            record = _load(raw, careful=i in deep)
         except rec.BadLine as exc:
             result.bad.append((number, str(exc)))
             continue
@@ -46,10 +49,13 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     return result
 
 
-def _load(raw: bytes) -> dict[str, Any] | tuple[dict[str, Any], str]:
+def _load(raw: bytes, *, careful: bool = False) -> dict[str, Any] | tuple[dict[str, Any], str]:
+    """orjson when it can; lines it refuses (NaN, lone surrogates ...) or must not see take the careful path."""
     try:
-        obj = orjson.loads(raw)
+        obj = _NOT_PARSED if careful else orjson.loads(raw)
     except orjson.JSONDecodeError:
+        obj = _NOT_PARSED
+    if obj is _NOT_PARSED:
         record, note = rec.parse_line(raw)
         return (record, note) if note else record
     if not isinstance(obj, dict):

@@ -6,6 +6,10 @@ plus bulk column building for long token-level lines), derived, and written as
 one Arrow segment. Big jobs run the blocks in worker processes; the line
 numbers inside a segment count from the block's start and the manifest keeps
 each segment's offset, so workers never wait on each other.
+
+A line longer than MAX_LINE_BYTES is never read: it is planned as a block of
+its own and reported as a bad line with its length, so one runaway line costs
+a scan, not memory.
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from rl_board.rollouts import derive, formats
+from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, jsonl, tables
+from rl_board.rollouts.read import adapted, bulk, jsonl, records, tables
 from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import classify
 from rl_board.sources.fieldmap import FieldMap
@@ -30,6 +38,10 @@ BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
 POOL_MIN_BYTES = 48 * 1024 * 1024  # below this, worker start-up costs more than it saves
 _SCAN = 1024 * 1024
+# Longest line read (256 MB, or $RL_BOARD_MAX_LINE_BYTES; workers inherit it): a longer one is reported,
+# never read, as reading one costs about twice its size in memory.
+MAX_LINE_BYTES = records.max_line_from_env()
+RENAMED_NOTE = "logged keys named like columns rl-board adds are kept as"
 
 
 @dataclass
@@ -54,7 +66,8 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     return jsonl.parse_block(data, first_line=first_line)
 
 
-def _parse_any(path: Path, data: bytes, n_lines: int, fields: FieldMap | None) -> tuple[jsonl.ParsedBlock, int | None]:
+def _parse_any(path: Path, data: bytes, n_lines: int, fields: FieldMap | None,
+               first_line: int = 1) -> tuple[jsonl.ParsedBlock, int | None]:  # fmt: skip
     """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
 
     Returns the block and, for a Parquet file, its row count (its "lines").
@@ -69,10 +82,10 @@ def _parse_any(path: Path, data: bytes, n_lines: int, fields: FieldMap | None) -
         parsed = fast or adapted.parse_parquet(path, fmt, fmap)
         return parsed, parsed.table.num_rows + len(parsed.bad)
     if fmt.name == formats.NATIVE and not fmap:
-        return parse_block(data, first_line=1, n_lines=n_lines), None
-    fast = None if renames is None else tables.parse_renamed(data, first_line=1, renames=renames, named_step=named,
-                                                             post=fmt.table_post)  # fmt: skip
-    return fast or adapted.parse_lines(data, first_line=1, path=path, fmt=fmt, fmap=fmap), None
+        return parse_block(data, first_line=first_line, n_lines=n_lines), None
+    fast = None if renames is None else tables.parse_renamed(data, first_line=first_line, renames=renames,
+                                                             named_step=named, post=fmt.table_post)  # fmt: skip
+    return fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, fmap=fmap), None
 
 
 def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
@@ -85,16 +98,30 @@ def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
     return {**base, **user}
 
 
-def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES) -> list[tuple[int, int]]:
-    """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block)."""
+def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES,
+                max_line: int | None = None) -> list[tuple[int, int]]:  # fmt: skip
+    """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block).
+
+    A line longer than ``max_line`` (default MAX_LINE_BYTES) becomes a block of its own, found by
+    scanning, never read whole; blocks are at most ``min(block_bytes, max_line)`` plus the line they cut.
+    """
     if path.suffix.lower() == ".parquet":
         return [(0, size)] if size else []
+    max_line = max_line or MAX_LINE_BYTES
+    window = min(block_bytes, max_line)
     with open(path, "rb") as f:
         end = _last_newline_end(f, start, size)
         blocks = []
         pos = start
         while pos < end:
-            cut = _next_newline_end(f, min(pos + block_bytes, end) - 1, end)
+            target = min(pos + window, end)
+            cut = _next_newline_end(f, target - 1, end)
+            if cut - pos > max_line:
+                line_start = _last_newline_end(f, pos, target - 1)  # of the line the window ends in
+                if cut - line_start > max_line:
+                    if line_start > pos:
+                        blocks.append((pos, line_start))
+                    pos = line_start
             blocks.append((pos, cut))
             pos = cut
     return blocks
@@ -124,29 +151,105 @@ def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary 
     return end
 
 
-def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldMap | None = None) -> BlockResult:
-    """Read, parse, derive and write one block (runs in a worker or in-process)."""
+def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldMap | None = None,
+                 max_line: int | None = None) -> BlockResult:  # fmt: skip
+    """Read, parse, derive and write one block (runs in a worker or in-process).
+
+    Lines longer than ``max_line`` (default MAX_LINE_BYTES) are reported with their length, not read.
+    """
+    max_line = max_line or MAX_LINE_BYTES
+    file = Path(path)
+    result = BlockResult()
+    parts: list[pa.Table] = []
     try:
-        with open(path, "rb") as f:
-            f.seek(start)
-            data = f.read(end - start)
+        for s, e, too_long in _parts(file, start, end, max_line):
+            if too_long:
+                result.lines += 1
+                result.bad.append((result.lines, records.too_long_reason(e - s, max_line)))
+                continue
+            with open(path, "rb") as f:
+                f.seek(s)
+                data = f.read(e - s)
+            n_lines = data.count(b"\n")
+            parsed, rows = _parse_any(file, data, n_lines, fields, first_line=result.lines + 1)
+            del data
+            result.lines += rows if rows is not None else n_lines
+            result.blank += parsed.blank
+            result.bad += parsed.bad
+            result.warnings += parsed.warnings
+            parts.append(parsed.table)
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
-    n_lines = data.count(b"\n")
-    parsed, rows = _parse_any(Path(path), data, n_lines, fields)
-    n_lines = rows if rows is not None else n_lines
-    result = BlockResult(lines=n_lines, samples=parsed.table.num_rows, blank=parsed.blank,
-                         bad=parsed.bad, warnings=parsed.warnings)
-    if parsed.table.num_rows:
-        result.segment = write_segment(Path(directory), derive.with_sample_metrics(parsed.table))
+    table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
+    result.samples = table.num_rows
+    if table.num_rows:
+        table, renamed = derive.clashes_renamed(table)
+        note = _renamed_note(table, renamed)
+        if note:
+            result.warnings.append(note)
+        result.segment = write_segment(Path(directory), derive.with_sample_metrics(table))
     return result
+
+
+def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, int, bool]]:
+    """``(start, end, too long)`` pieces of a block: runs of lines of at most ``max_line`` bytes each,
+    and every longer line alone. Only a block longer than ``max_line`` is scanned (in 1 MB reads)."""
+    if end - start <= max_line or path.suffix.lower() == ".parquet":
+        return [(start, end, False)]
+    parts = []
+    with open(path, "rb") as f:
+        pos = start
+        while pos < end:
+            window = min(pos + max_line, end)
+            cut = _last_newline_end(f, pos, window)
+            if cut > pos:
+                parts.append((pos, cut, False))
+            elif window == end:  # no newline left: not a complete line, let the parser say so
+                parts.append((pos, end, False))
+                cut = end
+            else:
+                cut = _next_newline_end(f, window, end)
+                parts.append((pos, cut, True))
+            pos = cut
+    return parts
+
+
+def _renamed_note(table: pa.Table, renamed: dict[str, str]) -> tuple[int, str] | None:
+    """One warning for the block: which logged keys were renamed, at the first line holding one."""
+    if records.logged_name(S.LINE, ()) in table.column_names:  # moved aside where line numbers were added
+        renamed = {S.LINE: records.logged_name(S.LINE, ()), **renamed}
+    if not renamed:
+        return None
+    lines = table.column(S.LINE)
+    holding = [pc.min(lines.filter(table.column(new).is_valid())).as_py() for new in renamed.values()]
+    first = min((line for line in holding if line is not None), default=lines[0].as_py())
+    pairs = ", ".join(f"'{old}' → '{new}'" for old, new in renamed.items())
+    return first, f"{RENAMED_NOTE} '<name>_logged': {pairs}"
 
 
 def run_blocks(
     jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-    fields: FieldMap | None = None,
+    fields: FieldMap | None = None, max_line: int | None = None,
 ) -> Iterator[BlockResult]:
-    """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each."""
+    """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each.
+
+    The note about renamed keys is given once per file, not once per block.
+    """
+    noted: set[tuple[str, str]] = set()
+    for (path, _, _), result in zip(jobs, _run(jobs, directory, on_done, fields, max_line), strict=True):
+        kept = []
+        for line, note in result.warnings:
+            if note.startswith(RENAMED_NOTE):
+                if (str(path), note) in noted:
+                    continue
+                noted.add((str(path), note))
+            kept.append((line, note))
+        result.warnings = kept
+        yield result
+
+
+def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
+         fields: FieldMap | None, max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
     total = sum(e - s for _, s, e in jobs)
     cores = os.cpu_count() or 1
     workers = None
@@ -157,11 +260,11 @@ def run_blocks(
             workers = None
     if workers is None:
         for path, s, e in jobs:
-            yield ingest_block(str(path), s, e, str(directory), fields)
+            yield ingest_block(str(path), s, e, str(directory), fields, max_line)
             on_done(e - s)
         return
     with workers:
-        yield from workers.run(jobs, directory, on_done, fields)
+        yield from workers.run(jobs, directory, on_done, fields, max_line)
 
 
 class _Workers:
@@ -200,27 +303,28 @@ class _Workers:
                 proc.kill()
                 proc.wait()
 
-    def run(self, jobs: list[tuple[Path, int, int]], directory: Path,
-            on_done: Callable[[int], None], fields: FieldMap | None = None) -> Iterator[BlockResult]:
+    def run(self, jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
+            fields: FieldMap | None = None, max_line: int | None = None) -> Iterator[BlockResult]:  # fmt: skip
         n = len(self.procs)
         for i in range(min(len(jobs), self.AHEAD * n)):
-            self._send(i, jobs[i], directory, fields)
+            self._send(i, jobs[i], directory, fields, max_line)
         for i, (path, s, e) in enumerate(jobs):
             result = self._receive(i)
             if result is None:
-                result = ingest_block(str(path), s, e, str(directory), fields)
+                result = ingest_block(str(path), s, e, str(directory), fields, max_line)
             if i + self.AHEAD * n < len(jobs):
-                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, fields)
+                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, fields, max_line)
             yield result
             on_done(e - s)
 
-    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, fields: FieldMap | None) -> None:
+    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, fields: FieldMap | None,
+              max_line: int | None = None) -> None:  # fmt: skip
         if self.broken:
             return
         path, s, e = job
         try:
             proc = self.procs[i % len(self.procs)]
-            proc.stdin.write(json.dumps([str(path), s, e, str(directory), fields or {}]) + "\n")
+            proc.stdin.write(json.dumps([str(path), s, e, str(directory), fields or {}, max_line]) + "\n")
             proc.stdin.flush()
         except OSError:
             self.broken = True

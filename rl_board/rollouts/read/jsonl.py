@@ -20,7 +20,15 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from rl_board.rollouts import schema as S
-from rl_board.rollouts.read.records import BOM, BadLine, parse_line, records_to_table, unify_tables
+from rl_board.rollouts.read.records import (
+    BOM,
+    BadLine,
+    deep_lines,
+    logged_name,
+    parse_line,
+    records_to_table,
+    unify_tables,
+)
 
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
 # pyarrow splits a block into parse tasks of this size, one per core at a time.
@@ -50,7 +58,7 @@ def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
     table = _fast_parse(data)
     if table is not None and table.num_rows == n_lines:
         lines = pa.array(range(first_line, first_line + n_lines), pa.int64())
-        return drop_missing_step(table.append_column(S.LINE, lines))
+        return drop_missing_step(with_lines(table, lines))
     return _parse_pieces(data, first_line)
 
 
@@ -59,8 +67,9 @@ def _fast_parse(data: bytes) -> pa.Table | None:
 
     pyarrow copies invalid UTF-8 into string columns unchecked; a full
     validation of the text columns sends such blocks down the line path.
+    A deeply nested line would crash pyarrow (SIGSEGV) and is never given to it.
     """
-    if not_all_objects(data):
+    if not_all_objects(data) or deep_lines(data):
         return None
     try:
         table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
@@ -75,6 +84,14 @@ def _fast_parse(data: bytes) -> pa.Table | None:
 def not_all_objects(data: bytes) -> bool:
     """Whether some line does not start with "{" (never a sample; some crash pyarrow.json)."""
     return bool(_FIRST_NOT_OBJECT.match(data) or _LATER_NOT_OBJECT.search(data))
+
+
+def with_lines(table: pa.Table, lines: pa.Array) -> pa.Table:
+    """Append the line numbers as ``_line``; a logged ``_line`` key is kept as ``_line_logged``."""
+    if S.LINE in table.column_names:
+        taken = set(table.column_names)
+        table = table.rename_columns([logged_name(n, taken) if n == S.LINE else n for n in table.column_names])
+    return table.append_column(S.LINE, lines)
 
 
 def has_text(kind: pa.DataType) -> bool:
@@ -108,7 +125,7 @@ def _parse_pieces(data: bytes, first_line: int) -> ParsedBlock:
         table = _fast_parse(b"\n".join(raw for _, raw in piece) + b"\n")
         if table is not None and table.num_rows == len(piece):
             lines_col = pa.array([n for n, _ in piece], pa.int64())
-            part = drop_missing_step(table.append_column(S.LINE, lines_col))
+            part = drop_missing_step(with_lines(table, lines_col))
         else:
             part = _parse_lines(piece)
         tables.append(part.table)

@@ -9,6 +9,7 @@ anything else with a message a person understands.
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any
 
@@ -21,6 +22,16 @@ from rl_board.rollouts import schema as S
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 BOM = b"\xef\xbb\xbf"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+# Deepest nesting of arrays and objects a line may have (the line's own object is level 1). pyarrow.json
+# crashes the process on a few thousand levels, Python code recurses, and the cache's Arrow IPC reader
+# refuses types nested 64 deep, so a 64-level line (63-level column) is the most a sample can be.
+MAX_DEPTH = 64
+_SCAN_CHUNK = 1 << 18  # bytes of structure scanned per numpy pass (bounds the scan's memory)
+_OPENERS_ONLY = bytes(b for b in range(256) if b not in b"[{\n")  # translate(None, ...) keeps [ { and \n
+_STRUCTURE_ONLY = bytes(b for b in range(256) if b not in b'"[]{}\n')
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_NOTE = "lone surrogate replaced with \ufffd"
 
 
 class BadLine(ValueError):
@@ -35,21 +46,124 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any], str | None]:
 
 def load_object(raw: bytes) -> tuple[dict[str, Any], str | None]:
     """One line -> the JSON object it holds (not yet checked) and an optional repair note, or BadLine."""
-    note = None
+    notes = []
     if raw.startswith(BOM):
         raw = raw[len(BOM) :]
+    if too_deep(raw):  # before any parser: they recurse
+        raise BadLine(DEPTH_REASON)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
-        note = "invalid UTF-8 bytes were replaced with \ufffd"
+        notes.append("invalid UTF-8 bytes were replaced with \ufffd")
     try:
         obj = ujson.loads(text)
     except (ValueError, OverflowError, RecursionError) as exc:
         raise BadLine(f"not valid JSON ({_short(exc)})") from None
     if not isinstance(obj, dict):
         raise BadLine(f"not a JSON object (found {_kind(obj)})")
-    return obj, note
+    if may_hold_surrogates(raw):
+        obj, replaced = without_lone_surrogates(obj)
+        if replaced:
+            notes.append(SURROGATE_NOTE)
+    return obj, "; ".join(notes) or None
+
+
+DEPTH_REASON = f"nested deeper than {MAX_DEPTH} levels"
+
+
+def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether one line nests arrays / objects deeper than ``limit`` (strings understood)."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:  # each level needs an opener: the usual, cheap answer
+        return False
+    return bool(deep_lines(raw, limit))
+
+
+def deep_lines(data: bytes, limit: int = MAX_DEPTH) -> list[int]:
+    """0-based numbers of the lines of ``data`` that nest deeper than ``limit``.
+
+    O(bytes) in C, so it can guard every block before a recursive parser sees it: a line can only be
+    that deep if it holds more than ``limit`` of ``[`` / ``{`` (one ``translate``); only then are the
+    brackets outside strings counted exactly.
+    """
+    openers = data.translate(None, _OPENERS_ONLY)
+    if len(openers) - openers.count(b"\n") <= limit:
+        return []
+    ends = np.flatnonzero(np.frombuffer(openers, np.uint8) == 10)
+    per_line = np.diff(np.concatenate(([-1], ends, [len(openers)]))) - 1
+    if not (per_line > limit).any():
+        return []
+    return _exact_deep_lines(data, limit)
+
+
+def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
+    """Lines whose depth outside strings exceeds ``limit``; depth and quote parity restart at each newline.
+
+    Exact on every valid JSON prefix (a parser stops at the first error, so what follows one cannot make
+    it recurse). Escaped backslashes, then escaped quotes, are dropped first so every ``"`` left opens or
+    closes a string.
+    """
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = np.frombuffer(data.translate(None, _STRUCTURE_ONLY), np.uint8)
+    found: list[np.ndarray] = []
+    line, parity, depth = 0, 0, 0  # carried from chunk to chunk
+    for at in range(0, len(marks), _SCAN_CHUNK):
+        chunk = marks[at : at + _SCAN_CHUNK]
+        newline = chunk == 10
+        local = np.cumsum(newline, dtype=np.int64)  # line of each mark within the chunk (a newline starts one)
+        quotes = np.cumsum(chunk == 34, dtype=np.int64) + parity
+        inside = ((quotes - np.concatenate(([0], quotes[newline]))[local]) & 1).astype(bool)
+        delta = (chunk == 91).astype(np.int64) + (chunk == 123) - (chunk == 93) - (chunk == 125)
+        delta[inside] = 0
+        level = np.cumsum(delta) + depth
+        level -= np.concatenate(([0], level[newline]))[local]
+        found.append(line + local[level > limit])
+        parity = int(quotes[-1] - (quotes[newline][-1] if local[-1] else 0)) & 1
+        depth, line = int(level[-1]), line + int(local[-1])
+    return np.unique(np.concatenate(found)).tolist() if found else []
+
+
+def max_line_from_env(default: int = 256 * 1024 * 1024) -> int:
+    """The longest line to read: $RL_BOARD_MAX_LINE_BYTES (a positive number of bytes), else ``default``."""
+    try:
+        value = int(os.environ.get("RL_BOARD_MAX_LINE_BYTES", ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def too_long_reason(size: int, limit: int) -> str:
+    """'line of 1,073,741,826 bytes is longer than the 256 MB limit (not read)'."""
+    cap = f"{limit >> 20} MB" if limit % (1 << 20) == 0 else f"{limit:,}-byte"
+    return f"line of {size:,} bytes is longer than the {cap} limit (not read)"
+
+
+def may_hold_surrogates(raw: bytes) -> bool:
+    """Whether a line may escape a UTF-16 surrogate (``\\ud800``-``\\udfff``); valid UTF-8 cannot hold one."""
+    return b"\\ud" in raw or b"\\uD" in raw
+
+
+def without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate in its strings and keys replaced by U+FFFD, and whether any was.
+
+    JSON may escape half a surrogate pair; Python keeps it, but no UTF-8 (so no Arrow string) can hold it.
+    Recursion is bounded: lines deeper than MAX_DEPTH never get here.
+    """
+    if isinstance(value, str):
+        fixed, count = _LONE_SURROGATE.subn("\ufffd", value)
+        return fixed, count > 0
+    if isinstance(value, list):
+        items = [without_lone_surrogates(v) for v in value]
+        if any(changed for _, changed in items):
+            return [v for v, _ in items], True
+        return value, False
+    if isinstance(value, dict):
+        pairs = [(without_lone_surrogates(k), without_lone_surrogates(v)) for k, v in value.items()]
+        if any(kc or vc for (_, kc), (_, vc) in pairs):
+            return {k: v for (k, _), (v, _) in pairs}, True
+        return value, False
+    return value, False
 
 
 def normalise(obj: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +174,8 @@ def normalise(obj: dict[str, Any]) -> dict[str, Any]:
 def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     """Everything but the items of the arrays (the bulk path checks those at once)."""
     out = dict(obj)
+    if S.LINE in out:  # the line number goes there: a logged "_line" is kept as "_line_logged"
+        out[logged_name(S.LINE, out.keys())] = out.pop(S.LINE)
     out[S.STEP] = _step(obj.get(S.STEP))
     for name in S.SCALAR_FIELDS:
         out[name] = _number(name, obj.get(name))
@@ -71,6 +187,15 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
             kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
             raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
     return out
+
+
+def logged_name(name: str, taken: Any) -> str:
+    """``<name>_logged`` (more ``_logged`` while that is taken too): where a logged key displaced by a
+    column of rl-board's own is kept."""
+    new = f"{name}_logged"
+    while new in taken:
+        new += "_logged"
+    return new
 
 
 def check_arrays(record: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import jsonl
+from rl_board.rollouts.read.records import deep_lines
 
 Renames = dict[str, str]  # key in the log -> rl-board field
 _READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
@@ -33,7 +34,7 @@ _TEXT = (S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH)
 def parse_renamed(data: bytes, *, first_line: int, renames: Renames, named_step: int | None,
                   post: Callable[[pa.Table], pa.Table] | None = None) -> jsonl.ParsedBlock | None:  # fmt: skip
     """A block of JSON lines whose keys are renamed rl-board fields; None when a line needs the careful path."""
-    if jsonl.not_all_objects(data):
+    if jsonl.not_all_objects(data) or deep_lines(data):  # pyarrow.json crashes on deep nesting
         return None
     try:
         table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_options(_key(renames)))
@@ -66,7 +67,7 @@ def _finish(table: pa.Table, first_line: int, named_step: int | None,
         table = table.set_column(table.schema.get_field_index(S.STEP), S.STEP,
                                  pc.fill_null(table.column(S.STEP), pa.scalar(named_step, pa.int64())))
     lines = pa.array(range(first_line, first_line + table.num_rows), pa.int64())
-    parsed = jsonl.drop_missing_step(table.append_column(S.LINE, lines))
+    parsed = jsonl.drop_missing_step(jsonl.with_lines(table, lines))
     parsed.warnings += _missing_response_or_reward(parsed.table)
     return parsed
 

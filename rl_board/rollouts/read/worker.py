@@ -13,8 +13,9 @@ from rl_board.rollouts.read.ingest import ingest_block, result_to_json
 
 def main() -> int:
     while line := sys.stdin.readline():
-        path, start, end, directory, fields = json.loads(line)
-        sys.stdout.write(result_to_json(ingest_block(path, start, end, directory, fields)) + "\n")
+        path, start, end, directory, fields, *rest = json.loads(line)  # rest: [max_line] (None = default)
+        result = ingest_block(path, start, end, directory, fields, rest[0] if rest else None)
+        sys.stdout.write(result_to_json(result) + "\n")
         sys.stdout.flush()
     return 0
 
