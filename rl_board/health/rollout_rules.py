@@ -58,6 +58,9 @@ class RolloutRun:
         """Read the columns the rules need (never the token arrays)."""
         present = [c for c in COLUMNS if store.has(c)]
         frame = store.samples(columns=present)
+        gaps = store.mismatch()
+        if len(gaps):  # the trainer's log-probs beside the engine's: per-sample mismatch
+            frame = frame.merge(gaps, on=[S.STEP, "sample"], how="left")
         return cls(run, frame, length_column(frame))
 
     @classmethod
@@ -126,6 +129,26 @@ def _kl_negative(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
                    f"{per_step[worst]:.4g} at step {worst}; on samples drawn from the policy it should stay "
                    ">= 0 (log-probs from another model, temperature or tokenisation?)")  # fmt: skip
         yield ctx.finding(data.run, steps, message, _link(worst, sort=S.LOG_RATIO_MEAN, desc=False))
+
+
+@rollout_rule("logprob_mismatch", "warning",
+              "The inference engine's log-probs drift from the trainer's (train-vs-inference mismatch).",
+              window=3, limit=1e-3)  # fmt: skip
+def _logprob_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
+    if not data.has("mismatch_mean"):
+        return
+    per_step = data.per_step(data.samples["mismatch_mean"])
+    smooth = rolling(per_step, ctx)
+    steps = _steps(per_step, smooth > ctx.params["limit"])
+    if steps:
+        worst = int(per_step[steps].idxmax())
+        rows = data.samples[data.samples[S.STEP] == worst]
+        sample = int(rows.loc[rows["mismatch_max"].idxmax(), "sample"]) if rows["mismatch_max"].notna().any() else None
+        message = (f"mean per-token mismatch (k3) between the trainer's and the engine's log-probs reaches "
+                   f"{per_step[worst]:.3g} at step {worst}; the rolling mean exceeds {ctx.params['limit']:g} at "
+                   f"{len(steps)} step(s). Importance ratios are off: check the engine's sampling settings, "
+                   "precision and weight sync.")  # fmt: skip
+        yield ctx.finding(data.run, steps, message, _link(worst, **({"sample": sample} if sample is not None else {})))
 
 
 @rollout_rule("below_reference", "warning",

@@ -90,7 +90,7 @@ def _answer(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float
 def _token_arrays(rng: np.random.Generator, tokens: list[str], progress: float) -> dict:
     n = len(tokens)
     logp = -np.abs(rng.gamma(0.6, 0.5, size=n))
-    drift = 0.002 + (0.25 * (progress - 0.5) if progress > 0.5 else 0.0)  # the engine drifts in the second half
+    drift = 0.002 + (0.4 * (progress - 0.5) if progress > 0.5 else 0.0)  # the engine drifts in the second half
     train = logp + rng.normal(0, drift, size=n) * (rng.random(n) < 0.2)
     ref = logp - np.abs(rng.normal(0, 0.05 + 0.3 * progress, size=n)) * (rng.random(n) < 0.3)
     return {

@@ -40,6 +40,7 @@ class Field:
     diverging: bool = False  # colour scale centred on 0
     score: bool = False  # shown as a card in the sample view
     of: str = ""  # step level: the per-sample column it summarises
+    optional: bool = False  # token level: only some logs have it (not part of every token table)
 
     @property
     def sortable(self) -> bool:
@@ -119,6 +120,10 @@ FIELDS: tuple[Field, ...] = (
        help="reward − ref reward: positive beats the reference."),
     _f("valid_reward_gap", SAMPLE, NUMBER, "valid reward gap", diverging=True,
        help="valid reward − ref valid reward."),
+    _f("mismatch_mean", SAMPLE, NUMBER, "train–inference mismatch (mean)",
+       help="Mean over tokens of the k3 mismatch between the trainer's and the engine's log-probs."),
+    _f("mismatch_max", SAMPLE, NUMBER, "train–inference mismatch (max)",
+       help="The largest per-token mismatch of the sample."),
     _f("nonfinite_tokens", SAMPLE, COUNT, "non-finite token values",
        help="How many NaN or infinite values the token arrays hold."),
     # -- per token ---------------------------------------------------------------------------
@@ -131,6 +136,10 @@ FIELDS: tuple[Field, ...] = (
     _f("ref_logp", TOKEN, NUMBER, "ref log-prob", short="ref logp", help="Log-prob under the reference."),
     _f("prob", TOKEN, NUMBER, "prob", help="Probability of the token under the policy."),
     _f("ref_prob", TOKEN, NUMBER, "ref prob", help="Probability of the token under the reference."),
+    _f("train_logp", TOKEN, NUMBER, "trainer log-prob", short="trainer logp", optional=True,
+       help="Log-prob of the token as the trainer computed it (the run's log-probs come from the engine)."),
+    _f("mismatch", TOKEN, NUMBER, "train–inference mismatch (k3)", short="mismatch", optional=True,
+       help="exp(r) − 1 − r with r = trainer logp − engine logp: 0 when they agree."),
     # -- per step (summaries of a per-sample column: {name}_{mean,std,min,max,count}) ---------------
     _f("reward", STEP, NUMBER, "reward", of="reward", color=BLUE, short="mean reward",
        help="Mean reward of the step's samples."),
@@ -148,6 +157,10 @@ FIELDS: tuple[Field, ...] = (
        unit="tokens", help="Average response length in tokens."),
     _f("length_chars", STEP, NUMBER, "response length (chars)", of="response_chars", color=SKY,
        short="characters", unit="characters", help="Average response length in characters."),
+    _f("mismatch", STEP, NUMBER, "train–inference mismatch (mean per sample)", of="mismatch_mean", color=PURPLE,
+       short="mismatch", help="Mean per-sample k3 mismatch between the trainer's and the engine's log-probs."),
+    _f("mismatch_max", STEP, NUMBER, "train–inference mismatch (max per sample)", of="mismatch_max", color=RED,
+       short="mismatch max", help="Mean per-sample maximum token mismatch."),
     _f("solved_share", STEP, NUMBER, "solved share (mean over groups)", short="solved", color=GREEN,
        help="Per group, the share of samples at the solved threshold; averaged over the step's groups."),
     _f("zero_variance", STEP, NUMBER, "zero-variance groups (share)", short="zero variance", color=RED,
@@ -211,8 +224,8 @@ def source_names(kind: str) -> tuple[str, ...]:
 
 
 def token_metrics() -> tuple[str, ...]:
-    """Per-token metrics a token view can colour by, in display order."""
-    return tuple(f.name for f in at(TOKEN))
+    """Per-token metrics every token table has, in display order (optional ones come when a log has them)."""
+    return tuple(f.name for f in at(TOKEN) if not f.optional)
 
 
 def filter_field(key: str, present: set[str] | frozenset[str]) -> Field | None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats, groups, matchup, prompts
+from rl_board.rollouts import derive, fields, formats, groups, matchup, mismatch, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -104,6 +104,7 @@ class RolloutStore:
         self._view = RunView.from_parts([], [])
         self._lock = threading.Lock()
         self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
+        self._mismatch: tuple[str, pd.DataFrame] | None = None
 
     @classmethod
     def open(
@@ -262,6 +263,24 @@ class RolloutStore:
         """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and gain (other − this)."""
         return matchup.match(self.prompt_rewards(step=step), other.prompt_rewards(step=other_step))
 
+    def mismatch(self) -> pd.DataFrame:
+        """Per sample: mean and max train-vs-inference k3 mismatch (``mismatch.py``); empty without trainer log-probs."""
+        if not self.has(mismatch.TRAIN_LOGPROBS):
+            return pd.DataFrame(columns=[S.STEP, "sample", mismatch.MEAN, mismatch.MAX])
+        with self._lock:  # computed once per state of the files
+            if self._mismatch is None or self._mismatch[0] != self.signature:
+                v = self._view
+                mean, top = mismatch.per_sample(v.table.select([S.LOGPROBS, mismatch.TRAIN_LOGPROBS]))
+                frame = v.frame(v.order, [])
+                frame[mismatch.MEAN] = mean[v.order]
+                frame[mismatch.MAX] = top[v.order]
+                self._mismatch = (self.signature, frame[[S.STEP, "sample", mismatch.MEAN, mismatch.MAX]])
+            return self._mismatch[1].copy()
+
+    def mismatch_summary(self) -> pd.DataFrame:
+        """Per step: ``mismatch_{mean,std,min,max,count}`` and ``mismatch_max_{...}`` of the per-sample values."""
+        return derive.step_summary(self.mismatch(), {"mismatch": mismatch.MEAN, "mismatch_max": mismatch.MAX})
+
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""
         return groups.step_group_stats(self.groups())
@@ -313,6 +332,7 @@ class RolloutStore:
             values=_floats(record.get(S.VALUES)),
             token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
         )
+        _add_mismatch(tokens, record)
         n_tok, n_lp = strings, record.get(S.LOGPROBS)
         return SampleDetail(
             step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
@@ -343,6 +363,15 @@ class RolloutStore:
             })
         columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
         return pd.DataFrame(rows, columns=columns)
+
+
+def _add_mismatch(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
+    """Trainer log-probs beside the engine's, and their per-token mismatch, when the log has both."""
+    train = _floats(record.get(mismatch.TRAIN_LOGPROBS))
+    if train is None or len(train) < len(tokens) or not len(tokens):
+        return
+    tokens["train_logp"] = train[: len(tokens)]
+    tokens["mismatch"] = mismatch.k3(tokens["logp"].to_numpy(dtype=np.float64), tokens["train_logp"].to_numpy())
 
 
 def _token_strings(record: dict[str, Any], tokenizer: TokenText | None) -> tuple[list[str] | None, str]:

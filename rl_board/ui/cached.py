@@ -140,6 +140,12 @@ def prompts(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
+def mismatch_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per-step train-vs-inference mismatch of a run that logs the trainer's log-probs."""
+    return _store.mismatch_summary()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
 def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
     """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward = solved)."""
     return _store.group_stats()

@@ -330,7 +330,7 @@ def _roll_prompt(prompt: Any, messages: Any) -> str | None:
         return text
     try:
         chat = json.loads(messages) if isinstance(messages, str) else messages
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested messages string: no prompt from it
         return None
     return _chat_prompt(chat) if isinstance(chat, list) else None
 

@@ -98,6 +98,17 @@ def _group_curves(ctx: Context) -> None:
                "The Groups page shows each step's groups.")
 
 
+def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
+    """Runs that log the trainer's log-probs beside the engine's: how far apart they are, step by step."""
+    if not ctx.store.has("train_logprobs"):
+        return
+    summary = cached.mismatch_summary(str(ctx.run_path), ctx.store.signature, ctx.store)
+    _chart(charts.curve_figure(summary, ["mismatch", "mismatch_max"], title="Train vs inference log-probs per step",
+                               y_title="k3 mismatch", options=opts), "chart_mismatch")
+    st.caption("k3 = exp(r) − 1 − r with r = trainer logp − engine logp, per token: 0 when the two agree. "
+               "A rising curve means the importance ratios the trainer computes are off.")
+
+
 def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     """The run's step curves with the sidebar's band, shift and KL choices."""
     opts = ctx.settings.curves
@@ -107,6 +118,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
     _group_curves(ctx)
+    _mismatch_curves(ctx, opts)
     left, right = st.columns(2)
     with left:
         _kl_curve(summary, ctx.settings.kl_series, opts)

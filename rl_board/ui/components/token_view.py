@@ -30,7 +30,7 @@ JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
 
 
 def present_metrics(tokens: pd.DataFrame) -> list[str]:
-    return [m for m in F.token_metrics() if m in tokens.columns and tokens[m].notna().any()]
+    return [f.name for f in F.at(F.TOKEN) if f.name in tokens.columns and tokens[f.name].notna().any()]
 
 
 def valid_metric(metrics: list[str]) -> str:
