@@ -187,6 +187,8 @@ def step_summary(samples: pd.DataFrame, sources: dict[str, str] | None = None) -
         out[f"{prefix}_std"] = g.std(ddof=0)
         out[f"{prefix}_min"] = g.min()
         out[f"{prefix}_max"] = g.max()
+        out[f"{prefix}_p10"] = g.quantile(0.1)
+        out[f"{prefix}_p90"] = g.quantile(0.9)
         out[f"{prefix}_count"] = g.count()
     return out.reset_index()
 

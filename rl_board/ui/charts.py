@@ -29,11 +29,20 @@ _HEAT_SCALES = {"diverging": "RdBu_r", "sequential": "Oranges"}
 
 @dataclass(frozen=True)
 class CurveOptions:
-    """How step curves are drawn: band = mean ± band_scale·std; zero_shift moves each start to 0."""
+    """How step curves are drawn: the band around the mean (see ``BANDS``) and zero_shift (each start at 0).
 
-    band_scale: float = 0.2
+    ``band_scale`` applies to the ``std`` band only (mean ± band_scale·std).
+    """
+
+    band: str = "p10-p90"
+    band_scale: float = 1.0
     zero_shift: bool = False
     max_points: int = MAX_CURVE_POINTS
+
+
+# band -> (lower column suffix, upper column suffix, words for the note); "std" is computed from the mean
+BANDS = {"p10-p90": ("p10", "p90", "10th–90th percentile of the step's samples"),
+         "min-max": ("min", "max", "lowest to highest sample of the step"), "std": ("", "", "")}
 
 
 def plotly_text(text: object) -> str:
@@ -67,14 +76,16 @@ def _series_traces(data: pd.DataFrame, prefix: str, *, label: str, color: str, g
     mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
     std = np.nan_to_num(data.get(f"{prefix}_std", pd.Series(0.0, index=data.index)).to_numpy(dtype=np.float64))
     count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
+    low, high = _band(data, prefix, mean, std, options)
     if options.zero_shift:
         finite = mean[np.isfinite(mean)]
-        mean = mean - (finite[0] if len(finite) else 0.0)
+        shift = finite[0] if len(finite) else 0.0
+        mean, low, high = mean - shift, low - shift, high - shift
     band = {"x": x, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False,
             "legendgroup": group}
     return [
-        go.Scatter(y=mean + options.band_scale * std, name=f"{label} +band", **band),
-        go.Scatter(y=mean - options.band_scale * std, name=f"{label} −band", fill="tonexty",
+        go.Scatter(y=high, name=f"{label} +band", **band),
+        go.Scatter(y=low, name=f"{label} −band", fill="tonexty",
                    fillcolor=_hex_to_rgba(color, 0.18), **band),
         go.Scatter(
             x=x, y=mean, name=label, legendgroup=group, mode="lines+markers", marker={"size": 5},
@@ -86,9 +97,24 @@ def _series_traces(data: pd.DataFrame, prefix: str, *, label: str, color: str, g
     ]
 
 
+def _band(data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray,
+          options: CurveOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The band's lower and upper edge: percentiles or extremes of the step's samples, or mean ± k·std."""
+    lo_col, hi_col, _ = BANDS.get(options.band, BANDS["std"])
+    if lo_col and f"{prefix}_{lo_col}" in data.columns and f"{prefix}_{hi_col}" in data.columns:
+        return (data[f"{prefix}_{lo_col}"].to_numpy(dtype=np.float64),
+                data[f"{prefix}_{hi_col}"].to_numpy(dtype=np.float64))  # fmt: skip
+    return mean - options.band_scale * std, mean + options.band_scale * std
+
+
+def _band_note(options: CurveOptions) -> str:
+    words = BANDS.get(options.band, BANDS["std"])[2]
+    return f"band = {words}" if words else f"band = mean ± {options.band_scale:g}·std"
+
+
 def _curve_layout(fig: go.Figure, *, title: str, y_title: str, options: CurveOptions,
                   shown: int, total: int) -> None:
-    notes = [f"band = mean ± {options.band_scale:g}·std"]
+    notes = [_band_note(options)]
     if options.zero_shift:
         notes.append("each curve shifted to start at 0")
     if shown < total:

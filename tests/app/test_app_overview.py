@@ -37,10 +37,15 @@ def _band_width(at, name="reward"):
     return decode(trace(spec, f"{name} +band")["y"]) - decode(trace(spec, f"{name} −band")["y"])
 
 
-def test_band_width_follows_variance_scaling(open_app, store_of):
+def test_band_shows_percentiles_by_default_and_follows_the_choice(open_app, store_of):
     at = open_app(run="ppo")
-    std = store_of("ppo").step_summary()["reward_std"].to_numpy()
-    np.testing.assert_allclose(_band_width(at), 2 * 0.2 * std, rtol=1e-6)
+    summary = store_of("ppo").step_summary()
+    np.testing.assert_allclose(_band_width(at), summary["reward_p90"] - summary["reward_p10"], rtol=1e-6)
+    at.sidebar.radio(key="band").set_value("min-max").run()
+    np.testing.assert_allclose(_band_width(at), summary["reward_max"] - summary["reward_min"], rtol=1e-6)
+    at.sidebar.radio(key="band").set_value("std").run()
+    std = summary["reward_std"].to_numpy()
+    np.testing.assert_allclose(_band_width(at), 2 * 1.0 * std, rtol=1e-6)
     at.sidebar.slider(key="band_scale").set_value(0.5).run()
     assert_clean(at)
     np.testing.assert_allclose(_band_width(at), 2 * 0.5 * std, rtol=1e-6)

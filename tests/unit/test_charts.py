@@ -29,7 +29,7 @@ def test_curve_x_is_sorted_steps_and_band_follows_scale():
     summary = _summary([200, 0, 100], [3.0, 1.0, 2.0], [0.3, 0.1, 0.2])
     for scale in (0.2, 1.0):
         fig = charts.curve_figure(summary, ["reward"], title="t", y_title="y",
-                                  options=charts.CurveOptions(band_scale=scale))
+                                  options=charts.CurveOptions(band="std", band_scale=scale))
         mean = _trace(fig, "reward")
         assert list(mean.x) == [0, 100, 200]
         assert list(mean.y) == [1.0, 2.0, 3.0]
@@ -224,3 +224,10 @@ def test_comparison_draws_each_run_and_escapes_names():
     assert [t.name for t in lines] == ["ppo", "&lt;b&gt;eval&lt;/b&gt;"]
     assert lines[0].line.color != lines[1].line.color
     assert list(lines[1].x) == [0, 10]
+
+
+def test_percentile_band_is_the_default():
+    summary = _summary([0, 1], [1.0, 2.0], [0.1, 0.2]).assign(reward_p10=[0.5, 1.5], reward_p90=[1.4, 2.9])
+    fig = charts.curve_figure(summary, ["reward"], title="t", y_title="y")
+    assert list(_trace(fig, "reward +band").y) == [1.4, 2.9] and list(_trace(fig, "reward −band").y) == [0.5, 1.5]
+    assert "percentile" in fig.layout.annotations[0].text

@@ -151,6 +151,9 @@ def open_run(run_path: Path, name: str) -> RolloutStore:
     return store
 
 
+BAND_LABELS = {"p10-p90": "p10–p90", "min-max": "min–max", "std": "± std"}
+
+
 def _display_settings() -> DisplaySettings:
     with st.expander("Display settings", expanded=False):
         hide_pads = st.toggle("Hide pad tokens", value=True, key="hide_pads")
@@ -159,13 +162,16 @@ def _display_settings() -> DisplaySettings:
         hide_system = st.toggle("Hide system prompt", value=True, key="hide_system")
         marker = st.text_input("System prompt ends with", value=DEFAULT_SYSTEM_MARKER, key="system_marker",
                                help="Everything up to this marker is hidden", disabled=not hide_system)
-        scale = st.slider("Band width (× std)", 0.1, 1.0, 0.2, 0.05, key="band_scale",
-                          help="Curves show mean ± this × standard deviation per step")
+        band = st.radio("Curve band", list(BAND_LABELS), format_func=BAND_LABELS.get, key="band", horizontal=True,
+                        help="What the shaded band around each step's mean shows: the spread of that step's samples")
+        scale = st.slider("Band width (× std)", 0.1, 2.0, 1.0, 0.05, key="band_scale", disabled=band != "std",
+                          help="With the ± std band: mean ± this × standard deviation per step")
         zero = st.toggle("Zero shift", value=False, key="zero_shift",
                          help="Move each curve's first point to 0 to compare trends")
         kl = st.radio("KL curve shows", ["kl", "log_ratio"], key="kl_series", horizontal=True,
                       format_func=lambda name: F.token(name).brief)
     text = TextDisplay(pad_tokens=parse_token_list(pads) if hide_pads else (),
                        system_marker=marker.strip() if hide_system else "")
-    return DisplaySettings(text=text, curves=CurveOptions(band_scale=float(scale), zero_shift=zero),
+    return DisplaySettings(text=text, curves=CurveOptions(band=band or "p10-p90", band_scale=float(scale),
+                                                          zero_shift=zero),
                            kl_series=kl or "kl")
