@@ -72,3 +72,17 @@ def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(grpo_r
     at.button(key="to_groups").click().run()
     assert_clean(at)
     assert any(m.label == "Zero-variance groups" for m in at.metric)
+
+
+def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, monkeypatch) -> None:
+    from rl_board.rollouts.demo import DemoSpec, write_run
+
+    root = tmp_path / "served"
+    write_run(root / "ppo", DemoSpec(steps=30, samples=24, seed=0))  # a+b repeats by chance once or twice
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.query_params["run"] = "ppo"
+    at.run()
+    assert_clean(at)
+    assert not any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))

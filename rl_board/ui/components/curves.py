@@ -84,10 +84,14 @@ def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
                "Switch the main reward under **Fields** in the sidebar.")
 
 
+GROUPED_AT_MOST = 0.6  # groups per sample: above this the run is not grouped
+
+
 def _group_curves(ctx: Context) -> None:
     """GRPO runs: per step, the mean share of each group solved and the share of zero-variance groups."""
     stats = cached.group_stats(str(ctx.run_path), ctx.store.signature, ctx.store)
-    if stats.empty or stats["groups"].sum() >= ctx.store.num_samples:  # every sample its own prompt: no groups
+    # A GRPO run has a handful of samples per prompt; a PPO run's prompts only repeat by chance.
+    if stats.empty or stats["groups"].sum() > GROUPED_AT_MOST * ctx.store.num_samples:
         return
     frame = stats.rename(columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"})
     _chart(charts.curve_figure(frame, ["solved_share", "zero_variance"], title="Groups per step (GRPO)",
