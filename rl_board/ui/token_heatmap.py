@@ -19,7 +19,7 @@ from rl_board.rollouts import fields as F
 from rl_board.ui.text import token_label
 
 WIDTH = 100
-WRAP_FROM = 120  # shorter responses keep one row per metric (charts.token_heatmap_figure)
+WRAP_FROM = 300  # shorter responses keep one row per metric (charts.token_heatmap_figure)
 
 
 def wrapped_heatmap_figure(tokens: pd.DataFrame, metric: str, *, width: int = WIDTH) -> go.Figure:
@@ -53,7 +53,7 @@ def wrapped_heatmap_figure(tokens: pd.DataFrame, metric: str, *, width: int = WI
     fig.update_layout(
         title={"text": f"{html.escape(F.label(metric, F.TOKEN), quote=False)} of all {n} tokens, "
                        f"{width} per row (one cell per token; hover for the token)"},
-        height=min(120 + 16 * rows, 1400), margin={"l": 10, "r": 10, "t": 50, "b": 30},
+        height=min(max(240, 120 + 16 * rows), 1400), margin={"l": 10, "r": 10, "t": 50, "b": 30},
         xaxis={"title": "position in row", "showgrid": False, "zeroline": False},
         yaxis={"autorange": "reversed", "title": "first token of row", "tickmode": "array",
                "tickvals": list(range(rows))[:: max(1, rows // 20)],
