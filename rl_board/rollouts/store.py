@@ -333,6 +333,7 @@ class RolloutStore:
             token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
         )
         _add_mismatch(tokens, record)
+        _add_token_signals(tokens, record)
         n_tok, n_lp = strings, record.get(S.LOGPROBS)
         return SampleDetail(
             step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
@@ -372,6 +373,14 @@ def _add_mismatch(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
         return
     tokens["train_logp"] = train[: len(tokens)]
     tokens["mismatch"] = mismatch.k3(tokens["logp"].to_numpy(dtype=np.float64), tokens["train_logp"].to_numpy())
+
+
+def _add_token_signals(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
+    """Per-token advantage and entropy, when the log has them for every token (NeMo-RL, prime-rl)."""
+    for name in ("advantage", "entropy"):
+        values = _floats(record.get(f"token_{name}"))
+        if values is not None and len(values) >= len(tokens) and len(tokens):
+            tokens[name] = values[: len(tokens)]
 
 
 def _token_strings(record: dict[str, Any], tokenizer: TokenText | None) -> tuple[list[str] | None, str]:

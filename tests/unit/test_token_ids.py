@@ -60,3 +60,13 @@ def test_a_missing_or_bad_tokenizer_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not a tokenizer")
     with pytest.raises(NotFoundError, match="not a tokenizer file"):
         TokenText(tmp_path / "bad.json")
+
+
+def test_per_token_advantage_and_entropy_reach_the_token_view(tmp_path: Path, cache_dir: Path) -> None:
+    store = nemo_store(tmp_path, cache_dir)
+    detail = store.sample(step=store.steps[0], index=0)
+    assert (detail.tokens["advantage"] == detail.fields["advantage"]).all()  # GRPO: the sample's, on every token
+    T.write_prime_rl_token_exports(tmp_path / "prime")
+    prime = RolloutStore.open(tmp_path / "prime" / "token_exports", cache_dir=cache_dir)
+    tokens = prime.sample(step=prime.steps[0], index=0).tokens
+    assert "entropy" in tokens.columns and tokens["entropy"].notna().any()

@@ -89,6 +89,16 @@ def _response_tokens(sample: Record, ids: list | None, infer: list | None, train
     _set(sample, "train_logprobs", _aligned(train, positions))
 
 
+def _token_signals(sample: Record, positions: list[int], **arrays: list | None) -> None:
+    """Per-token arrays the trainer logged over the response (advantage, entropy), aligned with its tokens."""
+    if "response_token_ids" not in sample:
+        return
+    for name, values in arrays.items():
+        aligned = _aligned(values, positions)
+        if aligned is not None and any(math.isfinite(v) for v in aligned):
+            sample[f"token_{name}"] = aligned
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -173,6 +183,7 @@ def _nemo_samples(record: Record) -> list[Record]:
         _set(sample, "logprob_mismatch_max", _mismatch(record, positions))
         _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("generation_logprobs")),
                          _row(record.get("prev_logprobs")), positions)
+        _token_signals(sample, positions, advantage=_row(record.get("advantages")))
     return [sample]
 
 
@@ -296,6 +307,8 @@ def _tokens_samples(record: Record) -> list[Record]:
     if mask is not None:
         _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("inference_logprobs")),
                          _row(record.get("trainer_logprobs")), positions)
+        _token_signals(sample, positions, advantage=_row(record.get("advantages")),
+                       entropy=_row(record.get("entropy")))
     return [sample]
 
 
