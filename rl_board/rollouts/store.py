@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats, groups, matchup, mismatch, prompts
+from rl_board.rollouts import derive, fields, formats, groups, lengths, matchup, mismatch, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
@@ -280,6 +280,19 @@ class RolloutStore:
     def mismatch_summary(self) -> pd.DataFrame:
         """Per step: ``mismatch_{mean,std,min,max,count}`` and ``mismatch_max_{...}`` of the per-sample values."""
         return derive.step_summary(self.mismatch(), {"mismatch": mismatch.MEAN, "mismatch_max": mismatch.MAX})
+
+    def length_column(self) -> str | None:
+        """How the run's response lengths are counted: tokens when it has them, else characters."""
+        return next((c for c in (S.N_TOKENS, S.RESPONSE_CHARS) if self.has(c)), None)
+
+    def length_distribution(self) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
+        """Per step: sample counts per length bin (step × bin), the bin edges, and the truncation share."""
+        column = self.length_column()
+        if column is None:
+            return pd.DataFrame(), np.array([]), pd.Series(dtype="float64")
+        frame = self.samples(columns=[column])
+        counts, edges = lengths.length_table(frame, column)
+        return counts, edges, lengths.truncation_share(frame, column)
 
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""

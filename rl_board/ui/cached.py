@@ -146,6 +146,12 @@ def mismatch_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
+def length_distribution(run_path: str, signature: str, _store: RolloutStore) -> tuple:
+    """Length bins per step and the truncation share (see ``RolloutStore.length_distribution``)."""
+    return _store.length_distribution()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
 def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
     """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward = solved)."""
     return _store.group_stats()

@@ -133,3 +133,9 @@ def test_reward_curve_choice_survives_a_run_without_those_curves(open_app):
     at.sidebar.selectbox(key="w.run").set_value("ppo").run()
     assert_clean(at)
     assert "Reward per step" in figures(at)
+
+
+def test_length_distribution_per_step(open_app):
+    at = open_app(run="ppo")
+    assert_clean(at)
+    assert any("distribution, and the share at the longest length" in t for t in figures(at))

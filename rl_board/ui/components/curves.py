@@ -9,6 +9,7 @@ from rl_board.rollouts import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 from rl_board.ui.context import Context
+from rl_board.ui.length_charts import length_figure
 from rl_board.ui.text import escape_markdown
 
 REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")
@@ -113,6 +114,17 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
                "A rising curve means the importance ratios the trainer computes are off.")
 
 
+def _length_distribution(ctx: Context) -> None:
+    counts, edges, truncated = cached.length_distribution(str(ctx.run_path), ctx.store.signature, ctx.store)
+    if counts.empty or len(counts) < 2:
+        return
+    unit = "tokens" if ctx.store.length_column() == "n_tokens" else "characters"
+    st.plotly_chart(length_figure(counts, edges, truncated, unit), key="chart_length_hist",
+                    config={"displaylogo": False})
+    st.caption("Each column is one step; darker = more of its samples at that length. The line is the share of "
+               "answers at the run's longest length: when generation hits its limit, they were cut off.")
+
+
 def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     """The run's step curves with the sidebar's band, shift and KL choices."""
     opts = ctx.settings.curves
@@ -123,6 +135,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     _component_curves(ctx, opts)
     _group_curves(ctx)
     _mismatch_curves(ctx, opts)
+    _length_distribution(ctx)
     left, right = st.columns(2)
     with left:
         _kl_curve(summary, ctx.settings.kl_series, opts)
