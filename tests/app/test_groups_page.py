@@ -48,6 +48,7 @@ def test_groups_of_a_step_and_best_against_worst(grpo_root: Path, tmp_path: Path
     codes = [c.value for c in at.code]
     assert best in codes and worst in codes
     assert any(t.startswith("**Best**") for t in texts(at.markdown))
+    assert any("rlb-diff" in h.proto.body for h in at.get("html"))  # the two answers' word diff
 
 
 def test_threshold_and_zero_variance_filter(grpo_root: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from rl_board.api import RolloutStore
 from rl_board.ui import cached, state
+from rl_board.ui.diff import diff_html
 from rl_board.ui.text import TextDisplay, escape_markdown, shown
 
 TABLE_KEY = "groups_table"
@@ -76,6 +77,7 @@ def _summary(table: pd.DataFrame) -> None:
 def _best_and_worst(store: RolloutStore, step: int, group: pd.Series, display: TextDisplay) -> None:
     st.markdown(f"#### Group {escape_markdown(str(group['group'])[:80])} · {int(group['samples'])} samples")
     left, right = st.columns(2)
+    texts = []
     for column, label, index in ((left, "Best", group["best_sample"]), (right, "Worst", group["worst_sample"])):
         with column:
             if pd.isna(index):
@@ -84,10 +86,18 @@ def _best_and_worst(store: RolloutStore, step: int, group: pd.Series, display: T
             detail = store.sample(step=step, index=int(index))
             reward = detail.fields.get("reward")
             st.markdown(f"**{label}** · sample {int(index)} · reward {reward if reward is None else f'{reward:.4g}'}")
-            st.code(shown(detail.fields.get("response") or "", display).text or " ", language=None,
-                    wrap_lines=True, height=360)
+            text = shown(detail.fields.get("response") or "", display).text
+            texts.append(text)
+            st.code(text or " ", language=None, wrap_lines=True, height=360)
             st.button(f"Open sample {int(index)}", key=f"group_open_{label}", on_click=_open_sample,
                       args=(step, int(index)), icon=":material/article:")
+    _diff(texts)
+
+
+def _diff(texts: list[str]) -> None:
+    if len(texts) == 2:
+        st.markdown("**Word diff** (struck: only in the best · underlined: only in the worst)")
+        st.html(diff_html(texts[0], texts[1]))
 
 
 def _open_sample(step: int, index: int) -> None:
