@@ -84,6 +84,11 @@ def store_for(run_path: Path, progress: Progress | None = None, fields: dict[str
                           fields=fields)
 
 
+def run_name(run_path: Path) -> str:
+    """How the sidebar and links name a run: its path relative to the served root that holds it."""
+    return api.relative_to_roots(run_path, list(server_config().roots))
+
+
 def _fields_key(fields: dict[str, str] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((fields or {}).items()))
 

@@ -87,3 +87,17 @@ def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, mo
     at.run()
     assert_clean(at)
     assert not any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))
+
+
+def test_a_metric_point_opens_that_step_of_the_rollouts_beside_it(tmp_path: Path, monkeypatch) -> None:
+    from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+
+    root = tmp_path / "served"
+    write_grpo_run(root / "grpo", GrpoSpec(steps=6, prompts=2, group_size=4, tokens=10, long_tokens=20))
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.run()
+    at.switch_page("views/metrics.py").run()
+    assert_clean(at)
+    assert any("open that step's samples" in c.value for c in at.caption)  # metrics.jsonl beside the samples

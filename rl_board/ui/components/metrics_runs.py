@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import MetricsBundle, Problem, RunInfo
-from rl_board.ui import state
+from rl_board.ui import cached, state
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
 from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
@@ -54,6 +54,19 @@ def pick_runs(bundle: MetricsBundle) -> list[str]:
                             help="Several runs draw on the same charts, one colour per run.",
                             **state.bind(RUNS))  # fmt: skip
     return [r for r in chosen or [] if r in labels]
+
+
+def rollout_runs_beside(bundle: MetricsBundle, root: Path) -> dict[str, Path]:
+    """Metric runs whose folder is also a rollout run (metrics.jsonl beside the samples): metric run -> run path."""
+    runs = cached.runs_under(str(root), cached.cache_dir())
+    folders = {Path(p).resolve(): Path(p) for p in runs["path"]}
+    out = {}
+    for info in bundle.runs:
+        here = Path(info.path).resolve()
+        folder = here if here.is_dir() else here.parent
+        if folder in folders:
+            out[info.run] = folders[folder]
+    return out
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import streamlit as st
 
 from rl_board.api import MetricsBundle, duplicate_copies, explain
-from rl_board.ui import state
+from rl_board.ui import cached, state
 from rl_board.ui.metric_charts import (
     X_AXES,
     chart_key,
@@ -38,6 +39,7 @@ class ChartOptions:
     smoothing: float = 0.6
     x_axis: str = "step"
     one_copy: bool = True
+    rollouts: dict[str, Path] = field(default_factory=dict)  # metric run -> the rollout run in its folder
 
 
 def render_controls(*, di_engine: bool = False) -> ChartOptions:
@@ -119,7 +121,28 @@ def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options:
     fig = scalar_figure(series, tag=tag, smoothing=options.smoothing, x_axis=options.x_axis, colors=colors)
     if options.x_axis != "step" and not any(frame["wall_time"].notna().any() for frame in series.values()):
         st.caption(f"{escape_markdown(tag)}: no wall times logged; choose step as the x axis.")
-    st.plotly_chart(fig, key=chart_key("chart", tag), config=PLOT_CONFIG)
+    samples = next((options.rollouts[run] for run in series if run in options.rollouts), None)
+    key = chart_key("chart", tag)
+    if samples is None or options.x_axis != "step":
+        st.plotly_chart(fig, key=key, config=PLOT_CONFIG)
+        return
+    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, on_select=lambda: _open_samples(key, samples),
+                    selection_mode="points")
+    st.caption("Click a point to open that step's samples in the step browser.")
+
+
+def _open_samples(key: str, run_path: Path) -> None:
+    """A click on a metric curve: the rollout run's step nearest to the point, in the step browser."""
+    points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
+    if not points or "x" not in points[0]:
+        return
+    steps = cached.store_for(run_path).steps
+    if not steps:
+        return
+    wanted = float(points[0]["x"])
+    nearest = min(steps, key=lambda s: abs(s - wanted))
+    state.put_many(run=cached.run_name(run_path), step=nearest, sample=None, tpage=1)
+    state.request_page("steps")
 
 
 def _histograms(bundle: MetricsBundle, runs: Sequence[str], tag: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from rl_board.ui import metrics_cached
@@ -29,6 +31,7 @@ def render(ctx: Context) -> None:
     st.subheader("Curves")
     di_engine = any(info.kind == "di-engine" for info in bundle.runs if info.run in runs)
     options = metrics_tags.render_controls(di_engine=di_engine)
+    options = replace(options, rollouts=metrics_runs.rollout_runs_beside(bundle, ctx.root))
     metrics_tags.render_groups(bundle, runs, options, colors)
     metrics_runs.render_run_details(bundle, runs)
 
