@@ -3,6 +3,8 @@ two steps compared on the same prompts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -58,3 +60,12 @@ def test_groups_then_prompt_history_then_same_prompts(page, grpo):
     expect(main.get_by_text("Word diff")).to_be_visible()
     expect(main.locator(".rlb-diff")).to_be_visible()
     save_screenshot(page, "same-prompts.png")
+
+    # a point of a training metric logged beside the samples opens that step's samples
+    runs.goto(f"{srv.url}/metrics?mq=train/reward")
+    points = main.get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
+    expect(points.first).to_be_attached()
+    with runs.expect_rerun():
+        points.nth(3).click(force=True)
+    page.wait_for_url(re.compile(r"/steps\?"))
+    assert "step=3" in page.url and "run=grpo_math" in page.url

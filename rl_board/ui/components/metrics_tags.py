@@ -126,6 +126,7 @@ def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options:
     if samples is None or options.x_axis != "step":
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG)
         return
+    fig.update_traces(mode="lines+markers", marker={"size": 4})  # points to click
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, on_select=lambda: _open_samples(key, samples),
                     selection_mode="points")
     st.caption("Click a point to open that step's samples in the step browser.")
