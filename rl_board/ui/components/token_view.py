@@ -26,7 +26,8 @@ CHIP_PAGE = 500
 _FOUND = "_token_found"
 # jump target -> (metric, highest?)
 JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
-         "largest log-ratio": ("log_ratio", True)}
+         "largest log-ratio": ("log_ratio", True), "highest entropy": ("entropy", True),
+         "largest mismatch": ("mismatch", True)}
 
 
 def present_metrics(tokens: pd.DataFrame) -> list[str]:
