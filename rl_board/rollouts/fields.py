@@ -140,6 +140,8 @@ FIELDS: tuple[Field, ...] = (
        help="The advantage the trainer gave the token (GRPO: the sample's, on every response token)."),
     _f("entropy", TOKEN, NUMBER, "entropy", optional=True,
        help="Entropy of the policy's next-token distribution at the token, as the trainer logged it."),
+    _f("loss_mask", TOKEN, NUMBER, "trained on (loss mask)", short="loss mask", optional=True,
+       help="1 where the trainer's loss counts the token, 0 where it does not (e.g. tool output in an answer)."),
     _f("train_logp", TOKEN, NUMBER, "trainer log-prob", short="trainer logp", optional=True,
        help="Log-prob of the token as the trainer computed it (the run's log-probs come from the engine)."),
     _f("mismatch", TOKEN, NUMBER, "train–inference mismatch (k3)", short="mismatch", optional=True,

@@ -390,7 +390,7 @@ def _add_mismatch(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
 
 def _add_token_signals(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
     """Per-token advantage and entropy, when the log has them for every token (NeMo-RL, prime-rl)."""
-    for name in ("advantage", "entropy"):
+    for name in ("advantage", "entropy", "loss_mask"):
         values = _floats(record.get(f"token_{name}"))
         if values is not None and len(values) >= len(tokens) and len(tokens):
             tokens[name] = values[: len(tokens)]

@@ -23,6 +23,7 @@ from rl_board.ui.text import token_label
 _NEG, _MID, _POS = (33, 102, 172), (247, 247, 247), (178, 24, 43)
 _LOW, _HIGH = (250, 250, 250), (214, 96, 77)
 _MISSING = "#d9d9d9"
+_UNTRAINED_STYLE = ";opacity:0.45;border-style:dashed;text-decoration:line-through"
 _CHIP_STYLE = ("color:#111;padding:1px 3px;margin:1px;border-radius:4px;white-space:pre-wrap;"
                "display:inline-block;border:1px solid rgba(0,0,0,0.12)")
 
@@ -99,10 +100,13 @@ def chips_html(
             break
         value = row.get(metric)
         color = scale.color(float(value) if value is not None else math.nan)
-        title = html.escape(_title(position, token, row, metrics), quote=True)
+        untrained = row.get("loss_mask") == 0.0  # shown, but the loss does not count it
+        title = html.escape(_title(position, token, row, metrics) + ("  (not trained on)" if untrained else ""),
+                            quote=True)
         text = html.escape(token_label(token), quote=True)
-        spans.append(f'<span class="rlb-chip" title="{title}" style="background:{color};{_CHIP_STYLE}">'
-                     f"{text}</span>")
+        style = _UNTRAINED_STYLE if untrained else ""
+        spans.append(f'<span class="rlb-chip{" rlb-untrained" if untrained else ""}" title="{title}" '
+                     f'style="background:{color};{_CHIP_STYLE}{style}">{text}</span>')
     body = "".join(spans) or '<span style="opacity:0.7">(no tokens to show)</span>'
     return f'<div class="rlb-chips" style="line-height:1.9;font-family:monospace;font-size:0.9rem">{body}</div>'
 

@@ -70,3 +70,24 @@ def test_per_token_advantage_and_entropy_reach_the_token_view(tmp_path: Path, ca
     prime = RolloutStore.open(tmp_path / "prime" / "token_exports", cache_dir=cache_dir)
     tokens = prime.sample(step=prime.steps[0], index=0).tokens
     assert "entropy" in tokens.columns and tokens["entropy"].notna().any()
+
+
+def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, cache_dir: Path) -> None:
+    import json
+
+    from rl_board.rollouts.formats.heavy import PRIME_RL_TOKENS
+    from rl_board.ui.chips import chips_html
+
+    record = {"step": 1, "rank": 0, "token_ids": [7, 8, 9, 10, 11], "loss_mask": [0, 1, 0, 1, 0],
+              "inference_logprobs": [-1.0, -0.1, -0.2, -0.3, -9.0], "advantages": [0, 0.5, 0.5, 0.5, 0]}  # fmt: skip
+    [sample] = PRIME_RL_TOKENS.to_samples(record)
+    assert sample["response_token_ids"] == [8, 9, 10] and sample["token_loss_mask"] == [1.0, 0.0, 1.0]
+    run = tmp_path / "token_exports" / "step_1"
+    run.mkdir(parents=True)
+    (run / "rank_0.jsonl").write_text(json.dumps(record) + "\n")
+    (run / "STABLE").write_text("")
+    store = RolloutStore.open(tmp_path / "token_exports", cache_dir=cache_dir)
+    tokens = store.sample(step=1, index=0).tokens
+    assert tokens["loss_mask"].tolist() == [1.0, 0.0, 1.0]
+    html = chips_html(tokens, "logp")
+    assert html.count("rlb-untrained") == 1 and "(not trained on)" in html

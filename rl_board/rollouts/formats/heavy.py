@@ -81,20 +81,25 @@ def _response_tokens(sample: Record, ids: list | None, infer: list | None, train
     """
     if ids is None or not positions:
         return
-    picked = [_int(ids[i]) if i < len(ids) else None for i in positions]
+    span = list(range(positions[0], positions[-1] + 1))  # the response, untrained tokens inside it included
+    picked = [_int(ids[i]) if i < len(ids) else None for i in span]
     if any(i is None for i in picked):
         return
     sample["response_token_ids"] = picked
-    _set(sample, "logprobs", _aligned(infer, positions))
-    _set(sample, "train_logprobs", _aligned(train, positions))
+    _set(sample, "logprobs", _aligned(infer, span))
+    _set(sample, "train_logprobs", _aligned(train, span))
+    trained = set(positions)
+    if len(trained) < len(span):  # e.g. tool output inside a multi-turn answer: shown, but not trained on
+        sample["token_loss_mask"] = [1.0 if i in trained else 0.0 for i in span]
 
 
 def _token_signals(sample: Record, positions: list[int], **arrays: list | None) -> None:
     """Per-token arrays the trainer logged over the response (advantage, entropy), aligned with its tokens."""
     if "response_token_ids" not in sample:
         return
+    span = list(range(positions[0], positions[-1] + 1)) if positions else []
     for name, values in arrays.items():
-        aligned = _aligned(values, positions)
+        aligned = _aligned(values, span)
         if aligned is not None and any(math.isfinite(v) for v in aligned):
             sample[f"token_{name}"] = aligned
 
