@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from tests.helpers import trainer_dumps as T
-from tests.helpers.apptest import APP, PAGES, assert_clean, table, texts
+from tests.helpers.apptest import assert_clean, open_page, table, texts
 
 
 @pytest.fixture
@@ -22,20 +21,9 @@ def dumps_root(tmp_path: Path, monkeypatch) -> Path:
     return root
 
 
-def _open(page: str | None, **params: str) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if page is not None:
-        at.switch_page(PAGES[page])
-        at.run()
-    return at
-
-
 @pytest.mark.parametrize(("run", "step"), [("verl", "2"), ("trl/completions", "2")])
 def test_step_browser_shows_prompt_response_reward(dumps_root: Path, run: str, step: str) -> None:
-    at = _open("steps", run=run, step=step)
+    at = open_page("steps", run=run, step=step)
     assert_clean(at)
     frame = table(at)
     assert {"prompt", "response", "reward"} <= set(frame.columns)
@@ -45,7 +33,7 @@ def test_step_browser_shows_prompt_response_reward(dumps_root: Path, run: str, s
 
 
 def test_sample_view_of_a_verl_dump(dumps_root: Path) -> None:
-    at = _open("sample", run="verl", step="2", sample="0")
+    at = open_page("sample", run="verl", step="2", sample="0")
     assert_clean(at)
     codes = [c.value for c in at.code]
     assert len(codes) >= 3 and all(codes[:2])  # prompt and response as plain text
@@ -54,7 +42,7 @@ def test_sample_view_of_a_verl_dump(dumps_root: Path) -> None:
 
 
 def test_trl_reward_components_are_columns(dumps_root: Path) -> None:
-    at = _open("steps", run="trl/completions", step="2")
+    at = open_page("steps", run="trl/completions", step="2")
     frame = table(at)
     assert {"accuracy_reward", "think_format_reward", "advantage"} <= set(frame.columns)
 
@@ -63,18 +51,18 @@ def test_root_with_nothing_readable_says_so(tmp_path: Path, monkeypatch) -> None
     T.write_junk(tmp_path / "junk")
     monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "junk"))
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
-    at = _open(None)
+    at = open_page(None)
     assert_clean(at)
     assert any("no rollout run rl-board can read" in t for t in texts(at.warning))
     listed = [df.value for df in at.dataframe]
     assert any("model.pkl" in set(df.iloc[:, 0]) for df in listed if len(df.columns) == 2)
-    health = _open("health")
+    health = open_page("health")
     assert_clean(health)
     assert any("No rule was run" in t for t in texts(health.warning))
 
 
 def test_main_reward_can_be_switched_from_the_sidebar(dumps_root: Path) -> None:
-    at = _open("steps", run="verl", step="2")
+    at = open_page("steps", run="verl", step="2")
     before = table(at)
     at.sidebar.selectbox(key="fieldmap.reward").set_value("acc").run()
     assert_clean(at)
@@ -87,22 +75,22 @@ def test_main_reward_can_be_switched_from_the_sidebar(dumps_root: Path) -> None:
 
 
 def test_a_link_carries_the_field_map(dumps_root: Path) -> None:
-    at = _open("steps", run="verl", step="2", fields="reward=acc")
+    at = open_page("steps", run="verl", step="2", fields="reward=acc")
     assert_clean(at)
     frame = table(at)
     assert set(frame["reward"]) <= {0.0, 1.0}
 
 
 def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
-    at = _open(None, run="trl/completions")
+    at = open_page(None, run="trl/completions")
     assert_clean(at)
     chart = next(c for c in at.get("plotly_chart") if "Reward components" in c.proto.spec)
     assert "accuracy_reward" in chart.proto.spec and "think_format_reward" in chart.proto.spec
-    steps = _open("steps", run="trl/completions", step="2", xcol="accuracy_reward", xr="1:")
+    steps = open_page("steps", run="trl/completions", step="2", xcol="accuracy_reward", xr="1:")
     assert_clean(steps)
     frame = table(steps)
     assert len(frame) and (frame["accuracy_reward"] >= 1).all()
-    everything = _open("steps", run="trl/completions", step="2")
+    everything = open_page("steps", run="trl/completions", step="2")
     assert len(table(everything)) > len(frame)
 
 
@@ -110,13 +98,13 @@ def test_token_ids_page_says_how_to_get_text(tmp_path: Path, monkeypatch) -> Non
     T.write_nemo_rl(tmp_path / "served" / "nemo")
     monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "served"))
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
-    at = _open("sample", run="nemo/exp_001", step="1", sample="0")
+    at = open_page("sample", run="nemo/exp_001", step="1", sample="0")
     assert_clean(at)
     assert any("--tokenizer PATH" in t for t in texts(at.info))
 
 
 def test_sample_view_shows_the_reward_components(dumps_root: Path) -> None:
-    at = _open("sample", run="trl/completions", step="2", sample="0")
+    at = open_page("sample", run="trl/completions", step="2", sample="0")
     assert_clean(at)
     labels = {m.label for m in at.metric}
     assert {"Reward", "accuracy_reward", "think_format_reward", "advantage"} <= labels

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
-from tests.helpers.apptest import APP, assert_clean, table, texts
+from tests.helpers.apptest import APP, assert_clean, open_page, table, texts
 
 
 @pytest.fixture
@@ -21,27 +21,18 @@ def grpo_root(tmp_path: Path, monkeypatch) -> Path:
     return root
 
 
-def open_groups(**params: str) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page("views/groups.py").run()
-    return at
-
-
 def test_groups_of_a_step_and_best_against_worst(grpo_root: Path, tmp_path: Path) -> None:
     store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "expected")
     step = store.steps[0]
     expected = store.groups(step=step)
-    at = open_groups(run="grpo", step=str(step))
+    at = open_page("groups", run="grpo", step=str(step))
     assert_clean(at)
     frame = table(at)
     assert len(frame) == len(expected) and frame["samples"].sum() == store.count(step=step)
     labels = {m.label: m.value for m in at.metric}
     assert labels["Groups"] == str(len(expected))
     first = expected.iloc[0]
-    at = open_groups(run="grpo", step=str(step), grp=str(first["group"]))
+    at = open_page("groups", run="grpo", step=str(step), grp=str(first["group"]))
     assert_clean(at)
     best = store.sample(step=step, index=int(first["best_sample"])).fields["response"]
     worst = store.sample(step=step, index=int(first["worst_sample"])).fields["response"]
@@ -56,7 +47,7 @@ def test_threshold_and_zero_variance_filter(grpo_root: Path, tmp_path: Path) -> 
     step = store.steps[-1]
     expected = store.groups(step=step, threshold=0.01)
     assert expected["zero_variance"].any() and not expected["zero_variance"].all()  # the filter has work to do
-    at = open_groups(run="grpo", step=str(step), thr="0.01", flat="1")
+    at = open_page("groups", run="grpo", step=str(step), thr="0.01", flat="1")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == int(expected["zero_variance"].sum()) and frame["zero variance"].all()

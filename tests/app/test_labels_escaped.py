@@ -183,7 +183,7 @@ def markdown_with(page: Shown, *needles: str) -> list[str]:
 
 
 def test_the_visits_below_cover_every_page():
-    visited = {"overview", "steps", "sample", "metrics", "health"}
+    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health"}
     assert set(PAGES) == visited
 
 
@@ -216,6 +216,13 @@ def test_sample_view(visit, run):
     page = check(visit("sample", run))
     if run == RUN_B:  # the sample's source file is named in an expander label
         assert markdown_with(page, "source \\!\\[f\\]\\(evil\\.png\\)")
+
+
+@pytest.mark.parametrize("run", [RUN_A, RUN_B])
+def test_groups_prompts_and_same_prompts(visit, run):
+    check(visit("groups", run))
+    check(visit("prompts", run))
+    check(visit("matchup", run, vs=run))
 
 
 def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs):

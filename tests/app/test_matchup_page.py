@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
-from tests.helpers.apptest import APP, assert_clean, table
+from tests.helpers.apptest import assert_clean, open_page, table
 
 
 @pytest.fixture
@@ -22,20 +21,11 @@ def grpo_root(tmp_path: Path, monkeypatch) -> Path:
     return root
 
 
-def open_matchup(**params: str) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page("views/matchup.py").run()
-    return at
-
-
 def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> None:
     store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "x")
     expected = store.versus(store, step=0, other_step=3)  # a pool of 9 prompts, 3 per step: step 3 repeats step 0
     assert len(expected) == 3
-    at = open_matchup(run="grpo", vs="grpo", sa="0", sb="3", mrow="0")
+    at = open_page("views/matchup.py", run="grpo", vs="grpo", sa="0", sb="3", mrow="0")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == 3 and sorted(frame["gain"]) == sorted(expected["gain"])
@@ -43,7 +33,7 @@ def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> 
 
 
 def test_against_another_run_all_steps(grpo_root: Path) -> None:
-    at = open_matchup(run="grpo", vs="grpo_b", sa="all steps", sb="all steps")
+    at = open_page("views/matchup.py", run="grpo", vs="grpo_b", sa="all steps", sb="all steps")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == 9 and (frame["gain"] == 0).all()  # the same seed: the same run twice

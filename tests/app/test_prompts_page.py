@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
-from tests.helpers.apptest import APP, assert_clean, table
+from tests.helpers.apptest import assert_clean, open_page, table
 
 
 @pytest.fixture
@@ -19,15 +18,6 @@ def grpo_root(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
     return root
-
-
-def open_page(page: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(page).run()
-    return at
 
 
 def test_prompt_lists_and_a_history(grpo_root: Path, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
-PAGES = {"overview": "views/overview.py", "steps": "views/steps.py", "sample": "views/sample.py",
-         "metrics": "views/metrics.py", "health": "views/health.py"}
+PAGES = {name: f"views/{name}.py" for name in ("overview", "steps", "sample", "groups", "prompts", "matchup",
+                                                "metrics", "health")}
 
 
 def decode(value):
@@ -52,3 +52,15 @@ def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     bugs = [e.value for e in at.error if "Something went wrong" in str(e.value)]
     assert not bugs, bugs
+
+
+def open_page(page: str | None = None, **params: str) -> AppTest:
+    """The app opened with these URL parameters, then switched to ``page`` (a key of PAGES or a views/ path)."""
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(PAGES.get(page, page))
+        at.run()
+    return at

@@ -11,7 +11,7 @@ from rl_board.api import RolloutStore
 from rl_board.ui import cached, state
 from rl_board.ui.context import Context
 from rl_board.ui.diff import diff_html
-from rl_board.ui.text import TextDisplay, escape_markdown, shown
+from rl_board.ui.text import TextDisplay, display_name, escape_markdown, shown
 
 TABLE_KEY = "matchup_table"
 _ROWS_KEY = "_matchup_rows"
@@ -34,7 +34,7 @@ def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
     names = list(runs["run"])
     if state.get("vs") not in names:
         state.put("vs", ctx.run if ctx.run in names else (names[0] if names else None))
-    name = st.selectbox("Against run", names, **state.bind("vs"),
+    name = st.selectbox("Against run", names, format_func=display_name, **state.bind("vs"),
                         help="The same run compares two of its steps")  # fmt: skip
     if name is None:
         return None
