@@ -23,14 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-
-def best_ms(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times) * 1000
+from benchmarks.load import best_ms  # noqa: E402  (one timing helper for every benchmark)
 
 
 def main() -> int:

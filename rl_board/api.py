@@ -33,6 +33,7 @@ from rl_board.metrics.reader import MetricsBundle, RunInfo, load_metrics, metric
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
 from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.prompts import prompt_id
 from rl_board.rollouts.report import BadLine, LoadReport
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.rollouts.tokens import TokenText
@@ -42,11 +43,12 @@ from rl_board.sources.fieldmap import parse_option as parse_field_option
 from rl_board.sources.roots import relative_to_roots, resolve_within
 
 __all__ = [
-    "MAPPABLE_FIELDS", "REGISTRY", "SETTINGS_FILE", "parse_field_option", "SEVERITIES", "BadLine", "Catalogue", "Finding", "GlossaryEntry",
-    "LoadReport", "MetricsBundle", "Problem", "RolloutStore", "RunInfo", "SampleDetail", "SampleFilter",
-    "Settings", "Source", "TokenText", "catalogue", "check_metrics", "check_run", "duplicate_copies", "evaluation_summary",
-    "explain", "export_file_name", "list_runs", "load_settings", "metrics_signature", "open_run",
-    "read_metrics", "relative_to_roots", "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
+    "BadLine", "Catalogue", "Finding", "GlossaryEntry", "LoadReport", "MAPPABLE_FIELDS", "MetricsBundle",
+    "Problem", "REGISTRY", "RolloutStore", "RunInfo", "SETTINGS_FILE", "SEVERITIES", "SampleDetail",
+    "SampleFilter", "Settings", "Source", "TokenText", "catalogue", "check_metrics", "check_run",
+    "duplicate_copies", "evaluation_summary", "explain", "export_file_name", "list_runs", "load_settings",
+    "metrics_signature", "open_run", "parse_field_option", "prompt_id", "read_metrics", "relative_to_roots",
+    "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
 ]
 
 Progress = Callable[[int, int], None]

@@ -31,6 +31,23 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".cache") / "rl-board"
 
 
+MAX_LINE_ENV = "RL_BOARD_MAX_LINE_BYTES"
+MAX_LINE_DEFAULT = 256 * 1024 * 1024
+
+
+def max_line_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The longest log line read: $RL_BOARD_MAX_LINE_BYTES (a positive number of bytes), else 256 MB.
+
+    Read from the environment so worker processes, which inherit it, use the same cap.
+    """
+    env = os.environ if env is None else env
+    try:
+        value = int(env.get(MAX_LINE_ENV, ""))
+    except ValueError:
+        return MAX_LINE_DEFAULT
+    return value if value > 0 else MAX_LINE_DEFAULT
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """What the server was started with: the folders it may read and where its cache lives."""

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rl_board.config import max_line_bytes
 from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_value
 from rl_board.rollouts.read.records import (
     DEPTH_REASON,
-    max_line_from_env,
     may_hold_surrogates,
     too_deep,
     too_long_reason,
@@ -38,7 +38,7 @@ VERL_STEP = re.compile(r"(?:^|[\s|)\]>:])step:\s*(\d+)\s+-\s+(.*)$")
 WRAPPED_NUMBER = re.compile(r"^(?:np\.)?(?:float|int)\d*\((.*)\)$")
 REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
-MAX_LINE_BYTES = max_line_from_env()  # a longer line is skipped and reported, never read whole
+MAX_LINE_BYTES = max_line_bytes()  # a longer line is skipped and reported, never read whole
 _SKIP_CHUNK = 1024 * 1024
 
 

@@ -232,18 +232,21 @@ class RolloutStore:
         """
         wanted = [S.PROMPT, S.REWARD, groups.GROUP, groups.ADVANTAGE]
         frame = self.samples(step=step, columns=[c for c in wanted if self.has(c)])
-        if threshold is None and self.has(S.REWARD):
-            threshold = groups.default_threshold(self.samples(columns=[S.REWARD])[S.REWARD].astype("float64"))
-        return groups.group_table(frame, threshold=threshold)
+        return groups.group_table(frame, threshold=self.reward_threshold() if threshold is None else threshold)
+
+    def reward_threshold(self) -> float | None:
+        """The reward that counts as solved unless the user sets one: the run's highest (None without rewards)."""
+        if not self.has(S.REWARD):
+            return None
+        best = groups.default_threshold(self._view.table.column(S.REWARD).to_pandas().astype("float64"))
+        return None if np.isnan(best) else best
 
     def prompts(self, *, threshold: float | None = None) -> pd.DataFrame:
         """Every prompt over the run: steps seen, first step solved, regressions, status (see ``prompts.py``)."""
         if not (self.has(S.PROMPT) and self.has(S.REWARD)):
             return prompts.prompt_table(pd.DataFrame(columns=[S.STEP, S.PROMPT, S.REWARD]), 0.0)
         frame = self.samples(columns=[S.PROMPT, S.REWARD])
-        if threshold is None:
-            threshold = groups.default_threshold(frame[S.REWARD].astype("float64"))
-        return prompts.prompt_table(frame, threshold)
+        return prompts.prompt_table(frame, self.reward_threshold() if threshold is None else threshold)
 
     def prompt_history(self, *, prompt: str) -> pd.DataFrame:
         """Every sample of one prompt, by step: reward, length and KL where the run has them."""

@@ -14,6 +14,7 @@ nothing below it is looked at again.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -21,6 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rl_board.rollouts import formats
 from rl_board.sources import fieldmap, sniff
 from rl_board.sources.fieldmap import FieldMap
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
@@ -88,6 +90,11 @@ class Catalogue:
         except ValueError:
             return str(path)
 
+    def rollout_signature(self) -> str:
+        """Changes when any rollout run gains, loses or changes a file (sizes and newest mtimes; no reading)."""
+        parts = [(f.relative, f.files, f.bytes, f.modified) for f in self.rollout_folders()]
+        return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
+
     def rollout_folders(self) -> list[RolloutFolder]:
         """Rollout runs: folders holding rollout files, with their sizes and newest mtime."""
         by_folder: dict[str, list[Source]] = {}
@@ -144,21 +151,10 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         events = tuple(p for p in paths if is_event_file(p))
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
-        found.sources.extend(_classify_file(p, folder, fields) for p in paths if p not in events)
-    found.sources = [_validation_aside(s, found.sources) for s in found.sources if s.role != "quiet"]
+        fmap = fieldmap.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
+        found.sources.extend(_classify_file(p, folder, fields, fmap) for p in paths if p not in events)
+    found.sources = [s for s in found.sources if s.role != "quiet"]
     return found
-
-
-def _validation_aside(source: Source, everything: list[Source]) -> Source:
-    """NeMo-RL writes validation and training samples side by side; a run is the training ones."""
-    if source.format != "nemo-rl" or not source.path.name.startswith("val_data"):
-        return source
-    beside = any(s.format == "nemo-rl" and s.folder == source.folder and s.path.name.startswith("train_data")
-                 for s in everything)  # fmt: skip
-    if not beside:
-        return source
-    return Source(source.path, source.folder, SKIPPED, source.format,
-                  "NeMo-RL validation samples beside the training ones: not mixed into the training run")
 
 
 def classify(path: Path, fields: FieldMap | None = None) -> Source:
@@ -166,14 +162,14 @@ def classify(path: Path, fields: FieldMap | None = None) -> Source:
     return _classify_file(path, path.parent.name, fields)
 
 
-def _classify_file(path: Path, folder: str, fields: FieldMap | None = None) -> Source:
+def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None) -> Source:
+    """``fmap``: the folder's effective field map when the caller already knows it."""
     suffix = path.suffix.lower()
     if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
-        role, fmt, reason = _sniffed(path, fieldmap.for_file(path, fields))
-        if role == ROLLOUT and _repeats_another_file(path, fmt):
-            return Source(path, folder, SKIPPED, fmt, "repeats the episodes of the all/ folder beside it")
-        if role == ROLLOUT and fmt == "prime-rl-tokens" and not (path.parent / "STABLE").exists():
-            return Source(path, folder, SKIPPED, fmt, "step not finished yet (no STABLE marker); read once it is")
+        role, fmt, reason = _sniffed(path, fieldmap.for_file(path, fields) if fmap is None else fmap)
+        aside = formats.by_name(fmt).aside(path) if role == ROLLOUT else ""
+        if aside:  # the format knows this file is not part of its run (a copy, an unfinished step, ...)
+            return Source(path, folder, SKIPPED, fmt, aside)
         return Source(path, folder, role, fmt, reason)
     if suffix in TEXT_LOG_SUFFIXES:
         return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
@@ -207,11 +203,6 @@ def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
         while len(_CACHE) > _CACHE_LIMIT:
             _CACHE.popitem(last=False)
     return answer
-
-
-def _repeats_another_file(path: Path, fmt: str) -> bool:
-    """prime-rl writes the trained-on episodes twice: all/ and effective/."""
-    return fmt == "prime-rl" and path.parent.name == "effective" and (path.parent.parent / "all").is_dir()
 
 
 def _walkable(folder: Path, skipped: set[Path]) -> bool:

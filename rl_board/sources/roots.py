@@ -8,20 +8,10 @@ lies inside one of them, before anything under it is read.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from rl_board.errors import PathRefusedError
-
-ROOTS_ENV = "RL_BOARD_ROOTS"
-
-
-def served_roots() -> list[Path]:
-    """Resolved roots from the environment; ``./rollout_samples`` when unset."""
-    raw = os.environ.get(ROOTS_ENV, "")
-    parts = [p for p in raw.split(os.pathsep) if p.strip()] or ["rollout_samples"]
-    return [Path(p).expanduser().resolve() for p in parts]
 
 
 def resolve_within(path: str | Path, roots: list[Path]) -> Path:

@@ -13,7 +13,6 @@ file signature, so a change in the files is a new key.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -113,9 +112,7 @@ def runs_under(root: str, cache_root: str) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
 def rollout_files_signature(root: str, cache_root: str) -> str:
     """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken every 5 s)."""
-    found = api.catalogue(Path(root), skip=(Path(cache_root),))
-    parts = [(f.relative, f.files, f.bytes, f.modified) for f in found.rollout_folders()]
-    return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
+    return api.catalogue(Path(root), skip=(Path(cache_root),)).rollout_signature()
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
@@ -165,11 +162,7 @@ def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataF
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_max_reward(run_path: str, signature: str, _store: RolloutStore) -> float | None:
     """The highest reward of a run (the default threshold for "solved")."""
-    if not _store.has("reward"):
-        return None
-    values = _store.samples(columns=["reward"])["reward"].astype("float64")
-    best = values.max(skipna=True)
-    return None if pd.isna(best) else float(best)
+    return _store.reward_threshold()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -37,21 +37,16 @@ def metrics_cache_dir() -> str:
     return str(server_config().metrics_cache_dir)
 
 
-def served_roots() -> list[Path]:
-    """The folders this server may read: metric readers refuse any file that resolves elsewhere."""
-    return list(server_config().roots)
-
-
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
 def signature(root: str) -> str:
     """The metric files' signature under a root (re-taken every few seconds)."""
-    return metrics_signature(root, cache_dir=metrics_cache_dir(), allowed_roots=served_roots())
+    return metrics_signature(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
 
 
 @st.cache_data(show_spinner="Reading training metrics…", max_entries=8)
 def bundle(root: str, files_signature: str) -> MetricsBundle:
     """Every metric run under a root, read through the on-disk cache, nothing outside the served roots."""
-    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=served_roots())
+    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
 
 
 def metrics_under(root: Path) -> MetricsBundle:

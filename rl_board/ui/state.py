@@ -122,13 +122,7 @@ def parse_value(param: Param, raw: str) -> Any:
     if param.kind == "list":
         return list(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
     if param.kind == "float":
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"`{param.name}` must be a number") from None
-        if not math.isfinite(value):
-            raise ValueError(f"`{param.name}` must be a finite number")
-        return value
+        return _finite(raw, f"`{param.name}` must be a number", f"`{param.name}` must be a finite number")
     if param.kind == "int":
         try:
             return int(raw)
@@ -151,17 +145,22 @@ def _parse_range(name: str, raw: str) -> tuple[float | None, float | None]:
         if not text.strip():
             bounds.append(None)
             continue
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"`{name}` bounds must be numbers") from None
-        if not math.isfinite(value):
-            raise ValueError(f"`{name}` bounds must be finite numbers")
-        bounds.append(value)
+        bounds.append(_finite(text, f"`{name}` bounds must be numbers", f"`{name}` bounds must be finite numbers"))
     lo, hi = bounds
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"`{name}` low bound is above its high bound")
     return lo, hi
+
+
+def _finite(text: str, not_number: str, not_finite: str) -> float:
+    """A finite float from URL text, else ValueError with the given message."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(not_number) from None
+    if not math.isfinite(value):
+        raise ValueError(not_finite)
+    return value
 
 
 def format_value(param: Param, value: Any) -> str:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
-from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
+from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
-from tests.helpers.apptest import APP, PAGES
+from tests.helpers.apptest import open_page
 
 
 @pytest.fixture(scope="session")
@@ -76,20 +76,31 @@ def app_env(monkeypatch, served_root, tmp_path) -> Path:
 
 
 @pytest.fixture
+def serve(monkeypatch, tmp_path):
+    """serve(root): the app serves ``root`` with a cache of this test's own."""
+
+    def _serve(root: Path) -> Path:
+        monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+        monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+        return root
+
+    return _serve
+
+
+@pytest.fixture
+def grpo_root(tmp_path, serve) -> Path:
+    """Two identical small GRPO demo runs (grpo, grpo_b): 9 prompts, 3 per step, each back every 3 steps."""
+    spec = GrpoSpec(steps=8, prompts=3, group_size=4, tokens=20, long_tokens=60, seed=4)
+    for name in ("grpo", "grpo_b"):
+        write_grpo_run(tmp_path / "served" / name, spec)
+    return serve(tmp_path / "served")
+
+
+@pytest.fixture
 def open_app(app_env):
     """open_app(page="steps", run="ppo", step="3") -> AppTest after the first run on that page."""
 
-    def _open(page: str | None = None, **params: str) -> AppTest:
-        at = AppTest.from_file(str(APP), default_timeout=30)
-        for key, value in params.items():
-            at.query_params[key] = value
-        at.run()
-        if page is not None:
-            at.switch_page(PAGES[page])
-            at.run()
-        return at
-
-    return _open
+    return open_page
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from tests.helpers.apptest import APP, assert_clean, open_page, table, texts
 
 
 @pytest.fixture
-def grpo_root(tmp_path: Path, monkeypatch) -> Path:
+def v1_root(tmp_path: Path, monkeypatch) -> Path:
     root = tmp_path / "served"
     T.ALL_WRITERS["verl_v1"](root / "grpo")
     monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
@@ -21,8 +21,8 @@ def grpo_root(tmp_path: Path, monkeypatch) -> Path:
     return root
 
 
-def test_groups_of_a_step_and_best_against_worst(grpo_root: Path, tmp_path: Path) -> None:
-    store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "expected")
+def test_groups_of_a_step_and_best_against_worst(v1_root: Path, tmp_path: Path) -> None:
+    store = RolloutStore.open(v1_root / "grpo", cache_dir=tmp_path / "expected")
     step = store.steps[0]
     expected = store.groups(step=step)
     at = open_page("groups", run="grpo", step=str(step))
@@ -42,8 +42,8 @@ def test_groups_of_a_step_and_best_against_worst(grpo_root: Path, tmp_path: Path
     assert any("rlb-diff" in h.proto.body for h in at.get("html"))  # the two answers' word diff
 
 
-def test_threshold_and_zero_variance_filter(grpo_root: Path, tmp_path: Path) -> None:
-    store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "expected")
+def test_threshold_and_zero_variance_filter(v1_root: Path, tmp_path: Path) -> None:
+    store = RolloutStore.open(v1_root / "grpo", cache_dir=tmp_path / "expected")
     step = store.steps[-1]
     expected = store.groups(step=step, threshold=0.01)
     assert expected["zero_variance"].any() and not expected["zero_variance"].all()  # the filter has work to do
@@ -54,7 +54,7 @@ def test_threshold_and_zero_variance_filter(grpo_root: Path, tmp_path: Path) -> 
     assert sorted(frame["solved"]) == sorted(expected.loc[expected["zero_variance"], "solved"])
 
 
-def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(grpo_root: Path) -> None:
+def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(v1_root: Path) -> None:
     at = AppTest.from_file(str(APP), default_timeout=30)
     at.query_params["run"] = "grpo"
     at.run()

@@ -4,21 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers.apptest import assert_clean, open_page, table
-
-
-@pytest.fixture
-def grpo_root(tmp_path: Path, monkeypatch) -> Path:
-    root = tmp_path / "served"
-    write_grpo_run(root / "grpo", GrpoSpec(steps=8, prompts=3, group_size=4, tokens=20, long_tokens=60, seed=4))
-    write_grpo_run(root / "grpo_b", GrpoSpec(steps=8, prompts=3, group_size=4, tokens=20, long_tokens=60, seed=4))
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
-    return root
 
 
 def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rl_board.sources import fieldmap
+
 Record = dict[str, Any]
 _STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-]?(\d+)", re.I), re.compile(r"^(\d+)$"))
 
@@ -37,6 +39,12 @@ class Format:
     # what to add to a renamed table (e.g. a group column); None = records go through ``to_samples``.
     renames: dict[str, str] | None = None
     table_post: Callable[[Any], Any] | None = None
+    # Why a file of this format is not read into its folder's run (a copy of another file, a step still being
+    # written, validation beside training samples): the reason, or "" to read it.
+    set_aside: Callable[[Path], str] | None = None
+
+    def aside(self, path: Path) -> str:
+        return self.set_aside(path) if self.set_aside is not None else ""
 
     def describe(self) -> str:
         """'verl rollout dump: input → prompt, output → response, ...'"""
@@ -60,16 +68,7 @@ def renamed(record: Record, mapping: dict[str, str]) -> Record:
     A key that already bears a mapped name (verl validation logs both
     ``score`` and ``reward``) is kept as ``<name>_logged`` so nothing is lost.
     """
-    targets = {mapping[k] for k in record if k in mapping}
-    out: Record = {}
-    for key, value in record.items():
-        if key in mapping:
-            out[mapping[key]] = value
-        elif key in targets:
-            out[f"{key}_logged"] = value
-        else:
-            out[key] = value
-    return out
+    return fieldmap.apply(record, {canonical: source for source, canonical in mapping.items()})
 
 
 def first(value: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from rl_board.rollouts.formats.base import Format, Record, first, number
@@ -146,6 +147,25 @@ def _set(sample: Record, key: str, value: Any) -> None:
         sample[key] = value
 
 
+def _nemo_validation_aside(path: Path) -> str:
+    """NeMo-RL writes validation samples beside the training ones; a run is the training ones."""
+    if path.name.startswith("val_data") and any(path.parent.glob("train_data_step*")):
+        return "NeMo-RL validation samples beside the training ones: not mixed into the training run"
+    return ""
+
+
+def _prime_copy_aside(path: Path) -> str:
+    """prime-rl writes the trained-on episodes twice: all/ and effective/."""
+    if path.parent.name == "effective" and (path.parent.parent / "all").is_dir():
+        return "repeats the episodes of the all/ folder beside it"
+    return ""
+
+
+def _unfinished_step_aside(path: Path) -> str:
+    """A token-export step is complete once its STABLE marker exists."""
+    return "" if (path.parent / "STABLE").exists() else "step not finished yet (no STABLE marker); read once it is"
+
+
 # --------------------------------------------------------------------------- NeMo-RL
 
 
@@ -210,6 +230,7 @@ NEMO_RL = Format(
     notes="Step from the file name (train_data_step{N}.jsonl); token arrays reduced to per-sample means.",
     kept=("idx", "input_lengths", "advantage", "gen_logprob_mean", "train_logprob_mean",
           "logprob_mismatch_max"),
+    set_aside=_nemo_validation_aside,
 )  # fmt: skip
 
 
@@ -282,6 +303,7 @@ PRIME_RL = Format(
                ("traces[0].rewards", "reward"), ("group.id", "group")),
     notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async).",
     kept=("group", "task", "env", "ok", "advantage", "reward/<name>", "metric/<name>"),
+    set_aside=_prime_copy_aside,
 )  # fmt: skip
 
 
@@ -323,6 +345,7 @@ PRIME_RL_TOKENS = Format(
     field_map=(("advantages", "advantage"), ("loss_mask", "n_response_tokens"), ("entropy", "entropy_mean")),
     notes="Only step dirs with a STABLE marker are complete; non-finite floats are written as null.",
     kept=("advantage", "mismatch_kl", "n_response_tokens", "entropy_mean", "rank", "env"),
+    set_aside=_unfinished_step_aside,
 )  # fmt: skip
 
 

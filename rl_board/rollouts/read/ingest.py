@@ -26,6 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board import config
 from rl_board.rollouts import derive, formats
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache.segments import write_segment
@@ -40,7 +41,7 @@ POOL_MIN_BYTES = 48 * 1024 * 1024  # below this, worker start-up costs more than
 _SCAN = 1024 * 1024
 # Longest line read (256 MB, or $RL_BOARD_MAX_LINE_BYTES; workers inherit it): a longer one is reported,
 # never read, as reading one costs about twice its size in memory.
-MAX_LINE_BYTES = records.max_line_from_env()
+MAX_LINE_BYTES = config.max_line_bytes()
 RENAMED_NOTE = "logged keys named like columns rl-board adds are kept as"
 
 
@@ -66,14 +67,22 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     return jsonl.parse_block(data, first_line=first_line)
 
 
-def _parse_any(path: Path, data: bytes, n_lines: int, fields: FieldMap | None,
+Reading = tuple[str, FieldMap]  # how a file is read: its format's name and its effective field map
+
+
+def reading_of(path: Path, fields: FieldMap | None) -> Reading:
+    """Decided once per file (in the process that plans the work), then handed to every block of it."""
+    return classify(path, fields).format, fieldmap.for_file(path, fields)
+
+
+def _parse_any(path: Path, data: bytes, n_lines: int, reading: Reading,
                first_line: int = 1) -> tuple[jsonl.ParsedBlock, int | None]:  # fmt: skip
     """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
 
     Returns the block and, for a Parquet file, its row count (its "lines").
     """
-    fmap = fieldmap.for_file(path, fields)
-    fmt = formats.by_name(classify(path, fields).format)
+    name, fmap = reading
+    fmt = formats.by_name(name)
     renames = _renames(fmt, fmap)
     named = formats.step_from_name(path)
     if path.suffix.lower() == ".parquet":
@@ -152,13 +161,15 @@ def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary 
 
 
 def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldMap | None = None,
-                 max_line: int | None = None) -> BlockResult:  # fmt: skip
+                 max_line: int | None = None, reading: Reading | None = None) -> BlockResult:  # fmt: skip
     """Read, parse, derive and write one block (runs in a worker or in-process).
 
     Lines longer than ``max_line`` (default MAX_LINE_BYTES) are reported with their length, not read.
+    ``reading`` is how the file is read (``reading_of``); it is worked out here when not given.
     """
     max_line = max_line or MAX_LINE_BYTES
     file = Path(path)
+    reading = reading or reading_of(file, fields)
     result = BlockResult()
     parts: list[pa.Table] = []
     try:
@@ -171,7 +182,7 @@ def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldM
                 f.seek(s)
                 data = f.read(e - s)
             n_lines = data.count(b"\n")
-            parsed, rows = _parse_any(file, data, n_lines, fields, first_line=result.lines + 1)
+            parsed, rows = _parse_any(file, data, n_lines, reading, first_line=result.lines + 1)
             del data
             result.lines += rows if rows is not None else n_lines
             result.blank += parsed.blank
@@ -251,6 +262,7 @@ def run_blocks(
 def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
          fields: FieldMap | None, max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
     total = sum(e - s for _, s, e in jobs)
+    readings = {str(path): reading_of(Path(path), fields) for path in dict.fromkeys(p for p, _, _ in jobs)}
     cores = os.cpu_count() or 1
     workers = None
     if total >= POOL_MIN_BYTES and len(jobs) >= 2 and cores >= 2:
@@ -260,11 +272,11 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
             workers = None
     if workers is None:
         for path, s, e in jobs:
-            yield ingest_block(str(path), s, e, str(directory), fields, max_line)
+            yield ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
             on_done(e - s)
         return
     with workers:
-        yield from workers.run(jobs, directory, on_done, fields, max_line)
+        yield from workers.run(jobs, directory, on_done, readings, max_line)
 
 
 class _Workers:
@@ -304,27 +316,28 @@ class _Workers:
                 proc.wait()
 
     def run(self, jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-            fields: FieldMap | None = None, max_line: int | None = None) -> Iterator[BlockResult]:  # fmt: skip
+            readings: dict[str, Reading], max_line: int | None = None) -> Iterator[BlockResult]:  # fmt: skip
         n = len(self.procs)
         for i in range(min(len(jobs), self.AHEAD * n)):
-            self._send(i, jobs[i], directory, fields, max_line)
+            self._send(i, jobs[i], directory, readings, max_line)
         for i, (path, s, e) in enumerate(jobs):
             result = self._receive(i)
             if result is None:
-                result = ingest_block(str(path), s, e, str(directory), fields, max_line)
+                result = ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
             if i + self.AHEAD * n < len(jobs):
-                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, fields, max_line)
+                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, readings, max_line)
             yield result
             on_done(e - s)
 
-    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, fields: FieldMap | None,
+    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, readings: dict[str, Reading],
               max_line: int | None = None) -> None:  # fmt: skip
         if self.broken:
             return
         path, s, e = job
         try:
             proc = self.procs[i % len(self.procs)]
-            proc.stdin.write(json.dumps([str(path), s, e, str(directory), fields or {}, max_line]) + "\n")
+            line = [str(path), s, e, str(directory), list(readings[str(path)]), max_line]
+            proc.stdin.write(json.dumps(line) + "\n")
             proc.stdin.flush()
         except OSError:
             self.broken = True

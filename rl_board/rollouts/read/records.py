@@ -9,7 +9,6 @@ anything else with a message a person understands.
 from __future__ import annotations
 
 import math
-import os
 import re
 from typing import Any
 
@@ -122,15 +121,6 @@ def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
         parity = int(quotes[-1] - (quotes[newline][-1] if local[-1] else 0)) & 1
         depth, line = int(level[-1]), line + int(local[-1])
     return np.unique(np.concatenate(found)).tolist() if found else []
-
-
-def max_line_from_env(default: int = 256 * 1024 * 1024) -> int:
-    """The longest line to read: $RL_BOARD_MAX_LINE_BYTES (a positive number of bytes), else ``default``."""
-    try:
-        value = int(os.environ.get("RL_BOARD_MAX_LINE_BYTES", ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def too_long_reason(size: int, limit: int) -> str:

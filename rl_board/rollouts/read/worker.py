@@ -13,8 +13,8 @@ from rl_board.rollouts.read.ingest import ingest_block, result_to_json
 
 def main() -> int:
     while line := sys.stdin.readline():
-        path, start, end, directory, fields, *rest = json.loads(line)  # rest: [max_line] (None = default)
-        result = ingest_block(path, start, end, directory, fields, rest[0] if rest else None)
+        path, start, end, directory, (fmt, fmap), max_line = json.loads(line)  # max_line None: the default
+        result = ingest_block(path, start, end, directory, max_line=max_line, reading=(fmt, fmap))
         sys.stdout.write(result_to_json(result) + "\n")
         sys.stdout.flush()
     return 0

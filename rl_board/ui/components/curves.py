@@ -9,7 +9,7 @@ from rl_board.rollouts import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 from rl_board.ui.context import Context
-from rl_board.ui.length_charts import length_figure
+from rl_board.ui.run_charts import length_figure
 from rl_board.ui.text import escape_markdown
 
 REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from rl_board.api import RolloutStore
 from rl_board.ui import cached, state
+from rl_board.ui.components.selection import selected_item
 from rl_board.ui.diff import diff_html
 from rl_board.ui.text import TextDisplay, escape_markdown, shown
 
@@ -27,11 +28,9 @@ def _threshold(store: RolloutStore, run_path: str) -> float | None:
 
 
 def _open_group() -> None:
-    event = st.session_state.get(TABLE_KEY) or {}
-    rows = (event.get("selection") or {}).get("rows") or []
-    names = st.session_state.get(_ROWS_KEY) or []
-    if rows and rows[0] < len(names):
-        state.put("grp", names[rows[0]])
+    name = selected_item(TABLE_KEY, _ROWS_KEY)
+    if name is not None:
+        state.put("grp", name)
 
 
 def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDisplay) -> None:

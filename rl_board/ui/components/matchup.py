@@ -9,6 +9,7 @@ import streamlit as st
 
 from rl_board.api import RolloutStore
 from rl_board.ui import cached, state
+from rl_board.ui.components.selection import selected_item, selected_row
 from rl_board.ui.context import Context
 from rl_board.ui.diff import diff_html
 from rl_board.ui.text import TextDisplay, display_name, escape_markdown, shown
@@ -43,11 +44,8 @@ def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
 
 
 def _pick() -> None:
-    event = st.session_state.get(TABLE_KEY) or {}
-    rows = (event.get("selection") or {}).get("rows") or []
-    prompts = st.session_state.get(_ROWS_KEY) or []
-    if rows and rows[0] < len(prompts):
-        state.put("mrow", rows[0])
+    if selected_item(TABLE_KEY, _ROWS_KEY) is not None:
+        state.put("mrow", selected_row(TABLE_KEY))
 
 
 def render_matchup(ctx: Context) -> None:

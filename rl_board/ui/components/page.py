@@ -9,6 +9,7 @@ import streamlit as st
 
 from rl_board.api import relative_to_roots
 from rl_board.ui import state
+from rl_board.ui.components.selection import selected_row
 from rl_board.ui.components.skipped import render_skipped
 from rl_board.ui.context import Context
 from rl_board.ui.text import escape_markdown, visible_bidi_column
@@ -60,9 +61,9 @@ _RUNS_KEY = "runs_table"
 
 
 def _open_run_from_table(names: list[str]) -> None:
-    rows = ((st.session_state.get(_RUNS_KEY) or {}).get("selection") or {}).get("rows") or []
-    if rows and rows[0] < len(names):
-        state.put_many(run=names[rows[0]], step=None, sample=None, tpage=1)
+    row = selected_row(_RUNS_KEY)
+    if row is not None and row < len(names):
+        state.put_many(run=names[row], step=None, sample=None, tpage=1)
 
 
 def _contents(row: pd.Series) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from rl_board.api import RolloutStore
-from rl_board.rollouts import fields as F
 from rl_board.ui import cached, state
+from rl_board.ui.components.selection import selected_item
+from rl_board.ui.run_charts import history_figure
 from rl_board.ui.text import TextDisplay, shown
 
 TABLE_KEY = "prompts_table"
@@ -19,11 +18,9 @@ STATUSES = ("never solved", "newly failing", "mixed", "learned", "always solved"
 
 
 def _choose() -> None:
-    event = st.session_state.get(TABLE_KEY) or {}
-    rows = (event.get("selection") or {}).get("rows") or []
-    ids = st.session_state.get(_ROWS_KEY) or []
-    if rows and rows[0] < len(ids):
-        state.put("pid", ids[rows[0]])
+    pid = selected_item(TABLE_KEY, _ROWS_KEY)
+    if pid is not None:
+        state.put("pid", pid)
 
 
 def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay) -> None:
@@ -67,25 +64,3 @@ def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay) ->
     history = store.prompt_history(prompt=row["prompt"])
     st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
     st.dataframe(history, hide_index=True, height="auto" if len(history) <= 12 else 320)
-
-
-def history_figure(history: pd.DataFrame) -> go.Figure:
-    """Each sample's reward by step (points) and the step mean (line); length on a second axis."""
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=history["step"], y=history["reward"], mode="markers", name="sample reward",
-                             marker={"color": F.color("reward", F.SAMPLE), "opacity": 0.55, "size": 7},
-                             customdata=history["sample"],
-                             hovertemplate="step %{x} · sample %{customdata}<br>reward %{y:.4g}<extra></extra>"))
-    mean = history.groupby("step")["reward"].mean()
-    fig.add_trace(go.Scatter(x=mean.index, y=mean.to_numpy(), mode="lines+markers", name="mean reward",
-                             line={"color": F.color("reward", F.SAMPLE), "width": 2}))
-    length = "n_tokens" if "n_tokens" in history.columns else "response_chars"
-    if length in history.columns:
-        by_step = history.groupby("step")[length].mean()
-        fig.add_trace(go.Scatter(x=by_step.index, y=by_step.to_numpy(dtype=np.float64), mode="lines",
-                                 name=F.label(length), yaxis="y2", line={"color": F.color("length"), "dash": "dot"}))
-    fig.update_layout(title={"text": "This prompt over training"}, xaxis_title="step", yaxis_title="reward",
-                      yaxis2={"title": F.label(length), "overlaying": "y", "side": "right", "showgrid": False},
-                      height=340, margin={"l": 10, "r": 10, "t": 50, "b": 40},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # fmt: skip
-    return fig

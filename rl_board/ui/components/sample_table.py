@@ -13,6 +13,7 @@ from rl_board.api import RolloutStore, SampleFilter
 from rl_board.rollouts import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
+from rl_board.ui.components.selection import selected_item
 from rl_board.ui.text import TextDisplay, escape_markdown, shown_column, visible_bidi_column
 
 PAGE_ROWS = 1000
@@ -97,12 +98,9 @@ def _textual(column: pd.Series) -> bool:
 
 
 def _open_selected() -> None:
-    event = st.session_state.get(TABLE_KEY) or {}
-    selection = event.get("selection") or {}
-    rows = list(selection.get("rows") or []) + [int(cell[0]) for cell in selection.get("cells") or []]
-    targets = st.session_state.get(_ROWS_KEY) or []
-    if rows and rows[0] < len(targets):
-        open_sample(*targets[rows[0]])
+    target = selected_item(TABLE_KEY, _ROWS_KEY)
+    if target is not None:
+        open_sample(*target)
 
 
 def open_sample(step: int, index: int) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rl_board.ui import cached, state
+from rl_board import api
+from rl_board.ui import state
 from rl_board.ui.components.page import current_run
 from rl_board.ui.components.sample_detail import render_sample
 from rl_board.ui.context import Context
@@ -22,13 +23,9 @@ def render(ctx: Context) -> None:
     if step is None or index is None or not ctx.store.has("prompt"):
         return
     rows = ctx.store.samples(step=int(step), columns=["prompt"], offset=int(index), limit=1)
-    if not len(rows) or not isinstance(rows["prompt"].iloc[0], str):
-        return
-    table = cached.prompts(str(ctx.run_path), ctx.store.signature, ctx.store)
-    ids = table.loc[table["prompt"] == rows["prompt"].iloc[0], "id"]
-    if len(ids):
+    if len(rows) and isinstance(rows["prompt"].iloc[0], str):  # the id is the text's hash: no table needed
         links.button("This prompt across training", key="to_prompt_history", icon=":material/history:",
-                     on_click=_to_history, args=(str(ids.iloc[0]),),
+                     on_click=_to_history, args=(api.prompt_id(rows["prompt"].iloc[0]),),
                      help="Every sample of this prompt, step by step: reward, length, when it was first solved")
 
 
