@@ -301,6 +301,22 @@ class RolloutStore:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""
         return groups.step_group_stats(self.groups())
 
+    def arrow_samples(self) -> pa.Table:
+        """Every sample as one Arrow table over the memory-mapped cache (no copy), for SQL engines.
+
+        Columns: ``step``, ``sample`` (index within its step), ``file``, ``line`` and every logged and
+        derived column, token arrays included as list columns. Rows are in cache order, not step order.
+        """
+        v = self._view
+        table = v.table.drop_columns([c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL)
+                                      if c in v.table.column_names])  # fmt: skip
+        files = pa.DictionaryArray.from_arrays(pa.array(v.file_idx, pa.int32()), pa.array(v.files or [], pa.string()))
+        head = [(STEP_COL, pa.array(v.step_of, pa.int64())), (INDEX_COL, pa.array(v.within, pa.int64())),
+                (FILE_COL, files), (LINE_COL, pa.array(v.line_of, pa.int64()))]
+        for k, (name, column) in enumerate(head):
+            table = table.add_column(k, name, column)
+        return table
+
     def samples_per_step(self) -> dict[int, int]:
         v = self._view
         return {int(s): int(c) for s, c in zip(v.steps, v.counts, strict=True)}
