@@ -51,7 +51,7 @@ def summary_dict(store: RolloutStore) -> dict:
         c for c in ("kl_mean", "ref_reward_mean", "length_mean") if c in stats.columns
     ]
     return {
-        "run": str(store.run_dir),
+        "run": store.source,
         "format": report.format,
         "field_map": report.field_map,
         "read_as": report.read_as,
@@ -68,6 +68,7 @@ def summary_dict(store: RolloutStore) -> dict:
         "load_seconds": round(report.seconds, 4),
         "from_cache": report.from_cache,
         "notice": report.notice or None,
+        "remote": store.remote.as_dict() if store.remote else None,  # what this look fetched from the store
     }
 
 

@@ -26,12 +26,14 @@ from rl_board.rollouts.formats import Format
 from rl_board.rollouts.report import LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.rollouts.tokens import TokenText, as_ids
-from rl_board.sources import fieldmap
+from rl_board.sources import fieldmap, remote
 from rl_board.sources.catalogue import catalogue, classify
 from rl_board.sources.fieldmap import FieldMap
+from rl_board.sources.remote import MirrorResult
 
 log = logging.getLogger(__name__)
 TOKEN_IDS = "response_token_ids"
+REMOTE_EVERY = 10.0  # seconds between listings of a remote run while a page checks it for new data
 
 __all__ = ["RolloutStore", "SampleDetail", "STEP_COL", "INDEX_COL", "FILE_COL", "LINE_COL"]
 
@@ -100,6 +102,9 @@ class RolloutStore:
         self.cache_root = cache_root
         self.allowed = allowed
         self.report = LoadReport(run=str(run_dir))
+        self.url: str | None = None  # the remote URL this run is a mirror of (s3://..., gs://...), if any
+        self.remote: MirrorResult | None = None  # what the last look at the store fetched
+        self._listed_at = 0.0
         self.signature = ""
         self._view = RunView.from_parts([], [])
         self._lock = threading.Lock()
@@ -119,28 +124,52 @@ class RolloutStore:
         """Open a run folder, building or updating its cache as needed.
 
         With ``allowed_roots``, files that link outside those folders are
-        reported and not read (the server passes its served roots).
+        reported and not read (the server passes its served roots). A URL
+        (``s3://bucket/run``, ``gs://...``, ``hf://...``) is first brought into
+        the local mirror (``sources/remote.py``): only new bytes are fetched.
         """
-        path = Path(run_dir).expanduser()
+        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
+        mirrored = remote.mirror(url, root, progress=progress) if url else None
+        path = mirrored.local if mirrored else Path(run_dir).expanduser()
         if not path.exists():
             raise NotFoundError(f"no run folder or file at {path}")
-        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
         for canonical in fields or {}:
             fieldmap.check(canonical)
         store = cls(path, root, allowed_roots, fields)
+        store.url, store.remote, store._listed_at = url, mirrored, time.monotonic()
+        if url:
+            store.report.run = url
         store._load(progress=progress, verify=True)
         return store
 
+    @property
+    def source(self) -> str:
+        """The run as the user named it: its URL for a remote run, else its path."""
+        return self.url or str(self.run_dir)
+
     def refresh(self, *, progress: cache.Progress | None = None) -> bool:
-        """Pick up appended or changed files; cost grows with the new bytes."""
+        """Pick up appended or changed files (for a remote run: fetch their new bytes first)."""
         before = self.signature
         with self._lock:
+            self._mirror(progress)
             self._load(progress=progress, verify=False)
         return self.signature != before
 
     def stale(self) -> bool:
-        """Cheap check (one stat per file) whether the files changed since the last load."""
+        """Cheap check (one stat per file) whether the files changed since the last load.
+
+        A remote run is listed again at most every ``REMOTE_EVERY`` seconds (and new bytes fetched then).
+        """
+        if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
+            with self._lock:
+                self._mirror(None)
         return cache.stat_signature(self.run_dir, self.fields_map) != self._stat_signature
+
+    def _mirror(self, progress: cache.Progress | None) -> None:
+        if self.url:
+            self.remote = remote.mirror(self.url, self.cache_root, progress=progress)
+            self._listed_at = time.monotonic()
 
     # -- loading -----------------------------------------------------------
 
@@ -166,7 +195,7 @@ class RolloutStore:
 
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
-        report = build_report(str(self.run_dir), result.files, self._formats(result.files),
+        report = build_report(self.source, result.files, self._formats(result.files),
                               fieldmap.for_file(self._base, self.fields_map))
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)

@@ -1,0 +1,290 @@
+"""Logs on object storage (S3, GCS, Hugging Face, any fsspec URL), mirrored into the local cache.
+
+A remote root such as ``s3://bucket/prefix`` is listed with fsspec and its
+log files are copied under the cache folder at ``remote/<protocol>/<key>``;
+everything downstream (the catalogue, the parser, the columnar cache, live
+following) then reads an ordinary local folder. The mirror remembers each
+object's size and version (ETag, else mtime), so:
+
+- a reopen of an unchanged run transfers nothing but the listing;
+- an object that grew (a log re-uploaded with more lines) is checked with one
+  small range read at the end of the old bytes, then only the added bytes are
+  fetched and appended, and the columnar cache reads only those;
+- any other change fetches the object again; a deleted object is removed.
+
+Model weights and other checkpoints (``.pt``, ``.safetensors``...) are never
+fetched: they get an empty placeholder of the right size so the catalogue
+still names them. Credentials and endpoints come from each store's usual
+environment (``AWS_ENDPOINT_URL`` for MinIO and other S3-compatible stores).
+A key with ``..`` or an empty part is never written locally; it is skipped and
+named. Only what lies under the given prefix is listed, so a served remote
+root cannot lead to another bucket or prefix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import posixpath
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rl_board.errors import NotFoundError, RLBoardError
+
+URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
+CHECK_BYTES = 4096  # read back at the end of a grown object's old bytes, to tell an append from a rewrite
+CHUNK = 8 * 1024 * 1024
+NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npy", ".npz"})
+EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
+          "az": "adlfs", "abfs": "adlfs"}  # fmt: skip
+Progress = Callable[[int, int], None]  # (bytes done, bytes to fetch)
+
+
+def is_url(text: str | Path) -> bool:
+    """Whether a root is a URL (``s3://``, ``gs://``, ``hf://``...) rather than a local path."""
+    return isinstance(text, str) and bool(URL.match(text.strip())) and not text.strip().lower().startswith("file://")
+
+
+@dataclass
+class MirrorResult:
+    """What one sync did: the local folder (or file) to read and the bytes it cost."""
+
+    url: str
+    local: Path
+    objects: int = 0
+    fetched_bytes: int = 0  # bytes received from the store (range reads and whole objects, check reads too)
+    appended_bytes: int = 0  # of which: new bytes of objects that grew
+    fetched_files: int = 0
+    unchanged_files: int = 0
+    removed_files: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (key, why not mirrored)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "local": str(self.local), "objects": self.objects,
+                "fetched_bytes": self.fetched_bytes, "appended_bytes": self.appended_bytes,
+                "fetched_files": self.fetched_files, "unchanged_files": self.unchanged_files,
+                "removed_files": self.removed_files, "skipped": [list(s) for s in self.skipped]}  # fmt: skip
+
+
+class RemoteError(RLBoardError):
+    """A remote root that cannot be listed or read (no such bucket, no credentials, no driver)."""
+
+
+def split(url: str) -> tuple[str, str]:
+    """(protocol, normalised path without a trailing slash); ``..`` anywhere is refused."""
+    protocol, _, rest = url.strip().partition("://")
+    parts = [p for p in rest.split("/") if p]
+    if any(p in (".", "..") for p in parts) or "\x00" in rest:
+        raise RemoteError(f"{url}: '..' and '.' are not allowed in a remote path")
+    if not parts:
+        raise RemoteError(f"{url}: name a bucket (and a prefix), e.g. s3://bucket/runs")
+    return protocol.lower(), "/".join(parts)
+
+
+def local_path(url: str, cache_root: Path) -> Path:
+    """Where the mirror of ``url`` lives: one tree per protocol, so a run and its root share files."""
+    protocol, path = split(url)
+    return Path(cache_root).expanduser() / "remote" / _safe(protocol) / path
+
+
+def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> MirrorResult:
+    """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring."""
+    protocol, path = split(url)
+    fs = _filesystem(url, protocol)
+    listing = _listing(fs, path, url)
+    base = local_path(url, cache_root)
+    result = MirrorResult(url=url, local=base, objects=len(listing))
+    single = list(listing) == [path]
+    plans = []
+    for key, info in listing.items():
+        rel = posixpath.basename(key) if single else key[len(path) + 1:]
+        problem = _bad_key(rel)
+        if problem:
+            result.skipped.append((key, problem))
+            continue
+        target = (base.parent if single else base) / rel
+        plans.append((key, target, int(info.get("size") or 0), _version(info)))
+    total = [0, sum(size for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]
+    for key, target, size, version in plans:
+        _sync_one(fs, key, target, size, version, result, total, progress)
+    if not single:
+        _remove_gone(base, {t for _, t, _, _ in plans}, result)
+    if single:
+        result.local = base.parent / posixpath.basename(path)
+    return result
+
+
+def _filesystem(url: str, protocol: str) -> Any:
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        raise RemoteError("reading remote roots needs fsspec: pip install fsspec") from None
+    try:
+        fs, _ = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        extra = EXTRAS.get(protocol)
+        hint = f" (pip install {extra})" if extra else ""
+        raise RemoteError(f"cannot open {protocol}:// URLs{hint}: {exc}") from None
+    with contextlib.suppress(AttributeError):
+        fs.invalidate_cache()  # listings are cached per process; a sync must see the store as it is now
+    return fs
+
+
+def _listing(fs: Any, path: str, url: str) -> dict[str, dict]:
+    """Every object under the prefix (or the object itself), by key; only keys inside the prefix."""
+    try:
+        found = fs.find(path, detail=True)
+    except FileNotFoundError:
+        found = {}
+    except (OSError, PermissionError) as exc:
+        raise RemoteError(f"cannot list {url}: {exc}") from None
+    inside = {k.rstrip("/"): v for k, v in found.items()
+              if (k.rstrip("/") == path or k.startswith(path + "/")) and v.get("type", "file") == "file"}  # fmt: skip
+    if not inside:
+        raise NotFoundError(f"nothing at {url}")
+    return inside
+
+
+def _version(info: dict) -> str:
+    for name in ("ETag", "etag", "md5Hash", "generation", "last_commit", "mtime", "LastModified", "updated"):
+        if info.get(name) is not None:
+            return str(info[name])
+    return ""
+
+
+def _bad_key(rel: str) -> str:
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "key has an empty, '.' or '..' part; not mirrored"
+    if parts[-1].startswith(".rl-board"):
+        return "name reserved for rl-board's own files; not mirrored"
+    if any(len(p.encode()) > 255 for p in parts):
+        return "a part of the key is longer than a local file name can be; not mirrored"
+    return ""
+
+
+def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: MirrorResult,
+              total: list[int], progress: Progress | None) -> None:  # fmt: skip
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _state(target.parent) as state:
+        old = state.get(target.name)
+        here = target.stat().st_size if target.is_file() else -1
+        if old and old.get("version") == version and old.get("size") == size == here:
+            result.unchanged_files += 1
+            return
+        if target.suffix.lower() in NOT_FETCHED:  # a checkpoint: named, never fetched
+            _placeholder(target, size)
+        elif old and here == old.get("size") and 0 < here < size and _same_prefix(fs, key, target, here, result):
+            _append(fs, key, target, here, size, result, total, progress)
+        else:
+            _fetch(fs, key, target, size, result, total, progress)
+        result.fetched_files += 1
+        state[target.name] = {"size": size, "version": version}
+
+
+def _same_prefix(fs: Any, key: str, target: Path, old_size: int, result: MirrorResult) -> bool:
+    """Whether the object still starts with the bytes the mirror has (its last CHECK_BYTES compared)."""
+    start = max(0, old_size - CHECK_BYTES)
+    remote = fs.cat_file(key, start=start, end=old_size)
+    result.fetched_bytes += len(remote)
+    with open(target, "rb") as f:
+        f.seek(start)
+        return f.read(old_size - start) == remote
+
+
+def _append(fs: Any, key: str, target: Path, start: int, size: int, result: MirrorResult,
+            total: list[int], progress: Progress | None) -> None:  # fmt: skip
+    with open(target, "ab") as out:
+        for data in _ranges(fs, key, start, size):
+            out.write(data)
+            result.fetched_bytes += len(data)
+            result.appended_bytes += len(data)
+            _tick(progress, result, total)
+
+
+def _fetch(fs: Any, key: str, target: Path, size: int, result: MirrorResult,
+           total: list[int], progress: Progress | None) -> None:  # fmt: skip
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".rl-board-part-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for data in _ranges(fs, key, 0, size):
+                out.write(data)
+                result.fetched_bytes += len(data)
+                _tick(progress, result, total)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _ranges(fs: Any, key: str, start: int, end: int) -> Iterator[bytes]:
+    pos = start
+    while pos < end:
+        data = fs.cat_file(key, start=pos, end=min(pos + CHUNK, end))
+        if not data:
+            return
+        yield data
+        pos += len(data)
+
+
+def _placeholder(target: Path, size: int) -> None:
+    with open(target, "wb") as f:
+        f.truncate(size)  # sparse: the right size on disk listings, no blocks used
+
+
+def _tick(progress: Progress | None, result: MirrorResult, total: list[int]) -> None:
+    if progress is not None:
+        progress(result.fetched_bytes, max(total[1], result.fetched_bytes))
+
+
+def _remove_gone(base: Path, kept: set[Path], result: MirrorResult) -> None:
+    """Mirrored files whose objects are gone from the store."""
+    if not base.is_dir():
+        return
+    for folder, _, files in os.walk(base):
+        here = Path(folder)
+        names = [n for n in files if not n.startswith(".rl-board")]
+        gone = [here / n for n in names if here / n not in kept]
+        if not gone:
+            continue
+        with _state(here) as state:
+            for path in gone:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                state.pop(path.name, None)
+                result.removed_files += 1
+
+
+@contextlib.contextmanager
+def _state(folder: Path) -> Iterator[dict]:
+    """The folder's mirror state, locked against another process syncing the same folder."""
+    lock_path = folder / ".rl-board-remote.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = folder / STATE
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            state = {}
+        before = json.dumps(state, sort_keys=True)
+        try:
+            yield state
+        finally:
+            if json.dumps(state, sort_keys=True) != before:
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(state))
+                os.replace(tmp, path)
+
+
+def _safe(name: str) -> str:
+    clean = re.sub(r"[^a-z0-9+.-]", "_", name.lower())
+    return clean if clean == name.lower() else f"{clean}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
