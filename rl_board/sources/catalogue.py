@@ -32,7 +32,7 @@ SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
-STEP_FOLDER = re.compile(r"^(?:global_)?step[_-]?\d+(?:_evals?)?$", re.I)
+STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
 
 

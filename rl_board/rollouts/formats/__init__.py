@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from rl_board.rollouts.formats.base import Format, Record, step_from_name
 from rl_board.rollouts.formats.heavy import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
-from rl_board.rollouts.formats.light import AREAL, RL_BOARD, SKYRL, TRL, VERL
+from rl_board.rollouts.formats.light import AREAL, RL_BOARD, RL_BOARD_PARQUET, SKYRL, TRL, VERL
 
-FORMATS: tuple[Format, ...] = (PRIME_RL, PRIME_RL_TOKENS, NEMO_RL, ROLL, VERL, AREAL, SKYRL, TRL, RL_BOARD)
+FORMATS: tuple[Format, ...] = (RL_BOARD_PARQUET, PRIME_RL, PRIME_RL_TOKENS, NEMO_RL, ROLL, VERL, AREAL, SKYRL, TRL,
+                               RL_BOARD)
 _BY_NAME = {f.name: f for f in FORMATS}
 NATIVE = RL_BOARD.name
 

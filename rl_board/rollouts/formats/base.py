@@ -20,7 +20,7 @@ from typing import Any
 from rl_board.sources import fieldmap
 
 Record = dict[str, Any]
-_STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-]?(\d+)", re.I), re.compile(r"^(\d+)$"))
+_STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-=]?(\d+)", re.I), re.compile(r"^(\d+)$"))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board.rollouts import dataset
 from rl_board.rollouts.formats.base import Format, Record, number, renamed
 from rl_board.rollouts.read.tables import row_sum
 from rl_board.rollouts.schema import KNOWN_FIELDS as KNOWN
@@ -32,6 +33,21 @@ def _as_is(record: Record) -> list[Record]:
 
 
 RL_BOARD = Format("rl-board", "rl-board rollout log", _native, _as_is, renames={})
+
+
+# -- rl-board's Parquet dataset (rl-board export --format parquet, or a Spark job writing that layout) -------
+def _is_dataset(record: Record) -> bool:
+    return dataset.is_dataset_table(frozenset(record))
+
+
+def _from_dataset(record: Record) -> list[Record]:
+    return dataset.from_dataset(pa.Table.from_pylist([record])).to_pylist()
+
+
+RL_BOARD_PARQUET = Format("rl-board-parquet", "rl-board Parquet dataset (step=N/ folders)", _is_dataset,
+                          _from_dataset, (("file", "source_file"), ("line", "source_line")),
+                          notes="derived columns recomputed from the token arrays", renames={},
+                          table_post=dataset.from_dataset)  # fmt: skip
 
 # -- verl: {step}.jsonl with input / output / gts / score -------------------------------------------------
 VERL_MAP = {"input": "prompt", "output": "response", "score": "reward", "gts": "ground_truth"}

@@ -1,0 +1,38 @@
+"""`rl-board export RUN OUT`: write a run as a Parquet dataset (``step=N/part-0.parquet``) any engine reads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rl_board.cli.common import field_arguments, fields_of, terminal_safe
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("export", help="write a run as a Hive-partitioned Parquet dataset (local folder or URL)")
+    p.add_argument("run_dir", metavar="RUN", help="a run folder, a single rollout file, or a URL (s3://...)")
+    p.add_argument("out", metavar="OUT", help="the dataset folder to write (local, or s3://bucket/prefix ...)")
+    p.add_argument("--format", choices=("parquet",), default="parquet",
+                   help="parquet: step=N/part-0.parquet, token arrays as list columns, one row group per step")
+    p.add_argument("--json", action="store_true", help="print what was written as one JSON object")
+    p.add_argument("--cache-dir", default=None)
+    field_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    from rl_board.rollouts.dataset import write_dataset
+    from rl_board.rollouts.store import RolloutStore
+
+    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
+    written = write_dataset(store.arrow_samples(), ns.out)
+    data = {"run": store.source, "out": written.out, "steps": written.steps, "samples": written.samples,
+            "bytes": written.bytes}  # fmt: skip
+    if ns.json:
+        print(json.dumps(data))
+    else:
+        print(terminal_safe(f"wrote {written.samples} samples of {written.steps} steps to {written.out} "
+                            f"({written.bytes / 1e6:.1f} MB of Parquet)"), file=sys.stdout)  # fmt: skip
+    return 0

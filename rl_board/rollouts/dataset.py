@@ -1,0 +1,103 @@
+"""A run as an open Parquet dataset: Hive-partitioned by step, one row group per step.
+
+``OUT/step=12/part-0.parquet`` holds step 12's samples in sample order, with
+every logged column, rl-board's derived per-sample columns (``kl_mean``,
+``n_tokens``...), token arrays as list columns, and where each sample came
+from (``sample``, ``file``, ``line``). The step is in the folder name only
+(Hive style), so DuckDB, Spark, Polars or pyarrow read the step back with
+``hive_partitioning``. OUT may be a local folder or any fsspec URL
+(``s3://bucket/runs/x``). A dataset in this layout, written by rl-board or by
+a Spark or Ray job, is itself a run (format ``rl-board-parquet``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rl_board.errors import InvalidArgumentError
+from rl_board.rollouts import schema as S
+
+PART = "part-0.parquet"
+SOURCE_COLUMNS = ("sample", "file", "line")  # where a sample came from, in the exported files
+META_KEY = b"rl_board"
+
+
+@dataclass
+class Written:
+    """What an export wrote."""
+
+    out: str
+    steps: int
+    samples: int
+    bytes: int
+
+
+def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, int], None] | None = None,
+                  compression: str = "zstd") -> Written:  # fmt: skip
+    """Write ``table`` (``RolloutStore.arrow_samples()``: step, sample, file, line, ...) under ``out``.
+
+    Each step is written to a temporary name and renamed, so a reader never sees half a step file.
+    """
+    if "step" not in table.column_names:
+        raise InvalidArgumentError("the table to export has no step column")
+    fs, base = _filesystem(out)
+    table = _plain_files(table).drop_columns([c for c in (S.LINE,) if c in table.column_names])
+    steps = np.unique(table.column("step").to_numpy())
+    order = pc.sort_indices(table, sort_keys=[("step", "ascending"), ("sample", "ascending")])
+    ordered = table.take(order)
+    step_col = ordered.column("step").to_numpy()
+    starts = np.searchsorted(step_col, steps, side="left")
+    ends = np.searchsorted(step_col, steps, side="right")
+    body = ordered.drop_columns(["step"])
+    body = body.replace_schema_metadata({**(body.schema.metadata or {}), META_KEY: b"dataset 1"})
+    total = 0
+    for k, (step, start, end) in enumerate(zip(steps, starts, ends, strict=True)):
+        part = body.slice(int(start), int(end - start))
+        folder = f"{base}/step={int(step)}"
+        fs.makedirs(folder, exist_ok=True)
+        final, tmp = f"{folder}/{PART}", f"{folder}/.{PART}.tmp"
+        with fs.open(tmp, "wb") as handle:
+            pq.write_table(part, handle, row_group_size=max(part.num_rows, 1), compression=compression)
+        fs.mv(tmp, final)
+        total += int(fs.size(final))
+        if progress is not None:
+            progress(k + 1, len(steps))
+    return Written(str(out), len(steps), table.num_rows, total)
+
+
+def _plain_files(table: pa.Table) -> pa.Table:
+    """The file column as plain strings (dictionaries differ per step file otherwise)."""
+    if "file" in table.column_names and pa.types.is_dictionary(table.schema.field("file").type):
+        index = table.schema.get_field_index("file")
+        table = table.set_column(index, "file", pc.cast(table.column("file"), pa.string()))
+    return table
+
+
+def _filesystem(out: str | Path) -> tuple[Any, str]:
+    import fsspec
+
+    text = str(out)
+    fs, path = fsspec.core.url_to_fs(text if "://" in text else str(Path(text).expanduser().resolve()))
+    return fs, path.rstrip("/")
+
+
+def is_dataset_table(names: set[str] | frozenset[str]) -> bool:
+    """Whether a Parquet file's columns are an exported run's (its source columns beside a response)."""
+    return set(SOURCE_COLUMNS) <= names and bool({S.RESPONSE, S.PROMPT} & names)
+
+
+def from_dataset(table: pa.Table) -> pa.Table:
+    """An exported step file read back as logged samples: derived columns dropped (they are recomputed
+    exactly from the token arrays), the source file and line kept as ``source_file`` / ``source_line``."""
+    drop = [c for c in (*S.DERIVED_SAMPLE_FIELDS, "sample") if c in table.column_names]
+    table = table.drop_columns(drop)
+    names = [{"file": "source_file", "line": "source_line"}.get(n, n) for n in table.column_names]
+    return table.rename_columns(names)
