@@ -35,6 +35,9 @@ from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_by
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.prompts import prompt_id
 from rl_board.rollouts.report import BadLine, LoadReport
+from rl_board.rollouts.sql import EXAMPLES as QUERY_EXAMPLES
+from rl_board.rollouts.sql import QueryError, QueryResult, run_query
+from rl_board.rollouts.sql import schema as query_schema
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.rollouts.tokens import TokenText
 from rl_board.sources.catalogue import Catalogue, Source, catalogue
@@ -50,6 +53,8 @@ __all__ = [
     "metrics_signature", "open_run", "parse_field_option", "prompt_id", "read_metrics", "relative_to_roots",
     "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
 ]
+
+__all__ += ["QUERY_EXAMPLES", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
 
 Progress = Callable[[int, int], None]
 

@@ -1,0 +1,100 @@
+"""`rl-board query RUN "SQL"`: one read-only SQL statement over the run's ``samples`` and ``steps`` views."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
+from rl_board.errors import NotFoundError
+from rl_board.rollouts import sql
+from rl_board.rollouts.export import to_csv_bytes, to_jsonl_bytes
+from rl_board.rollouts.store import RolloutStore
+
+CELL_CHARS = 60
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("query", help="run one read-only SQL statement (DuckDB) over a run's samples and steps",
+                       description="Views: samples (one row per sample: step, sample, file, line and every "
+                                   "logged and derived column) and steps (per-step statistics). Reading "
+                                   "statements only; no file, network or extension access.")
+    p.add_argument("run_dir", metavar="RUN", help="a run folder or a single rollout file")
+    p.add_argument("sql", metavar="SQL", help='one statement, e.g. "SELECT step, avg(reward) FROM samples '
+                                              'GROUP BY step ORDER BY step"')
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print a JSON list of row objects")
+    out.add_argument("--csv", action="store_true", help="print CSV (formula-like cells defused)")
+    p.add_argument("--timeout", type=float, default=sql.DEFAULT_TIMEOUT, metavar="S",
+                   help=f"stop the query after S seconds (default {sql.DEFAULT_TIMEOUT:g})")
+    p.add_argument("--max-rows", type=int, default=sql.MAX_ROWS, metavar="N",
+                   help=f"print at most N rows (default {sql.MAX_ROWS})")
+    p.add_argument("--cache-dir", default=None)
+    field_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
+    if not store.report.files:
+        raise NotFoundError(f"no rollout files in {ns.run_dir} (see `rl-board runs`)")
+    result = sql.run_query(store, ns.sql, timeout=ns.timeout, max_rows=ns.max_rows)
+    if result.capped:  # on stderr: the output stays whole and parseable
+        print(f"rl-board: note: only the first {result.max_rows} rows are printed; the result has more "
+              "(add LIMIT, or --max-rows)", file=sys.stderr)
+    if ns.json:
+        print(json_rows(result.frame))
+    elif ns.csv:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(to_csv_bytes(result.frame))
+        sys.stdout.buffer.flush()
+    else:
+        print(table_text(result.frame))
+    return 0
+
+
+def json_rows(frame: pd.DataFrame) -> str:
+    """The rows as a JSON list of objects (NaN and missing values as null, non-ASCII escaped)."""
+    lines = to_jsonl_bytes(frame).decode("utf-8").splitlines()
+    return json.dumps([json.loads(line) for line in lines], allow_nan=False)
+
+
+def table_text(frame: pd.DataFrame) -> str:
+    """A plain aligned table: every cell on one line, clipped, control characters escaped."""
+    if frame.columns.empty:
+        return "(no columns)"
+    heads = [_clip(terminal_safe(name)) for name in frame.columns]
+    numeric = [pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)
+               for c in frame.columns]  # fmt: skip
+    rows = [[_cell(value) for value in row] for row in frame.itertuples(index=False, name=None)]
+    widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(heads)]
+
+    def line(cells: list[str]) -> str:
+        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    lines = [line(heads), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
+    lines.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
+    return terminal_lines(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if value is None or value is pd.NA or value is pd.NaT:
+        return "NULL"
+    if isinstance(value, float | np.floating):
+        return "NaN" if math.isnan(value) else f"{value:.6g}"
+    if isinstance(value, list | tuple | dict):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return _clip(terminal_safe(value))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"

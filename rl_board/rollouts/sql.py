@@ -1,0 +1,245 @@
+"""SQL over one run: DuckDB scanning the run's Arrow table in place, read-only, bounded in time and rows.
+
+Two views per query:
+
+- ``samples``: one row per sample (``RolloutStore.arrow_samples()``): ``step``,
+  ``sample``, ``file``, ``line`` and every logged and derived column, token
+  arrays as lists. DuckDB scans the memory-mapped Arrow table where it lies;
+  nothing is copied. Rows are in cache order: say ``ORDER BY`` when order matters.
+- ``steps``: one row per step: ``RolloutStore.step_summary()`` (``samples``,
+  ``{reward, kl, length, ...}_{mean, std, min, max, p10, p90, count}``), the same
+  statistics of each reward component, and for GRPO runs ``groups``,
+  ``solved_mean`` and ``zero_variance_share``.
+
+Every query gets a connection of its own that cannot touch a file, the network
+or an extension: external access is off, Python-variable scans are off,
+extensions are neither installed nor loaded, spilling to disk is off and the
+configuration is locked before the user's text runs. One statement is run, and
+only one that reads (``SELECT``, ``WITH``, ``FROM ...``, ``DESCRIBE``,
+``SUMMARIZE``, ``EXPLAIN``). A timer interrupts it after ``timeout`` seconds;
+at most ``max_rows`` rows are fetched. Every refusal and every DuckDB error
+(syntax, unknown column, ...) is a ``QueryError`` carrying DuckDB's message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import duckdb
+import pandas as pd
+
+from rl_board.errors import InvalidArgumentError
+from rl_board.rollouts import groups
+from rl_board.rollouts import schema as S
+
+if TYPE_CHECKING:
+    from rl_board.rollouts.store import RolloutStore
+
+SAMPLES, STEPS = "samples", "steps"
+DEFAULT_TIMEOUT = 10.0
+MAX_ROWS = 10_000
+MEMORY_LIMIT = "2GB"
+THREADS = max(1, min(4, os.cpu_count() or 1))
+_ROWS_PER_VECTOR = 2048
+_READING = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+_CONFIG = {
+    "enable_external_access": False,  # no file, URL, ATTACH of a file, COPY, EXPORT, INSTALL
+    "python_enable_replacements": False,  # FROM <python variable> must not reach the caller's objects
+    "python_scan_all_frames": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "temp_directory": "",  # no spilling: the memory limit is the limit
+    "memory_limit": MEMORY_LIMIT,
+    "threads": THREADS,
+}
+_LINE = re.compile(r"^LINE (\d+):( ?)(.*)$")
+
+
+class QueryError(InvalidArgumentError):
+    """A refused or failed query; ``str()`` is one line, ``detail`` DuckDB's whole message (with the caret)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What a query returned: the rows (at most ``max_rows``), whether there were more, and how long it took."""
+
+    frame: pd.DataFrame
+    capped: bool
+    max_rows: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Example:
+    title: str
+    sql: str
+
+
+EXAMPLES = (
+    Example("Reward by step", "SELECT step, count(*) AS samples, avg(reward) AS reward_mean,\n"
+                              "       stddev_pop(reward) AS reward_std\nFROM samples\nGROUP BY step\nORDER BY step"),
+    Example("Longest answers", "SELECT step, sample, response_chars, reward, left(response, 200) AS response\n"
+                               "FROM samples\nORDER BY response_chars DESC\nLIMIT 20"),
+    Example("Prompts whose reward dropped", "WITH per_prompt AS (\n"
+            "  SELECT prompt, step, avg(reward) AS reward_mean FROM samples GROUP BY prompt, step\n)\n"
+            "SELECT a.prompt, a.step AS step_before, b.step AS step_after,\n"
+            "       a.reward_mean AS before, b.reward_mean AS after, b.reward_mean - a.reward_mean AS change\n"
+            "FROM per_prompt a JOIN per_prompt b ON a.prompt = b.prompt AND b.step > a.step\n"
+            "WHERE b.reward_mean < a.reward_mean\nORDER BY change\nLIMIT 50"),
+    Example("Zero-variance groups", "SELECT step, prompt, count(*) AS answers, min(reward) AS reward\n"
+            "FROM samples\nGROUP BY step, prompt\nHAVING count(*) > 1 AND min(reward) = max(reward)\n"
+            "ORDER BY step"),
+    Example("Steps: reward and KL", "SELECT step, samples, reward_mean, kl_mean\nFROM steps\nORDER BY step"),
+)
+
+
+def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
+              max_rows: int = MAX_ROWS) -> QueryResult:  # fmt: skip
+    """Run one reading statement over ``samples`` and ``steps`` of ``store`` (see the module docstring)."""
+    if not timeout > 0:
+        raise InvalidArgumentError(f"the time limit must be above 0 seconds, not {timeout}")
+    if max_rows < 1:
+        raise InvalidArgumentError(f"the row cap must be at least 1, not {max_rows}")
+    t0 = time.perf_counter()
+    con = _connect(store)
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        con.interrupt()
+
+    timer = threading.Timer(timeout, stop)
+    timer.daemon = True
+    try:
+        statement = _one_statement(con, sql)
+        timer.start()
+        try:
+            con.execute(statement)
+            frame, capped = _fetch(con, max_rows)
+        except duckdb.Error as exc:
+            if fired.is_set():
+                raise QueryError(f"the query ran longer than the {timeout:g} s limit and was stopped; "
+                                 "narrow it (WHERE, LIMIT) or raise the limit") from None
+            raise _query_error(exc) from None
+    finally:
+        timer.cancel()
+        con.close()
+    return QueryResult(frame=frame, capped=capped, max_rows=max_rows, seconds=time.perf_counter() - t0)
+
+
+def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
+    """The columns of ``samples`` and ``steps`` with their SQL types (``column``, ``type``)."""
+    con = _connect(store)
+    try:
+        out = {}
+        for view in (SAMPLES, STEPS):
+            con.execute(f"DESCRIBE {view}")
+            described = con.fetchdf()
+            out[view] = described[["column_name", "column_type"]].rename(
+                columns={"column_name": "column", "column_type": "type"})
+        return out
+    finally:
+        con.close()
+
+
+_STEPS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STEPS_LOCK = threading.Lock()
+
+
+def steps_table(store: RolloutStore) -> pd.DataFrame:
+    """The ``steps`` view: step summary, reward components, GRPO group statistics (once per state of the run)."""
+    with _STEPS_LOCK:
+        known = _STEPS_CACHE.get(store)
+        if known is not None and known[0] == store.signature:
+            return known[1]
+    frame = store.step_summary()
+    components = store.reward_components
+    if components:
+        frame = _join(frame, store.column_summary(components))
+    if store.has(S.REWARD) and (store.has(S.PROMPT) or store.has(groups.GROUP)):
+        frame = _join(frame, store.group_stats())
+    with _STEPS_LOCK:
+        _STEPS_CACHE[store] = (store.signature, frame)
+    return frame
+
+
+def _join(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
+    """``more``'s new columns added to ``frame`` by step."""
+    new = [c for c in more.columns if c not in frame.columns]
+    return frame.merge(more[[S.STEP, *new]], on=S.STEP, how="left") if new else frame
+
+
+def _connect(store: RolloutStore) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:", config=_CONFIG)
+    con.register(SAMPLES, store.arrow_samples())  # a view over the Arrow table: scanned in place
+    con.register(STEPS, steps_table(store))
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise _query_error(exc) from None
+    if not statements:
+        raise QueryError("the query is empty: write one SELECT statement, e.g. SELECT * FROM samples LIMIT 10")
+    if len(statements) > 1:
+        raise QueryError(f"one statement at a time, please: this text holds {len(statements)} "
+                         "(separated by ';')")
+    statement = statements[0]
+    if statement.type not in _READING:
+        kind = statement.type.name if hasattr(statement.type, "name") else str(statement.type)
+        raise QueryError(f"only reading statements run here (SELECT, WITH, DESCRIBE, SUMMARIZE, EXPLAIN), "
+                         f"not {kind}")
+    return sql
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, max_rows: int) -> tuple[pd.DataFrame, bool]:
+    """At most ``max_rows`` rows of the running result (one more is read to know whether there were more)."""
+    vectors = max(1, min(64, -(-(max_rows + 1) // _ROWS_PER_VECTOR)))
+    chunks: list[pd.DataFrame] = []
+    count = 0
+    while count <= max_rows:
+        chunk = con.fetch_df_chunk(vectors)
+        if chunk is None or len(chunk) == 0:
+            if not chunks:
+                chunks.append(chunk)
+            break
+        chunks.append(chunk)
+        count += len(chunk)
+    frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+    capped = len(frame) > max_rows
+    return frame.iloc[:max_rows].reset_index(drop=True), capped
+
+
+def _query_error(exc: duckdb.Error) -> QueryError:
+    """DuckDB's message as one line (the caret under the query becomes "at line L, column C")."""
+    detail = str(exc).strip()
+    lines = detail.splitlines()
+    kept: list[str] = []
+    where = ""
+    for k, line in enumerate(lines):
+        match = _LINE.match(line)
+        if match:
+            caret_line = lines[k + 1] if k + 1 < len(lines) else ""
+            prefix = len(f"LINE {match.group(1)}:{match.group(2)}")
+            caret = caret_line.find("^")
+            where = f"at line {match.group(1)}" + (f", column {caret - prefix + 1}" if caret >= prefix else "")
+            break
+        if line.strip():
+            kept.append(line.strip())
+    message = " ".join(kept) or type(exc).__name__
+    return QueryError(f"{message} ({where})" if where else message, detail)
