@@ -7,9 +7,12 @@ following) then reads an ordinary local folder. The mirror remembers each
 object's size and version (ETag, else mtime), so:
 
 - a reopen of an unchanged run transfers nothing but the listing;
-- an object that grew (a log re-uploaded with more lines) is checked with one
-  small range read at the end of the old bytes, then only the added bytes are
-  fetched and appended, and the columnar cache reads only those;
+- an object that grew (a log re-uploaded with more lines) is checked by
+  reading back a few windows of its old bytes (its start, its end and six
+  between, ``check_windows``) in one concurrent batch of range reads; when they
+  match, only the added bytes are fetched and appended, and the columnar cache
+  reads only those. A rewrite that also grew and changed bytes outside those
+  windows is missed, as the local cache's own check would miss it;
 - any other change fetches the object again; a deleted object is removed.
 
 Model weights and other checkpoints (``.pt``, ``.safetensors``...) are never
@@ -40,7 +43,8 @@ from rl_board.errors import NotFoundError, RLBoardError
 
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
-CHECK_BYTES = 4096  # read back at the end of a grown object's old bytes, to tell an append from a rewrite
+CHECK_BYTES = 4096  # the start and the end of a grown object's old bytes are read back this much
+CHECK_BETWEEN = 6  # and this many 512-byte windows spread between them
 CHUNK = 8 * 1024 * 1024
 NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npy", ".npz"})
 EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
@@ -190,14 +194,31 @@ def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: 
         state[target.name] = {"size": size, "version": version}
 
 
+def check_windows(old_size: int) -> list[tuple[int, int]]:
+    """The (start, end) ranges of a grown object read back to tell an append from a rewrite."""
+    spots = [(0, CHECK_BYTES), (old_size - CHECK_BYTES, old_size)]
+    spots += [(old_size * k // (CHECK_BETWEEN + 1), old_size * k // (CHECK_BETWEEN + 1) + 512)
+              for k in range(1, CHECK_BETWEEN + 1)]  # fmt: skip
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted((max(0, a), min(old_size, b)) for a, b in spots):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        elif end > start:
+            merged.append((start, end))
+    return merged
+
+
 def _same_prefix(fs: Any, key: str, target: Path, old_size: int, result: MirrorResult) -> bool:
-    """Whether the object still starts with the bytes the mirror has (its last CHECK_BYTES compared)."""
-    start = max(0, old_size - CHECK_BYTES)
-    remote = fs.cat_file(key, start=start, end=old_size)
-    result.fetched_bytes += len(remote)
+    """Whether the object still starts with the bytes the mirror has (``check_windows`` compared)."""
+    windows = check_windows(old_size)
+    answers = fs.cat_ranges([key] * len(windows), [a for a, _ in windows], [b for _, b in windows])
+    result.fetched_bytes += sum(len(a) for a in answers if isinstance(a, bytes))
     with open(target, "rb") as f:
-        f.seek(start)
-        return f.read(old_size - start) == remote
+        for (start, end), answer in zip(windows, answers, strict=True):
+            f.seek(start)
+            if not isinstance(answer, bytes) or f.read(end - start) != answer:
+                return False
+    return True
 
 
 def _append(fs: Any, key: str, target: Path, start: int, size: int, result: MirrorResult,

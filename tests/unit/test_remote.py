@@ -1,0 +1,188 @@
+"""Runs on object storage, end to end against a real S3-compatible server (moto) on 127.0.0.1.
+
+The CLI runs as a subprocess with only the standard AWS environment
+(``AWS_ENDPOINT_URL`` pointing at the server, through a proxy that counts the
+bytes the server sends back). Nothing of the filesystem layer is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rl_board.errors import RLBoardError
+from rl_board.sources import remote
+from tests.helpers import s3
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "rollout_samples" / "grpo_math"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with s3.s3_server() as endpoint:
+        port = int(endpoint.rsplit(":", 1)[1])
+        proxy = s3.CountingProxy(port)
+        yield endpoint, proxy
+        proxy.close()
+
+
+@pytest.fixture
+def bucket_run(server, tmp_path):
+    """A copy of the GRPO sample run in a fresh bucket; returns (url, local copy, env, proxy)."""
+    endpoint, proxy = server
+    local = tmp_path / "grpo_math"
+    shutil.copytree(SAMPLES, local)
+    url = f"s3://logs-{tmp_path.name.lower().replace('_', '-')[-40:]}/team/grpo_math"
+    s3.upload(endpoint, local, url)
+    return url, local, s3.s3_env(proxy.url), proxy
+
+
+def summary(target: str, env: dict, cache: Path) -> dict:
+    proc = s3.run_cli(["summary", target, "--json", "--cache-dir", str(cache)], env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def same_run(a: dict, b: dict) -> None:
+    assert a["samples"] == b["samples"] and a["steps"] == b["steps"]
+    assert a["samples_per_step"] == b["samples_per_step"]
+    for x, y in zip(a["step_stats"], b["step_stats"], strict=True):
+        assert x["step"] == y["step"] and math.isclose(x["reward_mean"], y["reward_mean"], rel_tol=1e-12)
+
+
+def test_summary_of_a_bucket_equals_the_local_copy(bucket_run, tmp_path):
+    url, local, env, _ = bucket_run
+    from_s3 = summary(url, env, tmp_path / "cache")
+    same_run(from_s3, summary(str(local), {}, tmp_path / "cache2"))
+    assert from_s3["run"] == url
+    assert from_s3["remote"]["fetched_files"] == 2  # the rollout file and metrics.jsonl
+
+
+def test_reopen_fetches_nothing_and_growth_fetches_only_the_new_bytes(bucket_run, tmp_path, server):
+    url, local, env, proxy = bucket_run
+    endpoint, _ = server
+    cache = tmp_path / "cache"
+    first = summary(url, env, cache)
+    size = (local / "rollout_data_rank_0.jsonl").stat().st_size
+
+    proxy.reset()
+    again = summary(url, env, cache)
+    assert again["remote"]["fetched_bytes"] == 0 and again["from_cache"]
+    assert proxy.received < 16_000, "a reopen costs one listing, never the objects"
+
+    data = (local / "rollout_data_rank_0.jsonl").read_bytes()
+    extra = b"".join(line.replace(b'"step": 9', b'"step": 10') for line in data.splitlines(keepends=True)
+                     if b'"step": 9' in line)  # fmt: skip
+    assert extra
+    s3.put_bytes(endpoint, f"{url}/rollout_data_rank_0.jsonl", data + extra)
+    proxy.reset()
+    grown = summary(url, env, cache)
+    assert grown["remote"]["appended_bytes"] == len(extra)
+    checked = sum(end - start for start, end in remote.check_windows(size))
+    assert checked <= 2 * remote.CHECK_BYTES + 6 * 512
+    assert grown["remote"]["fetched_bytes"] == len(extra) + checked
+    # Counted on the wire: the new bytes, the check windows, the listing and HTTP headers; not the object.
+    assert len(extra) + checked <= proxy.received < len(extra) + checked + 32_000 < size
+    assert grown["samples"] == first["samples"] + extra.count(b"\n")
+    assert grown["samples_per_step"]["10"] == first["samples_per_step"]["9"]
+    local.joinpath("rollout_data_rank_0.jsonl").write_bytes(data + extra)
+    same_run(grown, summary(str(local), {}, tmp_path / "cache2"))
+
+
+def test_a_rewritten_object_is_fetched_again(bucket_run, tmp_path, server):
+    url, local, env, _ = bucket_run
+    endpoint, _ = server
+    cache = tmp_path / "cache"
+    summary(url, env, cache)
+    data = (local / "rollout_data_rank_0.jsonl").read_bytes()
+    first_end = data.index(b"\n") + 1
+    first = json.loads(data[:first_end])
+    first["reward"] = -5.0
+    # Longer and rewritten in its first line (inside a check window): not an append, so fetched whole.
+    changed = json.dumps(first).encode() + b"\n" + data[first_end:] + b"\n"
+    s3.put_bytes(endpoint, f"{url}/rollout_data_rank_0.jsonl", changed)
+    after = summary(url, env, cache)
+    assert after["remote"]["appended_bytes"] == 0 and after["remote"]["fetched_bytes"] >= len(changed)
+    local.joinpath("rollout_data_rank_0.jsonl").write_bytes(changed)
+    same_run(after, summary(str(local), {}, tmp_path / "cache2"))
+    shorter = data[first_end:]  # shorter: fetched whole, whatever the windows say
+    s3.put_bytes(endpoint, f"{url}/rollout_data_rank_0.jsonl", shorter)
+    local.joinpath("rollout_data_rank_0.jsonl").write_bytes(shorter)
+    same_run(summary(url, env, cache), summary(str(local), {}, tmp_path / "cache2"))
+
+
+def test_a_deleted_object_leaves_the_mirror(bucket_run, tmp_path, server):
+    url, _, env, _ = bucket_run
+    endpoint, _ = server
+    cache = tmp_path / "cache"
+    s3.put_bytes(endpoint, f"{url}/extra/rollout_more.jsonl", b'{"step": 1, "prompt": "p", "response": "r"}\n')
+    summary(url, env, cache)
+    mirrored = remote.local_path(url, cache) / "extra" / "rollout_more.jsonl"
+    assert mirrored.is_file()
+    import s3fs
+
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, key="testing", secret="testing")
+    fs.rm(f"{url}/extra/rollout_more.jsonl".removeprefix("s3://"))
+    assert summary(url, env, cache)["remote"]["removed_files"] == 1
+    assert not mirrored.exists()
+
+
+def test_only_the_prefix_is_listed(bucket_run, tmp_path, server):
+    url, _, env, _ = bucket_run
+    endpoint, _ = server
+    s3.put_bytes(endpoint, url + "_private/secret.jsonl", b'{"step": 0, "prompt": "x", "response": "secret"}\n')
+    summary(url, env, tmp_path / "cache")
+    base = remote.local_path(url, tmp_path / "cache")
+    assert not (base.parent / "grpo_math_private").exists()
+    assert all("secret" not in p.name for p in base.rglob("*"))
+
+
+def test_dot_dot_is_refused_before_any_request():
+    for bad in ("s3://bucket/../other", "s3://bucket/runs/../../x", "s3://", "s3://bucket/./x"):
+        with pytest.raises(RLBoardError):
+            remote.split(bad)
+    assert remote.split("s3://bucket//runs/a/") == ("s3", "bucket/runs/a")
+
+
+def test_export_to_parquet_then_duckdb_and_summary_agree(bucket_run, tmp_path):
+    import duckdb
+
+    url, _, env, _ = bucket_run
+    cache = tmp_path / "cache"
+    original = summary(url, env, cache)
+    out = tmp_path / "dataset"
+    proc = s3.run_cli(["export", url, str(out), "--json", "--cache-dir", str(cache)], env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [f"step={s}" for s in sorted(original["steps"], key=str)]
+    count = duckdb.sql(f"select count(*) from read_parquet('{out}/**/*.parquet', hive_partitioning=true)")
+    assert count.fetchall()[0][0] == original["samples"]
+    by_step = dict(duckdb.sql(f"select step, avg(reward) from read_parquet('{out}/**/*.parquet', "
+                              "hive_partitioning=true) group by step").fetchall())  # fmt: skip
+    for row in original["step_stats"]:
+        assert math.isclose(by_step[row["step"]], row["reward_mean"], rel_tol=1e-12)
+    reread = summary(str(out), {}, tmp_path / "cache3")
+    same_run(reread, original)
+    assert reread["format"] == "rl-board-parquet" and reread["bad_line_count"] == 0
+
+
+def test_export_to_a_bucket_and_open_it_from_there(bucket_run, tmp_path):
+    url, _, env, _ = bucket_run
+    cache = tmp_path / "cache"
+    original = summary(url, env, cache)
+    target = url.rsplit("/", 1)[0] + "/grpo_math_dataset"
+    proc = s3.run_cli(["export", url, target, "--cache-dir", str(cache)], env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    same_run(summary(target, env, tmp_path / "cache4"), original)
+
+
+def test_a_missing_bucket_is_one_line(server, tmp_path):
+    _, proxy = server
+    proc = s3.run_cli(["summary", "s3://no-such-bucket-here/run", "--cache-dir", str(tmp_path)],
+                      s3.s3_env(proxy.url), cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "s3://no-such-bucket-here/run" in proc.stderr
