@@ -8,6 +8,7 @@ module that reads them. Commands pass their ``--cache-dir`` explicitly.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ ROOTS_ENV = "RL_BOARD_ROOTS"
 CACHE_ENV = "RL_BOARD_CACHE_DIR"
 TOKENIZER_ENV = "RL_BOARD_TOKENIZER"
 HOSTS_ENV = "RL_BOARD_ALLOWED_HOSTS"
+REMOTES_ENV = "RL_BOARD_REMOTES"  # JSON [[local mirror folder, URL], ...] for roots served from object storage
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_ROOT = "rollout_samples"
 
@@ -56,6 +58,11 @@ class ServerConfig:
     cache_dir: Path
     tokenizer: Path | None = None  # a tokenizer.json (or a folder with one) for runs that log token ids
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # names a browser may reach the server by (Host header)
+    remotes: tuple[tuple[Path, str], ...] = ()  # (mirror folder, URL): roots that live on object storage
+
+    def label(self, root: Path) -> str:
+        """A root as the user named it: its URL when it is the mirror of a remote root."""
+        return next((url for local, url in self.remotes if local == root), str(root))
 
     @property
     def metrics_cache_dir(self) -> Path:
@@ -70,8 +77,13 @@ class ServerConfig:
         roots = tuple(Path(p).expanduser().resolve() for p in parts)
         tokenizer = env.get(TOKENIZER_ENV)
         hosts = tuple(h for h in env.get(HOSTS_ENV, "").split(",") if h.strip()) or LOOPBACK_HOSTS
+        try:
+            remotes = tuple((Path(local), str(url)) for local, url in json.loads(env.get(REMOTES_ENV) or "[]"))
+        except (ValueError, TypeError):
+            remotes = ()
         return cls(roots=roots, cache_dir=default_cache_dir(env),
-                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None, allowed_hosts=hosts)
+                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None, allowed_hosts=hosts,
+                   remotes=remotes)
 
     def to_env(self) -> dict[str, str]:
         """The environment a server process reads this configuration from."""
@@ -79,6 +91,8 @@ class ServerConfig:
         if self.tokenizer is not None:
             env[TOKENIZER_ENV] = str(self.tokenizer)
         env[HOSTS_ENV] = ",".join(self.allowed_hosts)
+        if self.remotes:
+            env[REMOTES_ENV] = json.dumps([[str(local), url] for local, url in self.remotes])
         return env
 
 

@@ -75,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         return [Middleware(HostCheck, allowed=allowed), *original()]
 
     starlette_app.create_streamlit_middleware = with_host_check
+    config = server_config()
+    if config.remotes:  # remote roots: list them again now and then, so new and grown files appear
+        from rl_board.sources import remote
+
+        remote.follow([url for _, url in config.remotes], config.cache_dir)
     sys.argv = ["streamlit", *(sys.argv[1:] if argv is None else argv)]
     return cli.main()
 

@@ -12,6 +12,8 @@ from typing import Any
 from rl_board.config import LOOPBACK_HOSTS, ServerConfig, default_cache_dir
 from rl_board.errors import RLBoardError
 from rl_board.rollouts.tokens import TokenText
+from rl_board.sources import remote
+from rl_board.sources.remote import REMOTE_EVERY_ENV
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 PROJECT = Path(__file__).resolve().parent.parent.parent
@@ -21,7 +23,8 @@ ALL_INTERFACES = {"0.0.0.0", "::", ""}
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the dashboard on one or more log roots")
     p.add_argument("roots", nargs="*", default=["rollout_samples"], metavar="ROOT",
-                   help="folders that may be browsed (default: rollout_samples)")
+                   help="folders that may be browsed, or object-storage prefixes (s3://bucket/runs, gs://..., "
+                        "hf://datasets/org/repo/...) mirrored into the cache (default: rollout_samples)")
     p.add_argument("--allow-root", action="append", default=[], metavar="DIR",
                    help="another folder that may be browsed (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -32,7 +35,24 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tokenizer", default=None, metavar="PATH",
                    help="a tokenizer.json or a local model folder: shows token ids (NeMo-RL, prime-rl) as text")
     p.add_argument("--cache-dir", default=None, help="cache folder (default $RL_BOARD_CACHE_DIR or ~/.cache/rl-board)")
+    p.add_argument("--remote-every", type=float, default=15.0, metavar="SECONDS",
+                   help="how often remote roots are listed again for new and grown files (default 15)")
     p.set_defaults(func=run)
+
+
+def _mirrored(url: str, cache_dir: Path) -> Path:
+    """A remote root brought into the cache before the server starts, with its progress on stderr."""
+    def show(done: int, total: int) -> None:
+        print(f"\rrl-board: fetching {url}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr)
+
+    result = remote.mirror(url, cache_dir, progress=show)
+    print(f"\rrl-board: {url}: {result.objects} objects, {result.fetched_bytes / 1e6:.1f} MB fetched"
+          f" ({result.unchanged_files} unchanged)", file=sys.stderr)  # fmt: skip
+    for key, why in result.skipped:
+        print(f"rl-board: not mirrored: {key}: {why}", file=sys.stderr)
+    if not result.local.is_dir():
+        raise RLBoardError(f"{url} is one object, not a prefix; serve the prefix that holds it")
+    return result.local
 
 
 def is_loopback(host: str) -> bool:
@@ -54,8 +74,11 @@ def allowed_hosts(bind: str, extra: list[str]) -> tuple[str, ...]:
 
 
 def run(ns: argparse.Namespace) -> int:
-    """Check the roots, then exec Streamlit with the configuration in its environment."""
-    roots = [Path(r).expanduser() for r in [*ns.roots, *ns.allow_root]]
+    """Check the roots (bring remote ones into the cache), then exec Streamlit with the configuration."""
+    cache_dir = Path(ns.cache_dir).expanduser().resolve() if ns.cache_dir else default_cache_dir()
+    named = [*ns.roots, *ns.allow_root]
+    remotes = tuple((_mirrored(url, cache_dir), url) for url in named if remote.is_url(url))
+    roots = [Path(r).expanduser() for r in named if not remote.is_url(r)] + [local for local, _ in remotes]
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
         raise RLBoardError(f"not a folder: {', '.join(missing)}")
@@ -63,13 +86,13 @@ def run(ns: argparse.Namespace) -> int:
         print(f"warning: binding {ns.host or 'all interfaces'} exposes the dashboard to your network; "
               "put it behind a reverse proxy with authentication (see README) and name the host browsers "
               "use with --allow-host.", file=sys.stderr)
-    cache_dir = Path(ns.cache_dir).expanduser().resolve() if ns.cache_dir else default_cache_dir()
     tokenizer = Path(ns.tokenizer).expanduser().resolve() if ns.tokenizer else None
     if tokenizer is not None:
         TokenText(tokenizer)  # fail now, with one line, rather than on the first sample page
     config = ServerConfig(roots=tuple(r.resolve() for r in roots), cache_dir=cache_dir, tokenizer=tokenizer,
-                          allowed_hosts=allowed_hosts(ns.host, ns.allow_host))
-    env = {**os.environ, **config.to_env()}
+                          allowed_hosts=allowed_hosts(ns.host, ns.allow_host),
+                          remotes=tuple((local.resolve(), url) for local, url in remotes))
+    env = {**os.environ, **config.to_env(), REMOTE_EVERY_ENV: str(ns.remote_every)}
     cmd = [sys.executable, "-m", "rl_board.server", "run", str(APP),
            "--server.address", ns.host, "--server.port", str(ns.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -77,7 +100,8 @@ def run(ns: argparse.Namespace) -> int:
            "--client.showErrorDetails", "none"]
     if (PROJECT / ".streamlit" / "config.toml").is_file():
         os.chdir(PROJECT)  # Streamlit reads the theme from ./.streamlit/config.toml
-    print(f"rl-board: serving {', '.join(str(r) for r in roots)} at http://{ns.host}:{ns.port}", flush=True)
+    print(f"rl-board: serving {', '.join(config.label(r) for r in config.roots)} at http://{ns.host}:{ns.port}",
+          flush=True)
     # Become the server (exec): a signal to this process reaches Streamlit itself.
     os.execve(sys.executable, cmd, env)
     return 0  # not reached

@@ -30,10 +30,13 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import posixpath
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,7 @@ from typing import Any
 
 from rl_board.errors import NotFoundError, RLBoardError
 
+log = logging.getLogger(__name__)
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
 CHECK_BYTES = 4096  # the start and the end of a grown object's old bytes are read back this much
@@ -50,6 +54,7 @@ NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl",
 EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
           "az": "adlfs", "abfs": "adlfs"}  # fmt: skip
 Progress = Callable[[int, int], None]  # (bytes done, bytes to fetch)
+REMOTE_EVERY_ENV = "RL_BOARD_REMOTE_EVERY"  # seconds between listings of a served remote root
 
 
 def is_url(text: str | Path) -> bool:
@@ -124,6 +129,31 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> Mirr
     if single:
         result.local = base.parent / posixpath.basename(path)
     return result
+
+
+def follow(urls: list[str], cache_root: Path, every: float | None = None) -> threading.Thread:
+    """Keep the mirrors of served remote roots fresh from a background thread (the server process).
+
+    ``every`` defaults to $RL_BOARD_REMOTE_EVERY (15 s). A failed listing is logged and tried again later.
+    """
+    if every is None:
+        try:
+            every = max(1.0, float(os.environ.get(REMOTE_EVERY_ENV, "15")))
+        except ValueError:
+            every = 15.0
+
+    def loop() -> None:
+        while True:
+            time.sleep(every)
+            for url in urls:
+                try:
+                    mirror(url, cache_root)
+                except (RLBoardError, OSError) as exc:
+                    log.warning("listing %s failed (tried again in %.0fs): %s", url, every, exc)
+
+    thread = threading.Thread(target=loop, name="rl-board-remote", daemon=True)
+    thread.start()
+    return thread
 
 
 def _filesystem(url: str, protocol: str) -> Any:

@@ -56,9 +56,14 @@ def _follow(store: RolloutStore) -> None:
 
 def _logs_root(roots: list[Path]) -> Path | None:
     default = str(roots[0]) if roots else ""
+    named = ", ".join(escape_markdown(server_config().label(r)) for r in roots)
     text = st.text_input("Logs root", value=default, key="root",
-                         help="A folder inside the roots this server serves: "
-                              + ", ".join(escape_markdown(str(r)) for r in roots))
+                         help=f"A folder inside the roots this server serves: {named}. A remote root (s3://...) "
+                              "is served from its copy in the cache, listed again every few seconds.")
+    remote = next((server_config().label(r) for r in roots if str(r) == text and server_config().label(r) != text),
+                  None)
+    if remote:
+        st.caption(f"A copy of {escape_markdown(remote)}")
     try:
         return resolve_within(text or default, roots)
     except RLBoardError as exc:
