@@ -1,0 +1,89 @@
+"""`rl-board serve s3://bucket/prefix` in a real browser, against a real S3-compatible server (moto).
+
+The server is started by the CLI exactly as a user would, with only the AWS
+environment pointing at 127.0.0.1. The bucket's run is chosen in the sidebar,
+its Overview drawn; then a grown log is re-uploaded and its new step shows
+without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from playwright.sync_api import expect
+
+from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+from tests.helpers import s3
+from tests.helpers.screens import REPO, save_screenshot
+from tests.helpers.streamlit_browser import StreamlitRuns, free_port, stop_streamlit
+
+pytestmark = pytest.mark.browser
+URL = "s3://team-logs/experiments"
+
+
+@pytest.fixture(scope="module")
+def bucket_server(tmp_path_factory):
+    local = tmp_path_factory.mktemp("bucket") / "experiments"
+    write_grpo_run(local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=40, seed=2))
+    with s3.s3_server() as endpoint:
+        s3.upload(endpoint, local, URL)
+        port = free_port()
+        logs = tmp_path_factory.mktemp("remote-serve")
+        env = {**os.environ, **s3.s3_env(endpoint)}
+        with open(logs / "serve.log", "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", URL, "--port", str(port),
+                                     "--cache-dir", str(logs / "cache"), "--remote-every", "1"],
+                                    cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/_stcore/health", timeout=2).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (logs / "serve.log").read_text()
+                time.sleep(0.2)
+        yield base, endpoint, local, logs
+        stop_streamlit(proc)
+
+
+def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
+    base, endpoint, local, logs = bucket_server
+    assert "s3://team-logs/experiments" in (logs / "serve.log").read_text()
+    context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    runs = StreamlitRuns(page)
+    try:
+        runs.goto(base)
+        sidebar = page.get_by_test_id("stSidebar")
+        expect(sidebar.get_by_text(f"A copy of {URL}")).to_be_visible()
+        sidebar.get_by_test_id("stSelectbox").filter(has_text="Run").click()
+        with runs.expect_rerun():
+            page.get_by_role("option", name=re.compile(r"^grpo")).first.click()
+        expect(page.get_by_text("Reward per step")).to_be_visible()
+        save_screenshot(page, "remote-overview.png")
+
+        # the trainer re-uploads its log with one more step: the served copy picks it up by itself
+        log_file = local / "grpo" / "rollout_data_rank_0.jsonl"
+        data = log_file.read_bytes()
+        more = b"".join(line.replace(b'"step": 3,', b'"step": 4,') for line in data.splitlines(keepends=True)
+                        if b'"step": 3,' in line)  # fmt: skip
+        assert more
+        s3.put_bytes(endpoint, f"{URL}/grpo/{log_file.name}", data + more)
+        main = page.get_by_test_id("stMain")
+        deadline = time.monotonic() + 30
+        while True:
+            runs.goto(f"{base}/steps?run=grpo&step=4")
+            if main.get_by_text(re.compile(r"samples in step 4")).count():
+                break
+            assert time.monotonic() < deadline, "the grown log never showed step 4"
+            time.sleep(1)
+        expect(main.get_by_text(re.compile(r"samples in step 4"))).to_be_visible()
+    finally:
+        context.close()
