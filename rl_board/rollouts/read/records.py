@@ -173,7 +173,7 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
         out[name] = _text(name, obj.get(name))
     for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
         value = obj.get(name)
-        if value is not None and not isinstance(value, list):
+        if value is not None and not isinstance(value, list) and type(value) is not np.ndarray:  # the simd path's
             kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
             raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
     return out
@@ -235,8 +235,8 @@ def _text(name: str, value: Any) -> str | None:
 
 def _float_list(name: str, value: Any) -> list[float] | None:
     """Numbers (or numeric strings, or null = NaN), exactly what the bulk path accepts."""
-    if value is None:
-        return None
+    if value is None or type(value) is np.ndarray:  # float64 already (the simd path's)
+        return value
     if not isinstance(value, list):
         raise BadLine(f"'{name}' is {_kind(value)}, not a list of numbers")
     try:
