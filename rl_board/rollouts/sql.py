@@ -92,7 +92,7 @@ EXAMPLES = (
                               "       stddev_pop(reward) AS reward_std\nFROM samples\nGROUP BY step\nORDER BY step"),
     Example("Longest answers", "SELECT step, sample, response_chars, reward, left(response, 200) AS response\n"
                                "FROM samples\nORDER BY response_chars DESC\nLIMIT 20"),
-    Example("Prompts whose reward dropped", "WITH per_prompt AS (\n"
+    Example("Prompt regressions", "WITH per_prompt AS (\n"
             "  SELECT prompt, step, avg(reward) AS reward_mean FROM samples GROUP BY prompt, step\n)\n"
             "SELECT a.prompt, a.step AS step_before, b.step AS step_after,\n"
             "       a.reward_mean AS before, b.reward_mean AS after, b.reward_mean - a.reward_mean AS change\n"

@@ -29,6 +29,7 @@ PAGES = (
     ("matchup", "views/matchup.py", "Same prompts", ":material/compare_arrows:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
+    ("query", "views/query.py", "SQL", ":material/database:"),
 )
 PAGE_FILES = {key: file for key, file, _, _ in PAGES}
 

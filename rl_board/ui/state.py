@@ -59,6 +59,7 @@ PARAMS = (
     Param("tokpage", "int", 1),
     Param("mruns", "list", ()), Param("mq", "str", ""), Param("msm", "float", 0.6), Param("mx", "str", "step"),
     Param("mone", "bool", True),
+    Param("sql", "str", "SELECT * FROM samples ORDER BY step, sample LIMIT 100"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")

@@ -83,7 +83,7 @@ def visit(hostile_root, tmp_path_factory, monkeypatch):
         if run is not None:
             at.query_params["run"] = run
         at.run()
-        at.switch_page(PAGES[page])
+        at.switch_page(PAGES.get(page, page))
         for name, value in view.items():
             at.session_state[f"view.{name}"] = value
         at.run()
@@ -224,6 +224,14 @@ def test_groups_prompts_and_same_prompts(visit, run):
     check(visit("prompts", run))
     check(visit("matchup", run, vs=run))
 
+
+
+@pytest.mark.parametrize("run", [RUN_A, RUN_B])
+def test_sql_page(visit, run):
+    """The default query's table shows the hostile file name; the schema tables and captions stay plain."""
+    page = check(visit("views/query.py", run))
+    if run == RUN_B:
+        assert any("⟨U+202E⟩" in text for where, text in page.plain if where == "Dataframe.cell")
 
 def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs):
     at = visit("metrics", **{"mruns": metric_runs, "mq": "evil", "mx": "wall_time"})
