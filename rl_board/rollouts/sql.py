@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 SAMPLES, STEPS = "samples", "steps"
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 3600.0
 MAX_ROWS = 10_000
 MEMORY_LIMIT = "2GB"
 THREADS = max(1, min(4, os.cpu_count() or 1))
@@ -108,8 +109,9 @@ EXAMPLES = (
 def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
               max_rows: int = MAX_ROWS) -> QueryResult:  # fmt: skip
     """Run one reading statement over ``samples`` and ``steps`` of ``store`` (see the module docstring)."""
-    if not timeout > 0:
-        raise InvalidArgumentError(f"the time limit must be above 0 seconds, not {timeout}")
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise InvalidArgumentError(f"the time limit must be above 0 and at most {MAX_TIMEOUT:g} seconds, "
+                                   f"not {timeout}")
     if max_rows < 1:
         raise InvalidArgumentError(f"the row cap must be at least 1, not {max_rows}")
     t0 = time.perf_counter()

@@ -221,6 +221,9 @@ def test_row_cap(ppo: RolloutStore) -> None:
 def test_bad_limits_are_refused(ppo: RolloutStore) -> None:
     with pytest.raises(InvalidArgumentError):
         sql.run_query(ppo, "SELECT 1", timeout=0)
+    for timeout in (float("inf"), float("nan"), -1.0):
+        with pytest.raises(InvalidArgumentError, match="time limit"):
+            sql.run_query(ppo, "SELECT 1", timeout=timeout)
     with pytest.raises(InvalidArgumentError):
         sql.run_query(ppo, "SELECT 1", max_rows=0)
 
