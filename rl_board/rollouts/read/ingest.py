@@ -1,11 +1,12 @@
 """Turning the new bytes of a rollout file into cache segments, on every core.
 
 A file (or its appended tail) is cut at newlines into blocks. Each block is
-parsed by the path that suits its lines (pyarrow.json for short lines, orjson
-plus bulk column building for long token-level lines), derived, and written as
-one Arrow segment. Big jobs run the blocks in worker processes; the line
-numbers inside a segment count from the block's start and the manifest keeps
-each segment's offset, so workers never wait on each other.
+parsed by the path that suits its lines (pyarrow.json for short lines, simdjson
+or orjson plus bulk column building for long token-level lines), derived, and
+written as one Arrow segment. Big jobs run the blocks in the process's warm
+worker pool (pool.py); the line numbers inside a segment count from the block's
+start and the manifest keeps each segment's offset, so workers never wait on
+each other.
 
 A line longer than MAX_LINE_BYTES is never read: it is planned as a block of
 its own and reported as a bad line with its length, so one runaway line costs
@@ -14,11 +15,8 @@ a scan, not memory.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,14 +28,17 @@ from rl_board import config
 from rl_board.rollouts import derive, formats
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, jsonl, records, tables
+from rl_board.rollouts.read import adapted, bulk, jsonl, pool, records, tables
 from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import classify
 from rl_board.sources.fieldmap import FieldMap
 
 BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
-POOL_MIN_BYTES = 48 * 1024 * 1024  # below this, worker start-up costs more than it saves
+# A load this big starts the worker pool (~0.3 s of imports per worker, partly hidden by parsing here
+# meanwhile); a smaller one parses here, or in the pool when one is already running (it is kept warm).
+POOL_MIN_BYTES = 160 * 1024 * 1024
+WARM_POOL_MIN_BYTES = 8 * 1024 * 1024  # a warm pool is worth it from two blocks of this much
 _SCAN = 1024 * 1024
 # Longest line read (256 MB, or $RL_BOARD_MAX_LINE_BYTES; workers inherit it): a longer one is reported,
 # never read, as reading one costs about twice its size in memory.
@@ -107,7 +108,7 @@ def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
     return {**base, **user}
 
 
-def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTES,
+def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = None,
                 max_line: int | None = None) -> list[tuple[int, int]]:  # fmt: skip
     """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block).
 
@@ -117,7 +118,7 @@ def plan_blocks(path: Path, start: int, size: int, block_bytes: int = BLOCK_BYTE
     if path.suffix.lower() == ".parquet":
         return [(0, size)] if size else []
     max_line = max_line or MAX_LINE_BYTES
-    window = min(block_bytes, max_line)
+    window = min(block_bytes or BLOCK_BYTES, max_line)
     with open(path, "rb") as f:
         end = _last_newline_end(f, start, size)
         blocks = []
@@ -263,93 +264,25 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
          fields: FieldMap | None, max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
     total = sum(e - s for _, s, e in jobs)
     readings = {str(path): reading_of(Path(path), fields) for path in dict.fromkeys(p for p, _, _ in jobs)}
+
+    def local(i: int) -> BlockResult:
+        path, s, e = jobs[i]
+        return ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
+
     cores = os.cpu_count() or 1
-    workers = None
-    if total >= POOL_MIN_BYTES and len(jobs) >= 2 and cores >= 2:
-        try:
-            workers = _Workers(min(cores, 4, len(jobs)))
-        except OSError:  # no way to start a process here: parse in this one
-            workers = None
-    if workers is None:
-        for path, s, e in jobs:
-            yield ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
-            on_done(e - s)
-        return
-    with workers:
-        yield from workers.run(jobs, directory, on_done, readings, max_line)
-
-
-class _Workers:
-    """Worker processes fed job lines on stdin, answering result lines on stdout.
-
-    Plain subprocesses rather than multiprocessing: nothing of the parent (its
-    threads, its ``__main__``) is inherited or re-run. Job ``i`` goes to worker
-    ``i % n`` and each worker answers in order, so results come back in order.
-    A worker that dies is replaced by doing its jobs in this process.
-    """
-
-    AHEAD = 2  # jobs queued per worker
-
-    def __init__(self, n: int) -> None:
-        cmd = [sys.executable, "-m", "rl_board.rollouts.read.worker"]
-        self.procs: list[subprocess.Popen] = []
-        self.broken = False
-        try:
-            for _ in range(n):
-                self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-        except OSError:
-            self.__exit__()  # do not leave the ones that did start behind
-            raise
-
-    def __enter__(self) -> _Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for proc in self.procs:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    def run(self, jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-            readings: dict[str, Reading], max_line: int | None = None) -> Iterator[BlockResult]:  # fmt: skip
-        n = len(self.procs)
-        for i in range(min(len(jobs), self.AHEAD * n)):
-            self._send(i, jobs[i], directory, readings, max_line)
-        for i, (path, s, e) in enumerate(jobs):
-            result = self._receive(i)
-            if result is None:
-                result = ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
-            if i + self.AHEAD * n < len(jobs):
-                self._send(i + self.AHEAD * n, jobs[i + self.AHEAD * n], directory, readings, max_line)
-            yield result
-            on_done(e - s)
-
-    def _send(self, i: int, job: tuple[Path, int, int], directory: Path, readings: dict[str, Reading],
-              max_line: int | None = None) -> None:  # fmt: skip
-        if self.broken:
-            return
-        path, s, e = job
-        try:
-            proc = self.procs[i % len(self.procs)]
-            line = [str(path), s, e, str(directory), list(readings[str(path)]), max_line]
-            proc.stdin.write(json.dumps(line) + "\n")
-            proc.stdin.flush()
-        except OSError:
-            self.broken = True
-
-    def _receive(self, i: int) -> BlockResult | None:
-        if self.broken:
-            return None
-        line = self.procs[i % len(self.procs)].stdout.readline()
-        if not line:
-            self.broken = True
-            return None
-        return result_from_json(line)
+    start = total >= POOL_MIN_BYTES
+    if len(jobs) >= 2 and cores >= 2 and (start or (total >= WARM_POOL_MIN_BYTES and pool.running())):
+        with pool.borrowed(min(cores, 4), start=start) as workers:
+            if workers is not None:
+                requests = [json.dumps([str(path), s, e, str(directory), list(readings[str(path)]), max_line])
+                            for path, s, e in jobs]  # fmt: skip
+                for (_, s, e), result in zip(jobs, workers.run(requests, local, result_from_json), strict=True):
+                    yield result
+                    on_done(e - s)
+                return
+    for i, (_, s, e) in enumerate(jobs):
+        yield local(i)
+        on_done(e - s)
 
 
 def result_to_json(result: BlockResult) -> str:

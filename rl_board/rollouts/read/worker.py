@@ -1,24 +1,66 @@
 """An ingest worker: one JSON job per stdin line, one JSON result per stdout line.
 
-Started by ingest._Workers as ``python -m rl_board.rollouts.read.worker``.
+Started by pool.WorkerPool as ``python -m rl_board.rollouts.read.worker PARENT_PID IDLE_SECONDS``.
+It says ``ready`` once its imports are done, then answers jobs in order. It exits when
+stdin closes, when PARENT_PID is no longer its parent (checked every second, even
+mid-job: a parent killed with SIGKILL leaves no worker behind), and after
+IDLE_SECONDS without a job.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import sys
+import threading
+import time
+from collections.abc import Iterator
 
-from rl_board.rollouts.read.ingest import ingest_block, result_to_json
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:
+            os._exit(0)
+        time.sleep(1.0)
 
 
-def main() -> int:
-    while line := sys.stdin.readline():
+def _lines(fd: int, idle: float | None) -> Iterator[bytes]:
+    """Complete lines from ``fd``, until it closes or nothing arrives for ``idle`` seconds."""
+    buffer = b""
+    while True:
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield line
+        ready, _, _ = select.select([fd], [], [], idle)
+        if not ready:
+            return
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def main(argv: list[str]) -> int:
+    parent = int(argv[0]) if argv else None
+    idle = float(argv[1]) if len(argv) > 1 else None
+    if parent is not None:
+        if os.getppid() != parent:
+            return 0
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+    from rl_board.rollouts.read.ingest import ingest_block, result_to_json
+
+    out = sys.stdout.buffer
+    out.write(b"ready\n")
+    out.flush()
+    for line in _lines(sys.stdin.fileno(), idle):
         path, start, end, directory, (fmt, fmap), max_line = json.loads(line)  # max_line None: the default
         result = ingest_block(path, start, end, directory, max_line=max_line, reading=(fmt, fmap))
-        sys.stdout.write(result_to_json(result) + "\n")
-        sys.stdout.flush()
+        out.write(result_to_json(result).encode() + b"\n")
+        out.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
