@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import (
     EXIT_FINDINGS,
@@ -23,17 +23,10 @@ from rl_board.cli.common import (
     terminal_safe,
 )
 from rl_board.errors import NotFoundError
-from rl_board.health.checks import (
-    SEVERITIES,
-    Finding,
-    check_rollout_runs,
-    check_scalars,
-    load_settings,
-    parse_set_option,
-)
-from rl_board.metrics.reader import load_metrics
-from rl_board.metrics.table import Problem
-from rl_board.sources.catalogue import catalogue
+
+if TYPE_CHECKING:
+    from rl_board.health.checks import Finding
+    from rl_board.metrics.table import Problem
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -49,6 +42,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(ns: argparse.Namespace) -> int:
     """Scalar rules on metric runs, rollout rules on rollout runs."""
+    from rl_board.health.checks import check_rollout_runs, check_scalars, load_settings, parse_set_option
+    from rl_board.metrics.reader import load_metrics
+    from rl_board.sources.catalogue import catalogue
+
     bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
     settings, setting_problems = load_settings(Path(ns.path))
     for text in ns.settings:
@@ -80,6 +77,8 @@ def run(ns: argparse.Namespace) -> int:
 
 def _findings_table(findings: list[Finding], problems: list[dict[str, Any]]) -> str:
     """A readable list of findings, most severe first, then problems."""
+    from rl_board.health.checks import SEVERITIES
+
     if not findings:
         lines = ["no findings"]
     else:

@@ -6,10 +6,12 @@ import argparse
 import contextlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rl_board.metrics.table import Problem
 from rl_board.sources import fieldmap
+
+if TYPE_CHECKING:
+    from rl_board.metrics.table import Problem
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 

@@ -6,9 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rl_board.rollouts import demo
-from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
-
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="write synthetic runs (a PPO run and an eval run)")
@@ -25,6 +22,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from rl_board.rollouts import demo
+    from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+
     out = Path(ns.out_dir)
     if ns.only in (None, "train"):
         spec = demo.DemoSpec(steps=ns.steps, samples=ns.samples, ranks=ns.ranks, tokens=ns.tokens, seed=ns.seed)

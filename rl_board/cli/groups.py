@@ -8,8 +8,6 @@ import math
 from typing import Any
 
 from rl_board.cli.common import field_arguments, fields_of
-from rl_board.rollouts.groups import COLUMNS
-from rl_board.rollouts.store import RolloutStore
 
 JSON_KEYS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved", "zero_variance",
              "best_sample", "worst_sample")  # fmt: skip
@@ -29,6 +27,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from rl_board.rollouts.store import RolloutStore
+
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     table = store.groups(step=ns.step, threshold=ns.threshold)
     rows = [{k: _plain(row[k]) for k in JSON_KEYS} for row in table.to_dict("records")]
@@ -58,4 +58,4 @@ def _text(table: Any) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["COLUMNS", "add_parser", "run"]
+__all__ = ["add_parser", "run"]

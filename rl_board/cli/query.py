@@ -6,18 +6,19 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
-from rl_board.rollouts import sql
-from rl_board.rollouts.export import to_csv_bytes, to_jsonl_bytes
-from rl_board.rollouts.store import RolloutStore
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CELL_CHARS = 60
+# rollouts/sql.py's defaults, spelled here so that building the parser does not import DuckDB and pandas
+# (tests/unit/test_cli_startup.py checks they are the same).
+DEFAULT_TIMEOUT = 10.0
+MAX_ROWS = 10_000
 
 
 def add_parser(sub: Any) -> None:
@@ -31,16 +32,20 @@ def add_parser(sub: Any) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of row objects")
     out.add_argument("--csv", action="store_true", help="print CSV (formula-like cells defused)")
-    p.add_argument("--timeout", type=float, default=sql.DEFAULT_TIMEOUT, metavar="S",
-                   help=f"stop the query after S seconds (default {sql.DEFAULT_TIMEOUT:g})")
-    p.add_argument("--max-rows", type=int, default=sql.MAX_ROWS, metavar="N",
-                   help=f"print at most N rows (default {sql.MAX_ROWS})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"stop the query after S seconds (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--max-rows", type=int, default=MAX_ROWS, metavar="N",
+                   help=f"print at most N rows (default {MAX_ROWS})")
     p.add_argument("--cache-dir", default=None)
     field_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(ns: argparse.Namespace) -> int:
+    from rl_board.rollouts import sql
+    from rl_board.rollouts.export import to_csv_bytes
+    from rl_board.rollouts.store import RolloutStore
+
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     if not store.report.files:
         raise NotFoundError(f"no rollout files in {ns.run_dir} (see `rl-board runs`)")
@@ -61,12 +66,16 @@ def run(ns: argparse.Namespace) -> int:
 
 def json_rows(frame: pd.DataFrame) -> str:
     """The rows as a JSON list of objects (NaN and missing values as null, non-ASCII escaped)."""
+    from rl_board.rollouts.export import to_jsonl_bytes
+
     lines = to_jsonl_bytes(frame).decode("utf-8").splitlines()
     return json.dumps([json.loads(line) for line in lines], allow_nan=False)
 
 
 def table_text(frame: pd.DataFrame) -> str:
     """A plain aligned table: every cell on one line, clipped, control characters escaped."""
+    import pandas as pd
+
     if frame.columns.empty:
         return "(no columns)"
     heads = [_clip(terminal_safe(name)) for name in frame.columns]
@@ -85,6 +94,9 @@ def table_text(frame: pd.DataFrame) -> str:
 
 
 def _cell(value: Any) -> str:
+    import numpy as np
+    import pandas as pd
+
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if value is None or value is pd.NA or value is pd.NaT:

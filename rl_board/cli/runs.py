@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
-from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import METRICS, Catalogue, catalogue
+
+if TYPE_CHECKING:
+    from rl_board.sources.catalogue import Catalogue
 
 
 def add_parser(sub: Any) -> None:
@@ -23,6 +24,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from rl_board.sources.catalogue import catalogue
+
     root = Path(ns.root).expanduser()
     if not root.exists():
         raise NotFoundError(terminal_safe(f"path not found: {root}"))
@@ -35,6 +38,9 @@ def run(ns: argparse.Namespace) -> int:
 
 def runs_dict(found: Catalogue, cache_dir: str | None, fields: dict[str, str] | None = None) -> dict[str, Any]:
     """The documented ``runs --json`` object."""
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import METRICS
+
     runs = []
     for folder in found.rollout_folders():
         store = RolloutStore.open(folder.path, cache_dir=cache_dir, fields=fields)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import (
     EXIT_OK,
@@ -14,7 +14,9 @@ from rl_board.cli.common import (
     problem_text,
     terminal_lines,
 )
-from rl_board.metrics.reader import MetricsBundle, load_metrics
+
+if TYPE_CHECKING:
+    from rl_board.metrics.reader import MetricsBundle
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -27,6 +29,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(ns: argparse.Namespace) -> int:
     """List runs and tags; exit 0 whenever PATH was readable (damage is reported, not fatal)."""
+    from rl_board.metrics.reader import load_metrics
+
     bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
     report = scalars_report(bundle)
     if ns.json:

@@ -7,13 +7,14 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 from rl_board.rollouts import fields as F
-from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import catalogue
+
+if TYPE_CHECKING:
+    from rl_board.rollouts.store import RolloutStore
 
 
 def add_parser(sub: Any) -> None:
@@ -26,6 +27,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from rl_board.rollouts.store import RolloutStore
+
     fields = fields_of(ns)
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
     if not store.report.files:
@@ -104,6 +107,8 @@ def _num(value: float | None) -> str:
 
 def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     """Why a path holds no rollout file: what is below it instead."""
+    from rl_board.sources.catalogue import catalogue
+
     found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]
     if runs:
