@@ -12,6 +12,7 @@ a Spark or Ray job, is itself a run (format ``rl-board-parquet``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from rl_board.rollouts import schema as S
 PART = "part-0.parquet"
 SOURCE_COLUMNS = ("sample", "file", "line")  # where a sample came from, in the exported files
 META_KEY = b"rl_board"
+PRESENT_KEY = b"rl_board_present"  # {column: values set} of the file
 
 
 @dataclass
@@ -57,10 +59,12 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
     starts = np.searchsorted(step_col, steps, side="left")
     ends = np.searchsorted(step_col, steps, side="right")
     body = ordered.drop_columns(["step"])
-    body = body.replace_schema_metadata({**(body.schema.metadata or {}), META_KEY: b"dataset 1"})
     total = 0
     for k, (step, start, end) in enumerate(zip(steps, starts, ends, strict=True)):
         part = body.slice(int(start), int(end - start))
+        meta = {**(part.schema.metadata or {}), META_KEY: b"dataset 1",
+                PRESENT_KEY: json.dumps(present_counts(part)).encode()}  # fmt: skip
+        part = part.replace_schema_metadata(meta)
         folder = f"{base}/step={int(step)}"
         fs.makedirs(folder, exist_ok=True)
         final, tmp = f"{folder}/{PART}", f"{folder}/.{PART}.tmp"
@@ -98,6 +102,15 @@ def from_dataset(table: pa.Table) -> pa.Table:
     """An exported step file read back as logged samples: derived columns dropped (they are recomputed
     exactly from the token arrays), the source file and line kept as ``source_file`` / ``source_line``."""
     drop = [c for c in (*S.DERIVED_SAMPLE_FIELDS, "sample") if c in table.column_names]
-    table = table.drop_columns(drop)
+    return from_dataset_names(table.drop_columns(drop))
+
+
+def from_dataset_names(table: pa.Table) -> pa.Table:
+    """``file`` and ``line`` (where a sample was first logged) kept as ``source_file`` / ``source_line``."""
     names = [{"file": "source_file", "line": "source_line"}.get(n, n) for n in table.column_names]
     return table.rename_columns(names)
+
+
+def present_counts(table: pa.Table) -> dict[str, int]:
+    """Values set per column of one step file (written in its metadata: footers do not count null lists)."""
+    return {name: table.num_rows - table.column(name).null_count for name in table.column_names}

@@ -47,6 +47,23 @@ class RunView:
         idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
         return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
 
+    @property
+    def names(self) -> list[str]:
+        """Every column of the run (a lazy view has more than its in-memory table)."""
+        return self.table.column_names
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table.schema
+
+    def full(self, columns: list[str]) -> pa.Table:
+        """Columns over every row, in cache order."""
+        return self.table.select(columns)
+
+    def record(self, row: int) -> dict:
+        """Every column of one row."""
+        return self.table.slice(row, 1).to_pylist()[0]
+
     def has(self, name: str) -> bool:
         if name not in self.table.column_names:
             return False
@@ -73,7 +90,7 @@ class RunView:
             return rows
         cols = filters.columns()
         if step is None:
-            return rows[mask(self.table.select(cols), filters)[rows]]
+            return rows[mask(self.full(cols), filters)[rows]]
         return rows[mask(self.take(cols, rows), filters)]
 
     def take(self, columns: list[str], rows: np.ndarray) -> pa.Table:
@@ -95,7 +112,7 @@ class RunView:
         return taken.take(np.argsort(order, kind="stable"))
 
     def columns(self, columns: list[str] | None) -> list[str]:
-        names = self.table.column_names
+        names = self.names
         if columns is None:
             return [n for n in names if n not in _LIST_FIELDS and n not in (S.STEP, S.LINE)]
         extra = (STEP_COL, INDEX_COL, FILE_COL, LINE_COL)
@@ -107,7 +124,7 @@ class RunView:
     def sort_order(self, rows: np.ndarray, sort_by: str, descending: bool) -> np.ndarray:
         if sort_by == INDEX_COL:
             keys = pa.table({"k": self.within[rows]})
-        elif sort_by in self.table.column_names and _sortable(self.table.schema.field(sort_by).type):
+        elif sort_by in self.names and _sortable(self.schema.field(sort_by).type):
             keys = self.take([sort_by], rows).rename_columns(["k"])
         else:
             raise InvalidArgumentError(f"cannot sort by {sort_by!r}")

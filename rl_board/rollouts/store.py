@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -16,14 +17,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
 from rl_board.errors import InvalidArgumentError, NotFoundError
-from rl_board.rollouts import derive, fields, formats, groups, lengths, matchup, mismatch, prompts
+from rl_board.rollouts import derive, fields, formats, groups, lazy, lengths, matchup, mismatch, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.formats import Format
-from rl_board.rollouts.report import LoadReport, build_report
+from rl_board.rollouts.report import FileReport, LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.rollouts.tokens import TokenText, as_ids
 from rl_board.sources import fieldmap, remote
@@ -110,6 +112,7 @@ class RolloutStore:
         self._lock = threading.Lock()
         self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
         self._mismatch: tuple[str, pd.DataFrame] | None = None
+        self._dataset: lazy.Located | None = None  # a Parquet dataset read in place (no cache)
 
     @classmethod
     def open(
@@ -127,17 +130,20 @@ class RolloutStore:
         reported and not read (the server passes its served roots). A URL
         (``s3://bucket/run``, ``gs://...``, ``hf://...``) is first brought into
         the local mirror (``sources/remote.py``): only new bytes are fetched.
+        An rl-board Parquet dataset (``step=N/`` folders, from ``rl-board export``)
+        is read where it lies, locally or in a bucket, with no cache (``lazy.py``).
         """
         root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
         url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
-        mirrored = remote.mirror(url, root, progress=progress) if url else None
-        path = mirrored.local if mirrored else Path(run_dir).expanduser()
-        if not path.exists():
-            raise NotFoundError(f"no run folder or file at {path}")
         for canonical in fields or {}:
             fieldmap.check(canonical)
+        found = _in_place(url or Path(run_dir).expanduser(), fields)
+        mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
+        path = mirrored.local if mirrored else remote.local_path(url, root) if url else Path(run_dir).expanduser()
+        if found is None and not path.exists():
+            raise NotFoundError(f"no run folder or file at {path}")
         store = cls(path, root, allowed_roots, fields)
-        store.url, store.remote, store._listed_at = url, mirrored, time.monotonic()
+        store.url, store.remote, store._listed_at, store._dataset = url, mirrored, time.monotonic(), found
         if url:
             store.report.run = url
         store._load(progress=progress, verify=True)
@@ -161,19 +167,28 @@ class RolloutStore:
 
         A remote run is listed again at most every ``REMOTE_EVERY`` seconds (and new bytes fetched then).
         """
+        if self._dataset is not None:
+            if self.url and time.monotonic() - self._listed_at < REMOTE_EVERY:
+                return False
+            self._listed_at = time.monotonic()
+            found = lazy.locate(self._dataset.location)
+            return found is None or found.signature != self._stat_signature
         if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
             with self._lock:
                 self._mirror(None)
         return cache.stat_signature(self.run_dir, self.fields_map) != self._stat_signature
 
     def _mirror(self, progress: cache.Progress | None) -> None:
-        if self.url:
+        if self.url and self._dataset is None:
             self.remote = remote.mirror(self.url, self.cache_root, progress=progress)
             self._listed_at = time.monotonic()
 
     # -- loading -----------------------------------------------------------
 
     def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
+        if self._dataset is not None:
+            self._load_in_place(verify)
+            return
         t0 = time.perf_counter()
         self._stat_signature = cache.stat_signature(self.run_dir, self.fields_map)
         try:
@@ -192,6 +207,25 @@ class RolloutStore:
         self.report.from_cache = result.parsed_bytes == 0
         self.report.notice = result.notice
         self.report.rebuilt_cache = result.rebuilt
+
+    def _load_in_place(self, verify: bool) -> None:
+        """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
+        t0 = time.perf_counter()
+        found = lazy.locate(self._dataset.location) if not verify else self._dataset
+        if found is None:
+            raise NotFoundError(f"{self.source} is no longer a readable Parquet dataset")
+        if found.signature != self.signature or verify:
+            view, rows = lazy.open_view(found)
+            fmt = formats.by_name("rl-board-parquet")
+            report = LoadReport(run=self.source)
+            report.files = [FileReport(f.name, f.size, n, n, 0, 0, 0, "", fmt.name)
+                            for f, n in zip(found.files, rows, strict=True)]  # fmt: skip
+            report.formats[fmt.name] = f"{fmt.label}, read in place: text and tokens per step on demand"
+            report.samples, report.steps = view.table.num_rows, len(view.steps)
+            report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+            self._view, self.report, self._dataset = view, report, found
+            self.signature = self._stat_signature = found.signature
+        self.report.seconds = time.perf_counter() - t0
 
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
@@ -226,7 +260,7 @@ class RolloutStore:
         """Log fields that hold at least one value (derived columns excluded)."""
         derived = set(S.DERIVED_SAMPLE_FIELDS) | {S.LINE}
         v = self._view
-        return sorted(n for n in v.table.column_names if n not in derived and v.has(n))
+        return sorted(n for n in v.names if n not in derived and v.has(n))
 
     @property
     def extra_fields(self) -> list[str]:
@@ -239,7 +273,7 @@ class RolloutStore:
     @property
     def numeric_extras(self) -> list[str]:
         """The log's own columns (not rl-board fields) that hold numbers: sortable and range-filterable."""
-        schema = self._view.table.schema
+        schema = self._view.schema
         return [name for name in self.extra_fields if _numeric(schema.field(name).type) and self.has(name)]
 
     @property
@@ -302,7 +336,7 @@ class RolloutStore:
         with self._lock:  # computed once per state of the files
             if self._mismatch is None or self._mismatch[0] != self.signature:
                 v = self._view
-                mean, top = mismatch.per_sample(v.table.select([S.LOGPROBS, mismatch.TRAIN_LOGPROBS]))
+                mean, top = mismatch.per_sample(v.full([S.LOGPROBS, mismatch.TRAIN_LOGPROBS]))
                 frame = v.frame(v.order, [])
                 frame[mismatch.MEAN] = mean[v.order]
                 frame[mismatch.MAX] = top[v.order]
@@ -330,12 +364,14 @@ class RolloutStore:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""
         return groups.step_group_stats(self.groups())
 
-    def arrow_samples(self) -> pa.Table:
+    def arrow_samples(self) -> pa.Table | pads.Dataset:
         """Every sample as one Arrow table over the memory-mapped cache (no copy), for SQL engines.
 
         Columns: ``step``, ``sample`` (index within its step), ``file``, ``line`` and every logged and
         derived column, token arrays included as list columns. Rows are in cache order, not step order.
         """
+        if self._dataset is not None:  # a Parquet dataset read in place: the engine reads its files itself
+            return lazy.as_arrow_dataset(self._dataset)
         v = self._view
         table = v.table.drop_columns([c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL)
                                       if c in v.table.column_names])  # fmt: skip
@@ -384,7 +420,7 @@ class RolloutStore:
         if not 0 <= index < len(rows):
             raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
         row = int(rows[index])
-        record = v.table.slice(row, 1).to_pylist()[0]
+        record = v.record(row)
         strings, tokens_from = _token_strings(record, tokenizer)
         tokens = derive.token_frame(
             tokens=strings,
@@ -462,6 +498,16 @@ def _floats(values: list | None) -> np.ndarray | None:
     if values is None:
         return None
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _in_place(location: str | Path, fields: FieldMap | None) -> lazy.Located | None:
+    """The Parquet dataset at ``location`` when it can be read in place (no field map asked for)."""
+    if fields:
+        return None
+    if isinstance(location, Path) and not (location.is_dir() and any(
+            e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))):  # fmt: skip
+        return None
+    return lazy.locate(location)
 
 
 def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:

@@ -177,7 +177,10 @@ def test_export_to_a_bucket_and_open_it_from_there(bucket_run, tmp_path):
     target = url.rsplit("/", 1)[0] + "/grpo_math_dataset"
     proc = s3.run_cli(["export", url, target, "--cache-dir", str(cache)], env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    same_run(summary(target, env, tmp_path / "cache4"), original)
+    reread = summary(target, env, tmp_path / "cache4")
+    same_run(reread, original)
+    assert reread["format"] == "rl-board-parquet" and "read in place" in reread["read_as"]
+    assert not (tmp_path / "cache4").exists(), "read from the bucket per step, never copied"
 
 
 def test_a_missing_bucket_is_one_line(server, tmp_path):

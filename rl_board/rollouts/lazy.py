@@ -1,0 +1,282 @@
+"""An rl-board Parquet dataset opened where it lies (a local folder or a bucket), with no local copy.
+
+Opening reads each step file's footer and its per-sample numbers (rewards,
+KL means, lengths...: a few bytes per sample). Text and token arrays stay in
+the files: a page that shows a step reads that step's file, only the columns
+it needs (a range read per column chunk on object storage), and keeps the
+last ones it read in memory (``CACHE_BYTES``). So opening one step of a 10 GB
+run costs the footers, the number columns and one step's text.
+
+A dataset is read this way when every file lies in a ``step=N/`` folder and
+carries rl-board's derived columns (``rl-board export`` writes them); any
+other Parquet layout goes through the columnar cache like any other log.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from rl_board.rollouts import dataset
+from rl_board.rollouts import schema as S
+from rl_board.rollouts.read import records
+from rl_board.rollouts.runview import RunView
+
+PARTITION = re.compile(r"^step=(-?\d+)$")
+HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH})
+CACHE_BYTES = 512 * 1024 * 1024  # text and token columns of recently shown steps kept in memory
+READERS = 16  # files read at once when opening (object stores answer faster in parallel)
+
+
+@dataclass(frozen=True)
+class DatasetFile:
+    path: str  # in its filesystem
+    name: str  # relative to the dataset: step=12/part-0.parquet
+    step: int
+    size: int
+    version: str
+
+
+@dataclass
+class Located:
+    """A dataset found at a location: its filesystem, its files (by step), and a signature of the listing."""
+
+    location: str
+    filesystem: pafs.FileSystem
+    files: list[DatasetFile]
+
+    @property
+    def signature(self) -> str:
+        return repr([(f.name, f.size, f.version) for f in self.files])
+
+
+def locate(location: str | Path) -> Located | None:
+    """The dataset at ``location`` if it is an rl-board Parquet dataset that can be read in place, else None."""
+    fs, base = _filesystem(location)
+    try:
+        listing = fs.get_file_info(pafs.FileSelector(base, recursive=True))
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return None
+    files, others = [], 0
+    for info in listing:
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(base):].lstrip("/")
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts):
+            continue
+        match = PARTITION.match(parts[0]) if len(parts) == 2 else None
+        if match and parts[1].endswith(".parquet"):
+            files.append(DatasetFile(info.path, rel, int(match[1]), info.size or 0, str(info.mtime_ns or "")))
+        elif rel.endswith((".jsonl", ".ndjson", ".parquet")):
+            others += 1  # rollout files beside the partitions: not a pure dataset
+    if not files or others:
+        return None
+    files.sort(key=lambda f: (f.step, f.name))
+    try:
+        names = set(pq.read_schema(files[0].path, filesystem=fs).names)
+    except (OSError, pa.ArrowException):
+        return None
+    if not dataset.is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
+        return None
+    return Located(str(location), fs, files)
+
+
+def _filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
+    text = str(location)
+    if "://" not in text:
+        return pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(text)
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path.rstrip("/")
+
+
+def open_view(found: Located) -> tuple[LazyRunView, list[int]]:
+    """The run's view (numbers in memory, text and tokens on demand) and each file's row count."""
+    with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
+        parts = list(pool.map(lambda f: _light_part(found.filesystem, f), found.files))
+    lights = [p[0] for p in parts]  # each part: numbers table, heavy schema, values set, column order
+    heavy_schema = pa.unify_schemas([p[1] for p in parts], promote_options="permissive")
+    nulls: dict[str, int] = {}
+    for _, _, counts, _ in parts:
+        for name, n in counts.items():
+            nulls[name] = nulls.get(name, 0) + n
+    rows = [t.num_rows for t in lights]
+    light = records.unify_tables(lights)
+    file_idx = np.repeat(np.arange(len(rows), dtype=np.int32), rows)
+    heavy = HeavyColumns(found.filesystem, [f.path for f in found.files], heavy_schema, rows, nulls)
+    heavy.order = list(dict.fromkeys(name for part in parts for name in part[3]))
+    return LazyRunView([f.name for f in found.files], light, file_idx, heavy), rows
+
+
+def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> tuple[pa.Table, pa.Schema, dict[str, int], list[str]]:
+    """One step file's per-sample numbers (with step and line), its heavy columns' schema, their null counts."""
+    with fs.open_input_file(file.path) as handle:
+        parquet = pq.ParquetFile(handle)
+        schema = parquet.schema_arrow
+        heavy = [f for f in schema if _is_heavy(f)]
+        light = [f.name for f in schema if not _is_heavy(f) and f.name != "sample"]
+        table = parquet.read(columns=light)
+        counts = _null_counts(parquet, [f.name for f in heavy])
+    table = dataset.from_dataset_names(table)
+    order = [{"file": "source_file", "line": "source_line"}.get(f.name, f.name) for f in schema if f.name != "sample"]
+    n = table.num_rows
+    table = table.append_column(S.STEP, pa.array(np.full(n, file.step, dtype=np.int64)))
+    table = table.append_column(S.LINE, pa.array(np.arange(1, n + 1, dtype=np.int64)))
+    return table, pa.schema(heavy), counts, [*order, S.STEP, S.LINE]
+
+
+def _is_heavy(field: pa.Field) -> bool:
+    return field.name in HEAVY_TEXT or pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
+        or pa.types.is_large_string(field.type)
+
+
+def _null_counts(parquet: pq.ParquetFile, names: list[str]) -> dict[str, int]:
+    """Values set per heavy column: as rl-board's export wrote them in the file's metadata, else every row
+    (another writer's file: a column of only nulls then shows as present, with nothing in it)."""
+    written = (parquet.schema_arrow.metadata or {}).get(dataset.PRESENT_KEY)
+    try:
+        counts = json.loads(written) if written else {}
+    except ValueError:
+        counts = {}
+    rows = parquet.metadata.num_rows
+    return {name: int(counts.get(name, rows)) for name in names}
+
+
+class HeavyColumns:
+    """Text and token columns, read per file on demand and kept in a bounded cache."""
+
+    def __init__(self, fs: pafs.FileSystem, paths: list[str], schema: pa.Schema, rows: list[int],
+                 present: dict[str, int]) -> None:  # fmt: skip
+        self.fs, self.paths, self.schema = fs, paths, schema
+        self.starts = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+        self.present = present  # values set per column (from the footers)
+        self.order: list[str] = []  # every column of the run in the files' order
+        self._cache: OrderedDict[tuple[int, str], pa.ChunkedArray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.reads = 0  # files opened since the view was built (benchmarks and tests look at it)
+
+    @property
+    def names(self) -> list[str]:
+        return self.schema.names
+
+    def has(self, name: str) -> bool:
+        return self.present.get(name, 0) > 0
+
+    def take(self, columns: list[str], rows: np.ndarray) -> pa.Table:
+        """Rows (global indices) of heavy columns, in the order asked."""
+        if not columns:
+            return pa.table({})
+        files = np.searchsorted(self.starts, rows, side="right") - 1
+        order = np.argsort(files, kind="stable")
+        parts = []
+        for group in np.split(order, np.flatnonzero(np.diff(files[order])) + 1):
+            if not len(group):
+                continue
+            k = int(files[group[0]])
+            table = self._file(k, columns)
+            parts.append(table.take(pa.array(rows[group] - self.starts[k])))
+        taken = pa.concat_tables(parts, promote_options="permissive") if parts else self.schema.empty_table()
+        return taken.select(columns).take(np.argsort(order, kind="stable"))
+
+    def _file(self, k: int, columns: list[str]) -> pa.Table:
+        with self._lock:
+            missing = [c for c in columns if (k, c) not in self._cache]
+        if missing:
+            read = self._read(k, missing)
+            with self._lock:
+                for name in missing:
+                    column = read.column(name)
+                    self._cache[(k, name)] = column
+                    self._bytes += column.nbytes
+                self._evict(keep={(k, c) for c in columns})
+        with self._lock:
+            arrays = [self._cache[(k, c)] for c in columns]
+            for c in columns:
+                self._cache.move_to_end((k, c))
+        return pa.table(arrays, names=columns)
+
+    def _read(self, k: int, names: list[str]) -> pa.Table:
+        with self.fs.open_input_file(self.paths[k]) as handle:
+            parquet = pq.ParquetFile(handle)
+            here = [n for n in names if n in parquet.schema_arrow.names]
+            table = parquet.read(columns=here)
+        self.reads += 1
+        for name in names:
+            if name not in here:
+                table = table.append_column(self.schema.field(name), pa.nulls(table.num_rows or
+                                                                              int(self.starts[k + 1] - self.starts[k]),
+                                                                              self.schema.field(name).type))
+        return table.cast(pa.schema([self.schema.field(n) for n in table.column_names]))
+
+    def _evict(self, keep: set[tuple[int, str]]) -> None:
+        while self._bytes > CACHE_BYTES and len(self._cache) > len(keep):
+            key = next(k for k in self._cache if k not in keep)
+            self._bytes -= self._cache.pop(key).nbytes
+
+
+class LazyRunView(RunView):
+    """A RunView whose text and token columns are read per step file when asked for."""
+
+    def __init__(self, files: list[str], table: pa.Table, file_idx: np.ndarray, heavy: HeavyColumns) -> None:
+        super().__init__(files, table, file_idx)
+        self.heavy = heavy
+
+    @property
+    def names(self) -> list[str]:
+        """In the order of the files' columns (step and line last), as a cache-read run has them."""
+        return [f.name for f in self.schema]
+
+    @property
+    def schema(self) -> pa.Schema:
+        fields = [*self.table.schema, *self.heavy.schema]
+        place = {name: k for k, name in enumerate(self.heavy.order)}
+        return pa.schema(sorted(fields, key=lambda f: place.get(f.name, len(place))))
+
+    def has(self, name: str) -> bool:
+        return self.heavy.has(name) if name in self.heavy.names else super().has(name)
+
+    def take(self, columns: list[str], rows: np.ndarray) -> pa.Table:
+        rows = np.asarray(rows, dtype=np.int64)
+        light = [c for c in columns if c in self.table.column_names]
+        heavy = [c for c in columns if c in self.heavy.names]
+        parts = {}
+        if light:
+            got = super().take(light, rows)
+            parts.update({c: got.column(c) for c in light})
+        if heavy:
+            got = self.heavy.take(heavy, rows)
+            parts.update({c: got.column(c) for c in heavy})
+        return pa.table({c: parts[c] for c in columns if c in parts}) if parts else pa.table({})
+
+    def full(self, columns: list[str]) -> pa.Table:
+        return self.take(columns, np.arange(self.table.num_rows))
+
+    def record(self, row: int) -> dict[str, Any]:
+        return self.take(self.names, np.array([row])).to_pylist()[0]
+
+
+def as_arrow_dataset(found: Located) -> pads.Dataset:
+    """The dataset for SQL engines: read lazily, ``step`` from the folder names, columns as exported."""
+    return pads.dataset([f.path for f in found.files], filesystem=found.filesystem, format="parquet",
+                        partitioning=pads.partitioning(pa.schema([("step", pa.int64())]), flavor="hive"),
+                        partition_base_dir=_base_of(found))  # fmt: skip
+
+
+def _base_of(found: Located) -> str:
+    first = found.files[0]
+    return first.path[: -len(first.name)].rstrip("/")
