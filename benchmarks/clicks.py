@@ -1,0 +1,435 @@
+"""Click benchmark: what a user waits for, in a real browser, from a click to the page settled.
+
+    python benchmarks/clicks.py                      # bundled samples, then a ~1 GB run
+    python benchmarks/clicks.py --size 200MB         # a quicker large run
+    python benchmarks/clicks.py --only samples       # just the bundled samples
+    python benchmarks/clicks.py --work /tmp/clicks   # keep the generated runs and cache for the next time
+    python benchmarks/clicks.py --repeat 5
+
+Starts `rl-board serve` (a subprocess on a free port, its own cache folder) and
+drives Debian's chromium (/usr/bin/chromium, never a downloaded browser)
+through Playwright. Two logs roots are served in turn:
+
+  samples  a copy of rollout_samples/ (ppo_math, grpo_math, eval_math) plus a
+           TensorBoard run with 150 tags (tests/helpers/metric_fixtures.py)
+  big      ppo_math of about --size (`rl-board demo` as benchmarks/load.py
+           writes it: 4 ranks, 256 samples per step, ~600 tokens each), a GRPO
+           demo run whose longest answer per step is 8,000 tokens, and the same
+           150-tag TensorBoard run
+
+Each click is timed from the click (or the Enter, or the address typed into a
+fresh tab) until the app's script run it caused has finished (counted on the
+WebSocket), no "running" indicator, stale element or skeleton is left, every
+chart has drawn, and the element the click should show is visible. Before
+each repetition the page is brought to where the click starts by a deep link
+(not timed). Every run is opened once before timing, so the 1 GB run's first
+parse (seconds, once per cache) is not in the table. Besides the time, the
+table shows what the click made the server send (KB over the WebSocket, and
+the number of ForwardMsg messages). Targets (issue "Speed, round two"): every
+click < 1 s, the sample page with an 8k-token answer < 1.5 s, a fresh tab on a
+deep link < 2 s. Nothing is asserted: it prints numbers. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.load import MB, make_run, parse_size  # noqa: E402  (the 1 GB run, written as load.py writes it)
+from tests.helpers.streamlit_browser import (  # noqa: E402  (the tests' server and render waits)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    StreamlitRuns,
+    free_port,
+    stop_streamlit,
+)
+
+TAGS_RUN = "many_tags"
+GRPO_LONG = 8000
+CLICK, SAMPLE_8K, FRESH_TAB = 1.0, 1.5, 2.0  # targets, seconds
+
+
+# -- the logs roots -------------------------------------------------------------
+
+
+def _tags_run(root: Path) -> None:
+    from tests.helpers.metric_fixtures import write_many_tags_run
+
+    folder = root / TAGS_RUN
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        write_many_tags_run(folder, groups=15, per_group=10, steps=300)
+
+
+def samples_root(work: Path) -> Path:
+    root = work / "samples"
+    if not root.exists():
+        shutil.copytree(REPO / "rollout_samples", root)
+    _tags_run(root)
+    return root
+
+
+def big_root(work: Path, size: int) -> Path:
+    from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+
+    root = make_run(size, work).parent  # work/run_<N>MB/ppo_math
+    grpo = root / "grpo_long"
+    if not (grpo / "rollout_data_rank_0.jsonl").exists():
+        write_grpo_run(grpo, GrpoSpec(steps=20, prompts=8, group_size=8, tokens=400, long_tokens=GRPO_LONG))
+    _tags_run(root)
+    return root
+
+
+# -- the server and the browser ---------------------------------------------------
+
+# What the user can see is settled: connected, no script running, no "running" indicator, and no
+# stale element, skeleton or undrawn chart on screen. (The tests' wait_for_app_idle also waits for
+# skeletons inside collapsed expanders, which nobody sees and which can stay for seconds.)
+SETTLED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const seen = sel => [...document.querySelectorAll(sel)].filter(e => e.checkVisibility());
+  return app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
+    && !document.querySelector('[data-testid="stStatusWidget"]')
+    && !seen('[data-stale="true"]').length && !seen('[data-testid="stSkeleton"]').length
+    && seen('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.main-svg'));
+}"""
+
+
+def wait_settled(page, timeout_ms: float = 120_000) -> None:
+    page.wait_for_function(SETTLED, timeout=timeout_ms, polling="raf")
+
+
+class Server:
+    """`rl-board serve ROOT` on a free loopback port; output to a log file; stopped by its PID."""
+
+    def __init__(self, root: Path, cache: Path, log: Path) -> None:
+        import urllib.request
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "rl_board", "serve", str(root), "--port", str(self.port),
+               "--cache-dir", str(cache)]
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"rl-board serve exited:\n{log.read_text()}")
+            try:
+                with opener.open(self.url + "/_stcore/health", timeout=2) as r:
+                    if r.read() == b"ok":
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError(f"no health OK in 60 s:\n{log.read_text()}")
+
+    def stop(self) -> None:
+        stop_streamlit(self.proc)
+
+
+class Traffic(StreamlitRuns):
+    """Finished script runs (the tests' counter) plus the bytes and messages the server sent."""
+
+    def wait_for_runs(self, count: int, timeout_ms: float = 120_000) -> None:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.completed < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {self.completed} of {count} script runs finished")
+            self.page.wait_for_timeout(10)  # lets Playwright deliver the frame events
+        wait_settled(self.page, timeout_ms)
+
+    def __init__(self, page) -> None:
+        self.bytes = self.messages = 0
+        super().__init__(page)
+
+    def _on_frame(self, payload) -> None:
+        if not isinstance(payload, str):
+            self.bytes += len(payload)
+            self.messages += 1
+        super()._on_frame(payload)
+
+
+@dataclass
+class Tab:
+    page: object
+    runs: Traffic
+    url: str
+
+    def go(self, path: str) -> None:
+        self.runs.goto(self.url + path, timeout_ms=120_000)
+
+    def main(self):
+        return self.page.get_by_test_id("stMain")
+
+
+def new_tab(browser, url: str) -> Tab:
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    return Tab(page, Traffic(page), url)
+
+
+@dataclass
+class Measured:
+    seconds: list[float]
+    kb: float
+    messages: int
+
+
+def timed(tab: Tab, act: Callable[[], None], shows: Callable[[], object], *, runs: int = 1) -> tuple[float, float, int]:
+    """Seconds from ``act`` until its script run(s) finished, the page is idle and ``shows()`` is visible."""
+    target = tab.runs.completed + runs
+    b0, m0 = tab.runs.bytes, tab.runs.messages
+    t0 = time.perf_counter()
+    act()
+    tab.runs.wait_for_runs(target, timeout_ms=120_000)
+    shows().wait_for(state="visible", timeout=120_000)
+    wait_settled(tab.page)
+    return time.perf_counter() - t0, (tab.runs.bytes - b0) / 1024, tab.runs.messages - m0
+
+
+def _choose(tab: Tab, label: str, typed: str, option: re.Pattern | None = None, scope=None) -> Callable[[], None]:
+    """Open the selectbox ``label`` and type (not timed); the returned action clicks the option
+    (``option``, else the one named exactly as typed)."""
+    box = (scope or tab.page).get_by_role("combobox", name=label)
+    box.click()
+    box.fill(typed)
+    choice = tab.page.get_by_role("option", name=option or typed, exact=option is None).first
+    choice.wait_for(state="visible")
+    return choice.click
+
+
+def _first_row(tab: Tab) -> Callable[[], None]:
+    grid = tab.main().get_by_test_id("stDataFrameResizable").first
+    grid.scroll_into_view_if_needed()
+    grid.locator('[data-testid="glide-cell-1-0"]').wait_for(state="attached")
+    box = grid.bounding_box()  # a canvas: click the first row's selection marker
+    return lambda: tab.page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+
+
+def _nav(tab: Tab, title: str) -> Callable[[], None]:
+    return lambda: tab.page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+
+
+# -- the clicks -----------------------------------------------------------------------
+
+
+@dataclass
+class Runs:
+    """What the clicks open in a root: the PPO run, a GRPO run and its longest sample."""
+
+    ppo: str
+    grpo: str
+    step: int  # a middle step of the PPO run
+    grpo_step: int
+    long_sample: int
+    long_tokens: int
+    short_sample: int = 3
+
+
+def find_runs(root: Path, cache: Path) -> Runs:
+    from rl_board.rollouts.store import RolloutStore
+
+    grpo_name = "grpo_long" if (root / "grpo_long").exists() else "grpo_math"
+    ppo = RolloutStore.open(root / "ppo_math", cache_dir=cache)
+    grpo = RolloutStore.open(root / grpo_name, cache_dir=cache)
+    grpo_step = grpo.steps[-1]
+    lengths = grpo.samples(step=grpo_step, columns=["n_tokens"])["n_tokens"]
+    return Runs("ppo_math", grpo_name, ppo.steps[len(ppo.steps) // 2], grpo_step, int(lengths.idxmax()),
+                int(lengths.max()))
+
+
+def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], tuple]]]:
+    """(name, target s, measure(tab, repetition) -> (seconds, kb, messages)), in the order a user goes."""
+    main = lambda tab: tab.main()  # noqa: E731
+
+    def choose_run(tab: Tab, k: int):
+        tab.go("/")
+        act = _choose(tab, "Run", r.ppo, re.compile(f"^{r.ppo} "), scope=tab.page.get_by_test_id("stSidebar"))
+        return timed(tab, act, lambda: main(tab).get_by_text("Reward per step"))
+
+    def curve_point(tab: Tab, k: int):
+        tab.go(f"/?run={r.ppo}")
+        points = main(tab).get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
+        points.first.wait_for(state="attached")
+        n = points.count()
+        point = points.nth(min(n - 1, (k + 1) * n // 5))
+        return timed(tab, lambda: point.click(force=True),
+                     lambda: main(tab).get_by_test_id("stDataFrameResizable").first)
+
+    def sort_column(tab: Tab, k: int):
+        tab.go(f"/steps?run={r.ppo}&step={r.step}")
+        label = ("KL (mean)", "reward", "length (tokens)")[k % 3]
+        act = _choose(tab, "Sort by", label)
+        return timed(tab, act, lambda: main(tab).get_by_test_id("stDataFrameResizable").first)
+
+    def row_to_sample(run: str, step: int, sort: str):
+        def measure(tab: Tab, k: int):
+            tab.go(f"/steps?run={run}&step={step}&sort={sort}&desc=1")
+            return timed(tab, _first_row(tab), lambda: main(tab).locator(".rlb-chip").first)
+        return measure
+
+    def colour_metric(run: str, step: int, sample: int):
+        def measure(tab: Tab, k: int):
+            tab.go(f"/sample?run={run}&step={step}&sample={sample}")
+            others = main(tab).get_by_role("radiogroup", name="Colour tokens by").locator('[aria-checked="false"]')
+            others.first.wait_for(state="visible")
+            button = others.nth(k % others.count())
+            return timed(tab, button.click, lambda: main(tab).locator(".rlb-chip").first)
+        return measure
+
+    def search_all(tab: Tab, k: int):
+        tab.go(f"/steps?run={r.ppo}&step={r.step}&all=1")
+        box = main(tab).get_by_role("textbox", name="Search prompt, response and ground truth")
+        box.fill(("Great", "answer", "wonderful")[k % 3])
+        return timed(tab, lambda: box.press("Enter"), lambda: main(tab).get_by_text("in all steps match"))
+
+    def page_click(run: str | None, title: str, shows: Callable[[Tab], object], extra: str = ""):
+        def measure(tab: Tab, k: int):
+            tab.go(f"/?run={run}{extra}" if run else f"/?{extra.lstrip('&')}")
+            return timed(tab, _nav(tab, title), lambda: shows(tab))
+        return measure
+
+    def group_row(tab: Tab, k: int):
+        tab.go(f"/groups?run={r.grpo}&step={r.grpo_step}")
+        return timed(tab, _first_row(tab), lambda: main(tab).get_by_text("Word diff"))
+
+    def prompt_row(tab: Tab, k: int):
+        tab.go(f"/prompts?run={r.grpo}")
+        return timed(tab, _first_row(tab), lambda: main(tab).get_by_text("This prompt over training"))
+
+    def fresh_tab(run: str, step: int, sample: int):
+        """A new tab of the same browser (its HTTP cache holds the app's scripts, as a user's browser does)."""
+        def measure(tab: Tab, k: int):
+            page = tab.page.context.new_page()
+            fresh = Tab(page, Traffic(page), tab.url)
+            try:
+                return timed(fresh, lambda: page.goto(f"{tab.url}/sample?run={run}&step={step}&sample={sample}"),
+                             lambda: fresh.main().locator(".rlb-chip").first)
+            finally:
+                page.close()
+        return measure
+
+    long = f"{r.long_tokens}-token"
+    chart = lambda tab: main(tab).get_by_test_id("stPlotlyChart").first  # noqa: E731
+    table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
+    return [
+        ("choose run → Overview", CLICK, choose_run),
+        ("curve point → step browser", CLICK, curve_point),
+        ("sort a column", CLICK, sort_column),
+        ("row → sample (short)", CLICK, row_to_sample(r.ppo, r.step, "kl_mean")),
+        (f"row → sample ({long})", SAMPLE_8K, row_to_sample(r.grpo, r.grpo_step, "n_tokens")),
+        ("colour metric (short sample)", CLICK, colour_metric(r.ppo, r.step, r.short_sample)),
+        (f"colour metric ({long})", SAMPLE_8K, colour_metric(r.grpo, r.grpo_step, r.long_sample)),
+        ("search all steps", CLICK, search_all),
+        ("Metrics page (150 tags)", CLICK, page_click(None, "Metrics", chart, f"&mruns={TAGS_RUN}")),
+        ("Health page", CLICK, page_click(r.ppo, "Health", lambda tab: main(tab).get_by_text("Rules check"))),
+        ("Groups page", CLICK, page_click(r.grpo, "Groups", table)),
+        ("group row → best and worst", CLICK, group_row),
+        ("Prompts page", CLICK, page_click(r.grpo, "Prompts", table)),
+        ("prompt row → history", CLICK, prompt_row),
+        ("fresh tab, deep link to a sample", FRESH_TAB, fresh_tab(r.ppo, r.step, r.short_sample)),
+        (f"fresh tab, deep link ({long})", FRESH_TAB, fresh_tab(r.grpo, r.grpo_step, r.long_sample)),
+    ]
+
+
+def measure_root(label: str, root: Path, cache: Path, work: Path, repeat: int, browser,
+                 only: str | None) -> list[str]:
+    runs = find_runs(root, cache)  # also builds the cache, so no click pays a first parse
+    mb = sum(p.stat().st_size for p in (root / runs.ppo).glob("*.jsonl")) / MB
+    server = Server(root, cache, work / f"serve-{label.split()[0]}.log")
+    rows = [f"## {label}: {runs.ppo} {mb:.0f} MB of JSONL; {runs.grpo} longest answer {runs.long_tokens} tokens",
+            "", "| click | median s | range s | target s | KB sent | messages | |", "|---|---|---|---|---|---|---|"]
+    print("\n".join(rows), flush=True)
+    try:
+        tab = new_tab(browser, server.url)
+        for run in (runs.ppo, runs.grpo):  # open each run once (the server's store registry), not timed
+            tab.go(f"/?run={run}")
+        for name, target, measure in clicks(runs):
+            if only and not re.search(only, name):
+                continue
+            result = Measured([], 0.0, 0)
+            try:
+                for k in range(repeat):
+                    seconds, kb, messages = measure(tab, k)
+                    result.seconds.append(seconds)
+                    result.kb, result.messages = kb, messages
+            except Exception as exc:  # a click that cannot be made is a row, not the end of the benchmark
+                row = f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]} | | {target:.1f} | | | |"
+                tab = new_tab(browser, server.url)
+            else:
+                med = statistics.median(result.seconds)
+                mark = "ok" if med < target else "**over**"
+                row = (f"| {name} | {med:.2f} | {min(result.seconds):.2f}–{max(result.seconds):.2f} | {target:.1f} "
+                       f"| {result.kb:.0f} | {result.messages} | {mark} |")
+            rows.append(row)
+            print(row, flush=True)
+    finally:
+        server.stop()
+    return rows
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=parse_size, default=1024 * MB, help="size of the large run: 200MB, 1GB")
+    parser.add_argument("--repeat", type=int, default=3, help="times each click is measured (default 3)")
+    parser.add_argument("--only", choices=["samples", "big"], help="measure one logs root")
+    parser.add_argument("--clicks", default=None, help="a regex: measure only the clicks whose name matches")
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder, kept (default: a temp dir, removed)")
+    ns = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"no chromium at {CHROMIUM}: apt-get install chromium", file=sys.stderr)
+        return 2
+    work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-clicks-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}; each click {ns.repeat} times; "
+          f"load average {os.getloadavg()[0]:.1f}\n", flush=True)
+    from playwright.sync_api import sync_playwright
+
+    try:
+        roots = []
+        if ns.only in (None, "samples"):
+            roots.append(("bundled samples", samples_root(work)))
+        if ns.only in (None, "big"):
+            roots.append((f"large run (--size {ns.size // MB} MB)", big_root(ns.size, work)))
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for label, root in roots:
+                measure_root(label, root, work / "cache", work, ns.repeat, browser, ns.clicks)
+                print(f"(load average after: {os.getloadavg()[0]:.1f})\n", flush=True)
+            browser.close()
+    finally:
+        if ns.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
