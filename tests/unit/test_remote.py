@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,6 +167,11 @@ def test_export_to_parquet_then_duckdb_and_summary_agree(bucket_run, tmp_path):
                               "hive_partitioning=true) group by step").fetchall())  # fmt: skip
     for row in original["step_stats"]:
         assert math.isclose(by_step[row["step"]], row["reward_mean"], rel_tol=1e-12)
+    duckdb_cli = Path(sys.executable).with_name("duckdb")  # the duckdb-cli package's command, as a user runs it
+    cli = subprocess.run([str(duckdb_cli), "-csv", "-noheader", "-c", "select count(*) from read_parquet("
+                          f"'{out}/**/*.parquet', hive_partitioning=true)"], capture_output=True, text=True)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert int(cli.stdout.strip()) == original["samples"]
     reread = summary(str(out), {}, tmp_path / "cache3")
     same_run(reread, original)
     assert reread["format"] == "rl-board-parquet" and reread["bad_line_count"] == 0
