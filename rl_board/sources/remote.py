@@ -106,8 +106,8 @@ def local_path(url: str, cache_root: Path) -> Path:
 
 def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> MirrorResult:
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring."""
-    protocol, path = split(url)
-    fs = _filesystem(url, protocol)
+    protocol, _ = split(url)
+    fs, path = _filesystem(url, protocol)
     listing = _listing(fs, path, url)
     base = local_path(url, cache_root)
     result = MirrorResult(url=url, local=base, objects=len(listing))
@@ -156,20 +156,20 @@ def follow(urls: list[str], cache_root: Path, every: float | None = None) -> thr
     return thread
 
 
-def _filesystem(url: str, protocol: str) -> Any:
+def _filesystem(url: str, protocol: str) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:  # pragma: no cover - fsspec is a dependency
         raise RemoteError("reading remote roots needs fsspec: pip install fsspec") from None
     try:
-        fs, _ = fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
         extra = EXTRAS.get(protocol)
         hint = f" (pip install {extra})" if extra else ""
         raise RemoteError(f"cannot open {protocol}:// URLs{hint}: {exc}") from None
     with contextlib.suppress(AttributeError):
         fs.invalidate_cache()  # listings are cached per process; a sync must see the store as it is now
-    return fs
+    return fs, path.rstrip("/")
 
 
 def _listing(fs: Any, path: str, url: str) -> dict[str, dict]:

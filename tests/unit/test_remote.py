@@ -196,3 +196,22 @@ def test_a_missing_bucket_is_one_line(server, tmp_path):
                       s3.s3_env(proxy.url), cwd=ROOT)  # fmt: skip
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "s3://no-such-bucket-here/run" in proc.stderr
+
+
+def test_keys_that_would_leave_the_mirror_are_named_not_written(tmp_path):
+    """fsspec's in-memory store keeps keys as given, like S3: a key with '..' must not become a local path."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    line = b'{"step": 0, "prompt": "p", "response": "r", "reward": 1.0}\n'
+    fs.pipe("/evil-bucket/runs/a.jsonl", line)
+    fs.store["/evil-bucket/runs/x/../../../escape.jsonl"] = fs.store["/evil-bucket/runs/a.jsonl"]
+    fs.pipe("/evil-bucket/runs/model.safetensors", b"\0" * 4096)
+    result = remote.mirror("memory://evil-bucket/runs", tmp_path / "cache")
+    assert [why for _, why in result.skipped] == ["key has an empty, '.' or '..' part; not mirrored"]
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert not any("escape" in p for p in written)
+    weights = result.local / "model.safetensors"
+    assert weights.stat().st_size == 4096 and weights.stat().st_blocks == 0, "a checkpoint is named, never fetched"
+    assert result.fetched_bytes == len(line)
+    fs.rm("/evil-bucket", recursive=True)
