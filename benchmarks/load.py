@@ -1,19 +1,25 @@
-"""Load benchmark: rl-board's store against a naive loader and orjson's bare parse.
+"""Load benchmark: rl-board's store against a naive loader and orjson's bare parse, each figure by its target.
 
-    python benchmarks/load.py                 # 100MB and 1GB
-    python benchmarks/load.py --size 100MB    # one size
+    python benchmarks/load.py                 # 60MB and 1GB, 3 runs of each timed phase
+    python benchmarks/load.py --size 100MB    # one size (repeatable)
+    python benchmarks/load.py --repeat 5      # more runs per figure
     python benchmarks/load.py --size 10GB     # on request (needs ~15 GB of disk)
 
 For each size it writes a run with `rl-board demo` (several rank files, full
 float reprs), then measures, each phase in a fresh process so peak RSS is
 that phase's own:
-  1. cold load through the store (empty cache): s, MB/s, peak RSS
-  2. warm reopen of the unchanged run: s, peak RSS
-  3. the naive loader (json.loads per line, numpy per sample, per-step Python
+  1. cold load through the store (empty cache): s, MB/s, peak RSS of this
+     process and of each worker it started
+  2. cold load with the worker pool already warm (a server's second open)
+  3. warm reopen of the unchanged run
+  4. `rl-board summary RUN` on the cached run, the whole process timed
+  5. the naive loader (json.loads per line, numpy per sample, per-step Python
      lists: how the reference board loads) and orjson's bare parse as a floor
-  4. query latencies on the loaded run
-  5. refresh after appending ~1 MB
-Numbers are printed as a table; nothing is asserted. Run it on a quiet machine.
+  6. query latencies, a full rerun of the step browser, a refresh after
+     appending ~1 MB
+Timed phases run ``--repeat`` times (interleaved, so a busy moment hits all
+alike): the tables give the median and the range. Ratios are medians of
+per-round ratios. Nothing is asserted. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import platform
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,14 +56,45 @@ def peak_rss_mb() -> float:
 # -- phases, each run in its own process ------------------------------------
 
 
+def _worker_peaks() -> list[float]:
+    """Peak RSS (MB) of each worker of this process's pool (still running: it is kept warm)."""
+    from rl_board.rollouts.read import pool
+
+    running = pool.running()
+    peaks = []
+    for pid in running.pids if running else []:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024)
+    return peaks
+
+
 def phase_cold(run: str, cache_dir: str) -> dict:
     from rl_board.rollouts.store import RolloutStore
 
     t = time.perf_counter()
     store = RolloutStore.open(run, cache_dir=cache_dir)
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": time.perf_counter() - t, "samples": store.num_samples, "rss_mb": peak_rss_mb(),
-            "worker_rss_mb": workers}
+    seconds = time.perf_counter() - t
+    workers = _worker_peaks()
+    return {"seconds": seconds, "samples": store.num_samples, "rss_mb": peak_rss_mb(), "worker_rss_mb": workers}
+
+
+def phase_pooled(run: str, cache_dir: str) -> dict:
+    """A cold load (empty cache) by a process whose worker pool is already running, as in a server."""
+    import os as _os
+
+    from rl_board.rollouts.read import pool
+    from rl_board.rollouts.store import RolloutStore
+
+    with pool.borrowed(min(_os.cpu_count() or 1, 4), start=True) as workers:
+        assert workers is not None and workers.wait_ready()
+    t = time.perf_counter()
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "samples": store.num_samples, "rss_mb": peak_rss_mb(),
+            "worker_rss_mb": _worker_peaks()}
 
 
 def phase_warm(run: str, cache_dir: str) -> dict:
@@ -181,8 +219,8 @@ def best_ms(fn, repeat: int = 5) -> float:
     return min(times) * 1000
 
 
-PHASES = {"cold": phase_cold, "warm": phase_warm, "naive": phase_naive, "orjson": phase_orjson,
-          "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
+PHASES = {"cold": phase_cold, "pooled": phase_pooled, "warm": phase_warm, "naive": phase_naive,
+          "orjson": phase_orjson, "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
 
 
 def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
@@ -223,17 +261,38 @@ def make_run(size: int, work: Path) -> Path:
     return run
 
 
-def bench(size: int, work: Path) -> dict:
+def cli_seconds(run: Path, cache_dir: Path) -> float:
+    """`rl-board summary RUN --json` on a cached run: the whole process, start to exit."""
+    script = Path(sys.executable).with_name("rl-board")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
+    t = time.perf_counter()
+    subprocess.run([*cmd, "summary", str(run), "--json", "--cache-dir", str(cache_dir)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def fresh_cache(cache_dir: Path) -> Path:
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    return cache_dir
+
+
+def bench(size: int, work: Path, repeat: int) -> dict:
     run = make_run(size, work)
     data_mb = sum(p.stat().st_size for p in run.glob("*.jsonl")) / MB
     cache_dir = work / f"cache_{size // MB}MB"
-    shutil.rmtree(cache_dir, ignore_errors=True)
-    r = {"data_mb": data_mb}
-    r["cold"] = run_phase("cold", run, cache_dir)
-    r["warm"] = run_phase("warm", run, cache_dir)
-    # The naive loader holds ~1.6 GB per GB of logs: past 4 GB it would eat the machine.
-    r["naive"] = run_phase("naive", run, cache_dir) if size <= 4096 * MB else None
-    r["orjson"] = run_phase("orjson", run, cache_dir)
+    r: dict = {"data_mb": data_mb, "cold": [], "pooled": [], "orjson": [], "naive": [], "warm": [], "cli": []}
+    # The naive loader holds ~1.6 GB per GB of logs: past 4 GB it would eat the machine; past 256 MB once.
+    naive_rounds = 0 if size > 4096 * MB else (repeat if size <= 256 * MB else 1)
+    for k in range(repeat):
+        r["cold"].append(run_phase("cold", run, fresh_cache(cache_dir)))
+        r["orjson"].append(run_phase("orjson", run, cache_dir))
+        r["pooled"].append(run_phase("pooled", run, fresh_cache(cache_dir)))
+        if k < naive_rounds:
+            r["naive"].append(run_phase("naive", run, cache_dir))
+    for _ in range(repeat):
+        r["warm"].append(run_phase("warm", run, cache_dir))
+    cli_seconds(run, cache_dir)  # the first start after a build compiles .pyc files: not counted
+    r["cli"] = [cli_seconds(run, cache_dir) for _ in range(max(repeat, 5))]
     r["queries"] = run_phase("queries", run, cache_dir)
     r["page"] = run_phase("page", run, cache_dir)
     r["refresh"] = run_phase("refresh", run, cache_dir)
@@ -244,31 +303,71 @@ def bench(size: int, work: Path) -> dict:
     return r
 
 
-def _speedup(baseline: float, seconds: float, digits: int) -> str:
-    ratio = baseline / seconds
-    return "not run" if ratio != ratio else f"{ratio:.{digits}f}x faster"
+# -- report ------------------------------------------------------------------
+
+# Targets of the "Speed, round two" issue: (figure, limit, "<=" | ">=").
+TARGETS = {
+    "small_cold_s": (0.45, "<="), "small_vs_naive": (5.0, ">="), "cli_s": (0.5, "<="),
+    "big_cold_s": (6.0, "<="), "big_vs_orjson": (1.3, "<="), "big_rss_mb": (1536, "<="), "warm_s": (0.1, "<"),
+}
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    """'median (min–max, n=3)'."""
+    if not values:
+        return "not run"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{med:.{digits}f} (n=1)"
+    return f"{med:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f}, n={len(values)})"
+
+
+def verdict(key: str, value: float) -> str:
+    limit, op = TARGETS[key]
+    met = value <= limit if op == "<=" else value >= limit if op == ">=" else value < limit
+    return f"{op} {limit:g}: {'met' if met else 'missed'}"
 
 
 def report(results: dict[str, dict]) -> str:
     rows = []
     for label, r in results.items():
         mb = r["data_mb"]
-        cold, warm, naive, floor = r["cold"], r["warm"], r["naive"], r["orjson"]
-        if naive is None:  # not run at this size
-            naive = {"seconds": float("nan"), "rss_mb": float("nan")}
+        small, big = mb < 200, mb > 900
+        cold = [c["seconds"] for c in r["cold"]]
+        pooled = [c["seconds"] for c in r["pooled"]]
+        floor = [o["seconds"] for o in r["orjson"]]
+        naive = [n["seconds"] for n in r["naive"]]
+        warm = [w["seconds"] for w in r["warm"]]
+        vs_orjson = [c / o for c, o in zip(cold, floor, strict=False)]
+        vs_naive = [n / c for n, c in zip(naive, cold, strict=False)]
+        pooled_vs_orjson = [c / o for c, o in zip(pooled, floor, strict=False)]
+        total_rss = [c["rss_mb"] + sum(c["worker_rss_mb"]) for c in r["cold"]]
+        workers = max(len(c["worker_rss_mb"]) for c in r["cold"])
 
+        def target(key: str, values: list[float], small: bool = small, big: bool = big) -> str:
+            applies = (small and key in ("small_cold_s", "small_vs_naive")) or key in ("cli_s", "warm_s") or (
+                big and key in ("big_cold_s", "big_vs_orjson", "big_rss_mb"))
+            return verdict(key, statistics.median(values)) if applies and values else ""
+
+        cold_key = "small_cold_s" if small else "big_cold_s"
         q, ref, pg = r["queries"], r["refresh"], r["page"]
         rows += [
-            f"## {label}: {mb:.0f} MB of JSONL, {cold['samples']} samples, cache {r['cache_mb']:.0f} MB",
-            "| measure | seconds | MB/s | peak RSS MB | vs naive | vs orjson parse |",
-            "|---|---|---|---|---|---|",
-            f"| cold load (store) | {cold['seconds']:.2f} | {mb / cold['seconds']:.0f} "
-            f"| {cold['rss_mb']:.0f} (+ {cold['worker_rss_mb']:.0f} per worker) "
-            f"| {_speedup(naive['seconds'], cold['seconds'], 1)} | {cold['seconds'] / floor['seconds']:.2f}x its time |",
-            f"| warm reopen | {warm['seconds']:.3f} | {mb / warm['seconds']:.0f} | {warm['rss_mb']:.0f} "
-            f"| {_speedup(naive['seconds'], warm['seconds'], 0)} | {floor['seconds'] / warm['seconds']:.0f}x faster |",
-            f"| naive loader | {naive['seconds']:.2f} | {mb / naive['seconds']:.0f} | {naive['rss_mb']:.0f} | 1 | |",
-            f"| orjson bare parse | {floor['seconds']:.2f} | {mb / floor['seconds']:.0f} | {floor['rss_mb']:.0f} | | 1 |",
+            f"## {label}: {mb:.0f} MB of JSONL, {r['cold'][0]['samples']} samples, cache {r['cache_mb']:.0f} MB",
+            "| figure | median (range, runs) | target |",
+            "|---|---|---|",
+            f"| cold load, fresh process (s) | {spread(cold)} | {target(cold_key, cold)} |",
+            f"| cold load, MB/s | {mb / statistics.median(cold):.0f} | |",
+            f"| cold load, worker pool already warm (s) | {spread(pooled)} | |",
+            f"| cold load vs the naive loader (x faster) | {spread(vs_naive, 1)} | {target('small_vs_naive', vs_naive)} |",
+            f"| cold load vs orjson's bare parse (x its time) | {spread(vs_orjson)} "
+            f"| {target('big_vs_orjson', vs_orjson)} |",
+            f"| warm-pool load vs orjson's bare parse (x its time) | {spread(pooled_vs_orjson)} | |",
+            f"| peak RSS, main + {workers} workers (MB) | {spread(total_rss, 0)} | {target('big_rss_mb', total_rss)} |",
+            f"| peak RSS, main alone (MB) | {spread([c['rss_mb'] for c in r['cold']], 0)} | |",
+            f"| warm reopen (s) | {spread(warm, 3)} | {target('warm_s', warm)} |",
+            f"| `rl-board summary RUN`, whole process, cached (s) | {spread(r['cli'])} | {target('cli_s', r['cli'])} |",
+            f"| naive loader (s) | {spread(naive)} | |",
+            f"| orjson bare parse (s) | {spread(floor)} | |",
             "",
             "| query | ms |",
             "|---|---|",
@@ -285,7 +384,8 @@ def report(results: dict[str, dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=parse_size, action="append", help="100MB, 1GB, 10GB (repeatable)")
+    parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
@@ -294,7 +394,7 @@ def main() -> int:
     if ns.phase:
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
-    sizes = ns.size or [100 * MB, 1024 * MB]
+    sizes = ns.size or [60 * MB, 1024 * MB]
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -302,7 +402,7 @@ def main() -> int:
     results = {}
     for size in sizes:
         label = f"{size // (1024 * MB)}GB" if size >= 1024 * MB else f"{size // MB}MB"
-        results[label] = bench(size, work)
+        results[label] = bench(size, work, ns.repeat)
         print(report({label: results[label]}), flush=True)
     return 0
 

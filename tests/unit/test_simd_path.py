@@ -104,3 +104,14 @@ def test_demo_lines_take_the_simd_reader(tmp_path) -> None:
     record = bulk._load_simd(bulk.simdjson.Parser(), data.split(b"\n")[0])
     assert record is not None and type(record["logprobs"]).__name__ == "ndarray"
     assert_same(data)
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=6), st.binary(max_size=10))
+def test_bracket_counts_per_line(lines: list[bytes], tail: bytes) -> None:
+    from rl_board.rollouts.read import records
+
+    data = b"".join(line + b"\n" for line in lines) + tail.replace(b"\n", b"")
+    deep, squares = records.structure(data)
+    assert squares.tolist() == [line.count(b"[") for line in lines]
+    assert deep == records.deep_lines(data)

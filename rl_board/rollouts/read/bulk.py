@@ -41,7 +41,8 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     """Parse a block of complete lines (1-based numbers from ``first_line``)."""
     records: list[dict[str, Any]] = []
     result = jsonl.ParsedBlock(pa.table({}))
-    deep = set(rec.deep_lines(data))  # orjson takes 1,024 levels: far more than a sample may have
+    deep_lines, squares = rec.structure(data)  # orjson takes 1,024 levels: far more than a sample may have
+    deep = set(deep_lines)
     parser = simdjson.Parser() if USE_SIMD else None  # one per block: a parser is not thread-safe
     for i, raw in enumerate(data.split(b"\n")[:-1]):
         number = first_line + i
@@ -49,7 +50,7 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
             result.blank += 1
             continue
         try:
-            record = None if parser is None or i in deep else _load_simd(parser, raw)
+            record = None if parser is None or i in deep else _load_simd(parser, raw, int(squares[i]))
             if record is None:
                 record = _load(raw, careful=i in deep)
         except rec.BadLine as exc:
@@ -66,20 +67,22 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     return result
 
 
-def _load_simd(parser: Any, raw: bytes) -> dict[str, Any] | None:
+def _load_simd(parser: Any, raw: bytes, squares: int | None = None) -> dict[str, Any] | None:
     """The line through simdjson, the known float arrays as float64 arrays; None to let orjson decide.
 
     None for anything simdjson refuses, for a BOM (simdjson skips it, orjson does not), for a key
     given twice (orjson keeps the last), for a key holding NUL (a lookup would stop at it), and
-    when the line may nest an array inside a float array (which simdjson would flatten).
+    when the line may nest an array inside a float array (which simdjson would flatten). ``squares``:
+    how many "[" the line holds (counted here when not given).
     """
-    if raw.startswith(rec.BOM) or b"\\u005b" in raw or b"\\u005B" in raw:  # an escaped "[": see _brackets
+    if raw.startswith(rec.BOM):
         return None
-    record = _simd_record(parser, raw)  # every proxy into the parser's document is gone when it returns
+    squares = raw.count(b"[") if squares is None else squares
+    record = _simd_record(parser, raw, squares)  # every proxy into the parser's document is gone when it returns
     return None if record is None else rec.normalise_shallow(record)
 
 
-def _simd_record(parser: Any, raw: bytes) -> dict[str, Any] | None:
+def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None:
     try:
         doc = parser.parse(raw)
     except (ValueError, RuntimeError):  # bad JSON, bad UTF-8 (a ValueError), too big an integer
@@ -87,29 +90,34 @@ def _simd_record(parser: Any, raw: bytes) -> dict[str, Any] | None:
     if not isinstance(doc, simdjson.Object):
         return None
     keys = list(doc.keys())
-    if len(set(keys)) != len(keys) or any("\x00" in key for key in keys):
+    joined = "".join(keys)
+    if len(set(keys)) != len(keys) or "\x00" in joined:
         return None
     record: dict[str, Any] = {}
-    brackets = 0  # the "[" the line holds if every packed float array is flat
+    brackets = joined.count("[")  # the "[" the line holds if every packed float array is flat
+    arrays = 0  # of which the top-level arrays' own
     for key in keys:
-        brackets += key.count("[")
         value = doc[key]
         if isinstance(value, simdjson.Array):
             if key in _FLOAT_LISTS:
                 try:
                     record[key] = np.frombuffer(value.as_buffer(of_type="d"), np.float64)
                     brackets += 1
+                    arrays += 1
                     continue
                 except (TypeError, ValueError):  # not all numbers: the checks after say which item
                     pass
             value = value.as_list()
+            arrays += 1
         elif isinstance(value, simdjson.Object):
             value = value.as_dict()
-        brackets += _brackets(value)
+        brackets += value.count("[") if type(value) is str else _brackets(value)
         record[key] = value
     # as_buffer flattens nested arrays ([[1], [2]] -> [1, 2]): a nested one shows as a "[" more in the line
-    # than in what was read (a "[" escaped as \u005b, which would hide one, never gets here).
-    return record if raw.count(b"[") == brackets else None
+    # than in what was read. A "[" escaped in a string (\u005b) could hide one: such lines go to orjson.
+    if squares != brackets or (brackets > arrays and b"u005" in raw):
+        return None
+    return record
 
 
 def _brackets(value: Any) -> int:

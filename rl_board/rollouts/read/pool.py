@@ -130,13 +130,8 @@ class WorkerPool:
                         i = queue.popleft()
                         results[i] = local(i)
                     continue
-                if queue and not any(self.ready[w] for w in live):
-                    i = queue.pop()  # workers still starting: take one from the end meanwhile
-                    results[i] = local(i)
-                    continue
-                if done in results:
-                    continue
-                for key, _ in selector.select():
+                starting = bool(queue) and not any(self.ready[w] for w in live)
+                for key, _ in selector.select(timeout=0 if starting else None):
                     w = key.data
                     chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
@@ -148,6 +143,9 @@ class WorkerPool:
                             self.ready[w] = line.decode() == READY
                         elif inflight[w]:
                             results[inflight[w].popleft()] = decode(line.decode())
+                if queue and live and not any(self.ready[w] for w in live):
+                    i = queue.pop()  # workers still starting: take one from the end meanwhile
+                    results[i] = local(i)
         finally:
             selector.close()
             if any(inflight.get(w) for w in live) or buffers and any(buffers.values()):

@@ -85,14 +85,23 @@ def deep_lines(data: bytes, limit: int = MAX_DEPTH) -> list[int]:
     that deep if it holds more than ``limit`` of ``[`` / ``{`` (one ``translate``); only then are the
     brackets outside strings counted exactly.
     """
-    openers = data.translate(None, _OPENERS_ONLY)
-    if len(openers) - openers.count(b"\n") <= limit:
-        return []
-    ends = np.flatnonzero(np.frombuffer(openers, np.uint8) == 10)
+    return structure(data, limit)[0]
+
+
+def structure(data: bytes, limit: int = MAX_DEPTH) -> tuple[list[int], np.ndarray]:
+    """``deep_lines(data, limit)``, and how many ``[`` each complete line holds (strings included), from
+    the same single ``translate``."""
+    openers = np.frombuffer(data.translate(None, _OPENERS_ONLY), np.uint8)
+    ends = np.flatnonzero(openers == 10)
+    squares = np.concatenate(([0], np.cumsum(openers == 91)))
+    starts = np.concatenate(([0], ends + 1))[: len(ends)]
+    per_line_squares = squares[ends] - squares[starts]
+    if len(openers) - len(ends) <= limit:
+        return [], per_line_squares
     per_line = np.diff(np.concatenate(([-1], ends, [len(openers)]))) - 1
     if not (per_line > limit).any():
-        return []
-    return _exact_deep_lines(data, limit)
+        return [], per_line_squares
+    return _exact_deep_lines(data, limit), per_line_squares
 
 
 def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
