@@ -29,13 +29,18 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     """Write an Arrow IPC file atomically; return its manifest record."""
     name = f"seg-{uuid.uuid4().hex}.arrow"
     tmp = directory / (name + ".tmp")
+    sink = pa.BufferOutputStream()  # in memory first: the CRC is taken there, not by reading the file back
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+    data = sink.getvalue()
+    crc = zlib.crc32(memoryview(data))
     try:
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+        with pa.OSFile(str(tmp), "wb") as f:
+            f.write(data)
     except OSError:  # a full disk: leave nothing half-written behind
         tmp.unlink(missing_ok=True)
         raise
-    crc = file_crc(tmp)
+    del data
     st = tmp.stat()
     os.replace(tmp, directory / name)
     return {"name": name, "rows": table.num_rows, "bytes": st.st_size, "crc": crc, "mtime_ns": st.st_mtime_ns}

@@ -11,10 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.formats import Format, step_from_name
+from rl_board.rollouts.read import tables
 from rl_board.rollouts.read.jsonl import ParsedBlock
 from rl_board.rollouts.read.records import BadLine, load_object, normalise, records_to_table
 from rl_board.sources import fieldmap
@@ -40,7 +39,7 @@ def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, fmap: 
 def parse_parquet(path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:
     """Every row of a Parquet file (row N is reported as line N)."""
     result = ParsedBlock(records_to_table([]))
-    rows = pq.read_table(path).to_pylist()
+    rows = tables.read_parquet(path).to_pylist()
     return _samples(enumerate(rows, start=1), path, fmt, result, fmap or {})
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from pathlib import Path
 
 from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
@@ -29,8 +31,9 @@ def scan_run(run_dir: Path, allowed: list[Path] | None = None,
         readable = classify(run_dir, fields).role == ROLLOUT
         return [(run_dir, run_dir.name, _unusable(run_dir, allowed))] if readable else []
     found: dict[str, tuple[Path, str, str]] = {}
+    folders: dict[Path, str] = {}
     for path in run_dir.iterdir():
-        if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed)):
+        if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed, folders)):
             found[path.name] = (path, path.name, problem)
     listing = catalogue(run_dir, fields=fields)
     for source in listing.of_role(ROLLOUT):
@@ -38,11 +41,31 @@ def scan_run(run_dir: Path, allowed: list[Path] | None = None,
             continue
         name = source.path.relative_to(listing.root).as_posix()
         if name not in found:
-            found[name] = (source.path, name, _unusable(source.path, allowed))
+            found[name] = (source.path, name, _unusable(source.path, allowed, folders))
     return [found[name] for name in sorted(found, key=_natural_key)]
 
 
-def _unusable(path: Path, allowed: list[Path] | None) -> str:
+def _unusable(path: Path, allowed: list[Path] | None, folders: dict[Path, str] | None = None) -> str:
+    """Why a file cannot be read, or "". A plain file (not a link) costs one lstat: it lies where its
+    folder does, and each folder is checked once (``folders``: folder -> why it is unusable, or "")."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "is a broken or looping symbolic link"
+    if stat.S_ISLNK(st.st_mode) or folders is None:
+        return _unusable_link(path, allowed)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if allowed is None:
+        return ""
+    if path.parent not in folders:
+        folders[path.parent] = "" if inside(path.parent, allowed) else OUTSIDE
+    return folders[path.parent]
+
+
+def _unusable_link(path: Path, allowed: list[Path] | None) -> str:
     try:
         if path.is_dir():
             return "is a folder, not a file"
