@@ -137,6 +137,8 @@ class RolloutStore:
         url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
         for canonical in fields or {}:
             fieldmap.check(canonical)
+        in_bucket = None if url else remote.in_place_url(Path(run_dir).expanduser(), root)
+        url = url or in_bucket  # a mirrored folder standing for a bucket's dataset: read it in the bucket
         found = _in_place(url or Path(run_dir).expanduser(), fields)
         mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
         path = mirrored.local if mirrored else remote.local_path(url, root) if url else Path(run_dir).expanduser()

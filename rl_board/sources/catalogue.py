@@ -25,6 +25,7 @@ from pathlib import Path
 from rl_board.rollouts import formats
 from rl_board.sources import fieldmap, sniff
 from rl_board.sources.fieldmap import FieldMap
+from rl_board.sources.remote import IN_PLACE
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
@@ -142,6 +143,11 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         depth = len(here.parts) - base
         folder = _relative(here, root)
         dirs[:] = sorted(d for d in dirs if _walkable(here / d, skipped)) if depth < MAX_DEPTH else []
+        if IN_PLACE in files:  # the mirror of a bucket's Parquet dataset: one run, read in the bucket
+            found.sources.append(Source(here, folder, ROLLOUT, "rl-board-parquet",
+                                        "Parquet dataset read in place from object storage"))
+            dirs[:] = []
+            continue
         if is_di_engine_folder(here):
             found.sources.append(Source(here, folder, METRICS, "di-engine", "DI-engine experiment folder",
                                         tuple(_di_engine_event_files(here))))

@@ -47,6 +47,8 @@ from rl_board.errors import NotFoundError, RLBoardError
 log = logging.getLogger(__name__)
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
+IN_PLACE = ".rl-board-in-place"  # marks a mirrored folder that stands for a Parquet dataset read in the bucket
+_PARTITION_KEY = re.compile(r"^(?:(.*)/)?step=-?\d+/[^/]+\.parquet$")
 CHECK_BYTES = 4096  # the start and the end of a grown object's old bytes are read back this much
 CHECK_BETWEEN = 6  # and this many 512-byte windows spread between them
 CHUNK = 8 * 1024 * 1024
@@ -75,12 +77,14 @@ class MirrorResult:
     unchanged_files: int = 0
     removed_files: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (key, why not mirrored)
+    in_place: list[str] = field(default_factory=list)  # Parquet datasets under the URL, read where they lie
 
     def as_dict(self) -> dict[str, Any]:
         return {"url": self.url, "local": str(self.local), "objects": self.objects,
                 "fetched_bytes": self.fetched_bytes, "appended_bytes": self.appended_bytes,
                 "fetched_files": self.fetched_files, "unchanged_files": self.unchanged_files,
-                "removed_files": self.removed_files, "skipped": [list(s) for s in self.skipped]}  # fmt: skip
+                "removed_files": self.removed_files, "skipped": [list(s) for s in self.skipped],
+                "in_place": self.in_place}  # fmt: skip
 
 
 class RemoteError(RLBoardError):
@@ -104,6 +108,44 @@ def local_path(url: str, cache_root: Path) -> Path:
     return Path(cache_root).expanduser() / "remote" / _safe(protocol) / path
 
 
+def url_of(local: Path, cache_root: Path) -> str | None:
+    """The URL a folder of the mirror stands for (the inverse of ``local_path``), or None outside it."""
+    try:
+        parts = Path(local).resolve().relative_to((Path(cache_root).expanduser() / "remote").resolve()).parts
+    except (ValueError, OSError):
+        return None
+    if len(parts) < 2 or not re.fullmatch(r"[a-z0-9+.-]+", parts[0]):
+        return None
+    return f"{parts[0]}://{'/'.join(parts[1:])}"
+
+
+def in_place_url(local: Path, cache_root: Path) -> str | None:
+    """The dataset URL behind a mirrored folder that stands for a Parquet dataset read in place, else None.
+
+    Only folders of this cache's own mirror count, so a marker file planted in a served folder cannot
+    point the server at another bucket: the URL comes from the folder's place in the mirror.
+    """
+    return url_of(local, cache_root) if (Path(local) / IN_PLACE).is_file() else None
+
+
+def _datasets_in_place(url: str, keys: list[str]) -> set[str]:
+    """Folders (relative to the URL) holding ``step=N/*.parquet`` in rl-board's layout: read in place."""
+    from rl_board.rollouts import lazy  # the layout check reads one footer per candidate dataset
+
+    candidates = {m[1] or "" for k in keys if (m := _PARTITION_KEY.match(k))}
+    found = set()
+    for folder in candidates:
+        where = f"{url.rstrip('/')}/{folder}" if folder else url
+        if lazy.locate(where) is not None:
+            found.add(folder)
+    return found
+
+
+def _under_any(rel: str, folders: set[str]) -> bool:
+    match = _PARTITION_KEY.match(rel)
+    return bool(match) and (match[1] or "") in folders
+
+
 def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> MirrorResult:
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring."""
     protocol, _ = split(url)
@@ -112,9 +154,12 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> Mirr
     base = local_path(url, cache_root)
     result = MirrorResult(url=url, local=base, objects=len(listing))
     single = list(listing) == [path]
+    in_place = set() if single else _datasets_in_place(url, [k[len(path) + 1:] for k in listing])
     plans = []
     for key, info in listing.items():
         rel = posixpath.basename(key) if single else key[len(path) + 1:]
+        if _under_any(rel, in_place):
+            continue  # a Parquet dataset is read where it lies, per step (rollouts/lazy.py)
         problem = _bad_key(rel)
         if problem:
             result.skipped.append((key, problem))
@@ -124,6 +169,11 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> Mirr
     total = [0, sum(size for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]
     for key, target, size, version in plans:
         _sync_one(fs, key, target, size, version, result, total, progress)
+    for folder in sorted(in_place):
+        marker = (base / folder if folder else base) / IN_PLACE
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        result.in_place.append(f"{url.rstrip('/')}/{folder}".rstrip("/"))
     if not single:
         _remove_gone(base, {t for _, t, _, _ in plans}, result)
     if single:

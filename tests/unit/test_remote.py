@@ -215,3 +215,33 @@ def test_keys_that_would_leave_the_mirror_are_named_not_written(tmp_path):
     assert weights.stat().st_size == 4096 and weights.stat().st_blocks == 0, "a checkpoint is named, never fetched"
     assert result.fetched_bytes == len(line)
     fs.rm("/evil-bucket", recursive=True)
+
+
+def test_a_served_bucket_keeps_its_parquet_datasets_in_the_bucket(bucket_run, tmp_path, server, monkeypatch):
+    """`serve s3://bucket/prefix` copies logs, but a Parquet dataset under it is read where it lies."""
+    from rl_board.rollouts import lazy
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import catalogue
+
+    url, _, env, proxy = bucket_run
+    endpoint, _ = server
+    cache = tmp_path / "cache"
+    root = url.rsplit("/", 1)[0]
+    proc = s3.run_cli(["export", url, f"{root}/grpo_math.parquet", "--cache-dir", str(tmp_path / "c0")], env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    for key, value in s3.s3_env(endpoint).items():  # this process reads the bucket too (the server's role)
+        monkeypatch.setenv(key, value)
+    result = remote.mirror(root, cache)
+    assert result.in_place == [f"{root}/grpo_math.parquet"]
+    assert not [p for p in result.local.rglob("*.parquet") if p.is_file()], "no dataset file was copied"
+    runs = {f.relative: f for f in catalogue(result.local).rollout_folders()}
+    assert set(runs) == {"grpo_math", "grpo_math.parquet"}
+    store = RolloutStore.open(runs["grpo_math.parquet"].path, cache_dir=cache)
+    assert isinstance(store._view, lazy.LazyRunView) and store.source == f"{root}/grpo_math.parquet"
+    local = RolloutStore.open(runs["grpo_math"].path, cache_dir=cache)
+    assert store.samples_per_step() == local.samples_per_step()
+    # a marker planted in an ordinary served folder does not point the server anywhere
+    planted = tmp_path / "served" / "evil"
+    planted.mkdir(parents=True)
+    (planted / remote.IN_PLACE).touch()
+    assert remote.in_place_url(planted, cache) is None
