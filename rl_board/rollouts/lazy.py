@@ -84,6 +84,9 @@ def locate(location: str | Path) -> Located | None:
             others += 1  # rollout files beside the partitions: not a pure dataset
     if not files or others:
         return None
+    handler = getattr(fs, "handler", None)
+    if isinstance(handler, _RangeReads):
+        handler.sizes.update({f.path: f.size for f in files})
     files.sort(key=lambda f: (f.step, f.name))
     try:
         names = set(pq.read_schema(files[0].path, filesystem=fs).names)
@@ -106,9 +109,20 @@ def _filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
 
 class _RangeReads(pafs.FSSpecHandler):
     """Files opened without fsspec's read-ahead (s3fs fetches 50 MB blocks by default): Parquet asks for
-    the footer and the column chunks it needs, and only those bytes cross the network."""
+    the footer and the column chunks it needs, and only those bytes cross the network. Sizes known from
+    the listing are passed on, which saves a HEAD request per file where the store's driver takes them."""
+
+    def __init__(self, fs: Any) -> None:
+        super().__init__(fs)
+        self.sizes: dict[str, int] = {}
 
     def open_input_file(self, path: str) -> pa.PythonFile:
+        size = self.sizes.get(path)
+        if size is not None:
+            try:
+                return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none", size=size), mode="r")
+            except TypeError:  # a driver that does not take a size
+                self.sizes.clear()
         return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")
 
 
