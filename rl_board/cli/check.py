@@ -16,6 +16,7 @@ from rl_board.cli.common import (
     field_arguments,
     fields_of,
     json_default,
+    local_path,
     path_arguments,
     problem_dict,
     problem_text,
@@ -42,6 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(ns: argparse.Namespace) -> int:
     """Scalar rules on metric runs, rollout rules on rollout runs."""
+    ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
     from rl_board.health.checks import check_rollout_runs, check_scalars, load_settings, parse_set_option
     from rl_board.metrics.reader import load_metrics
     from rl_board.sources.catalogue import catalogue

@@ -53,6 +53,17 @@ def path_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, help="keep parsed tables here between calls")
 
 
+def local_path(text: str, cache_dir: str | None) -> str:
+    """A path as given; for a URL (``s3://...``), its copy in the cache, brought up to date now (new bytes only)."""
+    from rl_board.sources import remote
+
+    if not remote.is_url(text):
+        return text
+    from rl_board.config import default_cache_dir
+
+    return str(remote.mirror(text, Path(cache_dir).expanduser() if cache_dir else default_cache_dir()).local)
+
+
 def problem_dict(problem: Problem, root: Path) -> dict[str, Any]:
     """A problem with its file shown relative to the root when it lies inside it (a link: where it lies)."""
     out = problem.to_dict()

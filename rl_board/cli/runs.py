@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
+from rl_board.cli.common import field_arguments, fields_of, local_path, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    ns.root = local_path(ns.root, ns.cache_dir)  # a URL: its copy in the cache
     from rl_board.sources.catalogue import catalogue
 
     root = Path(ns.root).expanduser()

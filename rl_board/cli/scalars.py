@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rl_board.cli.common import (
     EXIT_OK,
     json_default,
+    local_path,
     path_arguments,
     problem_dict,
     problem_text,
@@ -29,6 +30,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(ns: argparse.Namespace) -> int:
     """List runs and tags; exit 0 whenever PATH was readable (damage is reported, not fatal)."""
+    ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
     from rl_board.metrics.reader import load_metrics
 
     bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)

@@ -245,3 +245,19 @@ def test_a_served_bucket_keeps_its_parquet_datasets_in_the_bucket(bucket_run, tm
     planted.mkdir(parents=True)
     (planted / remote.IN_PLACE).touch()
     assert remote.in_place_url(planted, cache) is None
+
+
+def test_runs_scalars_and_check_take_a_url(bucket_run, tmp_path):
+    url, local, env, _ = bucket_run
+    root = url.rsplit("/", 1)[0]
+    cache = str(tmp_path / "cache")
+    runs = s3.run_cli(["runs", root, "--json", "--cache-dir", cache], env, cwd=ROOT)
+    assert runs.returncode == 0, runs.stderr
+    listed = {r["run"]: r for r in json.loads(runs.stdout)["runs"]}
+    assert listed["grpo_math"]["samples"] == summary(str(local), {}, tmp_path / "c2")["samples"]
+    scalars = s3.run_cli(["scalars", url, "--json", "--cache-dir", cache], env, cwd=ROOT)
+    assert scalars.returncode == 0, scalars.stderr
+    assert json.loads(scalars.stdout)["runs"], "metrics.jsonl of the bucket's run is read"
+    check = s3.run_cli(["check", url, "--json", "--cache-dir", cache], env, cwd=ROOT)
+    assert check.returncode in (0, 1), check.stderr
+    assert "findings" in json.loads(check.stdout)
