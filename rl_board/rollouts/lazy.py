@@ -19,6 +19,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -287,6 +288,11 @@ class LazyRunView(RunView):
 
     def full(self, columns: list[str]) -> pa.Table:
         return self.take(columns, np.arange(self.table.num_rows))
+
+    def pieces(self, columns: list[str]) -> Iterator[pa.Table]:
+        starts = self.heavy.starts
+        for k in range(len(starts) - 1):
+            yield self.take(columns, np.arange(starts[k], starts[k + 1]))
 
     def record(self, row: int) -> dict[str, Any]:
         return self.take(self.names, np.array([row])).to_pylist()[0]

@@ -8,6 +8,8 @@ another thread always sees one consistent state.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -60,6 +62,11 @@ class RunView:
         """Columns over every row, in cache order."""
         return self.table.select(columns)
 
+    def pieces(self, columns: list[str]) -> Iterator[pa.Table]:
+        """Columns over every row in cache order, in pieces that together are ``full(columns)``: one here;
+        a lazy view gives one per file, so a pass over a huge run never holds all of it."""
+        yield self.full(columns)
+
     def record(self, row: int) -> dict:
         """Every column of one row."""
         return self.table.slice(row, 1).to_pylist()[0]
@@ -90,7 +97,8 @@ class RunView:
             return rows
         cols = filters.columns()
         if step is None:
-            return rows[mask(self.full(cols), filters)[rows]]
+            keep = np.concatenate([mask(piece, filters) for piece in self.pieces(cols)] or [np.zeros(0, bool)])
+            return rows[keep[rows]]
         return rows[mask(self.take(cols, rows), filters)]
 
     def take(self, columns: list[str], rows: np.ndarray) -> pa.Table:

@@ -338,7 +338,8 @@ class RolloutStore:
         with self._lock:  # computed once per state of the files
             if self._mismatch is None or self._mismatch[0] != self.signature:
                 v = self._view
-                mean, top = mismatch.per_sample(v.full([S.LOGPROBS, mismatch.TRAIN_LOGPROBS]))
+                parts = [mismatch.per_sample(piece) for piece in v.pieces([S.LOGPROBS, mismatch.TRAIN_LOGPROBS])]
+                mean, top = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
                 frame = v.frame(v.order, [])
                 frame[mismatch.MEAN] = mean[v.order]
                 frame[mismatch.MAX] = top[v.order]

@@ -123,3 +123,13 @@ def test_present_counts_say_which_list_columns_hold_values(pair):
     assert counts["response"] > 0
     for name in ("ref_logprobs", "values", "token_rewards"):
         assert reread.has(name) == original.has(name)
+
+
+def test_a_search_over_every_step_holds_one_file_at_a_time(pair, monkeypatch):
+    original, reread, _ = pair
+    monkeypatch.setattr(lazy, "CACHE_BYTES", 1)  # keep nothing beyond the file being read
+    flt = SampleFilter(text="the")
+    assert reread.count(filters=flt) == original.count(filters=flt)
+    files = {k for k, _ in reread._view.heavy._cache}
+    assert len(files) == 1, "only the last file's text is kept"
+    pd.testing.assert_frame_equal(reread.mismatch(), original.mismatch())
