@@ -35,6 +35,9 @@ from rl_board.rollouts.read import records as rec
 _NOT_PARSED = object()
 _FLOAT_LISTS = frozenset(S.FLOAT_LIST_FIELDS)
 USE_SIMD = simdjson is not None  # tests turn it off to compare both readers
+_ARRAY = simdjson.Array if simdjson else None
+_OBJECT = simdjson.Object if simdjson else None
+_F64 = np.dtype(np.float64)
 
 
 def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
@@ -44,7 +47,10 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     deep_lines, squares = rec.structure(data)  # orjson takes 1,024 levels: far more than a sample may have
     deep = set(deep_lines)
     parser = simdjson.Parser() if USE_SIMD else None  # one per block: a parser is not thread-safe
-    for i, raw in enumerate(data.split(b"\n")[:-1]):
+    lines = data.split(b"\n")
+    lines.pop()  # what follows the last newline: nothing, in a block of complete lines
+    result.lines = len(lines)
+    for i, raw in enumerate(lines):
         number = first_line + i
         if len(raw) < 64 and not raw.strip():
             result.blank += 1
@@ -87,7 +93,7 @@ def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None
         doc = parser.parse(raw)
     except (ValueError, RuntimeError):  # bad JSON, bad UTF-8 (a ValueError), too big an integer
         return None
-    if not isinstance(doc, simdjson.Object):
+    if type(doc) is not _OBJECT:
         return None
     keys = list(doc.keys())
     joined = "".join(keys)
@@ -98,20 +104,23 @@ def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None
     arrays = 0  # of which the top-level arrays' own
     for key in keys:
         value = doc[key]
-        if isinstance(value, simdjson.Array):
+        kind = type(value)
+        if kind is str:
+            brackets += value.count("[")
+        elif kind is _ARRAY:
+            arrays += 1
             if key in _FLOAT_LISTS:
                 try:
-                    record[key] = np.frombuffer(value.as_buffer(of_type="d"), np.float64)
+                    record[key] = np.frombuffer(value.as_buffer(of_type="d"), _F64)
                     brackets += 1
-                    arrays += 1
                     continue
                 except (TypeError, ValueError):  # not all numbers: the checks after say which item
                     pass
             value = value.as_list()
-            arrays += 1
-        elif isinstance(value, simdjson.Object):
+            brackets += _brackets(value)
+        elif kind is _OBJECT:
             value = value.as_dict()
-        brackets += value.count("[") if type(value) is str else _brackets(value)
+            brackets += _brackets(value)
         record[key] = value
     # as_buffer flattens nested arrays ([[1], [2]] -> [1, 2]): a nested one shows as a "[" more in the line
     # than in what was read. A "[" escaped in a string (\u005b) could hide one: such lines go to orjson.

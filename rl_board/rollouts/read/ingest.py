@@ -40,6 +40,7 @@ LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
 POOL_MIN_BYTES = 160 * 1024 * 1024
 WARM_POOL_MIN_BYTES = 8 * 1024 * 1024  # a warm pool is worth it from two blocks of this much
 _SCAN = 1024 * 1024
+_HEAD = 1024 * 1024  # bytes looked at to choose a block's parse path
 # Longest line read (256 MB, or $RL_BOARD_MAX_LINE_BYTES; workers inherit it): a longer one is reported,
 # never read, as reading one costs about twice its size in memory.
 MAX_LINE_BYTES = config.max_line_bytes()
@@ -60,10 +61,15 @@ class BlockResult:
 
 
 def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> jsonl.ParsedBlock:
-    """Parse complete lines with the path that suits them."""
-    if n_lines is None:
-        n_lines = data.count(b"\n")
-    if n_lines and len(data) / n_lines >= LONG_LINE:
+    """Parse complete lines with the path that suits them (judged on the first MB when ``n_lines`` is not
+    given: both paths read every line alike, so this only picks the faster one)."""
+    if n_lines is not None:
+        long_lines = bool(n_lines) and len(data) / n_lines >= LONG_LINE
+    else:
+        head = data[:_HEAD]
+        n_head = head.count(b"\n")
+        long_lines = len(head) / n_head >= LONG_LINE if n_head else len(data) > len(head)
+    if long_lines:
         return bulk.parse_long_lines(data, first_line)
     return jsonl.parse_block(data, first_line=first_line)
 
@@ -76,11 +82,10 @@ def reading_of(path: Path, fields: FieldMap | None) -> Reading:
     return classify(path, fields).format, fieldmap.for_file(path, fields)
 
 
-def _parse_any(path: Path, data: bytes, n_lines: int, reading: Reading,
-               first_line: int = 1) -> tuple[jsonl.ParsedBlock, int | None]:  # fmt: skip
+def _parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> tuple[jsonl.ParsedBlock, int]:
     """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
 
-    Returns the block and, for a Parquet file, its row count (its "lines").
+    Returns the block and its number of lines (a Parquet file's: its rows).
     """
     name, fmap = reading
     fmt = formats.by_name(name)
@@ -92,10 +97,12 @@ def _parse_any(path: Path, data: bytes, n_lines: int, reading: Reading,
         parsed = fast or adapted.parse_parquet(path, fmt, fmap)
         return parsed, parsed.table.num_rows + len(parsed.bad)
     if fmt.name == formats.NATIVE and not fmap:
-        return parse_block(data, first_line=first_line, n_lines=n_lines), None
+        parsed = parse_block(data, first_line=first_line)
+        return parsed, data.count(b"\n") if parsed.lines is None else parsed.lines
     fast = None if renames is None else tables.parse_renamed(data, first_line=first_line, renames=renames,
                                                              named_step=named, post=fmt.table_post)  # fmt: skip
-    return fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, fmap=fmap), None
+    parsed = fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, fmap=fmap)
+    return parsed, data.count(b"\n")
 
 
 def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
@@ -182,10 +189,9 @@ def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldM
             with open(path, "rb") as f:
                 f.seek(s)
                 data = f.read(e - s)
-            n_lines = data.count(b"\n")
-            parsed, rows = _parse_any(file, data, n_lines, reading, first_line=result.lines + 1)
+            parsed, lines = _parse_any(file, data, reading, first_line=result.lines + 1)
             del data
-            result.lines += rows if rows is not None else n_lines
+            result.lines += lines
             result.blank += parsed.blank
             result.bad += parsed.bad
             result.warnings += parsed.warnings

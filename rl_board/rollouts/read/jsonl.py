@@ -48,6 +48,7 @@ class ParsedBlock:
     bad: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[tuple[int, str]] = field(default_factory=list)
     blank: int = 0
+    lines: int | None = None  # how many lines the block had, when the parser counted them anyway
 
 
 def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
