@@ -30,6 +30,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rl_board.errors import NotFoundError
 from rl_board.rollouts import dataset
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import records
@@ -89,10 +90,13 @@ def locate(location: str | Path) -> Located | None:
     if isinstance(handler, _RangeReads):
         handler.sizes.update({f.path: f.size for f in files})
     files.sort(key=lambda f: (f.step, f.name))
-    try:
-        names = set(pq.read_schema(files[0].path, filesystem=fs).names)
-    except (OSError, pa.ArrowException):
-        return None
+    names = set()
+    for file in files[:3]:  # the layout is judged on the first file that opens
+        try:
+            names = set(pq.read_schema(file.path, filesystem=fs).names)
+            break
+        except (OSError, pa.ArrowException):
+            continue
     if not dataset.is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
         return None
     return Located(str(location), fs, files)
@@ -127,10 +131,16 @@ class _RangeReads(pafs.FSSpecHandler):
         return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")
 
 
-def open_view(found: Located) -> tuple[LazyRunView, list[int]]:
-    """The run's view (numbers in memory, text and tokens on demand) and each file's row count."""
+def open_view(found: Located) -> tuple[LazyRunView, list[int], list[str]]:
+    """The run's view (numbers in memory, text and tokens on demand), each file's row count, and why a
+    file could not be read ("" when it could). An unreadable file is left out of the view, never fatal."""
     with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
-        parts = list(pool.map(lambda f: _light_part(found.filesystem, f), found.files))
+        tried = list(pool.map(lambda f: _light_part_or_why(found.filesystem, f), found.files))
+    errors = [why for _, why in tried]
+    parts = [part for part, why in tried if not why]
+    readable = [f for f, why in zip(found.files, errors, strict=True) if not why]
+    if not parts:
+        raise NotFoundError(f"no file of the Parquet dataset {found.location} can be read: {errors[0]}")
     lights = [p[0] for p in parts]  # each part: numbers table, heavy schema, values set, column order
     heavy_schema = pa.unify_schemas([p[1] for p in parts], promote_options="permissive")
     nulls: dict[str, int] = {}
@@ -140,9 +150,24 @@ def open_view(found: Located) -> tuple[LazyRunView, list[int]]:
     rows = [t.num_rows for t in lights]
     light = records.unify_tables(lights)
     file_idx = np.repeat(np.arange(len(rows), dtype=np.int32), rows)
-    heavy = HeavyColumns(found.filesystem, [f.path for f in found.files], heavy_schema, rows, nulls)
+    heavy = HeavyColumns(found.filesystem, [f.path for f in readable], heavy_schema, rows, nulls)
     heavy.order = list(dict.fromkeys(name for part in parts for name in part[3]))
-    return LazyRunView([f.name for f in found.files], light, file_idx, heavy), rows
+    counts = iter(rows)
+    per_file = [0 if why else next(counts) for why in errors]
+    return LazyRunView([f.name for f in readable], light, file_idx, heavy), per_file, errors
+
+
+def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[tuple | None, str]:
+    """A file's part, or why it cannot be read (a damaged footer, a file of another layout)."""
+    try:
+        part = _light_part(fs, file)
+    except (OSError, pa.ArrowException) as exc:
+        return None, f"cannot be read as Parquet ({str(exc).splitlines()[0][:200]})"
+    missing = [name for name in S.DERIVED_SAMPLE_FIELDS if name not in part[0].column_names]
+    if missing:
+        return None, (f"lacks rl-board's derived columns ({', '.join(missing[:3])}...): not in the layout "
+                      "`rl-board export` writes")  # fmt: skip
+    return part, ""
 
 
 def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> tuple[pa.Table, pa.Schema, dict[str, int], list[str]]:
@@ -234,10 +259,14 @@ class HeavyColumns:
         return pa.table(arrays, names=columns)
 
     def _read(self, k: int, names: list[str]) -> pa.Table:
-        with self.fs.open_input_file(self.paths[k]) as handle:
-            parquet = pq.ParquetFile(handle)
-            here = [n for n in names if n in parquet.schema_arrow.names]
-            table = parquet.read(columns=here)
+        try:
+            with self.fs.open_input_file(self.paths[k]) as handle:
+                parquet = pq.ParquetFile(handle)
+                here = [n for n in names if n in parquet.schema_arrow.names]
+                table = parquet.read(columns=here)
+        except (OSError, pa.ArrowException) as exc:  # replaced or damaged since the run was opened
+            raise NotFoundError(f"{self.paths[k]} can no longer be read ({str(exc).splitlines()[0][:200]}); "
+                                "reopen the run") from None
         self.reads += 1
         for name in names:
             if name not in here:

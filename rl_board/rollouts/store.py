@@ -217,11 +217,11 @@ class RolloutStore:
         if found is None:
             raise NotFoundError(f"{self.source} is no longer a readable Parquet dataset")
         if found.signature != self.signature or verify:
-            view, rows = lazy.open_view(found)
+            view, rows, errors = lazy.open_view(found)
             fmt = formats.by_name("rl-board-parquet")
             report = LoadReport(run=self.source)
-            report.files = [FileReport(f.name, f.size, n, n, 0, 0, 0, "", fmt.name)
-                            for f, n in zip(found.files, rows, strict=True)]  # fmt: skip
+            report.files = [FileReport(f.name, f.size, n, n, 0, 0, 0, why, fmt.name)
+                            for f, n, why in zip(found.files, rows, errors, strict=True)]  # fmt: skip
             report.formats[fmt.name] = f"{fmt.label}, read in place: text and tokens per step on demand"
             report.samples, report.steps = view.table.num_rows, len(view.steps)
             report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)

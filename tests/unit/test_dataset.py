@@ -133,3 +133,28 @@ def test_a_search_over_every_step_holds_one_file_at_a_time(pair, monkeypatch):
     files = {k for k, _ in reread._view.heavy._cache}
     assert len(files) == 1, "only the last file's text is kept"
     pd.testing.assert_frame_equal(reread.mismatch(), original.mismatch())
+
+
+def test_a_damaged_step_file_is_named_and_the_rest_read(pair, tmp_path):
+    original, _, out = pair
+    steps = original.steps
+    bad = out / f"step={steps[1]}" / "part-0.parquet"
+    bad.write_bytes(bad.read_bytes()[:100])  # cut off: no footer
+    store = RolloutStore.open(out, cache_dir=tmp_path / "c")
+    errors = {f.name: f.error for f in store.report.files if f.error}
+    assert list(errors) == [f"step={steps[1]}/part-0.parquet"] and "cannot be read as Parquet" in errors[
+        f"step={steps[1]}/part-0.parquet"]
+    assert store.steps == [s for s in steps if s != steps[1]]
+    assert store.num_samples == original.num_samples - original.samples_per_step()[steps[1]]
+    x, y = original.sample(step=steps[2], index=1), store.sample(step=steps[2], index=1)
+    assert x.fields["response"] == y.fields["response"]
+
+
+def test_a_file_damaged_after_opening_gives_a_message(pair):
+    from rl_board.errors import RLBoardError
+
+    _, reread, out = pair
+    step = reread.steps[-1]
+    (out / f"step={step}" / "part-0.parquet").write_bytes(b"not parquet")
+    with pytest.raises(RLBoardError, match="can no longer be read"):
+        reread.sample(step=step, index=0)
