@@ -327,9 +327,9 @@ class LazyRunView(RunView):
         return self.take(self.names, np.array([row])).to_pylist()[0]
 
 
-def as_arrow_dataset(found: Located) -> pads.Dataset:
-    """The dataset for SQL engines: read lazily, ``step`` from the folder names, columns as exported."""
-    return pads.dataset([f.path for f in found.files], filesystem=found.filesystem, format="parquet",
+def as_arrow_dataset(found: Located, paths: list[str] | None = None) -> pads.Dataset:
+    """The dataset for SQL engines (its readable ``paths``): read lazily, ``step`` from the folder names."""
+    return pads.dataset(paths or [f.path for f in found.files], filesystem=found.filesystem, format="parquet",
                         partitioning=pads.partitioning(pa.schema([("step", pa.int64())]), flavor="hive"),
                         partition_base_dir=_base_of(found))  # fmt: skip
 

@@ -374,7 +374,7 @@ class RolloutStore:
         derived column, token arrays included as list columns. Rows are in cache order, not step order.
         """
         if self._dataset is not None:  # a Parquet dataset read in place: the engine reads its files itself
-            return lazy.as_arrow_dataset(self._dataset)
+            return lazy.as_arrow_dataset(self._dataset, self._view.heavy.paths)
         v = self._view
         table = v.table.drop_columns([c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL)
                                       if c in v.table.column_names])  # fmt: skip

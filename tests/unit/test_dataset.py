@@ -148,6 +148,8 @@ def test_a_damaged_step_file_is_named_and_the_rest_read(pair, tmp_path):
     assert store.num_samples == original.num_samples - original.samples_per_step()[steps[1]]
     x, y = original.sample(step=steps[2], index=1), store.sample(step=steps[2], index=1)
     assert x.fields["response"] == y.fields["response"]
+    counted = sql.run_query(store, "select count(*) as n from samples").frame["n"].iloc[0]
+    assert counted == store.num_samples, "SQL reads the readable files"
 
 
 def test_a_file_damaged_after_opening_gives_a_message(pair):
