@@ -168,7 +168,10 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> Mirr
         plans.append((key, target, int(info.get("size") or 0), _version(info)))
     total = [0, sum(size for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]
     for key, target, size, version in plans:
-        _sync_one(fs, key, target, size, version, result, total, progress)
+        try:
+            _sync_one(fs, key, target, size, version, result, total, progress)
+        except OSError as exc:  # one object that cannot be fetched never hides the others
+            result.skipped.append((key, f"could not be fetched ({exc}); tried again at the next look"))
     for folder in sorted(in_place):
         marker = (base / folder if folder else base) / IN_PLACE
         marker.parent.mkdir(parents=True, exist_ok=True)

@@ -261,3 +261,29 @@ def test_runs_scalars_and_check_take_a_url(bucket_run, tmp_path):
     check = s3.run_cli(["check", url, "--json", "--cache-dir", cache], env, cwd=ROOT)
     assert check.returncode in (0, 1), check.stderr
     assert "findings" in json.loads(check.stdout)
+
+
+def test_an_object_that_cannot_be_fetched_is_named_and_the_rest_mirrored(tmp_path, monkeypatch):
+    import fsspec
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    fs = fsspec.filesystem("memory")
+    line = b'{"step": 0, "prompt": "p", "response": "r", "reward": 1.0}\n'
+    fs.pipe("/flaky-bucket/runs/a.jsonl", line)
+    fs.pipe("/flaky-bucket/runs/b.jsonl", line)
+    real = MemoryFileSystem.cat_file
+
+    def failing(self, path, *args, **kwargs):
+        if path.endswith("b.jsonl"):
+            raise ConnectionError("connection reset by peer")
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFileSystem, "cat_file", failing)
+    result = remote.mirror("memory://flaky-bucket/runs", tmp_path / "cache")
+    assert [k.rsplit("/", 1)[1] for k, _ in result.skipped] == ["b.jsonl"]
+    assert "could not be fetched" in result.skipped[0][1]
+    assert (result.local / "a.jsonl").read_bytes() == line and not (result.local / "b.jsonl").exists()
+    monkeypatch.setattr(MemoryFileSystem, "cat_file", real)
+    again = remote.mirror("memory://flaky-bucket/runs", tmp_path / "cache")
+    assert again.fetched_files == 1 and (again.local / "b.jsonl").read_bytes() == line
+    fs.rm("/flaky-bucket", recursive=True)
