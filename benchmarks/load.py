@@ -18,8 +18,9 @@ that phase's own:
   6. query latencies, a full rerun of the step browser, a refresh after
      appending ~1 MB
 Timed phases run ``--repeat`` times (interleaved, so a busy moment hits all
-alike), the logs read once before so that every phase finds them in the page
-cache: the tables give the median and the range. Ratios are medians of
+alike; each waits up to --wait-idle seconds for idle CPUs), the logs read once
+before so that every phase finds them in the page cache: the tables give the
+median and the range. Ratios are medians of
 per-round ratios. Nothing is asserted. Run it on a quiet machine.
 """
 
@@ -59,7 +60,11 @@ def peak_rss_mb() -> float:
 
 def _worker_peaks() -> list[float]:
     """Peak RSS (MB) of each worker of this process's pool (still running: it is kept warm)."""
-    from rl_board.rollouts.read import pool
+    try:
+        from rl_board.rollouts.read import pool
+    except ImportError:  # an rl-board from before the warm pool: its workers have exited and been waited for
+        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        return [children] * 2 if children else []
 
     running = pool.running()
     peaks = []
@@ -224,7 +229,35 @@ PHASES = {"cold": phase_cold, "pooled": phase_pooled, "warm": phase_warm, "naive
           "orjson": phase_orjson, "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
 
 
+WAIT_IDLE = 60.0  # seconds to wait for idle CPUs before each timed phase (--wait-idle)
+
+
+def idle_share(seconds: float = 1.0) -> float:
+    """Share of CPU time spent idle over ``seconds`` (Linux /proc/stat; 1.0 elsewhere)."""
+    def sample() -> tuple[int, int]:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return values[3] + values[4], sum(values)
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(seconds)
+        idle1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return 1.0
+    return (idle1 - idle0) / max(total1 - total0, 1)
+
+
+def wait_idle(limit: float) -> None:
+    """Wait (up to ``limit`` s) until the CPUs are >= 85 % idle: other work on a small machine skews a
+    parallel load far more than orjson's single-core parse."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and idle_share() < 0.85:
+        pass
+
+
 def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
+    if name in ("cold", "pooled", "orjson", "naive", "warm"):
+        wait_idle(WAIT_IDLE)
     out = subprocess.run([sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -266,6 +299,7 @@ def cli_seconds(run: Path, cache_dir: Path) -> float:
     """`rl-board summary RUN --json` on a cached run: the whole process, start to exit."""
     script = Path(sys.executable).with_name("rl-board")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
+    wait_idle(WAIT_IDLE)
     t = time.perf_counter()
     subprocess.run([*cmd, "summary", str(run), "--json", "--cache-dir", str(cache_dir)], check=True,
                    stdout=subprocess.DEVNULL)
@@ -391,6 +425,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
+    parser.add_argument("--wait-idle", type=float, default=WAIT_IDLE, metavar="S",
+                        help="before each timed phase, wait up to S seconds for idle CPUs (default 60; 0: never)")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
@@ -399,6 +435,8 @@ def main() -> int:
     if ns.phase:
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
+    global WAIT_IDLE
+    WAIT_IDLE = ns.wait_idle
     sizes = ns.size or [60 * MB, 1024 * MB]
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
     work.mkdir(parents=True, exist_ok=True)
