@@ -343,10 +343,14 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         act = _choose(tab, "Sort by", label)
         return timed(tab, act, lambda: main(tab).get_by_test_id("stDataFrameResizable").first)
 
-    def row_to_sample(run: str, step: int, sort: str):
+    def row_to_sample(run: str, step: int, sort: str, *, longest: bool = False):
+        """Another sample each time (the same one again would come from the browser's message cache):
+        the next row, or for the longest answer the previous step's."""
         def measure(tab: Tab, k: int):
             start(tab, k, f"/steps?run={run}&step={step}&sort={sort}&desc=1", "Step browser")
-            return timed(tab, _row(tab, 0), lambda: main(tab).locator(".rlb-chip").first)
+            if longest and k:
+                timed(tab, main(tab).get_by_role("button", name="◀ Prev").click, lambda: main(tab))
+            return timed(tab, _row(tab, 0 if longest else k), lambda: main(tab).locator(".rlb-chip").first)
         return measure
 
     def colour_metric(run: str, step: int, sample: int):
@@ -398,7 +402,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         ("curve point → step browser", CLICK, curve_point),
         ("sort a column", CLICK, sort_column),
         ("row → sample (short)", CLICK, row_to_sample(r.ppo, r.step, "kl_mean")),
-        (f"row → sample ({long})", SAMPLE_8K, row_to_sample(r.grpo, r.grpo_step, "n_tokens")),
+        (f"row → sample ({long})", SAMPLE_8K, row_to_sample(r.grpo, r.grpo_step, "n_tokens", longest=True)),
         ("colour metric (short sample)", CLICK, colour_metric(r.ppo, r.step, r.short_sample)),
         (f"colour metric ({long})", SAMPLE_8K, colour_metric(r.grpo, r.grpo_step, r.long_sample)),
         ("search all steps", CLICK, search_all),

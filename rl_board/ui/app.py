@@ -11,14 +11,10 @@ import logging
 
 import streamlit as st
 
-from rl_board.errors import RLBoardError
 from rl_board.ui import state
+from rl_board.ui.boundary import boundary
 from rl_board.ui.components import sidebar
-from rl_board.ui.text import escape_markdown
 
-_LOG = logging.getLogger("rl_board.ui")
-BUG_MESSAGE = ("Something went wrong while drawing this page (a bug in rl-board, not in your logs). "
-               "The details are in the server's log; other pages still work.")
 # (key, file, menu title, icon); the first is the default page. One line per page.
 PAGES = (
     ("overview", "views/overview.py", "Overview", ":material/show_chart:"),
@@ -65,19 +61,14 @@ def main() -> None:
     st.set_page_config(page_title="rl-board", page_icon="📈", layout="wide")
     navigation = st.navigation(pages())
     state.read_url_once()
+    goto = state.pop_page_request()  # asked for by a click's callback, before this run began
+    if goto in PAGE_FILES:  # switch before drawing anything: the sidebar is drawn once, by the new page's run
+        st.switch_page(PAGE_FILES[goto])
     st.session_state.pop("_context", None)
     state.set_context(sidebar.render())
-    goto = state.pop_page_request()
-    if goto in PAGE_FILES:
-        st.switch_page(PAGE_FILES[goto])
     show_notices()
-    try:
+    with boundary():  # user problems become messages; a bug is said plainly, its traceback logged
         navigation.run()
-    except RLBoardError as exc:  # the page boundary: user problems become messages
-        st.error(escape_markdown(str(exc)))
-    except Exception:  # a bug: say so plainly, keep the traceback for the server log
-        _LOG.exception("page failed")
-        st.error(BUG_MESSAGE, icon=":material/bug_report:")
     state.write_url()
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 from rl_board.api import SampleDetail
 from rl_board.rollouts import fields as F
 from rl_board.ui import charts, state
+from rl_board.ui.boundary import boundary
 from rl_board.ui.chips import (
     chips_html,
     diverging,
@@ -23,6 +24,7 @@ from rl_board.ui.token_heatmap import WRAP_FROM, wrapped_heatmap_figure
 
 TOP_TOKENS = 10
 CHIP_PAGE = 500
+TABLE_EXPANDER = "token_table_open"
 _FOUND = "_token_found"
 # jump target -> (metric, highest?)
 JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
@@ -72,8 +74,20 @@ def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.Dat
 
 
 def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
-    """Every token with every metric as numbers; sort by clicking a header; the chosen metric as bars."""
-    with st.expander("Token table (all metrics; click a header to sort)", icon=":material/table:"):
+    """Every token with every metric as numbers; sort by clicking a header; the chosen metric as bars.
+
+    A long answer's table (thousands of rows, most of the page's bytes) is built only while its
+    expander is open; a short one's is always there.
+    """
+    label = "Token table (all metrics; click a header to sort)"
+    if len(tokens) < WRAP_FROM:
+        expander = st.expander(label, icon=":material/table:")
+    else:
+        expander = st.expander(f"{label} · {len(tokens)} rows, built when opened", icon=":material/table:",
+                               key=TABLE_EXPANDER, on_change="rerun")
+        if not expander.open:
+            return
+    with expander:
         frame = tokens[metrics].copy()
         frame.insert(0, "token", [token_label(t) for t in tokens["token"].astype(str)])
         frame.insert(0, "position", tokens.index.to_numpy())
@@ -130,6 +144,19 @@ def _jump(tokens: pd.DataFrame, column: str, highest: bool) -> None:
 
 
 def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
+    """The token view as a fragment: a colour, a token page, a find or a jump reruns only this part
+    (not the sidebar, the texts and the scores above it)."""
+    _token_fragment(detail, display)
+
+
+@st.fragment
+def _token_fragment(detail: SampleDetail, display: TextDisplay) -> None:
+    with boundary():  # a fragment's rerun does not pass through the router's boundary
+        _token_view(detail, display)
+    state.write_url()  # nor through its URL update: keep the link current
+
+
+def _token_view(detail: SampleDetail, display: TextDisplay) -> None:
     st.subheader("Tokens")
     tokens = detail.tokens
     if detail.n_tokens is None and detail.n_logprobs is None:
