@@ -25,10 +25,13 @@ import pyarrow.parquet as pq
 
 from rl_board.errors import InvalidArgumentError
 from rl_board.rollouts import schema as S
+from rl_board.rollouts.read import records
 
 PART = "part-0.parquet"
 SOURCE_COLUMNS = ("sample", "file", "line")  # where a sample came from, in the exported files
 META_KEY = b"rl_board"
+HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH})  # read per step, not at open
+Part = tuple[pa.Table, pa.Schema, dict[str, int], list[str]]  # numbers, heavy schema, values set, column order
 PRESENT_KEY = b"rl_board_present"  # {column: values set} of the file
 
 
@@ -47,7 +50,9 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
     """Write ``table`` (``RolloutStore.arrow_samples()``: step, sample, file, line, ...) under ``out``.
 
     Each step is written to a temporary name and renamed, so a reader never sees half a step file.
+    An index of every file's number columns goes to ``OUT/_rl_board/index.arrow`` (``write_index``).
     """
+
     if "step" not in table.column_names:
         raise InvalidArgumentError("the table to export has no step column")
     fs, base = _filesystem(out)
@@ -59,7 +64,7 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
     starts = np.searchsorted(step_col, steps, side="left")
     ends = np.searchsorted(step_col, steps, side="right")
     body = ordered.drop_columns(["step"])
-    total = 0
+    total, entries = 0, []
     for k, (step, start, end) in enumerate(zip(steps, starts, ends, strict=True)):
         part = body.slice(int(start), int(end - start))
         meta = {**(part.schema.metadata or {}), META_KEY: b"dataset 1",
@@ -71,10 +76,63 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
         with fs.open(tmp, "wb") as handle:
             pq.write_table(part, handle, row_group_size=max(part.num_rows, 1), compression=compression)
         fs.mv(tmp, final)
-        total += int(fs.size(final))
+        size = int(fs.size(final))
+        total += size
+        counts = present_counts(part)
+        entries.append((f"step={int(step)}/{PART}", size,
+                        light_part(part.select(light_names(part.schema)), part.schema,
+                                        {n: counts[n] for n in part.schema.names if is_heavy(part.schema.field(n))},
+                                        int(step))))  # fmt: skip
         if progress is not None:
             progress(k + 1, len(steps))
+    write_index(fs, base, entries)  # a reader opens the whole dataset with one read of this file
     return Written(str(out), len(steps), table.num_rows, total)
+
+
+def is_heavy(field: pa.Field) -> bool:
+    """Text and token arrays: the bulk of a run, left in the files until a step is shown."""
+    return field.name in HEAVY_TEXT or pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
+        or pa.types.is_large_string(field.type)
+
+
+def light_names(schema: pa.Schema) -> list[str]:
+    """The columns read when a dataset is opened: per-sample numbers and short text."""
+    return [f.name for f in schema if not is_heavy(f) and f.name != "sample"]
+
+
+def light_part(table: pa.Table, schema: pa.Schema, counts: dict[str, int], step: int) -> Part:
+    """A step file's part from its number columns (``table``) and its full schema."""
+    table = from_dataset_names(table)
+    order = [{"file": "source_file", "line": "source_line"}.get(f.name, f.name) for f in schema if f.name != "sample"]
+    n = table.num_rows
+    table = table.append_column(S.STEP, pa.array(np.full(n, step, dtype=np.int64)))
+    table = table.append_column(S.LINE, pa.array(np.arange(1, n + 1, dtype=np.int64)))
+    heavy = pa.schema([f for f in schema if is_heavy(f)])
+    return table, heavy, counts, [*order, S.STEP, S.LINE]
+
+
+# -- the index: every step file's part in one small file, so a bucket is opened with one read ---------------
+INDEX = "_rl_board/index.arrow"  # beside the step folders; engines skip folders starting with "_"
+FILE_INDEX_COL = "__file"
+
+
+def write_index(fs: Any, base: str, entries: list[tuple[str, int, Part]]) -> None:
+    """Write the index of (file name, file size, part) for every step file of a dataset at ``base``."""
+    lights = [part[0] for _, _, part in entries]
+    table = records.unify_tables(lights)
+    table = table.append_column(FILE_INDEX_COL, pa.array(np.repeat(np.arange(len(lights), dtype=np.int32),
+                                                              [t.num_rows for t in lights])))  # fmt: skip
+    heavy = pa.unify_schemas([part[1] for _, _, part in entries], promote_options="permissive")
+    meta = {b"files": json.dumps([[name, size] for name, size, _ in entries]).encode(),
+            b"counts": json.dumps([part[2] for _, _, part in entries]).encode(),
+            b"order": json.dumps([part[3] for _, _, part in entries]).encode(),
+            b"heavy": heavy.serialize().to_pybytes()}  # fmt: skip
+    table = table.replace_schema_metadata(meta)
+    fs.makedirs(f"{base}/_rl_board", exist_ok=True)
+    tmp = f"{base}/_rl_board/.index.arrow.tmp"
+    with fs.open(tmp, "wb") as handle, pa.ipc.new_file(handle, table.schema) as writer:
+        writer.write_table(table)
+    fs.mv(tmp, f"{base}/{INDEX}")
 
 
 def _plain_files(table: pa.Table) -> pa.Table:

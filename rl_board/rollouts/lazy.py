@@ -37,7 +37,6 @@ from rl_board.rollouts.read import records
 from rl_board.rollouts.runview import RunView
 
 PARTITION = re.compile(r"^step=(-?\d+)$")
-HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH})
 CACHE_BYTES = 512 * 1024 * 1024  # text and token columns of recently shown steps kept in memory
 READERS = 16  # files read at once when opening (object stores answer faster in parallel)
 
@@ -134,8 +133,16 @@ class _RangeReads(pafs.FSSpecHandler):
 def open_view(found: Located) -> tuple[LazyRunView, list[int], list[str]]:
     """The run's view (numbers in memory, text and tokens on demand), each file's row count, and why a
     file could not be read ("" when it could). An unreadable file is left out of the view, never fatal."""
+    indexed = _indexed(found)
+
+    def part_of(file: DatasetFile) -> tuple[tuple | None, str]:
+        known = indexed.get(file.name)
+        if known is not None and known[0] == file.size:  # the file is as the index saw it
+            return _checked(known[1])
+        return _light_part_or_why(found.filesystem, file)
+
     with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
-        tried = list(pool.map(lambda f: _light_part_or_why(found.filesystem, f), found.files))
+        tried = list(pool.map(part_of, found.files))
     errors = [why for _, why in tried]
     parts = [part for part, why in tried if not why]
     readable = [f for f, why in zip(found.files, errors, strict=True) if not why]
@@ -163,6 +170,10 @@ def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[tuple | 
         part = _light_part(fs, file)
     except (OSError, pa.ArrowException) as exc:
         return None, f"cannot be read as Parquet ({str(exc).splitlines()[0][:200]})"
+    return _checked(part)
+
+
+def _checked(part: Part) -> tuple[Part | None, str]:
     missing = [name for name in S.DERIVED_SAMPLE_FIELDS if name not in part[0].column_names]
     if missing:
         return None, (f"lacks rl-board's derived columns ({', '.join(missing[:3])}...): not in the layout "
@@ -170,26 +181,39 @@ def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[tuple | 
     return part, ""
 
 
-def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> tuple[pa.Table, pa.Schema, dict[str, int], list[str]]:
+Part = dataset.Part
+
+
+def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> Part:
     """One step file's per-sample numbers (with step and line), its heavy columns' schema, their null counts."""
     with fs.open_input_file(file.path) as handle:
         parquet = pq.ParquetFile(handle, pre_buffer=True)  # nearby column chunks fetched in one range read
         schema = parquet.schema_arrow
-        heavy = [f for f in schema if _is_heavy(f)]
-        light = [f.name for f in schema if not _is_heavy(f) and f.name != "sample"]
-        table = parquet.read(columns=light)
-        counts = _null_counts(parquet, [f.name for f in heavy])
-    table = dataset.from_dataset_names(table)
-    order = [{"file": "source_file", "line": "source_line"}.get(f.name, f.name) for f in schema if f.name != "sample"]
-    n = table.num_rows
-    table = table.append_column(S.STEP, pa.array(np.full(n, file.step, dtype=np.int64)))
-    table = table.append_column(S.LINE, pa.array(np.arange(1, n + 1, dtype=np.int64)))
-    return table, pa.schema(heavy), counts, [*order, S.STEP, S.LINE]
+        table = parquet.read(columns=dataset.light_names(schema))
+        counts = _null_counts(parquet, [f.name for f in schema if dataset.is_heavy(f)])
+    return dataset.light_part(table, schema, counts, file.step)
 
 
-def _is_heavy(field: pa.Field) -> bool:
-    return field.name in HEAVY_TEXT or pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
-        or pa.types.is_large_string(field.type)
+def _indexed(found: Located) -> dict[str, tuple[int, Part]]:
+    """The index's parts by file name (with the size each was taken at); empty without a usable index."""
+    base = _base_of(found)
+    try:
+        with found.filesystem.open_input_file(f"{base}/{dataset.INDEX}") as handle:
+            table = pa.ipc.open_file(handle).read_all()
+        meta = table.schema.metadata or {}
+        files = json.loads(meta[b"files"])
+        counts, orders = json.loads(meta[b"counts"]), json.loads(meta[b"order"])
+        heavy = pa.ipc.read_schema(pa.py_buffer(meta[b"heavy"]))
+        which = table.column(dataset.FILE_INDEX_COL).to_numpy()
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError):
+        return {}  # no index, or one that cannot be trusted to parse: every file is read instead
+    body = table.drop_columns([dataset.FILE_INDEX_COL]).replace_schema_metadata(None)
+    out = {}
+    starts = np.searchsorted(which, np.arange(len(files) + 1))
+    for k, (name, size) in enumerate(files):
+        part = body.slice(int(starts[k]), int(starts[k + 1] - starts[k]))
+        out[str(name)] = (int(size), (part, heavy, dict(counts[k]), list(orders[k])))
+    return out
 
 
 def _null_counts(parquet: pq.ParquetFile, names: list[str]) -> dict[str, int]:

@@ -29,7 +29,7 @@ from rl_board.sources.remote import IN_PLACE
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
-SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board"})  # _rl_board: a dataset's index
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})

@@ -142,8 +142,8 @@ def _datasets_in_place(url: str, keys: list[str]) -> set[str]:
 
 
 def _under_any(rel: str, folders: set[str]) -> bool:
-    match = _PARTITION_KEY.match(rel)
-    return bool(match) and (match[1] or "") in folders
+    """Whether a key lies in a dataset read in place (its step files, its index, anything beside them)."""
+    return any(not folder or rel.startswith(folder + "/") for folder in folders)
 
 
 def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> MirrorResult:

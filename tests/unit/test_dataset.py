@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rl_board.rollouts import lazy, sql
+from rl_board.rollouts import dataset, lazy, sql
 from rl_board.rollouts.dataset import write_dataset
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
@@ -160,3 +160,30 @@ def test_a_file_damaged_after_opening_gives_a_message(pair):
     (out / f"step={step}" / "part-0.parquet").write_bytes(b"not parquet")
     with pytest.raises(RLBoardError, match="can no longer be read"):
         reread.sample(step=step, index=0)
+
+
+def test_the_index_opens_a_dataset_without_reading_its_step_files(pair, tmp_path, monkeypatch):
+    original, _, out = pair
+    assert (out / dataset.INDEX).is_file()
+    opened = []
+    real = lazy._light_part
+    monkeypatch.setattr(lazy, "_light_part", lambda fs, f: opened.append(f.name) or real(fs, f))
+    fresh = RolloutStore.open(out, cache_dir=tmp_path / "c")
+    assert opened == [], "every step came from the index"
+    pd.testing.assert_frame_equal(fresh.step_summary(), original.step_summary())
+    assert fresh.fields == RolloutStore.open(out, cache_dir=tmp_path / "c").fields
+
+    # a step file rewritten since the index was made (another size) is read itself; the rest still indexed
+    step = original.steps[1]
+    path = out / f"step={step}" / "part-0.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 3), path)
+    shrunk = RolloutStore.open(out, cache_dir=tmp_path / "c")
+    assert opened == [f"step={step}/part-0.parquet"]
+    assert shrunk.samples_per_step()[step] == 3
+
+    # a damaged index is ignored: every file is read
+    opened.clear()
+    (out / dataset.INDEX).write_bytes(b"ARROW1 but not really")
+    again = RolloutStore.open(out, cache_dir=tmp_path / "c")
+    assert len(opened) == len(original.steps) and again.samples_per_step()[step] == 3

@@ -160,7 +160,8 @@ def test_export_to_parquet_then_duckdb_and_summary_agree(bucket_run, tmp_path):
     out = tmp_path / "dataset"
     proc = s3.run_cli(["export", url, str(out), "--json", "--cache-dir", str(cache)], env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == [f"step={s}" for s in sorted(original["steps"], key=str)]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["_rl_board", *(f"step={s}" for s in sorted(original["steps"], key=str))]
     count = duckdb.sql(f"select count(*) from read_parquet('{out}/**/*.parquet', hive_partitioning=true)")
     assert count.fetchall()[0][0] == original["samples"]
     by_step = dict(duckdb.sql(f"select step, avg(reward) from read_parquet('{out}/**/*.parquet', "
