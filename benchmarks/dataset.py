@@ -9,11 +9,12 @@ copied under new step numbers until the dataset holds ``--times`` times the
 samples: the layout and bytes per sample of a 10 GB run. Each measurement runs in
 a fresh process with no cache:
 
-  1. open: RolloutStore.open(dataset): footers and per-sample number columns
+  1. open: RolloutStore.open(dataset): its index (one file), or without one every
+     step file's footer and per-sample number columns
   2. one step: that step's table (prompt and response text included) and one
      sample's tokens, what the step browser and the sample page ask for
-  3. the same from a real S3-compatible server (moto, on 127.0.0.1) with the
-     bytes it sent counted by a proxy in between
+  3. the same from a real S3-compatible server (moto, on 127.0.0.1), with and
+     without the index, the bytes it sent counted (once) by a proxy in between
 
 Numbers are printed; nothing is asserted.
 """
@@ -63,6 +64,9 @@ def build(work: Path, times: int) -> tuple[Path, int, int]:
             os.link(part, folder / "part-0.parquet") if copy else shutil.copyfile(part, folder / "part-0.parquet")
     import pyarrow.parquet as pq
 
+    from rl_board.rollouts import lazy
+
+    lazy.reindex(out)  # the index `rl-board export` would have written for a run this size
     samples = sum(pq.read_metadata(p).num_rows for p in out.glob("step=*/part-0.parquet"))
     meta.write_text(json.dumps({"jsonl_bytes": jsonl * times, "samples": samples}))
     return out, jsonl * times, samples
@@ -123,11 +127,16 @@ def main() -> None:
             t = time.perf_counter()
             s3.upload(endpoint, dataset, url)
             print(f"(uploaded to the S3 server in {time.perf_counter() - t:.0f} s)")
-            remote = [phase(url, s3.s3_env(endpoint), work / f"nocache-s3-{k}") for k in range(args.repeat)]
             proxy = s3.CountingProxy(int(endpoint.rsplit(":", 1)[1]))  # bytes counted once, through a relay
-            phase(url, s3.s3_env(proxy.url), work / "nocache-s3-counted")
-            sent = [proxy.received]
-            rows.append(("S3 server (moto, loopback)", remote, sent))
+            for name, target in (("S3 server (moto, loopback)", url),
+                                 ("S3, no index (other writer)", None)):  # fmt: skip
+                if target is None:  # the same dataset as another job would write it: no _rl_board/index.arrow
+                    s3.delete(endpoint, f"{url}/_rl_board/index.arrow")
+                    target = url
+                remote = [phase(target, s3.s3_env(endpoint), work / f"nocache-s3-{k}") for k in range(args.repeat)]
+                proxy.reset()
+                phase(target, s3.s3_env(proxy.url), work / "nocache-s3-counted")
+                rows.append((name, remote, [proxy.received]))
     print(f"{'where':28} {'open (footers + numbers)':>30} {'one step + one sample':>30} {'peak RSS':>10} {'received':>12}")
     for name, results, sent in rows:
         received = f"{statistics.median(sent) / 1e6:9.1f} MB" if sent else "-"

@@ -194,6 +194,30 @@ def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> Part:
     return dataset.light_part(table, schema, counts, file.step)
 
 
+def reindex(location: str | Path) -> int:
+    """Write (or rewrite) the index of the dataset at ``location`` from its step files; how many it covers.
+
+    For a dataset grown by another writer since ``rl-board export`` made its index, or written by a job
+    that made none: the next open then reads one file instead of every footer.
+    """
+    found = locate(location)
+    if found is None:
+        raise NotFoundError(f"{location} is not a Parquet dataset in rl-board's layout")
+    with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
+        tried = list(pool.map(lambda f: _light_part_or_why(found.filesystem, f), found.files))
+    entries = [(f.name, f.size, part) for f, (part, why) in zip(found.files, tried, strict=True) if not why]
+    dataset.write_index(*_fsspec_of(location), entries)
+    return len(entries)
+
+
+def _fsspec_of(location: str | Path) -> tuple[Any, str]:
+    import fsspec
+
+    text = str(location)
+    fs, path = fsspec.core.url_to_fs(text if "://" in text else str(Path(text).expanduser().resolve()))
+    return fs, path.rstrip("/")
+
+
 def _indexed(found: Located) -> dict[str, tuple[int, Part]]:
     """The index's parts by file name (with the size each was taken at); empty without a usable index."""
     base = _base_of(found)

@@ -123,6 +123,15 @@ def put_bytes(endpoint: str, url: str, data: bytes) -> None:
     fs.pipe(url.removeprefix("s3://"), data)
 
 
+def delete(endpoint: str, url: str) -> None:
+    """Remove one object."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                           secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+    fs.rm(url.removeprefix("s3://"))
+
+
 def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``rl-board ARGS`` as a subprocess, with the S3 environment."""
     full = {**os.environ, **env}

@@ -187,3 +187,16 @@ def test_the_index_opens_a_dataset_without_reading_its_step_files(pair, tmp_path
     (out / dataset.INDEX).write_bytes(b"ARROW1 but not really")
     again = RolloutStore.open(out, cache_dir=tmp_path / "c")
     assert len(opened) == len(original.steps) and again.samples_per_step()[step] == 3
+
+
+def test_reindex_covers_steps_added_by_another_writer(pair, tmp_path, monkeypatch):
+    original, _, out = pair
+    last = original.steps[-1]
+    (out / "step=500").mkdir()
+    pq.write_table(pq.read_table(out / f"step={last}" / "part-0.parquet"), out / "step=500" / "part-0.parquet")
+    assert lazy.reindex(out) == len(original.steps) + 1
+    opened = []
+    real = lazy._light_part
+    monkeypatch.setattr(lazy, "_light_part", lambda fs, f: opened.append(f.name) or real(fs, f))
+    store = RolloutStore.open(out, cache_dir=tmp_path / "c")
+    assert opened == [] and store.steps[-1] == 500
