@@ -422,6 +422,7 @@ def report(results: dict[str, dict]) -> str:
 
 
 def main() -> int:
+    global WAIT_IDLE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
@@ -435,7 +436,6 @@ def main() -> int:
     if ns.phase:
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
-    global WAIT_IDLE
     WAIT_IDLE = ns.wait_idle
     sizes = ns.size or [60 * MB, 1024 * MB]
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
