@@ -45,7 +45,7 @@ def _mirrored(url: str, cache_dir: Path) -> Path:
     def show(done: int, total: int) -> None:
         print(f"\rrl-board: fetching {url}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr)
 
-    result = remote.mirror(url, cache_dir, progress=show)
+    result = remote.mirror(url, cache_dir, progress=show, whole=False)  # a run's logs: when it is opened
     print(f"\rrl-board: {url}: {result.objects} objects, {result.fetched_bytes / 1e6:.1f} MB fetched"
           f" ({result.unchanged_files} unchanged)", file=sys.stderr)  # fmt: skip
     for key, why in result.skipped:

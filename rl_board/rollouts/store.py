@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from rl_board.errors import InvalidArgumentError, NotFoundError
+from rl_board.errors import InvalidArgumentError, NotFoundError, RLBoardError
 from rl_board.rollouts import derive, fields, formats, groups, lazy, lengths, matchup, mismatch, prompts
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.cache import sync as cache
@@ -137,10 +137,15 @@ class RolloutStore:
         url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
         for canonical in fields or {}:
             fieldmap.check(canonical)
-        in_bucket = None if url else remote.in_place_url(Path(run_dir).expanduser(), root)
-        url = url or in_bucket  # a mirrored folder standing for a bucket's dataset: read it in the bucket
-        found = _in_place(url or Path(run_dir).expanduser(), fields)
-        mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
+        local = None if url else Path(run_dir).expanduser()
+        in_bucket = remote.in_place_url(local, root) if local is not None else None
+        copy_of = remote.url_of(local, root) if local is not None and not in_bucket else None
+        if copy_of:  # this cache's copy of a bucket's run (a served remote root): completed from the bucket
+            url, found, mirrored = copy_of, None, _completed(copy_of, root, progress)
+        else:  # a URL, a local path, or the copy of a bucket's Parquet dataset (read in the bucket)
+            url = url or in_bucket
+            found = _in_place(url or local, fields)
+            mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
         path = mirrored.local if mirrored else remote.local_path(url, root) if url else Path(run_dir).expanduser()
         if found is None and not path.exists():
             raise NotFoundError(f"no run folder or file at {path}")
@@ -182,7 +187,7 @@ class RolloutStore:
 
     def _mirror(self, progress: cache.Progress | None) -> None:
         if self.url and self._dataset is None:
-            self.remote = remote.mirror(self.url, self.cache_root, progress=progress)
+            self.remote = _completed(self.url, self.cache_root, progress) or self.remote
             self._listed_at = time.monotonic()
 
     # -- loading -----------------------------------------------------------
@@ -501,6 +506,15 @@ def _floats(values: list | None) -> np.ndarray | None:
     if values is None:
         return None
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _completed(url: str, cache_root: Path, progress: cache.Progress | None) -> MirrorResult | None:
+    """The copy of a bucket's run brought up to date; when the bucket cannot be reached, the copy as it is."""
+    try:
+        return remote.mirror(url, cache_root, progress=progress)
+    except (RLBoardError, OSError) as exc:
+        log.warning("could not reach %s (%s); showing the copy in the cache", url, exc)
+        return None
 
 
 def _in_place(location: str | Path, fields: FieldMap | None) -> lazy.Located | None:

@@ -51,6 +51,8 @@ IN_PLACE = ".rl-board-in-place"  # marks a mirrored folder that stands for a Par
 _PARTITION_KEY = re.compile(r"^(?:(.*)/)?step=-?\d+/[^/]+\.parquet$")
 CHECK_BYTES = 4096  # the start and the end of a grown object's old bytes are read back this much
 CHECK_BETWEEN = 6  # and this many 512-byte windows spread between them
+HEAD_BYTES = 1024 * 1024  # what a served root holds of a big rollout log until its run is opened
+HEAD_SUFFIXES = frozenset({".jsonl", ".ndjson"})  # logs whose first lines say what they are
 CHUNK = 8 * 1024 * 1024
 NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npy", ".npz"})
 EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
@@ -146,8 +148,12 @@ def _under_any(rel: str, folders: set[str]) -> bool:
     return any(not folder or rel.startswith(folder + "/") for folder in folders)
 
 
-def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> MirrorResult:
-    """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring."""
+def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whole: bool = True) -> MirrorResult:
+    """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring.
+
+    ``whole=False`` (a served root, listed for its runs): a rollout log over ``HEAD_BYTES`` gets only its
+    first complete lines, enough to classify it; opening its run completes it (``RolloutStore.open``).
+    """
     protocol, _ = split(url)
     fs, path = _filesystem(url, protocol)
     listing = _listing(fs, path, url)
@@ -166,10 +172,11 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None) -> Mirr
             continue
         target = (base.parent if single else base) / rel
         plans.append((key, target, int(info.get("size") or 0), _version(info)))
-    total = [0, sum(size for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]
+    total = [0, sum(size if whole or size <= HEAD_BYTES or t.suffix.lower() not in HEAD_SUFFIXES else HEAD_BYTES
+                    for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]  # fmt: skip
     for key, target, size, version in plans:
         try:
-            _sync_one(fs, key, target, size, version, result, total, progress)
+            _sync_one(fs, key, target, size, version, result, total, progress, whole)
         except OSError as exc:  # one object that cannot be fetched never hides the others
             result.skipped.append((key, f"could not be fetched ({exc}); tried again at the next look"))
     for folder in sorted(in_place):
@@ -200,7 +207,7 @@ def follow(urls: list[str], cache_root: Path, every: float | None = None) -> thr
             time.sleep(every)
             for url in urls:
                 try:
-                    mirror(url, cache_root)
+                    mirror(url, cache_root, whole=False)  # runs being looked at complete themselves
                 except (RLBoardError, OSError) as exc:
                     log.warning("listing %s failed (tried again in %.0fs): %s", url, every, exc)
 
@@ -259,22 +266,38 @@ def _bad_key(rel: str) -> str:
 
 
 def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: MirrorResult,
-              total: list[int], progress: Progress | None) -> None:  # fmt: skip
+              total: list[int], progress: Progress | None, whole: bool = True) -> None:  # fmt: skip
+    """Bring one object's copy up to date (``whole=False``: a big rollout log's first lines are enough)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with _state(target.parent) as state:
         old = state.get(target.name)
         here = target.stat().st_size if target.is_file() else -1
-        if old and old.get("version") == version and old.get("size") == size == here:
+        have = old.get("have", old.get("size")) if old else -1  # bytes of the object the copy holds
+        same = bool(old) and old.get("version") == version and old.get("size") == size
+        if same and here == have and (here == size or not whole):
             result.unchanged_files += 1
             return
+        if not whole and old and here == have > 0:
+            return  # a copy already started: completed (and checked) when its run is opened
         if target.suffix.lower() in NOT_FETCHED:  # a checkpoint: named, never fetched
             _placeholder(target, size)
-        elif old and here == old.get("size") and 0 < here < size and _same_prefix(fs, key, target, here, result):
-            _append(fs, key, target, here, size, result, total, progress)
-        else:
+        elif not whole and size > HEAD_BYTES and target.suffix.lower() in HEAD_SUFFIXES:
+            _fetch(fs, key, target, HEAD_BYTES, result, total, progress, cut_at_newline=True)
+            if _role(target) != "rollout":  # a long metrics log: the Metrics page reads it all
+                _append(fs, key, target, target.stat().st_size, size, result, total, progress)
+        elif old is not None and 0 < here == have < size and (
+                old.get("version") == version or _same_prefix(fs, key, target, here, result)):
+            _append(fs, key, target, here, size, result, total, progress)  # the rest of the same object, or
+        else:  # what was added to it; anything else is fetched whole
             _fetch(fs, key, target, size, result, total, progress)
         result.fetched_files += 1
-        state[target.name] = {"size": size, "version": version}
+        state[target.name] = {"size": size, "version": version, "have": target.stat().st_size}
+
+
+def _role(path: Path) -> str:
+    from rl_board.sources import sniff  # reads the copy's first lines, as the catalogue will
+
+    return sniff.json_lines(path)[0]
 
 
 def check_windows(old_size: int) -> list[tuple[int, int]]:
@@ -315,14 +338,18 @@ def _append(fs: Any, key: str, target: Path, start: int, size: int, result: Mirr
 
 
 def _fetch(fs: Any, key: str, target: Path, size: int, result: MirrorResult,
-           total: list[int], progress: Progress | None) -> None:  # fmt: skip
+           total: list[int], progress: Progress | None, cut_at_newline: bool = False) -> None:  # fmt: skip
+    """The first ``size`` bytes of an object (its complete lines only, with ``cut_at_newline``)."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".rl-board-part-")
     try:
-        with os.fdopen(fd, "wb") as out:
+        with os.fdopen(fd, "wb+") as out:
             for data in _ranges(fs, key, 0, size):
                 out.write(data)
                 result.fetched_bytes += len(data)
                 _tick(progress, result, total)
+            if cut_at_newline:
+                out.seek(0)
+                out.truncate(out.read().rfind(b"\n") + 1)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+from rl_board.sources import remote
 from tests.helpers import s3
 from tests.helpers.screens import REPO, save_screenshot
 from tests.helpers.streamlit_browser import StreamlitRuns, free_port, stop_streamlit
@@ -30,7 +31,9 @@ URL = "s3://team-logs/experiments"
 @pytest.fixture(scope="module")
 def bucket_server(tmp_path_factory):
     local = tmp_path_factory.mktemp("bucket") / "experiments"
-    write_grpo_run(local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=40, seed=2))
+    # one 12,000-token answer per step: a log over remote.HEAD_BYTES, so serve first copies only its head
+    write_grpo_run(local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=12_000, seed=2))
+    assert (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size > remote.HEAD_BYTES
     with s3.s3_server() as endpoint:
         s3.upload(endpoint, local, URL)
         port = free_port()
@@ -55,7 +58,10 @@ def bucket_server(tmp_path_factory):
 
 def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
     base, endpoint, local, logs = bucket_server
-    assert "s3://team-logs/experiments" in (logs / "serve.log").read_text()
+    served = (logs / "serve.log").read_text()
+    fetched = float(re.search(r"objects, ([\d.]+) MB fetched", served)[1])
+    size = (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size / 1e6
+    assert fetched < size, f"serve fetched {fetched} MB up front: only heads of rollout logs until a run is opened"
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     runs = StreamlitRuns(page)
@@ -67,6 +73,9 @@ def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
         with runs.expect_rerun():
             page.get_by_role("option", name=re.compile(r"^grpo")).first.click()
         expect(page.get_by_text("Reward per step")).to_be_visible()
+        expect(sidebar.get_by_text(re.compile(r"48 samples · 4 steps"))).to_be_visible()  # completed on choosing
+        page.mouse.move(900, 20)  # no tooltip over the sidebar in the picture
+        page.wait_for_timeout(300)
         save_screenshot(page, "remote-overview.png")
 
         # the trainer re-uploads its log with one more step: the served copy picks it up by itself

@@ -288,3 +288,35 @@ def test_an_object_that_cannot_be_fetched_is_named_and_the_rest_mirrored(tmp_pat
     again = remote.mirror("memory://flaky-bucket/runs", tmp_path / "cache")
     assert again.fetched_files == 1 and (again.local / "b.jsonl").read_bytes() == line
     fs.rm("/flaky-bucket", recursive=True)
+
+
+def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_opened(tmp_path):
+    """serve lists a bucket with whole=False: a big rollout log is classified from its head; opening its run
+    fetches the rest (the same object: no check windows), and a big metrics log is fetched whole at once."""
+    import fsspec
+
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import catalogue
+
+    fs = fsspec.filesystem("memory")
+    line = json.dumps({"step": 0, "prompt": "p" * 200, "response": "r" * 800, "reward": 0.5})
+    rows = [line.replace('"step": 0', f'"step": {k // 100}') for k in range(3000)]
+    big = ("\n".join(rows) + "\n").encode()
+    metrics = "".join(json.dumps({"step": k, "loss": 1.0 / (k + 1), "kl": 0.01 * k}) + "\n" for k in range(40_000))
+    assert len(big) > remote.HEAD_BYTES and len(metrics) > remote.HEAD_BYTES
+    fs.pipe("/lazy-bucket/root/run/rollout_data_rank_0.jsonl", big)
+    fs.pipe("/lazy-bucket/root/run/train_metrics.jsonl", metrics.encode())
+    cache = tmp_path / "cache"
+    listed = remote.mirror("memory://lazy-bucket/root", cache, whole=False)
+    copy = listed.local / "run" / "rollout_data_rank_0.jsonl"
+    head = copy.stat().st_size
+    assert head <= remote.HEAD_BYTES and copy.read_bytes().endswith(b"\n") and big.startswith(copy.read_bytes())
+    assert (listed.local / "run" / "train_metrics.jsonl").stat().st_size == len(metrics), "metrics read whole"
+    assert [f.relative for f in catalogue(listed.local).rollout_folders()] == ["run"]
+    assert remote.mirror("memory://lazy-bucket/root", cache, whole=False).fetched_bytes == 0
+
+    store = RolloutStore.open(listed.local / "run", cache_dir=cache)  # what the page does on a click
+    assert store.num_samples == 3000 and copy.read_bytes() == big
+    assert store.remote.appended_bytes == store.remote.fetched_bytes == len(big) - head  # the rest, no checks
+    assert store.source == "memory://lazy-bucket/root/run"
+    fs.rm("/lazy-bucket", recursive=True)
