@@ -127,10 +127,11 @@ def write_index(fs: Any, base: str, entries: list[tuple[str, int, Part]]) -> Non
             b"counts": json.dumps([part[2] for _, _, part in entries]).encode(),
             b"order": json.dumps([part[3] for _, _, part in entries]).encode(),
             b"heavy": heavy.serialize().to_pybytes()}  # fmt: skip
-    table = table.replace_schema_metadata(meta)
+    table = table.combine_chunks().replace_schema_metadata(meta)  # one batch: read back in one request
     fs.makedirs(f"{base}/_rl_board", exist_ok=True)
     tmp = f"{base}/_rl_board/.index.arrow.tmp"
-    with fs.open(tmp, "wb") as handle, pa.ipc.new_file(handle, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with fs.open(tmp, "wb") as handle, pa.ipc.new_file(handle, table.schema, options=options) as writer:
         writer.write_table(table)
     fs.mv(tmp, f"{base}/{INDEX}")
 

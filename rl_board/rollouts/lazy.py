@@ -223,7 +223,8 @@ def _indexed(found: Located) -> dict[str, tuple[int, Part]]:
     base = _base_of(found)
     try:
         with found.filesystem.open_input_file(f"{base}/{dataset.INDEX}") as handle:
-            table = pa.ipc.open_file(handle).read_all()
+            data = handle.read()  # one request for the whole file, then parsed in memory
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
         meta = table.schema.metadata or {}
         files = json.loads(meta[b"files"])
         counts, orders = json.loads(meta[b"counts"]), json.loads(meta[b"order"])
