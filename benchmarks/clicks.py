@@ -25,14 +25,18 @@ in collapsed expanders, which nobody sees, are not waited for). Before the
 first repetition the page is brought to where the click starts by a deep link,
 before later ones by going back inside the app (not timed): the first click
 in a tab also evaluates the scripts of element kinds the tab had not shown
-yet, so the range's top is usually the first repetition. Every run is opened once before timing, so the 1 GB run's first
-parse (seconds, once per cache) is not in the table. Besides the time, the
-table shows what the click made the server send (KB over the WebSocket, and
-the number of ForwardMsg messages). Targets (issue "Speed, round two"): every
-click < 1 s, the sample page with an 8k-token answer < 1.5 s, a fresh tab on a
-deep link < 2 s. Wall time moves with whatever else runs on the machine, so the
-table also gives the CPU time the server process and the browser's processes
-spent on the click (medians): they move much less. Nothing is asserted: it
+yet, so the range's top is usually the first repetition. Each repetition opens
+another sample (the same one again would come from the browser's message
+cache). Every run is opened once before timing, so the 1 GB run's first parse
+(seconds, once per cache) is not in the table.
+
+Besides the wall time, the table gives the CPU time the server process and the
+browser's processes spent on the click (medians; wall time moves with whatever
+else runs on the machine, CPU time much less; for a new tab it is rough, as
+Chromium may hand the tab a renderer process it started earlier), and what the
+server sent (KB over the WebSocket, ForwardMsg messages). Targets (issue
+"Speed, round two"): every click < 1 s, the sample page with an 8k-token
+answer < 1.5 s, a fresh tab on a deep link < 2 s. Nothing is asserted: it
 prints numbers. Run it on a quiet machine.
 """
 
