@@ -116,7 +116,7 @@ def main() -> None:
     size = sum(p.stat().st_size for p in dataset.glob("step=*/*.parquet"))
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"run: {samples:,} samples, {jsonl_bytes / 1e9:.1f} GB as JSONL, {size / 1e9:.2f} GB as Parquet "
-          f"({len(list(dataset.iterdir()))} step files)\n")
+          f"({len(list(dataset.glob('step=*')))} step files)\n")
 
     rows = []
     local = [phase(str(dataset), {}, work / f"nocache-{k}") for k in range(args.repeat)]
