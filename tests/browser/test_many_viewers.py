@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "rl_board" / "ui" / "app.py"
 SESSIONS = 5
-SPEC = DemoSpec(steps=20, samples=96, ranks=4, tokens=400, seed=5)  # ~55 MB: big enough for the worker pool
+SPEC = DemoSpec(steps=20, samples=96, ranks=4, tokens=400, seed=5)  # ~55 MB: parsed once, in the server (below the pool threshold)
 
 
 @pytest.fixture(scope="module")
