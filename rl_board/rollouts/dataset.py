@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from rl_board.errors import InvalidArgumentError
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import records
+from rl_board.sources.locations import fsspec_of
 
 PART = "part-0.parquet"
 SOURCE_COLUMNS = ("sample", "file", "line")  # where a sample came from, in the exported files
@@ -55,7 +56,7 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
 
     if "step" not in table.column_names:
         raise InvalidArgumentError("the table to export has no step column")
-    fs, base = _filesystem(out)
+    fs, base = fsspec_of(out)
     table = _plain_files(table).drop_columns([c for c in (S.LINE,) if c in table.column_names])
     steps = np.unique(table.column("step").to_numpy())
     order = pc.sort_indices(table, sort_keys=[("step", "ascending"), ("sample", "ascending")])
@@ -67,8 +68,8 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
     total, entries = 0, []
     for k, (step, start, end) in enumerate(zip(steps, starts, ends, strict=True)):
         part = body.slice(int(start), int(end - start))
-        meta = {**(part.schema.metadata or {}), META_KEY: b"dataset 1",
-                PRESENT_KEY: json.dumps(present_counts(part)).encode()}  # fmt: skip
+        counts = present_counts(part)
+        meta = {**(part.schema.metadata or {}), META_KEY: b"dataset 1", PRESENT_KEY: json.dumps(counts).encode()}
         part = part.replace_schema_metadata(meta)
         folder = f"{base}/step={int(step)}"
         fs.makedirs(folder, exist_ok=True)
@@ -78,7 +79,6 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
         fs.mv(tmp, final)
         size = int(fs.size(final))
         total += size
-        counts = present_counts(part)
         entries.append((f"step={int(step)}/{PART}", size,
                         light_part(part.select(light_names(part.schema)), part.schema,
                                         {n: counts[n] for n in part.schema.names if is_heavy(part.schema.field(n))},
@@ -142,14 +142,6 @@ def _plain_files(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index("file")
         table = table.set_column(index, "file", pc.cast(table.column("file"), pa.string()))
     return table
-
-
-def _filesystem(out: str | Path) -> tuple[Any, str]:
-    import fsspec
-
-    text = str(out)
-    fs, path = fsspec.core.url_to_fs(text if "://" in text else str(Path(text).expanduser().resolve()))
-    return fs, path.rstrip("/")
 
 
 def is_dataset_table(names: set[str] | frozenset[str]) -> bool:

@@ -35,6 +35,7 @@ from rl_board.rollouts import dataset
 from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import records
 from rl_board.rollouts.runview import RunView
+from rl_board.sources.locations import fsspec_of
 
 PARTITION = re.compile(r"^step=(-?\d+)$")
 CACHE_BYTES = 512 * 1024 * 1024  # text and token columns of recently shown steps kept in memory
@@ -60,11 +61,30 @@ class Located:
 
     @property
     def signature(self) -> str:
-        return repr([(f.name, f.size, f.version) for f in self.files])
+        return signature_of(self.files)
 
 
 def locate(location: str | Path) -> Located | None:
     """The dataset at ``location`` if it is an rl-board Parquet dataset that can be read in place, else None."""
+    listed = listed_files(location)
+    if listed is None:
+        return None
+    fs, files = listed
+    names = set()
+    for file in files[:3]:  # the layout is judged on the first file that opens
+        try:
+            names = set(pq.read_schema(file.path, filesystem=fs).names)
+            break
+        except (OSError, pa.ArrowException):
+            continue
+    if not dataset.is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
+        return None
+    return Located(str(location), fs, files)
+
+
+def listed_files(location: str | Path) -> tuple[pafs.FileSystem, list[DatasetFile]] | None:
+    """The ``step=N/*.parquet`` files at ``location`` by step (one listing, nothing opened), or None when
+    there are none or other rollout files lie beside them."""
     fs, base = _filesystem(location)
     try:
         listing = fs.get_file_info(pafs.FileSelector(base, recursive=True))
@@ -89,26 +109,20 @@ def locate(location: str | Path) -> Located | None:
     if isinstance(handler, _RangeReads):
         handler.sizes.update({f.path: f.size for f in files})
     files.sort(key=lambda f: (f.step, f.name))
-    names = set()
-    for file in files[:3]:  # the layout is judged on the first file that opens
-        try:
-            names = set(pq.read_schema(file.path, filesystem=fs).names)
-            break
-        except (OSError, pa.ArrowException):
-            continue
-    if not dataset.is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
-        return None
-    return Located(str(location), fs, files)
+    return fs, files
+
+
+def signature_of(files: list[DatasetFile]) -> str:
+    """Changes when a step file is added, removed or rewritten."""
+    return repr([(f.name, f.size, f.version) for f in files])
 
 
 def _filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
-    text = str(location)
-    if "://" not in text:
-        return pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(text)
-    return pafs.PyFileSystem(_RangeReads(fs)), path.rstrip("/")
+    """pyarrow's own local filesystem for a path; fsspec's driver, without read-ahead, for a URL."""
+    if "://" not in str(location):
+        return pafs.LocalFileSystem(), str(Path(location).expanduser().resolve())
+    fs, path = fsspec_of(location)
+    return pafs.PyFileSystem(_RangeReads(fs)), path
 
 
 class _RangeReads(pafs.FSSpecHandler):
@@ -206,16 +220,8 @@ def reindex(location: str | Path) -> int:
     with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
         tried = list(pool.map(lambda f: _light_part_or_why(found.filesystem, f), found.files))
     entries = [(f.name, f.size, part) for f, (part, why) in zip(found.files, tried, strict=True) if not why]
-    dataset.write_index(*_fsspec_of(location), entries)
+    dataset.write_index(*fsspec_of(location), entries)
     return len(entries)
-
-
-def _fsspec_of(location: str | Path) -> tuple[Any, str]:
-    import fsspec
-
-    text = str(location)
-    fs, path = fsspec.core.url_to_fs(text if "://" in text else str(Path(text).expanduser().resolve()))
-    return fs, path.rstrip("/")
 
 
 def _indexed(found: Located) -> dict[str, tuple[int, Part]]:

@@ -178,8 +178,8 @@ class RolloutStore:
             if self.url and time.monotonic() - self._listed_at < REMOTE_EVERY:
                 return False
             self._listed_at = time.monotonic()
-            found = lazy.locate(self._dataset.location)
-            return found is None or found.signature != self._stat_signature
+            listed = lazy.listed_files(self._dataset.location)  # a listing only: this runs on every rerun
+            return listed is None or lazy.signature_of(listed[1]) != self._stat_signature
         if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
             with self._lock:
                 self._mirror(None)

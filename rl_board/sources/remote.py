@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +82,7 @@ class MirrorResult:
     in_place: list[str] = field(default_factory=list)  # Parquet datasets under the URL, read where they lie
 
     def as_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "local": str(self.local), "objects": self.objects,
-                "fetched_bytes": self.fetched_bytes, "appended_bytes": self.appended_bytes,
-                "fetched_files": self.fetched_files, "unchanged_files": self.unchanged_files,
-                "removed_files": self.removed_files, "skipped": [list(s) for s in self.skipped],
-                "in_place": self.in_place}  # fmt: skip
+        return {**asdict(self), "local": str(self.local)}
 
 
 class RemoteError(RLBoardError):
@@ -130,15 +126,14 @@ def in_place_url(local: Path, cache_root: Path) -> str | None:
     return url_of(local, cache_root) if (Path(local) / IN_PLACE).is_file() else None
 
 
-def _datasets_in_place(url: str, keys: list[str]) -> set[str]:
+def _datasets_in_place(url: str, base: Path, keys: list[str]) -> set[str]:
     """Folders (relative to the URL) holding ``step=N/*.parquet`` in rl-board's layout: read in place."""
     from rl_board.rollouts import lazy  # the layout check reads one footer per candidate dataset
 
     candidates = {m[1] or "" for k in keys if (m := _PARTITION_KEY.match(k))}
     found = set()
     for folder in candidates:
-        where = f"{url.rstrip('/')}/{folder}" if folder else url
-        if lazy.locate(where) is not None:
+        if (base / folder / IN_PLACE).is_file() or lazy.locate(f"{url.rstrip('/')}/{folder}" if folder else url) is not None:  # judged at an earlier look: no listing and footer again
             found.add(folder)
     return found
 
@@ -160,7 +155,7 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     base = local_path(url, cache_root)
     result = MirrorResult(url=url, local=base, objects=len(listing))
     single = list(listing) == [path]
-    in_place = set() if single else _datasets_in_place(url, [k[len(path) + 1:] for k in listing])
+    in_place = set() if single else _datasets_in_place(url, base, [k[len(path) + 1:] for k in listing])
     plans = []
     for key, info in listing.items():
         rel = posixpath.basename(key) if single else key[len(path) + 1:]
