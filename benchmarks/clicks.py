@@ -155,12 +155,9 @@ class Server:
 class Traffic(StreamlitRuns):
     """Finished script runs (the tests' counter) plus the bytes and messages the server sent."""
 
-    def wait_for_runs(self, count: int, timeout_ms: float = 120_000) -> None:
-        deadline = time.monotonic() + timeout_ms / 1000
-        while self.completed < count:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {self.completed} of {count} script runs finished")
-            self.page.wait_for_timeout(10)  # lets Playwright deliver the frame events
+    POLL_MS = 10  # finer than the tests': a click's time is read off this loop
+
+    def settle(self, timeout_ms: float) -> None:
         wait_settled(self.page, timeout_ms)
 
     def __init__(self, page) -> None:

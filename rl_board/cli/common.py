@@ -46,6 +46,18 @@ def fields_of(ns: argparse.Namespace) -> dict[str, str]:
     return dict(fieldmap.parse_option(text) for text in getattr(ns, "fields", []) or [])
 
 
+def run_arguments(parser: argparse.ArgumentParser, *, json_help: str | None = "print one JSON object") -> None:
+    """RUN (a folder, one file or a URL), --cache-dir, --field and (unless ``json_help`` is None) --json.
+
+    Called first, so RUN is the first positional argument.
+    """
+    parser.add_argument("run_dir", metavar="RUN", help="a run folder, a single rollout file, or a URL (s3://...)")
+    if json_help is not None:
+        parser.add_argument("--json", action="store_true", help=json_help)
+    parser.add_argument("--cache-dir", default=None, help="keep parsed tables here between calls")
+    field_arguments(parser)
+
+
 def path_arguments(parser: argparse.ArgumentParser) -> None:
     """PATH, --json and --cache-dir."""
     parser.add_argument("path", help="a logs folder or a single log / event file")

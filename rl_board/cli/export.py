@@ -7,18 +7,15 @@ import json
 import sys
 from typing import Any
 
-from rl_board.cli.common import field_arguments, fields_of, terminal_safe
+from rl_board.cli.common import fields_of, run_arguments, terminal_safe
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("export", help="write a run as a Hive-partitioned Parquet dataset (local folder or URL)")
-    p.add_argument("run_dir", metavar="RUN", help="a run folder, a single rollout file, or a URL (s3://...)")
+    run_arguments(p, json_help="print what was written as one JSON object")
     p.add_argument("out", metavar="OUT", help="the dataset folder to write (local, or s3://bucket/prefix ...)")
     p.add_argument("--format", choices=("parquet",), default="parquet",
                    help="parquet: step=N/part-0.parquet, token arrays as list columns, one row group per step")
-    p.add_argument("--json", action="store_true", help="print what was written as one JSON object")
-    p.add_argument("--cache-dir", default=None)
-    field_arguments(p)
     p.set_defaults(func=run)
 
 

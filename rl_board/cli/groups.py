@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from rl_board.cli.common import field_arguments, fields_of
+from rl_board.cli.common import fields_of, run_arguments
 
 JSON_KEYS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved", "zero_variance",
              "best_sample", "worst_sample")  # fmt: skip
@@ -16,13 +16,10 @@ JSON_KEYS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("groups", help="per step, the samples of each prompt: reward spread, solved share, "
                                       "zero-variance groups")  # fmt: skip
-    p.add_argument("run_dir", metavar="RUN", help="a run folder or a single rollout file")
+    run_arguments(p)
     p.add_argument("--step", type=int, default=None, help="one step (default: every step)")
     p.add_argument("--threshold", type=float, default=None,
                    help="a sample is solved when its reward reaches this (default: the run's highest reward)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--cache-dir", default=None)
-    field_arguments(p)
     p.set_defaults(func=run)
 
 

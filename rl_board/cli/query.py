@@ -8,7 +8,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
+from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
                        description="Views: samples (one row per sample: step, sample, file, line and every "
                                    "logged and derived column) and steps (per-step statistics). Reading "
                                    "statements only; no file, network or extension access.")
-    p.add_argument("run_dir", metavar="RUN", help="a run folder or a single rollout file")
+    run_arguments(p, json_help=None)  # --json is one of the output choices below
     p.add_argument("sql", metavar="SQL", help='one statement, e.g. "SELECT step, avg(reward) FROM samples '
                                               'GROUP BY step ORDER BY step"')
     out = p.add_mutually_exclusive_group()
@@ -36,8 +36,6 @@ def add_parser(sub: Any) -> None:
                    help=f"stop the query after S seconds (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--max-rows", type=int, default=MAX_ROWS, metavar="N",
                    help=f"print at most N rows (default {MAX_ROWS})")
-    p.add_argument("--cache-dir", default=None)
-    field_arguments(p)
     p.set_defaults(func=run)
 
 

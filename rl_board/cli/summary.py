@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_board.cli.common import field_arguments, fields_of, terminal_lines, terminal_safe
+from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
 from rl_board.rollouts import fields as F
 
@@ -19,10 +19,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("summary", help="load a run (a folder or one file, through the cache) and summarise it")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder or a single rollout file")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--cache-dir", default=None)
-    field_arguments(p)
+    run_arguments(p)
     p.set_defaults(func=run)
 
 

@@ -12,12 +12,11 @@ from tests.helpers.apptest import assert_clean, open_page, table, texts
 
 
 @pytest.fixture
-def dumps_root(tmp_path: Path, monkeypatch) -> Path:
+def dumps_root(tmp_path: Path, serve) -> Path:
     root = tmp_path / "served"
     T.write_verl(root / "verl")
     T.write_trl(root / "trl")
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     return root
 
 
@@ -47,10 +46,9 @@ def test_trl_reward_components_are_columns(dumps_root: Path) -> None:
     assert {"accuracy_reward", "think_format_reward", "advantage"} <= set(frame.columns)
 
 
-def test_root_with_nothing_readable_says_so(tmp_path: Path, monkeypatch) -> None:
+def test_root_with_nothing_readable_says_so(tmp_path: Path, serve) -> None:
     T.write_junk(tmp_path / "junk")
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "junk"))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(tmp_path / "junk")
     at = open_page(None)
     assert_clean(at)
     assert any("no rollout run rl-board can read" in t for t in texts(at.warning))
@@ -94,10 +92,9 @@ def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
     assert len(table(everything)) > len(frame)
 
 
-def test_token_ids_page_says_how_to_get_text(tmp_path: Path, monkeypatch) -> None:
+def test_token_ids_page_says_how_to_get_text(tmp_path: Path, serve) -> None:
     T.write_nemo_rl(tmp_path / "served" / "nemo")
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(tmp_path / "served"))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(tmp_path / "served")
     at = open_page("sample", run="nemo/exp_001", step="1", sample="0")
     assert_clean(at)
     assert any("--tokenizer PATH" in t for t in texts(at.info))

@@ -13,11 +13,10 @@ from tests.helpers.apptest import APP, assert_clean, open_page, table, texts
 
 
 @pytest.fixture
-def v1_root(tmp_path: Path, monkeypatch) -> Path:
+def v1_root(tmp_path: Path, serve) -> Path:
     root = tmp_path / "served"
     T.ALL_WRITERS["verl_v1"](root / "grpo")
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     return root
 
 
@@ -66,13 +65,12 @@ def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(v1_roo
     assert any(m.label == "Zero-variance groups" for m in at.metric)
 
 
-def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, monkeypatch) -> None:
+def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, serve) -> None:
     from rl_board.rollouts.demo import DemoSpec, write_run
 
     root = tmp_path / "served"
     write_run(root / "ppo", DemoSpec(steps=30, samples=24, seed=0))  # a+b repeats by chance once or twice
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     at = AppTest.from_file(str(APP), default_timeout=30)
     at.query_params["run"] = "ppo"
     at.run()
@@ -80,13 +78,12 @@ def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, mo
     assert not any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))
 
 
-def test_a_metric_point_opens_that_step_of_the_rollouts_beside_it(tmp_path: Path, monkeypatch) -> None:
+def test_a_metric_point_opens_that_step_of_the_rollouts_beside_it(tmp_path: Path, serve) -> None:
     from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 
     root = tmp_path / "served"
     write_grpo_run(root / "grpo", GrpoSpec(steps=6, prompts=2, group_size=4, tokens=10, long_tokens=20))
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     at = AppTest.from_file(str(APP), default_timeout=30)
     at.run()
     at.switch_page("views/metrics.py").run()

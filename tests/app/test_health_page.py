@@ -132,14 +132,13 @@ def test_no_findings_is_said(tmp_path, monkeypatch):
     assert any("No rule fired" in s.value for s in at.success)
 
 
-def test_a_revisit_does_not_reopen_every_run(tmp_path, monkeypatch):
+def test_a_revisit_does_not_reopen_every_run(tmp_path, monkeypatch, serve):
     from rl_board.rollouts.store import RolloutStore
 
     root = tmp_path / "root"
     for k in range(6):
         write_run(root / f"run{k}", DemoSpec(steps=2, samples=3, ranks=1, tokens=4, seed=k))
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()
     at.switch_page("views/health.py").run()

@@ -15,11 +15,10 @@ from tests.helpers.apptest import APP, assert_clean
 
 
 @pytest.fixture
-def long_root(tmp_path: Path, monkeypatch) -> Path:
+def long_root(tmp_path: Path, serve) -> Path:
     root = tmp_path / "served"
     write_run(root / "long", DemoSpec(steps=1, samples=2, ranks=1, tokens=6000, seed=7))
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     return root
 
 

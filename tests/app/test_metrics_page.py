@@ -214,9 +214,8 @@ def test_di_engine_copies_toggle(tmp_path, monkeypatch):
     assert "learner_step" in group_labels(at)
 
 
-def test_metrics_page_state_is_in_the_link(metrics_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(metrics_root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+def test_metrics_page_state_is_in_the_link(metrics_root, tmp_path, serve):
+    serve(metrics_root)
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.query_params.update({"mq": "loss", "msm": "0.3", "mx": "relative"})
     at.run()

@@ -24,11 +24,10 @@ def test_colour_change_redraws_the_tokens_and_the_link(open_app):
 
 
 @pytest.fixture
-def long_run(tmp_path: Path, monkeypatch) -> Path:
+def long_run(tmp_path: Path, serve) -> Path:
     root = tmp_path / "served"
     write_run(root / "long", DemoSpec(steps=1, samples=2, ranks=1, tokens=1200, seed=7))
-    monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
-    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    serve(root)
     return root
 
 

@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from playwright.sync_api import expect
@@ -44,14 +43,11 @@ def bucket_server(tmp_path_factory):
                                      "--cache-dir", str(logs / "cache"), "--remote-every", "1"],
                                     cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(base + "/_stcore/health", timeout=2).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (logs / "serve.log").read_text()
-                time.sleep(0.2)
+        try:
+            s3.wait_until_up(base + "/_stcore/health", proc, 60, "rl-board serve did not start")
+        except RuntimeError:
+            stop_streamlit(proc)
+            raise AssertionError((logs / "serve.log").read_text()) from None
         yield base, endpoint, local, logs
         stop_streamlit(proc)
 

@@ -36,19 +36,24 @@ def s3_server() -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
+        wait_until_up(url + "/moto-api/", proc, 30, "moto server did not start")
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, timeout_s: float, failure: str) -> None:
+    """Poll ``url`` until it answers; RuntimeError(``failure``) if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(failure) from None
+            time.sleep(0.2)
 
 
 def s3_env(endpoint: str) -> dict[str, str]:

@@ -172,12 +172,18 @@ class StreamlitRuns:
                 and msg.script_finished != self._ForwardMsg.FINISHED_EARLY_FOR_RERUN):
             self.completed += 1
 
+    POLL_MS = 20  # how often finished runs are counted (a benchmark may want finer)
+
     def wait_for_runs(self, count: int, timeout_ms: float = 30_000) -> None:
         deadline = time.monotonic() + timeout_ms / 1000
         while self.completed < count:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {self.completed} of {count} script runs finished")
-            self.page.wait_for_timeout(20)  # lets Playwright deliver the frame events
+            self.page.wait_for_timeout(self.POLL_MS)  # lets Playwright deliver the frame events
+        self.settle(timeout_ms)
+
+    def settle(self, timeout_ms: float) -> None:
+        """After the runs finished: wait until the page shows their result."""
         wait_for_app_idle(self.page, timeout_ms)
 
     @contextmanager

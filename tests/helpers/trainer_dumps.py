@@ -123,6 +123,14 @@ class Dump:
     components: dict[str, dict[int, float]] | None = None
     notes: str = ""
 
+    def run_folder(self, root: Path) -> Path:
+        """The run the catalogue of ``root`` makes of these files (the deepest rollout folder holding them)."""
+        from rl_board.sources.catalogue import catalogue
+
+        first = self.files[0].resolve()
+        holding = [f.path for f in catalogue(root).rollout_folders() if first.is_relative_to(f.path)]
+        return max(holding, key=lambda path: len(path.parts))
+
 
 # --------------------------------------------------------------------------- text
 

@@ -47,9 +47,7 @@ def test_group_ids_win_over_prompt_text() -> None:
 @pytest.mark.parametrize("name", ["verl_v1", "roll", "areal", "verl"])
 def test_groups_of_trainer_dumps_match_their_writers(name: str, tmp_path: Path, cache_dir: Path) -> None:
     dump = T.ALL_WRITERS[name](tmp_path / "out")
-    holding = [f for f in catalogue(tmp_path).rollout_folders() if dump.files[0].resolve().is_relative_to(f.path)]
-    folder = max(holding, key=lambda f: len(f.path.parts))
-    store = RolloutStore.open(folder.path, cache_dir=cache_dir)
+    store = RolloutStore.open(dump.run_folder(tmp_path), cache_dir=cache_dir)
     for step in dump.steps:
         table = store.groups(step=step)
         if dump.groups is not None:

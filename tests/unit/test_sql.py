@@ -14,7 +14,6 @@ from rl_board.rollouts import sql
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import catalogue
 from tests.helpers import trainer_dumps as T
 
 SLOW = ("SELECT count(*) FROM samples a, samples b, range(1000000000) c "
@@ -100,9 +99,7 @@ def test_zero_variance_groups_by_sql_equal_the_group_table(grpo: RolloutStore) -
 @pytest.mark.parametrize("name", ["verl", "trl", "openrlhf", "nemo_rl"])
 def test_trainer_dumps_reward_means(name: str, tmp_path: Path, cache_dir: Path) -> None:
     dump = T.ALL_WRITERS[name](tmp_path / "out")
-    holding = [f for f in catalogue(tmp_path).rollout_folders() if dump.files[0].resolve().is_relative_to(f.path)]
-    folder = max(holding, key=lambda f: len(f.path.parts))
-    store = RolloutStore.open(folder.path, cache_dir=cache_dir)
+    store = RolloutStore.open(dump.run_folder(tmp_path), cache_dir=cache_dir)
     got = q(store, "SELECT step, avg(reward) AS m, count(*) AS n FROM samples GROUP BY step ORDER BY step")
     assert got["step"].tolist() == dump.steps
     for row in got.itertuples():
