@@ -81,6 +81,27 @@ class QueryResult:
     max_rows: int
     seconds: float
 
+    @property
+    def targets(self) -> list[tuple[int, int] | None] | None:
+        """The sample each row stands for (``sample_targets``), so a table of results can open it."""
+        return sample_targets(self.frame)
+
+
+def sample_targets(frame: pd.DataFrame) -> list[tuple[int, int] | None] | None:
+    """(step, sample) of each row when the result has both as whole numbers; None when it cannot open samples."""
+    if "step" not in frame.columns or "sample" not in frame.columns:
+        return None
+    step, sample = frame["step"], frame["sample"]
+    if isinstance(step, pd.DataFrame) or isinstance(sample, pd.DataFrame):  # a name used twice
+        return None
+    if not (pd.api.types.is_numeric_dtype(step.dtype) and pd.api.types.is_numeric_dtype(sample.dtype)):
+        return None
+    out: list[tuple[int, int] | None] = []
+    for s, i in zip(step.tolist(), sample.tolist(), strict=True):
+        whole = all(v is not None and not pd.isna(v) and float(v).is_integer() for v in (s, i))
+        out.append((int(s), int(i)) if whole else None)
+    return out
+
 
 @dataclass(frozen=True)
 class Example:

@@ -100,11 +100,6 @@ def test_rows_with_step_and_sample_open_that_sample(app_env):
     assert any("Add `step` and `sample`" in str(c.value) for c in at.caption)
 
 
-def test_targets_need_whole_numbers():
-    frame = pd.DataFrame({"step": [1, 2.5, None], "sample": [0, 1, 2]})
-    assert Q._targets(frame) == [(1, 0), None, None]
-    assert Q._targets(pd.DataFrame({"step": ["a"], "sample": [1]})) is None
-    assert Q._targets(pd.DataFrame([[1, 2, 3]], columns=["step", "sample", "step"])) is None
 
 
 def test_display_frame_makes_names_unique_and_shows_text():

@@ -236,3 +236,10 @@ def test_new_data_is_seen_after_refresh(tmp_path: Path, cache_dir: Path) -> None
     assert store.refresh()
     assert q(store, "SELECT max(step) AS s FROM steps")["s"].tolist() == [2]
     assert q(store, "SELECT count(*) AS n FROM samples")["n"].tolist() == [9]
+
+
+def test_targets_need_whole_numbers():
+    frame = pd.DataFrame({"step": [1, 2.5, None], "sample": [0, 1, 2]})
+    assert sql.sample_targets(frame) == [(1, 0), None, None]
+    assert sql.sample_targets(pd.DataFrame({"step": ["a"], "sample": [1]})) is None
+    assert sql.sample_targets(pd.DataFrame([[1, 2, 3]], columns=["step", "sample", "step"])) is None

@@ -107,7 +107,7 @@ def _result_table(result: QueryResult) -> None:
     st.markdown(note)
     if frame.columns.empty:
         return
-    targets = _targets(frame)
+    targets = result.targets
     shown = display_frame(frame)
     if targets is None:
         st.dataframe(shown, hide_index=True, key=TABLE_KEY, height="auto" if rows <= 12 else 460)
@@ -117,22 +117,6 @@ def _result_table(result: QueryResult) -> None:
     st.dataframe(shown, hide_index=True, key=TABLE_KEY, on_select=_open_selected,
                  selection_mode=["single-row", "single-cell"], height="auto" if rows <= 12 else 460)
     st.caption("Click any cell of a row to open that sample.")
-
-
-def _targets(frame: pd.DataFrame) -> list[tuple[int, int] | None] | None:
-    """(step, sample) of each row when the result has both as whole numbers; None when it cannot open samples."""
-    if "step" not in frame.columns or "sample" not in frame.columns:
-        return None
-    step, sample = frame["step"], frame["sample"]
-    if isinstance(step, pd.DataFrame) or isinstance(sample, pd.DataFrame):  # a name used twice
-        return None
-    if not (pd.api.types.is_numeric_dtype(step.dtype) and pd.api.types.is_numeric_dtype(sample.dtype)):
-        return None
-    out: list[tuple[int, int] | None] = []
-    for s, i in zip(step.tolist(), sample.tolist(), strict=True):
-        whole = all(v is not None and not pd.isna(v) and float(v).is_integer() for v in (s, i))
-        out.append((int(s), int(i)) if whole else None)
-    return out
 
 
 def _open_selected() -> None:
