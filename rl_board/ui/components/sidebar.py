@@ -56,12 +56,12 @@ def _follow(store: RolloutStore) -> None:
 
 def _logs_root(roots: list[Path]) -> Path | None:
     default = str(roots[0]) if roots else ""
-    named = ", ".join(escape_markdown(server_config().label(r)) for r in roots)
+    labels = {str(r): server_config().label(r) for r in roots}  # a bucket's copy is named by its URL
+    named = ", ".join(escape_markdown(label) for label in labels.values())
     text = st.text_input("Logs root", value=default, key="root",
                          help=f"A folder inside the roots this server serves: {named}. A remote root (s3://...) "
                               "is served from its copy in the cache, listed again every few seconds.")
-    remote = next((server_config().label(r) for r in roots if str(r) == text and server_config().label(r) != text),
-                  None)
+    remote = labels.get(text) if labels.get(text, text) != text else None
     if remote:
         st.caption(f"A copy of {escape_markdown(remote)}")
     try:
