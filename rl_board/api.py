@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
+from rl_board.formats.fieldmap import parse_option as parse_field_option
 from rl_board.health.checks import (
     REGISTRY,
     SETTINGS_FILE,
@@ -43,8 +45,6 @@ from rl_board.rollouts.sql import schema as query_schema
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.rollouts.tokens import TokenText
 from rl_board.sources.catalogue import Catalogue, Source, catalogue
-from rl_board.sources.fieldmap import MAPPABLE as MAPPABLE_FIELDS
-from rl_board.sources.fieldmap import parse_option as parse_field_option
 from rl_board.sources.roots import relative_to_roots, resolve_within
 
 __all__ = [
@@ -61,9 +61,9 @@ __all__ += ["QUERY_EXAMPLES", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "
 Progress = Callable[[int, int], None]
 
 
-def list_runs(root: Path | str, *, cache_dir: Path | str) -> pd.DataFrame:
+def list_runs(root: Path | str, *, cache_dir: Path | str, allowed: list[Path] | None = None) -> pd.DataFrame:
     """Rollout runs under a root (see ``RolloutStore.list_runs``)."""
-    return RolloutStore.list_runs(root, cache_dir=cache_dir)
+    return RolloutStore.list_runs(root, cache_dir=cache_dir, allowed=allowed)
 
 
 def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | None = None,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_board.sources import fieldmap
+from rl_board.formats import fieldmap
 
 if TYPE_CHECKING:
     from rl_board.metrics.table import Problem

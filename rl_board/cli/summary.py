@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
 from rl_board.errors import NotFoundError
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 
 if TYPE_CHECKING:
     from rl_board.rollouts.store import RolloutStore

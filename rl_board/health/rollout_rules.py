@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rl_board.formats import schema as S
 from rl_board.health.engine import Finding, Rule, RuleContext, Settings, register, run_rules
-from rl_board.rollouts import schema as S
 from rl_board.where import Bounds, Where
 
 if TYPE_CHECKING:  # the rules read frames; only from_store sees a store

@@ -36,8 +36,10 @@ from rl_board.metrics.table import (
     merge_results,
 )
 from rl_board.metrics.tensorboard import read_event_files
-from rl_board.sources.catalogue import METRICS, catalogue
+from rl_board.sources.catalogue import METRICS, catalogue, may_hold_metrics
 from rl_board.sources.roots import OUTSIDE, inside
+
+OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,15 @@ class RunSource:
     files: tuple[Path, ...] = ()
 
 
-def discover(root: Path, *, skip: tuple[Path, ...] = ()) -> list[RunSource]:
-    """The metric sources the root's catalogue found, named by their path relative to the root."""
-    found = catalogue(root, skip=skip)
+def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | None = None) -> list[RunSource]:
+    """The metric sources the root's catalogue found, named by their path relative to the root.
+
+    With ``allowed``, a file linked from outside those folders comes back as kind "outside" (never opened).
+    """
+    found = catalogue(root, skip=skip, allowed=allowed)
     base = found.root if found.root.is_dir() else found.root.parent
-    out = []
+    out = [RunSource(found.name(s.path), OUTSIDE_KIND, s.path) for s in found.skipped
+           if s.reason == OUTSIDE and may_hold_metrics(s.path)]  # fmt: skip
     for s in found.of_role(METRICS):
         if s.path.is_dir():
             out.append(RunSource(s.folder, s.format, s.path, s.files))
@@ -132,8 +138,8 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
     parts: list[ReadResult] = []
     skipped: list[Problem] = []
     refused: list[Problem] = []
-    for source in discover(root, skip=skip):
-        if not _source_allowed(source, allowed_roots):
+    for source in discover(root, skip=skip, allowed=allowed_roots):
+        if source.kind == OUTSIDE_KIND or not _source_allowed(source, allowed_roots):
             refused.append(Problem(str(source.path), OUTSIDE))
             continue
         read = _read_source(source, cache, allowed_roots)
@@ -170,8 +176,8 @@ def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None,
     skip = (Path(cache_dir).expanduser(),) if cache_dir is not None else ()
     files: list[Path] = []
     outside: list[str] = []
-    for source in discover(root, skip=skip):
-        if not _source_allowed(source, allowed_roots):
+    for source in discover(root, skip=skip, allowed=allowed_roots):
+        if source.kind == OUTSIDE_KIND or not _source_allowed(source, allowed_roots):
             outside.append(str(source.path))
             continue
         kept, refused = _unit_files(source, allowed_roots)

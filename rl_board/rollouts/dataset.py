@@ -24,14 +24,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rl_board.errors import InvalidArgumentError
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
+from rl_board.formats.flat import from_dataset_names
 from rl_board.rollouts.read import records
 from rl_board.sources.locations import fsspec_of
 
 PART = "part-0.parquet"
-SOURCE_COLUMNS = ("sample", "file", "line")  # where a sample came from, in the exported files
 META_KEY = b"rl_board"
-HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH})  # read per step, not at open
+HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH, S.MESSAGES})  # read per step, not at open
 Part = tuple[pa.Table, pa.Schema, dict[str, int], list[str]]  # numbers, heavy schema, values set, column order
 PRESENT_KEY = b"rl_board_present"  # {column: values set} of the file
 
@@ -142,24 +142,6 @@ def _plain_files(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index("file")
         table = table.set_column(index, "file", pc.cast(table.column("file"), pa.string()))
     return table
-
-
-def is_dataset_table(names: set[str] | frozenset[str]) -> bool:
-    """Whether a Parquet file's columns are an exported run's (its source columns beside a response)."""
-    return set(SOURCE_COLUMNS) <= names and bool({S.RESPONSE, S.PROMPT} & names)
-
-
-def from_dataset(table: pa.Table) -> pa.Table:
-    """An exported step file read back as logged samples: derived columns dropped (they are recomputed
-    exactly from the token arrays), the source file and line kept as ``source_file`` / ``source_line``."""
-    drop = [c for c in (*S.DERIVED_SAMPLE_FIELDS, "sample") if c in table.column_names]
-    return from_dataset_names(table.drop_columns(drop))
-
-
-def from_dataset_names(table: pa.Table) -> pa.Table:
-    """``file`` and ``line`` (where a sample was first logged) kept as ``source_file`` / ``source_line``."""
-    names = [{"file": "source_file", "line": "source_line"}.get(n, n) for n in table.column_names]
-    return table.rename_columns(names)
 
 
 def present_counts(table: pa.Table) -> dict[str, int]:

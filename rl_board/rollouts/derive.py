@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 # Columns rl-board adds beside the logged keys: the derived ones, and those the step browser's rows carry
 # (``RunView.frame``: sample, file, line). A logged key of one of these names is kept as ``<name>_logged``.

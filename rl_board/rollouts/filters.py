@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 DEFAULT_TEXT_FIELDS = (S.PROMPT, S.RESPONSE, S.GROUND_TRUTH)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 GROUP = "group"
 ADVANTAGE = "advantage"

@@ -31,8 +31,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rl_board.errors import NotFoundError
+from rl_board.formats import schema as S
+from rl_board.formats.flat import is_dataset_table
 from rl_board.rollouts import dataset
-from rl_board.rollouts import schema as S
 from rl_board.rollouts.read import records
 from rl_board.rollouts.runview import RunView
 from rl_board.sources.locations import fsspec_of
@@ -77,7 +78,7 @@ def locate(location: str | Path) -> Located | None:
             break
         except (OSError, pa.ArrowException):
             continue
-    if not dataset.is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
+    if not is_dataset_table(names) or not set(S.DERIVED_SAMPLE_FIELDS) <= names:
         return None
     return Located(str(location), fs, files)
 

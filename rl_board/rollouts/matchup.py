@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 
 def prompt_rewards(samples: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 TRAIN_LOGPROBS = "train_logprobs"
 MEAN, MAX = "mismatch_mean", "mismatch_max"

@@ -15,7 +15,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 
 NEVER, ALWAYS, NEWLY_FAILING, LEARNED, MIXED = "never solved", "always solved", "newly failing", "learned", "mixed"
 STATUSES = (NEVER, ALWAYS, NEWLY_FAILING, LEARNED, MIXED)

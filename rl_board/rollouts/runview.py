@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError
+from rl_board.formats import schema as S
 from rl_board.rollouts import derive
-from rl_board.rollouts import schema as S
 from rl_board.rollouts.filters import SampleFilter, mask
 from rl_board.rollouts.read import records
 

@@ -35,8 +35,8 @@ import duckdb
 import pandas as pd
 
 from rl_board.errors import InvalidArgumentError
+from rl_board.formats import schema as S
 from rl_board.rollouts import groups
-from rl_board.rollouts import schema as S
 
 if TYPE_CHECKING:
     from rl_board.rollouts.store import RolloutStore

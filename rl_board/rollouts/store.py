@@ -19,18 +19,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from rl_board import formats
 from rl_board.errors import InvalidArgumentError, NotFoundError, RLBoardError
-from rl_board.rollouts import derive, fields, formats, groups, lazy, lengths, matchup, mismatch, prompts
-from rl_board.rollouts import schema as S
+from rl_board.formats import Format, fieldmap, fields
+from rl_board.formats import schema as S
+from rl_board.formats.fieldmap import FieldMap
+from rl_board.rollouts import derive, groups, lazy, lengths, matchup, mismatch, prompts
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
-from rl_board.rollouts.formats import Format
 from rl_board.rollouts.report import FileReport, LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.rollouts.tokens import TokenText, as_ids
-from rl_board.sources import fieldmap, remote
-from rl_board.sources.catalogue import catalogue, classify
-from rl_board.sources.fieldmap import FieldMap
+from rl_board.sources import remote, settings
+from rl_board.sources.catalogue import catalogue
 from rl_board.sources.remote import MirrorResult
 
 log = logging.getLogger(__name__)
@@ -197,12 +198,12 @@ class RolloutStore:
             self._load_in_place(verify)
             return
         t0 = time.perf_counter()
-        self._stat_signature = cache.stat_signature(self.run_dir, self.fields_map)
         try:
             result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
                                 allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
         except PermissionError as exc:
             raise NotFoundError(f"cannot read {exc.filename or self.run_dir}: {exc.strerror}") from None
+        self._stat_signature = result.stat_signature
         signature = _signature(result.files, self.fields_map)
         if signature != self.signature or verify:
             self._build(result)
@@ -237,16 +238,16 @@ class RolloutStore:
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
         report = build_report(self.source, result.files, self._formats(result.files),
-                              fieldmap.for_file(self._base, self.fields_map))
+                              settings.for_file(self._base, self.fields_map))
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
         self._view, self.report = view, report  # one swap: readers never see a half-built run
         _write_run_summary(result.directory, report)
 
-    def _formats(self, entries: list[cache.FileEntry]) -> dict[str, Format]:
-        """Each file's format, as the catalogue classifies it (the reader used the same answer)."""
-        return {e.name: formats.by_name(classify(self._base / e.name, self.fields_map).format)
-                for e in entries if not e.error}  # fmt: skip
+    @staticmethod
+    def _formats(entries: list[cache.FileEntry]) -> dict[str, Format]:
+        """Each file's format, as the load classified and read it."""
+        return {e.name: formats.by_name(e.format) for e in entries if e.format}
 
     @property
     def _base(self) -> Path:
@@ -452,15 +453,16 @@ class RolloutStore:
     # -- runs under a root -------------------------------------------------
 
     @staticmethod
-    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None,
-                  fields: FieldMap | None = None) -> pd.DataFrame:
-        """Rollout runs under ``root`` (see the class docstring)."""
+    def list_runs(root: str | Path, *, cache_dir: str | Path | None = None, fields: FieldMap | None = None,
+                  allowed: list[Path] | None = None) -> pd.DataFrame:
+        """Rollout runs under ``root`` (see the class docstring); with ``allowed``, files linked from outside those
+        folders are not opened (the server passes its served roots)."""
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
             raise NotFoundError(f"no folder at {root_path}")
         cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
         rows = []
-        for run in catalogue(root_path, skip=(cache_root,), fields=fields).rollout_folders():
+        for run in catalogue(root_path, skip=(cache_root,), fields=fields, allowed=allowed).rollout_folders():
             known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
             rows.append({
                 "run": run.relative, "path": str(run.path), "format": run.format, "files": run.files,
@@ -528,7 +530,7 @@ def _in_place(location: str | Path, fields: FieldMap | None) -> lazy.Located | N
 
 
 def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
-    raw = json.dumps([sorted(fields.items()), *((e.name, e.size, e.mtime_ns, e.consumed, e.error) for e in entries)])
+    raw = json.dumps([sorted(fields.items()), *((e.name, e.size, e.mtime_ns, e.consumed, e.error, e.reading) for e in entries)])
     return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 

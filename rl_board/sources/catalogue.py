@@ -22,10 +22,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rl_board.rollouts import formats
-from rl_board.sources import fieldmap, sniff
-from rl_board.sources.fieldmap import FieldMap
+from rl_board import formats
+from rl_board.formats import Reading, fieldmap
+from rl_board.formats.fieldmap import FieldMap
+from rl_board.sources import companions, settings, sniff
 from rl_board.sources.remote import IN_PLACE
+from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
@@ -47,6 +49,7 @@ class Source:
     format: str = ""  # rollout: its format; metrics: tensorboard | di-engine | text
     reason: str = ""  # why a file is skipped, or what a source is, in words
     files: tuple[Path, ...] = ()  # a folder source's files (event files of a TensorBoard run)
+    reading: Reading | None = None  # a rollout file: how it is read (format, field map, options found beside it)
 
 
 @dataclass(frozen=True)
@@ -130,11 +133,17 @@ def run_of(source: Source) -> str:
     return source.folder
 
 
-def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None) -> Catalogue:
-    """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps."""
+def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None,
+              allowed: list[Path] | None = None) -> Catalogue:
+    """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps.
+
+    With ``allowed`` (a server's served roots), a file linked from outside them is named as such and never
+    opened, so not even its keys or columns are shown.
+    """
     root = Path(root).expanduser().resolve()
+    limits = None if allowed is None else list(allowed)
     if root.is_file():
-        return Catalogue(root, [_classify_file(root, root.name, fields)])
+        return Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, root))])
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
@@ -157,26 +166,51 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         events = tuple(p for p in paths if is_event_file(p))
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
-        fmap = fieldmap.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
-        found.sources.extend(_classify_file(p, folder, fields, fmap) for p in paths if p not in events)
+        fmap = settings.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
+        options = _FolderOptions(here, root)  # one look beside the folder per format, not per file
+        for path in paths:
+            if path in events:
+                continue
+            if _linked_out(path, limits):
+                found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
+            else:
+                found.sources.append(_classify_file(path, folder, fields, fmap, options))
     found.sources = [s for s in found.sources if s.role != "quiet"]
     return found
 
 
-def classify(path: Path, fields: FieldMap | None = None) -> Source:
-    """One file on its own (the folder is its parent's name)."""
-    return _classify_file(path, path.parent.name, fields)
+class _FolderOptions:
+    """The options of one folder's files, per format, looked up once (see ``companions``)."""
+
+    def __init__(self, folder: Path, root: Path) -> None:
+        self.folder, self.root, self.found = folder, root, {}
+
+    def __call__(self, fmt: str) -> dict:
+        if fmt not in self.found:
+            self.found[fmt] = companions.options_for(self.folder, fmt, self.root)
+        return self.found[fmt]
 
 
-def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None) -> Source:
+def classify(path: Path, fields: FieldMap | None = None, root: Path | None = None) -> Source:
+    """One file on its own (the folder is its parent's name; ``root``, where options may be looked for,
+    its folder unless given)."""
+    return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, root or path.parent))
+
+
+def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None,
+                   options: _FolderOptions | None = None) -> Source:  # fmt: skip
     """``fmap``: the folder's effective field map when the caller already knows it."""
     suffix = path.suffix.lower()
     if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
-        role, fmt, reason = _sniffed(path, fieldmap.for_file(path, fields) if fmap is None else fmap)
+        fmap = settings.for_file(path, fields) if fmap is None else fmap
+        role, fmt, reason = _sniffed(path, fmap)
         aside = formats.by_name(fmt).aside(path) if role == ROLLOUT else ""
         if aside:  # the format knows this file is not part of its run (a copy, an unfinished step, ...)
             return Source(path, folder, SKIPPED, fmt, aside)
-        return Source(path, folder, role, fmt, reason)
+        if role != ROLLOUT:
+            return Source(path, folder, role, fmt, reason)
+        found = (options or _FolderOptions(path.parent, path.parent))(fmt)
+        return Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))
     if suffix in TEXT_LOG_SUFFIXES:
         return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
     if is_event_file(path):
@@ -209,6 +243,16 @@ def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
         while len(_CACHE) > _CACHE_LIMIT:
             _CACHE.popitem(last=False)
     return answer
+
+
+def may_hold_metrics(path: Path) -> bool:
+    """A file a metric reader would look at: a text log or an event file (by its name alone)."""
+    return path.suffix.lower() in TEXT_LOG_SUFFIXES or "tfevents" in path.name
+
+
+def _linked_out(path: Path, limits: list[Path] | None) -> bool:
+    """A symbolic link whose target lies outside the folders this catalogue may read (or is broken)."""
+    return limits is not None and path.is_symlink() and not inside(path, limits)
 
 
 def _walkable(folder: Path, skipped: set[Path]) -> bool:

@@ -10,9 +10,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rl_board.rollouts import formats
-from rl_board.sources import fieldmap
-from rl_board.sources.fieldmap import FieldMap
+from rl_board import formats
+from rl_board.formats import fieldmap
+from rl_board.formats.fieldmap import FieldMap
 
 JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SETTINGS_FILE = "rl-board.toml"

@@ -106,19 +106,19 @@ def _tokenizer(path: str) -> api.TokenText:
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""
-    return RolloutStore.list_runs(root, cache_dir=cache_root)
+    return RolloutStore.list_runs(root, cache_dir=cache_root, allowed=list(server_config().roots))
 
 
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
 def rollout_files_signature(root: str, cache_root: str) -> str:
     """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken every 5 s)."""
-    return api.catalogue(Path(root), skip=(Path(cache_root),)).rollout_signature()
+    return api.catalogue(Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots)).rollout_signature()
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
 def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
     """Files under a root that are not read, with why (the root's catalogue; refreshed every few seconds)."""
-    found = api.catalogue(Path(root), skip=(Path(cache_root),))
+    found = api.catalogue(Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots))
     rows = [(found.name(s.path), s.reason) for s in found.skipped]
     return pd.DataFrame(rows, columns=["file", "why it is not read"])
 

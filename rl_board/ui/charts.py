@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui.chips import diverging as is_diverging
 from rl_board.ui.text import display_name, token_label
 

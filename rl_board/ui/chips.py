@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui.text import token_label
 
 # Metrics whose sign matters get a diverging scale centred on 0.

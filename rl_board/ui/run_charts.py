@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 
 
 def length_figure(counts: pd.DataFrame, edges: np.ndarray, truncated: pd.Series, unit: str) -> go.Figure:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui.text import token_label
 
 WIDTH = 100

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.rollouts import formats
-from rl_board.rollouts.read import adapted, tables
+from rl_board.rollouts.read import ingest
 from rl_board.sources.catalogue import classify
 from tests.helpers import trainer_dumps as T
 
@@ -16,16 +15,8 @@ COLUMNS = ("step", "prompt", "response", "reward", "ground_truth", "group")
 
 
 def both_paths(path: Path) -> tuple:
-    fmt = formats.by_name(classify(path).format)
-    named = formats.step_from_name(path)
-    if path.suffix == ".parquet":
-        fast = tables.parse_parquet(path, renames=fmt.renames, named_step=named, post=fmt.table_post)
-        careful = adapted.parse_parquet(path, fmt)
-    else:
-        data = path.read_bytes()
-        fast = tables.parse_renamed(data, first_line=1, renames=fmt.renames, named_step=named, post=fmt.table_post)
-        careful = adapted.parse_lines(data, first_line=1, path=path, fmt=fmt)
-    return fast, careful
+    found = ingest.parse_paths(path, path.read_bytes(), classify(path).reading)
+    return found["table"], found["careful"]
 
 
 @pytest.mark.parametrize("name", ["verl", "verl_v1", "verl_validation", "trl", "areal", "skyrl_eval"])

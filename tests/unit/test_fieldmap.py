@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rl_board.errors import InvalidArgumentError
+from rl_board.formats import fieldmap
 from rl_board.rollouts.store import RolloutStore
-from rl_board.sources import fieldmap
 from rl_board.sources.catalogue import catalogue
 from tests.helpers import trainer_dumps as T
 from tests.unit.test_cli import rl_board

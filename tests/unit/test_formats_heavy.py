@@ -1,7 +1,7 @@
 """NeMo-RL, prime-rl and ROLL adapters against the trainer-dump generators.
 
 Raw files are read with plain json, each record goes through the format's
-``identify`` and ``to_samples`` (step filled from the path when the record has
+``identify`` and ``nested`` (step filled from the path when the record has
 none), and the result is compared with what the writer's Dump says.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.rollouts.formats.base import Format, Record, step_from_name
-from rl_board.rollouts.formats.heavy import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
+from rl_board.formats.base import Format, Record, step_from_name
+from rl_board.formats.nested import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
 from tests.helpers import trainer_dumps
 
 FORMATS = (NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL)
@@ -36,7 +36,7 @@ def read(fmt: Format, files: list[Path]) -> dict[int, list[Record]]:
     for path in files:
         for record in records_of(fmt, path):
             assert fmt.identify(record), path
-            for sample in fmt.to_samples(record):
+            for sample in fmt.nested(record):
                 sample.setdefault("step", step_from_name(path))
                 by_step.setdefault(sample["step"], []).append(sample)
     return by_step
@@ -89,11 +89,11 @@ def test_nemo_rl_validation(tmp_path: Path) -> None:
 
 def test_nemo_rl_unwraps_odd_shapes() -> None:
     odd = {"content": ["only a prompt"], "rewards": "0.5", "advantages": [0.3]}
-    [sample] = NEMO_RL.to_samples(odd)
+    [sample] = NEMO_RL.nested(odd)
     assert sample == {"prompt": "only a prompt", "reward": 0.5, "advantage": 0.3}
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "u"}]}]
-    [sample] = NEMO_RL.to_samples({"content": [chat], "rewards": [[1]]})
-    assert sample == {"prompt": "s\n\nu", "reward": 1.0}
+    [sample] = NEMO_RL.nested({"content": [chat], "rewards": [[1]]})
+    assert sample == {"prompt": "system: s\n\nuser: u", "reward": 1.0, "messages": json.dumps(chat)}
 
 
 # --------------------------------------------------------------------------- prime-rl
@@ -127,7 +127,7 @@ def test_prime_rl_effective_has_advantages(tmp_path: Path) -> None:
     records = records_of(PRIME_RL, path)
     assert records and all(PRIME_RL.identify(r) for r in records)
     for record in records:
-        [sample] = PRIME_RL.to_samples(record)
+        [sample] = PRIME_RL.nested(record)
         assert sample["advantage"] == record["traces"][0]["nodes"][-1]["advantages"][0]
         assert "step" not in sample
 
@@ -140,7 +140,7 @@ def test_prime_rl_token_exports(tmp_path: Path) -> None:
     assert sum(len(v) for v in by_step.values()) == dump.samples
     for path in stable:
         for record in records_of(PRIME_RL_TOKENS, path):
-            [sample] = PRIME_RL_TOKENS.to_samples(record)
+            [sample] = PRIME_RL_TOKENS.nested(record)
             on = [i for i, m in enumerate(record["loss_mask"]) if m]
             assert sample["step"] == record["step"] and "prompt" not in sample and "reward" not in sample
             assert sample["n_response_tokens"] == len(on)
@@ -152,7 +152,7 @@ def test_prime_rl_token_exports(tmp_path: Path) -> None:
 def test_prime_rl_token_exports_tolerate_nulls() -> None:
     record = {"token_ids": [1, 2, 3, 4], "loss_mask": [False, True, True, True], "advantages": [None] * 4,
               "mismatch_kl": [None, None, 0.2, None], "entropy": None, "rl_weights": [None] * 4}  # fmt: skip
-    [sample] = PRIME_RL_TOKENS.to_samples(record)
+    [sample] = PRIME_RL_TOKENS.nested(record)
     assert sample == {"n_response_tokens": 3, "mismatch_kl": 0.2, "response_token_ids": [2, 3, 4]}
 
 
@@ -177,7 +177,7 @@ def test_roll(tmp_path: Path) -> None:
 def test_roll_ignores_ragged_columns_and_joins_turns() -> None:
     record = {"responses": [["a", "b"], "c"], "scores": [1, 0], "prompt": ["p1", "p2", "extra"],
               "global_step": 4, "messages": ['[{"role": "user", "content": "m"}]', "not json"]}  # fmt: skip
-    assert ROLL.to_samples(record) == [
+    assert ROLL.nested(record) == [
         {"step": 4, "prompt": "m", "response": "a\n\nb", "reward": 1.0},
         {"step": 4, "response": "c", "reward": 0.0},
     ]
@@ -224,7 +224,7 @@ ODD = [{}, None, 0, "text", [], [{}], {"content": None, "rewards": None}, {"cont
 @pytest.mark.parametrize("record", ODD)
 def test_odd_input_never_raises(fmt: Format, record: object) -> None:
     assert isinstance(fmt.identify(record), bool)  # type: ignore[arg-type]
-    samples = fmt.to_samples(record)  # type: ignore[arg-type]
+    samples = fmt.nested(record)  # type: ignore[arg-type]
     assert isinstance(samples, list) and all(isinstance(s, dict) for s in samples)
     for sample in samples:
         for value in sample.values():

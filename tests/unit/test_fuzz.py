@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_board.rollouts import formats
-from rl_board.rollouts.read import adapted, bulk, ingest, jsonl, records, tables
+from rl_board import formats
+from rl_board.rollouts.read import ingest, jsonl, records
 
 EXAMPLES = int(os.environ.get("RL_BOARD_FUZZ_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,15 +35,16 @@ def accounted(data: bytes, parsed: jsonl.ParsedBlock) -> bool:
 
 
 def both_paths(data: bytes) -> list[jsonl.ParsedBlock]:
-    return [jsonl.parse_block(data, first_line=1), bulk.parse_long_lines(data, 1), ingest.parse_block(data, first_line=1)]
+    """rl-board's own lines through pyarrow.json and through the bulk path, each finished as a load does,
+    and through the path a load would choose."""
+    found = ingest.parse_paths(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))
+    return [found["arrow"], found["bulk"], ingest.parse_any(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))[0]]
 
 
 def every_path(data: bytes) -> list[jsonl.ParsedBlock]:
     """Both native paths, the renamed-table path (None = it refused) and the careful adapter path."""
-    native = formats.by_name(formats.NATIVE)
-    renamed = tables.parse_renamed(data, first_line=1, renames={}, named_step=None)
-    careful = adapted.parse_lines(data, first_line=1, path=Path("r0.jsonl"), fmt=native)
-    return [*both_paths(data), *([renamed] if renamed is not None else []), careful]
+    found = ingest.parse_paths(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))
+    return [*both_paths(data), *(parsed for parsed in found.values() if parsed is not None)]
 
 
 @SETTINGS

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.rollouts.read import bulk, ingest, jsonl
+from rl_board import formats
+from rl_board.rollouts.read import ingest
 from rl_board.rollouts.store import RolloutStore
 
 LINES = [
@@ -44,8 +45,8 @@ def _norm(value):
 
 def test_bulk_and_arrow_paths_agree() -> None:
     data = ("\n".join(LINES) + "\n").encode()
-    fast = jsonl.parse_block(data, first_line=1)
-    long = bulk.parse_long_lines(data, first_line=1)
+    found = ingest.parse_paths(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))
+    fast, long = found["arrow"], found["bulk"]
     assert sorted(fast.bad) == sorted(long.bad)
     assert [n for n, _ in long.bad] == [4, 5, 7, 8, 9, 11]
     assert fast.blank == long.blank == 1

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import rl_board
-from rl_board.rollouts import fields
+from rl_board.formats import fields
 
 PACKAGE = Path(rl_board.__file__).parent
 UI_DATA_MODULE_LIMIT = 5
@@ -123,7 +123,7 @@ def test_scalar_rules_do_not_load_the_rollout_engine() -> None:
 def test_field_labels_are_spelled_only_in_the_catalogue() -> None:
     """A label of a field ("KL (mean)", "ref reward", ...) appears as a string literal in one module."""
     labels = {f.label for f in fields.FIELDS if len(f.label) > 3 and f.label != f.name}
-    owner = module_file("rl_board.rollouts.fields")
+    owner = module_file("rl_board.formats.fields")
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         if path == owner:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rl_board import formats
 from rl_board.metrics.stdout import read_text_metrics
-from rl_board.rollouts import formats
-from rl_board.rollouts.read import adapted, bulk, ingest, jsonl, records, tables
+from rl_board.rollouts.read import ingest, jsonl, records
 from rl_board.rollouts.store import RolloutStore
 
 DEEP = "nested deeper than 64 levels"
@@ -80,19 +80,12 @@ VERL_GOOD = json.dumps({"input": "p", "output": "r", "score": 1.0, "step": 1})
 
 def all_paths(data: bytes) -> list[tuple[str, jsonl.ParsedBlock]]:
     """Every parse path a line can take: pyarrow.json, orjson + bulk, renamed tables, the careful paths."""
-    verl = formats.by_name("verl")
     verl_data = data.replace(b'"prompt": "p", "response": "r", "reward": 1.0',
                              b'"input": "p", "output": "r", "score": 1.0')  # fmt: skip
-    renamed = tables.parse_renamed(verl_data, first_line=1, renames=verl.renames, named_step=None,
-                                   post=verl.table_post)  # fmt: skip
-    out = [
-        ("pyarrow.json", jsonl.parse_block(data, first_line=1)),
-        ("orjson bulk", bulk.parse_long_lines(data, 1)),
-        ("ingest", ingest.parse_block(data, first_line=1)),
-        ("adapted", adapted.parse_lines(verl_data, first_line=1, path=Path("1.jsonl"), fmt=verl)),
-    ]
-    if renamed is not None:
-        out.append(("renamed tables", renamed))
+    out = [("ingest", ingest.parse_block(data, first_line=1))]
+    for fmt, raw in ((formats.NATIVE, data), ("verl", verl_data)):
+        found = ingest.parse_paths(Path("r0.jsonl"), raw, formats.Reading(fmt))
+        out += [(f"{fmt} {name}", parsed) for name, parsed in found.items() if parsed is not None]
     return out
 
 

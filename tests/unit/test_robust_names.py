@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 from rl_board.rollouts.read import ingest
 from rl_board.rollouts.store import RolloutStore
 

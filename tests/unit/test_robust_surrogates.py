@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rl_board import formats
 from rl_board.metrics.stdout import read_text_metrics
-from rl_board.rollouts import formats
-from rl_board.rollouts.read import adapted, bulk, ingest, jsonl, records
+from rl_board.rollouts.read import ingest, jsonl, records
 from rl_board.rollouts.store import RolloutStore
 
 NOTE = "lone surrogate replaced"
@@ -28,15 +28,13 @@ TOKENS = b', "response_tokens": ' + json.dumps(["t"] * 600).encode() + b', "logp
 
 
 def paths(data: bytes) -> list[tuple[str, jsonl.ParsedBlock]]:
-    verl = formats.by_name("verl")
     verl_data = data.replace(b'"response"', b'"output"').replace(b'"reward"', b'"score"').replace(
         b'"step": ', b'"input": "p", "step": ')  # fmt: skip
-    return [
-        ("pyarrow.json", jsonl.parse_block(data, first_line=1)),
-        ("orjson bulk", bulk.parse_long_lines(data, 1)),
-        ("ingest", ingest.parse_block(data, first_line=1)),
-        ("adapted", adapted.parse_lines(verl_data, first_line=1, path=Path("1.jsonl"), fmt=verl)),
-    ]
+    out = [("ingest", ingest.parse_block(data, first_line=1))]
+    for fmt, raw in ((formats.NATIVE, data), ("verl", verl_data)):
+        found = ingest.parse_paths(Path("r0.jsonl"), raw, formats.Reading(fmt))
+        out += [(f"{fmt} {name}", parsed) for name, parsed in found.items() if parsed is not None]
+    return out
 
 
 @pytest.mark.parametrize("bad", BAD)

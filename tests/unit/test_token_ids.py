@@ -75,12 +75,12 @@ def test_per_token_advantage_and_entropy_reach_the_token_view(tmp_path: Path, ca
 def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, cache_dir: Path) -> None:
     import json
 
-    from rl_board.rollouts.formats.heavy import PRIME_RL_TOKENS
+    from rl_board.formats.nested import PRIME_RL_TOKENS
     from rl_board.ui.chips import chips_html
 
     record = {"step": 1, "rank": 0, "token_ids": [7, 8, 9, 10, 11], "loss_mask": [0, 1, 0, 1, 0],
               "inference_logprobs": [-1.0, -0.1, -0.2, -0.3, -9.0], "advantages": [0, 0.5, 0.5, 0.5, 0]}  # fmt: skip
-    [sample] = PRIME_RL_TOKENS.to_samples(record)
+    [sample] = PRIME_RL_TOKENS.nested(record)
     assert sample["response_token_ids"] == [8, 9, 10] and sample["token_loss_mask"] == [1.0, 0.0, 1.0]
     run = tmp_path / "token_exports" / "step_1"
     run.mkdir(parents=True)

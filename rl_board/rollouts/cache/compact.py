@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board.formats.schema import LINE
 from rl_board.rollouts.cache.manifest import FileEntry, Segment
 from rl_board.rollouts.cache.segments import map_segment, write_segment
 from rl_board.rollouts.read import records
-from rl_board.rollouts.schema import LINE
 
 MAX_SMALL = 16
 SMALL_BYTES = 4 * 1024 * 1024

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 
 
 @dataclass
@@ -55,6 +55,8 @@ class FileEntry:
     warnings: list[list] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     error: str = ""
+    format: str = ""  # the format the file was read as
+    reading: str = ""  # digest of how it was read (field map, options found beside it): another one reads it again
 
     @classmethod
     def from_json(cls, data: dict) -> FileEntry:

@@ -15,7 +15,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.rollouts.schema import LINE
+from rl_board.formats.schema import LINE
 
 
 class SegmentRef(Protocol):

@@ -29,6 +29,8 @@ import pyarrow as pa
 
 from rl_board.config import default_cache_dir
 from rl_board.errors import RLBoardError
+from rl_board.formats import NATIVE, Reading, fieldmap
+from rl_board.formats.fieldmap import FieldMap
 from rl_board.rollouts.cache.compact import compact
 from rl_board.rollouts.cache.manifest import (
     FileEntry,
@@ -39,9 +41,14 @@ from rl_board.rollouts.cache.manifest import (
     write_manifest,
 )
 from rl_board.rollouts.read import ingest
-from rl_board.rollouts.read.runfiles import list_rollout_files, scan_run, stat_signature
-from rl_board.sources import fieldmap
-from rl_board.sources.fieldmap import FieldMap
+from rl_board.rollouts.read.runfiles import (
+    RunFile,
+    files_signature,
+    list_rollout_files,
+    scan_run,
+    stat_signature,
+)
+from rl_board.sources import settings
 
 __all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
            "default_cache_dir", "run_cache_dir"]
@@ -64,11 +71,12 @@ class SyncResult:
     rebuilt: bool
     parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
     notice: str = ""  # the cache folder could not be written: what was done instead
+    stat_signature: str = ""  # of the files as this sync found them (``runfiles.stat_signature``)
 
 
 def run_cache_dir(cache_root: Path, run_dir: Path, fields: FieldMap | None = None) -> Path:
     """One directory per run and field map, named by a hash of its resolved path (and the map)."""
-    fmap = fieldmap.digest(fieldmap.for_file(run_dir if run_dir.is_dir() else run_dir.parent, fields))
+    fmap = fieldmap.digest(settings.for_file(run_dir if run_dir.is_dir() else run_dir.parent, fields))
     key = hashlib.sha1((str(run_dir.resolve()) + (f"#{fmap}" if fmap else "")).encode()).hexdigest()[:20]
     return cache_root / "runs" / key
 
@@ -161,14 +169,16 @@ def _read_only(directory: Path, run_dir: Path, allowed: list[Path] | None, field
         if rebuilt or not old:
             return None
         entries = []
-        for path, name, problem in scan_run(run_dir, allowed, fields):
-            entry = old.get(name)
-            if problem or entry is None or _plan(path, name, entry).todo:
+        files = scan_run(run_dir, allowed, fields)
+        for file in files:
+            entry = old.get(file.name)
+            if file.problem or entry is None or _plan(file, entry).todo:
                 return None
             entries.append(entry)
         if len(entries) != len(old):
             return None
-        return SyncResult(directory, entries, 0, False, open_segments(directory, entries, opened))
+        return SyncResult(directory, entries, 0, False, open_segments(directory, entries, opened),
+                          stat_signature=files_signature(files))
     except OSError:
         return None
 
@@ -180,19 +190,20 @@ def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, ver
     old, rebuilt = read_manifest(directory, run_dir, verify=verify)
     entries: list[FileEntry] = []
     work: list[tuple[_Plan, list[tuple[int, int]]]] = []
-    for path, name, problem in scan_run(run_dir, allowed, fields):
-        if problem:
-            entries.append(FileEntry(name=name, error=problem))
+    files = scan_run(run_dir, allowed, fields)
+    for file in files:
+        if file.problem or file.reading is None:
+            entries.append(FileEntry(name=file.name, error=file.problem or "not a rollout file"))
             continue
         try:
-            plan = _plan(path, name, old.get(name))
-            blocks = ingest.plan_blocks(path, plan.start, plan.size) if plan.todo else []
+            plan = _plan(file, old.get(file.name))
+            blocks = ingest.plan_blocks(file.path, plan.start, plan.size) if plan.todo else []
         except OSError as exc:
-            entries.append(FileEntry(name=name, error=f"cannot read: {exc.strerror or exc}"))
+            entries.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
             continue
         entries.append(plan.entry)
         work.append((plan, blocks))
-    parsed = _ingest(work, directory, progress, fields)
+    parsed = _ingest(work, directory, progress)
     for entry in entries:
         compact(directory, entry)
     write_manifest(directory, run_dir, entries)
@@ -200,14 +211,18 @@ def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, ver
     # segments once we let go (our maps stay valid; opening them would not).
     parts = open_segments(directory, entries, opened)
     collect_garbage(directory, entries)
-    return SyncResult(directory, entries, parsed, rebuilt, parts)
+    return SyncResult(directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files))
 
 
-def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None,
-            fields: FieldMap | None = None) -> int:
-    """Parse every planned block of every file (in one worker pool) into its entry."""
+def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:
+    """Parse every planned block of every file (in one worker pool) into its entry.
+
+    A block that cannot be read leaves its file's entry as it was before this sync (size, mtime and what
+    was consumed), with the error: the next look reads the file again instead of taking it as done.
+    """
     jobs = [(plan.path, s, e) for plan, blocks in work for s, e in blocks]
     owners = [plan for plan, blocks in work for _ in blocks]
+    readings = {str(plan.path): plan.reading for plan, _ in work}
     total = sum(plan.todo for plan, _ in work)
     done = 0
 
@@ -216,15 +231,22 @@ def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, pr
         done += n
         _tick(progress, done, total)
 
-    for plan, (_, _, end), result in zip(owners, jobs, ingest.run_blocks(jobs, directory, tick, fields), strict=True):
-        if result.error:
-            plan.entry.error = result.error
+    failed: set[str] = set()
+    results = ingest.run_blocks(jobs, directory, tick, readings)
+    for plan, (_, _, end), result in zip(owners, jobs, results, strict=True):
+        if result.error or plan.entry.name in failed:
+            plan.entry.error = plan.entry.error or result.error
+            failed.add(plan.entry.name)  # what follows a failed block waits for the next look too
             continue
         _record(plan.entry, result)
         plan.entry.consumed = end
     for plan, _ in work:
         entry = plan.entry
+        if entry.name in failed:  # not marked as read: the next look plans it again from ``consumed``
+            continue
+        entry.error = ""
         entry.size, entry.mtime_ns = plan.size, plan.mtime_ns
+        entry.format, entry.reading = plan.reading.format, plan.reading.digest()
         if plan.todo:
             entry.probe_crc = probe_crc(plan.path, entry.consumed) if entry.consumed else 0
     _tick(progress, total, total)
@@ -243,6 +265,7 @@ class _Plan:
     start: int  # offset to parse from; == entry.size when nothing to do
     size: int
     mtime_ns: int
+    reading: Reading
 
     @property
     def todo(self) -> int:
@@ -252,15 +275,18 @@ class _Plan:
         return max(0, self.size - self.start)
 
 
-def _plan(path: Path, name: str, old: FileEntry | None) -> _Plan:
-    """Decide whether a file is unchanged, grown, or must be read again."""
+def _plan(file: RunFile, old: FileEntry | None) -> _Plan:
+    """Decide whether a file is unchanged, grown, or must be read again (also when it is read otherwise now)."""
+    path, reading = file.path, file.reading or Reading(NATIVE)
     st = path.stat()
-    if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-        return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns)
+    if old is not None and (old.reading != reading.digest() or old.format != reading.format):
+        old = None
+    if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns and not old.error:
+        return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns, reading)
     grows = path.suffix.lower() != ".parquet"  # a Parquet file is rewritten whole, never appended to
     if old is not None and grows and st.st_size >= old.consumed and _tail_matches(path, old):
-        return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns)
-    return _Plan(path, FileEntry(name=name), 0, st.st_size, st.st_mtime_ns)
+        return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns, reading)
+    return _Plan(path, FileEntry(name=file.name), 0, st.st_size, st.st_mtime_ns, reading)
 
 
 def probe_crc(path: Path, end: int) -> int:

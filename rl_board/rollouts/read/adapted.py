@@ -1,8 +1,8 @@
-"""Reading a trainer's own dump format: each record through its format's adapter, then the careful path.
+"""The careful record path for trainers' formats: each record through its format's stage 1, checked alone.
 
 Lines (or Parquet rows) are numbered as in the file, so every refusal is
-reported as ``file:line: reason`` like rl-board's own format. A sample with
-no response or no reward is kept and counted in the report's notes.
+reported as ``file:line: reason`` like rl-board's own format. The records
+that pass become a table that ends like every other path's (``contract``).
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rl_board.rollouts import schema as S
-from rl_board.rollouts.formats import Format, step_from_name
-from rl_board.rollouts.read import tables
+from rl_board.formats import Format, Reading, fieldmap, step_from_name
+from rl_board.formats import schema as S
+from rl_board.formats.base import renamed
+from rl_board.rollouts.read import contract
 from rl_board.rollouts.read.jsonl import ParsedBlock
 from rl_board.rollouts.read.records import BadLine, load_object, normalise, records_to_table
-from rl_board.sources import fieldmap
-from rl_board.sources.fieldmap import FieldMap
 
 # An adapter may parse JSON held in a string (ROLL's chat ``messages``): a hostile one recurses too deep.
 _ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
 
 
-def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:
+def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, reading: Reading) -> ParsedBlock:
     """Complete JSON lines of one block of a file in format ``fmt``."""
     result = ParsedBlock(records_to_table([]))
     numbered = []
@@ -33,14 +32,12 @@ def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, fmap: 
         else:
             result.blank += 1
     objects = ((number, _loaded(number, raw, result)) for number, raw in numbered)
-    return _samples(((n, o) for n, o in objects if o is not None), path, fmt, result, fmap or {})
+    return _samples(((n, o) for n, o in objects if o is not None), path, fmt, result, reading)
 
 
-def parse_parquet(path: Path, fmt: Format, fmap: FieldMap | None = None) -> ParsedBlock:
-    """Every row of a Parquet file (row N is reported as line N)."""
-    result = ParsedBlock(records_to_table([]))
-    rows = tables.read_parquet(path).to_pylist()
-    return _samples(enumerate(rows, start=1), path, fmt, result, fmap or {})
+def parse_rows(rows: list[dict[str, Any]], *, path: Path, fmt: Format, reading: Reading) -> ParsedBlock:
+    """Rows of a Parquet table (row N is reported as line N)."""
+    return _samples(enumerate(rows, start=1), path, fmt, ParsedBlock(records_to_table([])), reading)
 
 
 def _loaded(number: int, raw: bytes, result: ParsedBlock) -> dict[str, Any] | None:
@@ -55,13 +52,13 @@ def _loaded(number: int, raw: bytes, result: ParsedBlock) -> dict[str, Any] | No
 
 
 def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: Format,
-             result: ParsedBlock, fmap: FieldMap) -> ParsedBlock:  # fmt: skip
+             result: ParsedBlock, reading: Reading) -> ParsedBlock:  # fmt: skip
     named_step = step_from_name(path)
+    renames = reading.renames(fmt) if fmt.flat else {}
     records = []
     for number, raw in objects:
-        obj = fieldmap.apply(raw, fmap)
         try:
-            samples = _mapped(fmt.to_samples(obj), obj, fmap)
+            samples = _stage_one(raw, fmt, reading, renames)
         except _ADAPTER_ERRORS as exc:
             result.bad.append((number, f"not a {fmt.label} record ({type(exc).__name__}: {exc})"))
             continue
@@ -72,13 +69,19 @@ def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: For
             if record is not None:
                 records.append(record)
     result.table = records_to_table(records)
-    return result
+    return contract.finish(result, fmt=fmt, reading=reading, named_step=named_step)
 
 
-def _mapped(samples: list[dict[str, Any]], obj: dict[str, Any], fmap: FieldMap) -> list[dict[str, Any]]:
-    """What the user mapped wins over what the format would have chosen (one record, one sample)."""
-    if fmap and len(samples) == 1:
-        for canonical in fmap:
+def _stage_one(raw: dict[str, Any], fmt: Format, reading: Reading, renames: dict[str, str]) -> list[dict[str, Any]]:
+    """A flat record under the reading's renames (the table path's very names); a nested one through its
+    format, what the user mapped winning over what the format chose (one record, one sample)."""
+    if fmt.flat:
+        return [renamed(raw, renames)]
+    obj = fieldmap.apply(raw, reading.fields)
+    samples = fmt.nested(obj)  # type: ignore[misc]
+    mapped = fieldmap.renames(reading.fields)
+    if mapped and len(samples) == 1:
+        for canonical in mapped:
             if canonical in obj:
                 samples[0][canonical] = obj[canonical]
     return samples
@@ -88,16 +91,10 @@ def _checked(sample: dict[str, Any], named_step: int | None, number: int,
              result: ParsedBlock) -> dict[str, Any] | None:  # fmt: skip
     if sample.get(S.STEP) is None and named_step is not None:
         sample[S.STEP] = named_step
-    for name in S.SCALAR_FIELDS:  # trainers log pass/fail as booleans (verl's acc): read them as 1 / 0
-        if isinstance(sample.get(name), bool):
-            sample[name] = float(sample[name])
     try:
         record = normalise(sample)
     except BadLine as exc:
         result.bad.append((number, str(exc)))
         return None
-    missing = [name for name in (S.RESPONSE, S.REWARD) if record.get(name) is None]
-    if missing:
-        result.warnings.append((number, f"no {' and no '.join(missing)} in this sample"))
     record[S.LINE] = number
     return record

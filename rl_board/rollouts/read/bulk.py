@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 from rl_board.rollouts.read import jsonl
 from rl_board.rollouts.read import records as rec
 

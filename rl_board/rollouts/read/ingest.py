@@ -23,15 +23,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from rl_board import config
-from rl_board.rollouts import derive, formats
-from rl_board.rollouts import schema as S
+from rl_board import config, formats
+from rl_board.formats import Reading, step_from_name
+from rl_board.formats import schema as S
+from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, jsonl, pool, records, tables
-from rl_board.sources import fieldmap
-from rl_board.sources.catalogue import classify
-from rl_board.sources.fieldmap import FieldMap
+from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables
 
 BLOCK_BYTES = 16 * 1024 * 1024
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
@@ -74,45 +73,48 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     return jsonl.parse_block(data, first_line=first_line)
 
 
-Reading = tuple[str, FieldMap]  # how a file is read: its format's name and its effective field map
-
-
-def reading_of(path: Path, fields: FieldMap | None) -> Reading:
-    """Decided once per file (in the process that plans the work), then handed to every block of it."""
-    return classify(path, fields).format, fieldmap.for_file(path, fields)
-
-
-def _parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> tuple[jsonl.ParsedBlock, int]:
+def parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> tuple[jsonl.ParsedBlock, int]:
     """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
 
-    Returns the block and its number of lines (a Parquet file's: its rows).
+    Returns the block and its number of lines (a Parquet file's: its rows). Every path ends in
+    ``contract.finish``, so the format's rules apply alike whichever path the bytes take.
     """
-    name, fmap = reading
-    fmt = formats.by_name(name)
-    renames = _renames(fmt, fmap)
-    named = formats.step_from_name(path)
+    fmt = formats.by_name(reading.format)
     if path.suffix.lower() == ".parquet":
-        fast = None if renames is None else tables.parse_parquet(path, renames=renames, named_step=named,
-                                                                   post=fmt.table_post)  # fmt: skip
-        parsed = fast or adapted.parse_parquet(path, fmt, fmap)
-        return parsed, parsed.table.num_rows + len(parsed.bad)
-    if fmt.name == formats.NATIVE and not fmap:
-        parsed = parse_block(data, first_line=first_line)
+        with pq.ParquetFile(pa.BufferReader(data), pre_buffer=False) as file:  # the bytes already read
+            table = file.read(use_threads=False)
+        fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None
+        return fast or adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading), table.num_rows
+    if fmt.name == formats.NATIVE and not reading.fields:
+        raw = parse_block(data, first_line=first_line)
+        parsed = contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path))
         return parsed, data.count(b"\n") if parsed.lines is None else parsed.lines
-    fast = None if renames is None else tables.parse_renamed(data, first_line=first_line, renames=renames,
-                                                             named_step=named, post=fmt.table_post)  # fmt: skip
-    parsed = fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, fmap=fmap)
+    fast = tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading) if fmt.flat else None
+    parsed = fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
     return parsed, data.count(b"\n")
 
 
-def _renames(fmt: formats.Format, fmap: FieldMap) -> dict[str, str] | None:
-    """Key renames for the fast table path: the format's, with the user's field map winning; None if the
-    format's records need its own adapter."""
-    if fmt.renames is None:
-        return None
-    user = {source: canonical for canonical, source in fmap.items()}
-    base = {s: c for s, c in fmt.renames.items() if c not in fmap and s not in user}
-    return {**base, **user}
+def parse_paths(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> dict[str, jsonl.ParsedBlock | None]:
+    """The block read by every path that could read it (a fast path that refuses it gives None).
+
+    ``_parse_any`` takes the first that accepts; tests hold them all equal (the parse contract).
+    """
+    fmt = formats.by_name(reading.format)
+    named = step_from_name(path)
+    if path.suffix.lower() == ".parquet":
+        with pq.ParquetFile(pa.BufferReader(data), pre_buffer=False) as file:
+            table = file.read(use_threads=False)
+        return {"table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None,
+                "careful": adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading)}
+    out: dict[str, jsonl.ParsedBlock | None] = {}
+    if fmt.name == formats.NATIVE and not reading.fields:
+        for name, raw in (("arrow", jsonl.parse_block(data, first_line=first_line)),
+                          ("bulk", bulk.parse_long_lines(data, first_line))):  # fmt: skip
+            out[name] = contract.finish(raw, fmt=fmt, reading=reading, named_step=named)
+    if fmt.flat:
+        out["table"] = tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
+    out["careful"] = adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
+    return out
 
 
 def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = None,
@@ -168,16 +170,16 @@ def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary 
     return end
 
 
-def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldMap | None = None,
-                 max_line: int | None = None, reading: Reading | None = None) -> BlockResult:  # fmt: skip
+def ingest_block(path: str, start: int, end: int, directory: str, reading: Reading | None = None,
+                 max_line: int | None = None) -> BlockResult:  # fmt: skip
     """Read, parse, derive and write one block (runs in a worker or in-process).
 
     Lines longer than ``max_line`` (default MAX_LINE_BYTES) are reported with their length, not read.
-    ``reading`` is how the file is read (``reading_of``); it is worked out here when not given.
+    ``reading`` is how the file is read, decided once per load by the catalogue (None: rl-board's own format).
     """
     max_line = max_line or MAX_LINE_BYTES
+    reading = reading or Reading(formats.NATIVE)
     file = Path(path)
-    reading = reading or reading_of(file, fields)
     result = BlockResult()
     parts: list[pa.Table] = []
     try:
@@ -189,7 +191,7 @@ def ingest_block(path: str, start: int, end: int, directory: str, fields: FieldM
             with open(path, "rb") as f:
                 f.seek(s)
                 data = f.read(e - s)
-            parsed, lines = _parse_any(file, data, reading, first_line=result.lines + 1)
+            parsed, lines = parse_any(file, data, reading, first_line=result.lines + 1)
             del data
             result.lines += lines
             result.blank += parsed.blank
@@ -247,14 +249,17 @@ def _renamed_note(table: pa.Table, renamed: dict[str, str]) -> tuple[int, str] |
 
 def run_blocks(
     jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-    fields: FieldMap | None = None, max_line: int | None = None,
+    readings: dict[str, Reading] | None = None, max_line: int | None = None,
 ) -> Iterator[BlockResult]:
     """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each.
 
+    ``readings``: how each file (by its path as a string) is read (a file not in it: rl-board's own format).
     The note about renamed keys is given once per file, not once per block.
     """
+    native = Reading(formats.NATIVE)
+    readings = {str(path): (readings or {}).get(str(path), native) for path, _, _ in jobs}
     noted: set[tuple[str, str]] = set()
-    for (path, _, _), result in zip(jobs, _run(jobs, directory, on_done, fields, max_line), strict=True):
+    for (path, _, _), result in zip(jobs, _run(jobs, directory, on_done, readings, max_line), strict=True):
         kept = []
         for line, note in result.warnings:
             if note.startswith(RENAMED_NOTE):
@@ -267,9 +272,8 @@ def run_blocks(
 
 
 def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-         fields: FieldMap | None, max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
+         readings: dict[str, Reading], max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
     total = sum(e - s for _, s, e in jobs)
-    readings = {str(path): reading_of(Path(path), fields) for path in dict.fromkeys(p for p, _, _ in jobs)}
 
     def local(i: int) -> BlockResult:
         path, s, e = jobs[i]
@@ -280,7 +284,7 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
     if len(jobs) >= 2 and cores >= 2 and (start or (total >= WARM_POOL_MIN_BYTES and pool.running())):
         with pool.borrowed(min(cores, 4), start=start) as workers:
             if workers is not None:
-                requests = [json.dumps([str(path), s, e, str(directory), list(readings[str(path)]), max_line])
+                requests = [json.dumps([str(path), s, e, str(directory), readings[str(path)].to_json(), max_line])
                             for path, s, e in jobs]  # fmt: skip
                 for (_, s, e), result in zip(jobs, workers.run(requests, local, result_from_json), strict=True):
                     yield result

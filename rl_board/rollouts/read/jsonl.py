@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import schema as S
 from rl_board.rollouts.read.records import (
     BOM,
     BadLine,

@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import ujson
 
-from rl_board.rollouts import schema as S
+from rl_board.formats import conversation
+from rl_board.formats import schema as S
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 BOM = b"\xef\xbb\xbf"
@@ -176,6 +177,9 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     if S.LINE in out:  # the line number goes there: a logged "_line" is kept as "_line_logged"
         out[logged_name(S.LINE, out.keys())] = out.pop(S.LINE)
     out[S.STEP] = _step(obj.get(S.STEP))
+    if isinstance(obj.get(S.PROMPT), list) or isinstance(obj.get(S.RESPONSE), list) or S.MESSAGES in obj:
+        out[S.PROMPT], out[S.RESPONSE], out[S.MESSAGES] = conversation.as_fields(
+            obj.get(S.PROMPT), obj.get(S.RESPONSE), obj.get(S.MESSAGES))
     for name in S.SCALAR_FIELDS:
         out[name] = _number(name, obj.get(name))
     for name in S.TEXT_FIELDS:
@@ -205,9 +209,10 @@ def check_arrays(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _step(value: Any) -> int:
+def _step(value: Any) -> int | None:
+    """The step as an integer; None when missing (the file's name may give it: ``contract.finish`` decides)."""
     if value is None:
-        raise BadLine("missing 'step'")
+        return None
     if isinstance(value, bool):
         raise BadLine("'step' is a boolean, not an integer")
     step = None
@@ -226,9 +231,12 @@ def _step(value: Any) -> int:
 
 
 def _number(name: str, value: Any) -> float | None:
+    """A number; a boolean as 1 or 0 (trainers log pass/fail that way: verl's ``acc``)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, (int, float)):
         raise BadLine(f"'{name}' is {_kind(value)}, not a number")
     try:
         return float(value)
@@ -279,7 +287,7 @@ def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, pa.Array] = {}
     for fld in S.PARSE_SCHEMA:
         columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)
-    extras = sorted({k for r in records for k in r} - S.KNOWN_FIELDS - {S.LINE})
+    extras = [k for k in dict.fromkeys(k for r in records for k in r) if k not in S.KNOWN_FIELDS and k != S.LINE]
     for name in extras:
         columns[name] = extra_array([r.get(name) for r in records])
     columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())

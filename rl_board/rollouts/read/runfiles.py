@@ -1,4 +1,4 @@
-"""Which files of a run folder are rollout files, and whether they changed."""
+"""Which files of a run folder are rollout files, how each is read, and whether they changed."""
 
 from __future__ import annotations
 
@@ -6,42 +6,57 @@ import hashlib
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from rl_board.formats import Reading
+from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
-from rl_board.sources.fieldmap import FieldMap
 from rl_board.sources.roots import OUTSIDE, inside
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """One rollout file of a run: its name in the run, how it is read, and why it cannot be ("" if it can)."""
+
+    path: Path
+    name: str
+    problem: str
+    reading: Reading | None = None
 
 
 def list_rollout_files(run_dir: Path, fields: FieldMap | None = None) -> list[Path]:
     """The run's rollout files that can be read, in natural order."""
-    return [p for p, _, problem in scan_run(run_dir, fields=fields) if not problem]
+    return [f.path for f in scan_run(run_dir, fields=fields) if not f.problem]
 
 
-def scan_run(run_dir: Path, allowed: list[Path] | None = None,
-             fields: FieldMap | None = None) -> list[tuple[Path, str, str]]:
-    """Every rollout file of a run as (path, name, why it cannot be read or "").
+def scan_run(run_dir: Path, allowed: list[Path] | None = None, fields: FieldMap | None = None) -> list[RunFile]:
+    """Every rollout file of a run, classified once (the load reads each as its ``reading`` says).
 
     The files are those the root catalogue gives this run (its own folder, and
     step folders below it); names are paths relative to the run. A folder, a
     broken or looping link, or (with ``allowed``) a link that leads outside
-    the served folders is named in the report, never read.
+    the served folders is named in the report, never read, and never opened
+    to be classified.
     """
     if run_dir.is_file():  # a run of one file
-        readable = classify(run_dir, fields).role == ROLLOUT
-        return [(run_dir, run_dir.name, _unusable(run_dir, allowed))] if readable else []
-    found: dict[str, tuple[Path, str, str]] = {}
+        problem = _unusable(run_dir, allowed)
+        if problem:
+            return [RunFile(run_dir, run_dir.name, problem)]
+        source = classify(run_dir, fields, root=run_dir)
+        return [RunFile(run_dir, run_dir.name, "", source.reading)] if source.role == ROLLOUT else []
+    found: dict[str, RunFile] = {}
     folders: dict[Path, str] = {}
     for path in run_dir.iterdir():
         if path.suffix.lower() in ROLLOUT_SUFFIXES and (problem := _unusable(path, allowed, folders)):
-            found[path.name] = (path, path.name, problem)
-    listing = catalogue(run_dir, fields=fields)
+            found[path.name] = RunFile(path, path.name, problem)
+    listing = catalogue(run_dir, fields=fields, allowed=allowed)
     for source in listing.of_role(ROLLOUT):
         if run_of(source) != ".":
             continue
         name = source.path.relative_to(listing.root).as_posix()
         if name not in found:
-            found[name] = (source.path, name, _unusable(source.path, allowed, folders))
+            found[name] = RunFile(source.path, name, _unusable(source.path, allowed, folders), source.reading)
     return [found[name] for name in sorted(found, key=_natural_key)]
 
 
@@ -85,14 +100,22 @@ def _natural_key(name: str) -> list:
 
 def stat_signature(run_dir: Path, fields: FieldMap | None = None) -> str:
     """Names, sizes and mtimes of the run's files: cheap change detection."""
-    parts = []
     try:
-        for path in list_rollout_files(run_dir, fields):
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+        return files_signature(scan_run(run_dir, fields=fields))
     except OSError:
         return ""
+
+
+def files_signature(files: list[RunFile]) -> str:
+    """Names, sizes and mtimes of these files, and how each is read: a change in any reads the run again."""
+    parts = []
+    for file in files:
+        if file.problem:
+            continue
+        try:
+            st = file.path.stat()
+        except OSError:
+            continue
+        how = file.reading.digest() if file.reading else ""
+        parts.append(f"{file.path}:{st.st_size}:{st.st_mtime_ns}:{how}")
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]

@@ -1,10 +1,10 @@
-"""Fast paths for trainers' formats whose samples are flat rows: renamed JSON lines, Parquet tables.
+"""Fast paths for flat formats: renamed JSON lines and Parquet tables, read as whole tables.
 
-verl, AReaL and SkyRL lines (and any log read through a field map) differ
+verl, AReaL, SkyRL and TRL rows (and any log read through a field map) differ
 from rl-board's own lines only in their key names, so pyarrow.json reads
 them with the parse schema under the trainer's names and the columns are
-renamed after. A TRL Parquet table is read as it is. Either way the table is
-then made to look like rl-board's own (parse types, ``_line``); anything that
+renamed after; a Parquet table is read as it is. Either way the table is then
+conformed and finished like every other path's (``contract``). Anything that
 does not fit returns None and the block takes the careful record path, which
 names every refusal.
 """
@@ -13,50 +13,48 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from rl_board.rollouts import schema as S
-from rl_board.rollouts.read import jsonl
+from rl_board.formats import Format, Reading, step_from_name
+from rl_board.formats import schema as S
+from rl_board.rollouts.read import contract, jsonl
 from rl_board.rollouts.read.records import deep_lines
 
 Renames = dict[str, str]  # key in the log -> rl-board field
 _READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
-_TEXT = (S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH)
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
-def parse_renamed(data: bytes, *, first_line: int, renames: Renames, named_step: int | None,
-                  post: Callable[[pa.Table], pa.Table] | None = None) -> jsonl.ParsedBlock | None:  # fmt: skip
-    """A block of JSON lines whose keys are renamed rl-board fields; None when a line needs the careful path."""
+def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
+                  reading: Reading) -> jsonl.ParsedBlock | None:  # fmt: skip
+    """A block of JSON lines of a flat format; None when a line needs the careful path."""
     if jsonl.not_all_objects(data) or deep_lines(data):  # pyarrow.json crashes on deep nesting
         return None
+    renames = reading.renames(fmt)
     try:
         table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_options(_key(renames)))
         for column in table.columns:
             if jsonl.has_text(column.type):
                 column.validate(full=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        if table.num_rows != data.count(b"\n"):
+            return None
+        table = contract.conform(_renamed(table, renames))
+    except _ARROW_ERRORS:
         return None
-    if table.num_rows != data.count(b"\n"):
-        return None
-    return _finish(_renamed(table, renames), first_line, named_step, post)
+    return _finish(table, first_line, path, fmt, reading)
 
 
-def parse_parquet(path: Path, *, renames: Renames, named_step: int | None,
-                  post: Callable[[pa.Table], pa.Table] | None = None) -> jsonl.ParsedBlock | None:  # fmt: skip
-    """A Parquet table of samples; None when its columns do not fit rl-board's types."""
-    table = read_parquet(path)
+def parse_table(table: pa.Table, *, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock | None:
+    """A Parquet file's table of a flat format; None when its columns do not fit rl-board's types."""
     try:
-        table = _conformed(_renamed(table, renames))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        table = contract.conform(_renamed(table, reading.renames(fmt)))
+    except _ARROW_ERRORS:
         return None
-    return _finish(table, 1, named_step, post)
+    return _finish(table, 1, path, fmt, reading)
 
 
 def read_parquet(path: Path) -> pa.Table:
@@ -69,28 +67,10 @@ def read_parquet(path: Path) -> pa.Table:
         return file.read(use_threads=False)
 
 
-def _finish(table: pa.Table, first_line: int, named_step: int | None,
-            post: Callable[[pa.Table], pa.Table] | None) -> jsonl.ParsedBlock | None:  # fmt: skip
-    if post is not None:
-        table = post(table)
-    if named_step is not None and S.STEP in table.column_names:
-        table = table.set_column(table.schema.get_field_index(S.STEP), S.STEP,
-                                 pc.fill_null(table.column(S.STEP), pa.scalar(named_step, pa.int64())))
+def _finish(table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock:
     lines = pa.array(range(first_line, first_line + table.num_rows), pa.int64())
-    parsed = jsonl.drop_missing_step(jsonl.with_lines(table, lines))
-    parsed.warnings += _missing_response_or_reward(parsed.table)
-    return parsed
-
-
-def _missing_response_or_reward(table: pa.Table) -> list[tuple[int, str]]:
-    out = []
-    lines = table.column(S.LINE)
-    for name in (S.RESPONSE, S.REWARD):
-        missing = table.column(name).is_null()
-        if name == S.REWARD:
-            missing = pc.or_(missing, pc.is_nan(table.column(name)))
-        out += [(line, f"no {name} in this sample") for line in lines.filter(missing).to_pylist()]
-    return out
+    parsed = jsonl.ParsedBlock(jsonl.with_lines(table, lines))
+    return contract.finish(parsed, fmt=fmt, reading=reading, named_step=step_from_name(path))
 
 
 def _renamed(table: pa.Table, renames: Renames) -> pa.Table:
@@ -105,22 +85,6 @@ def _renamed(table: pa.Table, renames: Renames) -> pa.Table:
         else:
             names.append(name)
     return table.rename_columns(names)
-
-
-def _conformed(table: pa.Table) -> pa.Table:
-    """Every parse-schema field present with its type (cast), then the extra columns."""
-    columns, fields = [], []
-    for fld in S.PARSE_SCHEMA:
-        if fld.name in table.column_names:
-            columns.append(table.column(fld.name).cast(fld.type))
-        else:
-            columns.append(pa.nulls(table.num_rows, fld.type))
-        fields.append(fld)
-    for name in table.column_names:
-        if name not in S.KNOWN_FIELDS:
-            columns.append(table.column(name))
-            fields.append(table.schema.field(name))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 @functools.lru_cache(maxsize=64)
@@ -138,10 +102,3 @@ def _options(renames: tuple[tuple[str, str], ...]) -> pj.ParseOptions:
 
 def _key(renames: Renames) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(renames.items()))
-
-
-def row_sum(table: pa.Table, columns: list[str]) -> pa.Array:
-    """The row-wise sum of numeric columns, NaN and null skipped (0 when a row has no value at all)."""
-    values = np.column_stack([pc.cast(table.column(c), pa.float64()).to_numpy(zero_copy_only=False)
-                              for c in columns])  # fmt: skip
-    return pa.array(np.nansum(values, axis=1), pa.float64())

@@ -49,14 +49,15 @@ def main(argv: list[str]) -> int:
             return 0
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
+    from rl_board.formats import Reading
     from rl_board.rollouts.read.ingest import ingest_block, result_to_json
 
     out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
     for line in _lines(sys.stdin.fileno(), idle):
-        path, start, end, directory, (fmt, fmap), max_line = json.loads(line)  # max_line None: the default
-        result = ingest_block(path, start, end, directory, max_line=max_line, reading=(fmt, fmap))
+        path, start, end, directory, reading, max_line = json.loads(line)  # max_line None: the default
+        result = ingest_block(path, start, end, directory, Reading.from_json(reading), max_line=max_line)
         out.write(result_to_json(result).encode() + b"\n")
         out.flush()
     return 0

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import RolloutStore
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 

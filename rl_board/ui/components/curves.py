@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 from rl_board.ui.context import Context

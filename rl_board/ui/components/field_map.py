@@ -11,7 +11,7 @@ import streamlit as st
 
 from rl_board import api
 from rl_board.errors import InvalidArgumentError
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import state
 from rl_board.ui.text import escape_markdown
 

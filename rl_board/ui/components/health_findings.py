@@ -15,7 +15,7 @@ import streamlit as st
 
 from rl_board.api import REGISTRY, SEVERITIES, Finding, Problem, relative_to_roots
 from rl_board.errors import RLBoardError
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import cached, metrics_cached, state
 from rl_board.ui.components.metrics_runs import code_span
 from rl_board.ui.context import Context

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import RolloutStore, SampleDetail
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view

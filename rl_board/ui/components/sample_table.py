@@ -10,7 +10,7 @@ import streamlit as st
 
 from rl_board import api
 from rl_board.api import RolloutStore, SampleFilter
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
 from rl_board.ui.components.selection import selected_item

@@ -10,7 +10,7 @@ import streamlit as st
 from rl_board.api import RolloutStore, relative_to_roots, resolve_within
 from rl_board.config import server_config
 from rl_board.errors import RLBoardError
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.charts import CurveOptions
 from rl_board.ui.components.field_map import current_map, render_field_map

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import SampleDetail
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 from rl_board.ui import charts, state
 from rl_board.ui.boundary import boundary
 from rl_board.ui.chips import (

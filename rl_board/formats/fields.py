@@ -75,6 +75,8 @@ FIELDS: tuple[Field, ...] = (
     _f("ref_response", SAMPLE, TEXT, "ref response", source=True,
        help="The reference model's answer to the same prompt."),
     _f("ground_truth", SAMPLE, TEXT, "ground truth", source=True, help="The expected answer."),
+    _f("messages", SAMPLE, TEXT, "conversation", source=True,
+       help="The sample as chat messages (JSON): the prompt's turns, then the answer's."),
     _f("reward", SAMPLE, NUMBER, "reward", source=True, color=BLUE, filter_key="reward", score=True,
        help="Sequence-level reward of the response."),
     _f("ref_reward", SAMPLE, NUMBER, "ref reward", source=True, color=GREY, score=True,
@@ -177,7 +179,7 @@ FIELDS: tuple[Field, ...] = (
 
 _BY_KEY = {(f.level, f.name): f for f in FIELDS}
 # Log fields with a fixed parse type; any other key (token ids among them) is kept as the log wrote it.
-PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "reward", "ref_reward", "valid_reward",
+PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "messages", "reward", "ref_reward", "valid_reward",
                     "ref_valid_reward", "response_tokens", "logprobs", "ref_logprobs", "values", "token_rewards"})
 
 # The batch table's known columns, in display order (then the run's own extra fields).

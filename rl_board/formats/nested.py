@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rl_board.rollouts.formats.base import Format, Record, first, number
+from rl_board.formats import conversation
+from rl_board.formats.base import Format, Record, first, number
 
 _SEP = "\n\n"
 
@@ -22,15 +23,7 @@ _SEP = "\n\n"
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _text(value: Any) -> str | None:
-    """A message content as text: a string, or the text parts of an OpenAI-style part list."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in value]
-        texts = [p for p in parts if isinstance(p, str)]
-        return "".join(texts) if texts else None
-    return None
+_text = conversation.content_text
 
 
 def _row(value: Any) -> list | None:
@@ -119,12 +112,11 @@ def _advantage(values: Any, positions: list[int]) -> float | None:
 
 
 def _chat_prompt(messages: list) -> str | None:
-    """The non-assistant messages' text, joined: what the policy saw."""
-    texts = [
-        _text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") != "assistant"
-    ]
-    kept = [t for t in texts if t]
-    return _SEP.join(kept) if kept else None
+    """What the policy saw: the messages before the first answer, rendered as every conversation is."""
+    chat = [m for m in messages if isinstance(m, dict)]
+    answered = next((i for i, m in enumerate(chat) if m.get("role") == "assistant"), len(chat))
+    prompt = chat[:answered]
+    return conversation.as_text(prompt) if prompt else None
 
 
 def _str(value: Any) -> str | None:
@@ -173,25 +165,28 @@ def _nemo_identify(record: Record) -> bool:
     return isinstance(record, dict) and "content" in record and "rewards" in record
 
 
-def _nemo_texts(content: Any) -> tuple[str | None, str | None]:
-    """Train: ``[[prompt str, response str]]``; validation: ``[[{role, content}, ...]]``."""
+def _nemo_texts(content: Any) -> tuple[str | None, str | None, str | None]:
+    """(prompt, response, messages JSON). Train: ``[[prompt str, response str]]``; validation:
+    ``[[{role, content}, ...]]``, a conversation."""
     messages = _row(content) or ([content] if isinstance(content, str) else [])
     if any(isinstance(m, dict) for m in messages):
         answers = [
             _text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
         ]
-        return _chat_prompt(messages), answers[-1] if answers else None
+        chat = [m for m in messages if isinstance(m, dict)]
+        return _chat_prompt(messages), answers[-1] if answers else None, conversation.to_json(chat)
     strings = [m for m in messages if isinstance(m, str)]
-    return (strings[0] if strings else None), (strings[-1] if len(strings) > 1 else None)
+    return (strings[0] if strings else None), (strings[-1] if len(strings) > 1 else None), None
 
 
 def _nemo_samples(record: Record) -> list[Record]:
     if not isinstance(record, dict):
         return []
     sample: Record = {}
-    prompt, response = _nemo_texts(record.get("content"))
+    prompt, response, chat = _nemo_texts(record.get("content"))
     _set(sample, "prompt", prompt)
     _set(sample, "response", response)
+    _set(sample, "messages", chat)
     _set(sample, "reward", number(record.get("rewards")))
     mask = _row(record.get("token_loss_mask"))
     positions = _on(mask)
@@ -223,7 +218,7 @@ def _mismatch(record: Record, positions: list[int]) -> float | None:
 
 
 NEMO_RL = Format(
-    name="nemo-rl", label="NeMo-RL train/val data dump", identify=_nemo_identify, to_samples=_nemo_samples,
+    name="nemo-rl", label="NeMo-RL train/val data dump", identify=_nemo_identify, nested=_nemo_samples,
     field_map=(("content", "prompt"), ("content", "response"), ("rewards", "reward"),
                ("advantages", "advantage"), ("generation_logprobs", "gen_logprob_mean"),
                ("prev_logprobs", "train_logprob_mean")),
@@ -280,6 +275,7 @@ def _prime_samples(record: Record) -> list[Record]:
         sample["prompt"] = _chat_prompt(messages) or ""
         replies = [_prime_reply(m) for m in messages if m.get("role") == "assistant"]
         sample["response"] = _SEP.join(replies)  # "" for an episode that errored before answering
+        sample["messages"] = conversation.to_json(messages)
     reward, parts = _prime_rewards(trace)
     _set(sample, "reward", reward)
     _set(sample, "group", _key(record.get("group")))
@@ -298,7 +294,7 @@ def _prime_samples(record: Record) -> list[Record]:
 
 
 PRIME_RL = Format(
-    name="prime-rl", label="prime-rl rollout traces", identify=_prime_identify, to_samples=_prime_samples,
+    name="prime-rl", label="prime-rl rollout traces", identify=_prime_identify, nested=_prime_samples,
     field_map=(("traces[0].nodes", "prompt"), ("traces[0].nodes", "response"),
                ("traces[0].rewards", "reward"), ("group.id", "group")),
     notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async).",
@@ -341,7 +337,7 @@ def _tokens_samples(record: Record) -> list[Record]:
 
 PRIME_RL_TOKENS = Format(
     name="prime-rl-tokens", label="prime-rl token export", identify=_tokens_identify,
-    to_samples=_tokens_samples,
+    nested=_tokens_samples,
     field_map=(("advantages", "advantage"), ("loss_mask", "n_response_tokens"), ("entropy", "entropy_mean")),
     notes="Only step dirs with a STABLE marker are complete; non-finite floats are written as null.",
     kept=("advantage", "mismatch_kl", "n_response_tokens", "entropy_mean", "rank", "env"),
@@ -411,7 +407,7 @@ def _roll_samples(record: Record) -> list[Record]:
 
 
 ROLL = Format(
-    name="roll", label="ROLL rollout dump", identify=_roll_identify, to_samples=_roll_samples, columns=True,
+    name="roll", label="ROLL rollout dump", identify=_roll_identify, nested=_roll_samples, columns=True,
     field_map=(("responses", "response"), ("scores", "reward"), ("global_step", "step"), ("prompt", "prompt"),
                ("ground_truth", "ground_truth"), ("id", "group")),
     notes="One JSON object of column lists per file; steps start at 0.",

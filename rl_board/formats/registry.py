@@ -1,16 +1,11 @@
-"""Trainer dump formats rl-board recognises, most specific first.
-
-A new format is a ``Format`` (see ``base.py``) in ``light.py`` (one flat sample
-per record) or ``heavy.py`` (nested or column-list records) and one entry in
-``FORMATS``. The catalogue asks ``detect`` which format a file's first
-record has; the reader asks ``by_name`` for its adapter.
-"""
+"""The formats rl-board recognises, most specific first, and how to find one."""
 
 from __future__ import annotations
 
-from rl_board.rollouts.formats.base import Format, Record, step_from_name
-from rl_board.rollouts.formats.heavy import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
-from rl_board.rollouts.formats.light import AREAL, RL_BOARD, RL_BOARD_PARQUET, SKYRL, TRL, VERL
+from rl_board.formats.base import Format, Record
+from rl_board.formats.flat import AREAL, RL_BOARD, RL_BOARD_PARQUET, SKYRL, VERL
+from rl_board.formats.nested import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
+from rl_board.formats.trl import TRL
 
 FORMATS: tuple[Format, ...] = (RL_BOARD_PARQUET, PRIME_RL, PRIME_RL_TOKENS, NEMO_RL, ROLL, VERL, AREAL, SKYRL, TRL,
                                RL_BOARD)
@@ -33,5 +28,3 @@ def _safe_identify(fmt: Format, record: Record) -> bool:
     except (TypeError, ValueError, KeyError, AttributeError):
         return False
 
-
-__all__ = ["FORMATS", "NATIVE", "Format", "Record", "by_name", "detect", "step_from_name"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from rl_board.rollouts import fields as F
+from rl_board.formats import fields as F
 
 STEP = "step"
 PROMPT = "prompt"
@@ -23,6 +23,7 @@ TOKEN_REWARDS = "token_rewards"
 REF_RESPONSE = "ref_response"
 REF_REWARD = "ref_reward"
 GROUND_TRUTH = "ground_truth"
+MESSAGES = "messages"
 VALID_REWARD = "valid_reward"
 REF_VALID_REWARD = "ref_valid_reward"
 

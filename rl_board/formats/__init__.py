@@ -1,0 +1,29 @@
+"""Trainers' dump formats: how to recognise each and how to read it (pure: no file is opened here).
+
+This package sits below both ``sources`` (which asks "what is this file?")
+and ``rollouts`` (which reads it), so neither imports the other to know a
+format. A new format is a ``Format`` (see ``base.py`` for the contract) in
+``flat.py`` (one sample per record), ``trl.py`` or ``nested.py`` (nested or
+column-list records), and one entry in ``FORMATS``, most specific first.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# What ``from rl_board.formats import X`` finds, imported on first use: the command line's parser imports
+# ``formats.fieldmap`` and must not pay for pyarrow.
+_LAZY = {"FORMATS": "registry", "NATIVE": "registry", "by_name": "registry", "detect": "registry",
+         "Adapted": "base", "Format": "base", "Options": "base", "Reading": "base", "Record": "base",
+         "step_from_name": "base"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rl_board.formats' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"rl_board.formats.{module}"), name)
+
+
+__all__ = sorted(_LAZY)

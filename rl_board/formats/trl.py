@@ -1,0 +1,163 @@
+"""TRL's completions table, read as TRL means it.
+
+``GRPOTrainer(log_completions=True)`` writes
+``completions/completions_{step:05d}.parquet``: ``step``, ``prompt``,
+``completion`` (text, or message lists for a conversational dataset), one
+float column per reward function, then the ``log_extra`` columns (sorted by
+name), then ``advantage``. The reward TRL trains on is the weighted sum of the
+reward functions (``reward_weights``), NaN skipped, NaN for a row no function
+could score; neither the weights nor which columns are reward functions are
+in the file. So:
+
+1. A field map ``reward = "a + 0.5*b"`` (rl-board.toml, ``--field``, the Fields
+   panel) names them, weights included; the reader composes it.
+2. Else the names TRL logged (``rewards/<fn>/mean`` in ``trainer_state.json``
+   beside the run) are the reward functions, weighted 1, and a note says so.
+3. Else the advantage TRL logged tells: it was computed from the reward, so
+   the leading number columns whose sum reproduces it are the functions.
+4. Else every leading number column counts, and a note asks to name them.
+
+The samples of one prompt are the rows that repeat it back to back (TRL's
+``num_generations``), so each gets a ``group`` id, as TRL groups them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.formats import rewards
+from rl_board.formats.base import Adapted, Format, Options, Record
+from rl_board.formats.flat import GROUP
+from rl_board.formats.schema import KNOWN_FIELDS, PROMPT, REWARD, STEP
+
+ADVANTAGE = "advantage"
+FUNCTIONS_OPTION = "reward_functions"  # names found beside the run (TRL's logged metrics)
+_EPS = 1e-4  # TRL's std guard in the advantage
+_NOT_PARTS = frozenset({ADVANTAGE, GROUP, "_line"})
+TRL_MAP = {"completion": "response"}
+
+
+def _is_trl(record: Record) -> bool:
+    return {"prompt", "completion"} <= record.keys() and "task_id" not in record
+
+
+def number_columns(table: pa.Table) -> list[str]:
+    """The leading run of number columns among the log's own: where TRL puts its reward functions."""
+    out = []
+    for f in table.schema:
+        if f.name in KNOWN_FIELDS or f.name in _NOT_PARTS or f.name.startswith("_"):
+            continue
+        if not rewards.is_number(f.type):
+            if out:
+                break
+            continue
+        out.append(f.name)
+    return out
+
+
+def group_ids(table: pa.Table) -> np.ndarray:
+    """Each row's group: runs of one prompt repeated back to back, cut into TRL's ``num_generations``."""
+    prompts = table.column(PROMPT).to_pylist()
+    steps = table.column(STEP).to_pylist() if STEP in table.column_names else [None] * len(prompts)
+    starts = [i for i in range(len(prompts)) if i == 0 or (prompts[i], steps[i]) != (prompts[i - 1], steps[i - 1])]
+    lengths = np.diff([*starts, len(prompts)])
+    size = int(np.gcd.reduce(lengths)) if len(lengths) else 1
+    return np.arange(len(prompts)) // max(size, 1)
+
+
+def _adapt(table: pa.Table, options: Options) -> Adapted:
+    if GROUP not in table.column_names and table.num_rows:
+        ids = group_ids(table)
+        table = table.append_column(GROUP, pa.array([str(i) for i in ids], pa.string()))
+    if rewards.components_of(table.schema) is not None or table.column(REWARD).null_count < table.num_rows:
+        return Adapted(table)  # a field map made or named the reward
+    terms, how = reward_functions(table, options)
+    if not terms:
+        return Adapted(table)
+    adapted = Adapted(rewards.with_reward(table, terms, how))
+    if how == ALL_NUMBERS and len(terms) > 1:
+        names = " + ".join(terms)
+        adapted.notes.append((0, f"reward = {names}: TRL does not say which of these number columns are reward "
+                                 "functions and which are log_extra columns; if some are not, name the reward in "
+                                 f"rl-board.toml [fields] as reward = \"{names}\" minus those"))
+    return adapted
+
+
+LOGGED, ADVANTAGES, ALL_NUMBERS = "TRL's logged metrics", "TRL's advantages", "all number columns"
+
+
+def reward_functions(table: pa.Table, options: Options) -> tuple[dict[str, float], str]:
+    """Which columns are the reward functions (each weighted 1), and how that was found."""
+    candidates = number_columns(table)
+    logged = [n for n in options.get(FUNCTIONS_OPTION) or () if n in table.column_names]
+    if logged:
+        return dict.fromkeys(logged, 1.0), LOGGED
+    if len(candidates) <= 1:
+        return dict.fromkeys(candidates, 1.0), ALL_NUMBERS if candidates else ""
+    found = prefix_from_advantages(table, candidates)
+    if found is not None:
+        return dict.fromkeys(candidates[:found], 1.0), ADVANTAGES
+    return dict.fromkeys(candidates, 1.0), ALL_NUMBERS
+
+
+def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None:
+    """The fewest leading columns whose unweighted sum gives the advantages TRL logged (None if none do)."""
+    if ADVANTAGE not in table.column_names or not table.num_rows:
+        return None
+    logged = pc.cast(table.column(ADVANTAGE), pa.float64()).to_numpy(zero_copy_only=False)
+    if not np.isfinite(logged).any():
+        return None
+    groups = group_ids(table)
+    for k in range(1, len(candidates) + 1):
+        reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(zero_copy_only=False)
+        if any(_close(expected, logged) for expected in trl_advantages(reward, groups)):
+            return k
+    return None
+
+
+def trl_advantages(reward: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
+    """The advantages TRL would log for this reward, one array per setting of ``scale_rewards``.
+
+    ``(r - group mean) / (std + 1e-4)``, the std over the group ("group") or the batch ("batch"), or no
+    division ("none"); NaN-aware, with NaN advantages (unscorable rows) set to 0, as TRL does.
+    """
+    mean = _by_group(reward, groups, np.nanmean)
+    centred = reward - mean
+    outs = [centred, centred / (_by_group(reward, groups, _nanstd) + _EPS)]
+    if np.isfinite(reward).sum() > 1:
+        outs.append(centred / (_nanstd(reward) + _EPS))
+    return [np.nan_to_num(a, nan=0.0) for a in outs]
+
+
+def _by_group(values: np.ndarray, groups: np.ndarray, fn: object) -> np.ndarray:
+    out = np.full(len(values), np.nan)
+    for g in np.unique(groups):
+        rows = groups == g
+        part = values[rows]
+        if np.isfinite(part).any():
+            out[rows] = fn(part)  # type: ignore[operator]
+    return out
+
+
+def _nanstd(values: np.ndarray) -> float:
+    """TRL's ``nanstd``: the sample std (Bessel) over the values that are not NaN."""
+    kept = values[~np.isnan(values)]
+    return float(np.std(kept, ddof=1)) if len(kept) > 1 else math.nan
+
+
+def _close(expected: np.ndarray, logged: np.ndarray) -> bool:
+    """Equal to float32 precision (TRL computes in float32), on the rows where both are numbers."""
+    both = np.isfinite(expected) & np.isfinite(logged)
+    if not both.any():
+        return False
+    return bool(np.allclose(expected[both], logged[both], rtol=1e-3, atol=1e-3))
+
+
+TRL = Format("trl", "TRL completions table", _is_trl, renames=TRL_MAP, adapt=_adapt,
+             field_map=(("completion", "response"),),
+             notes="reward = the weighted sum of the reward-function columns (NaN skipped; NaN when none scored)",
+             kept=("advantage", "group"))  # fmt: skip

@@ -1,0 +1,72 @@
+"""What a trainer writes beside its rollout dumps that says how to read them.
+
+TRL's completions tables do not say which columns are reward functions; the
+metrics TRL logs do (``rewards/<fn>/mean``). They are in
+``checkpoint-*/trainer_state.json`` beside ``completions/`` once a checkpoint
+is saved. What is found here becomes part of a file's ``Reading`` (its
+``options``), so a change (a first checkpoint) makes the file read again.
+
+Nothing outside the catalogue's root is looked at: a root of
+``out/completions`` never reads ``out/checkpoint-*``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from rl_board.formats.trl import FUNCTIONS_OPTION
+from rl_board.sources.roots import inside
+
+TRAINER_STATE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_REWARD_MEAN = re.compile(r"^(?:train/)?rewards/(.+)/mean$")
+
+
+def options_for(folder: Path, fmt: str, root: Path) -> dict[str, Any]:
+    """The options of the files of format ``fmt`` in ``folder`` (a folder inside ``root``)."""
+    if fmt != "trl":
+        return {}
+    base = folder.parent if folder.name == "completions" else folder
+    state = newest_trainer_state(base, root)
+    if state is None:
+        return {}
+    names = reward_function_names(str(state), state.stat().st_mtime_ns)
+    return {FUNCTIONS_OPTION: list(names)} if names else {}
+
+
+def newest_trainer_state(base: Path, root: Path) -> Path | None:
+    """``checkpoint-N/trainer_state.json`` of the highest N under ``base``, when it lies inside ``root``."""
+    if not inside(base, [root]):
+        return None
+    found: list[tuple[int, Path]] = []
+    try:
+        for entry in base.iterdir():
+            match = _CHECKPOINT.match(entry.name)
+            if match and (entry / TRAINER_STATE).is_file():
+                found.append((int(match.group(1)), entry / TRAINER_STATE))
+    except OSError:
+        return None
+    for _, path in sorted(found, reverse=True):
+        if inside(path, [root]):
+            return path
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def reward_function_names(path: str, mtime_ns: int) -> tuple[str, ...]:
+    """The reward functions TRL logged a mean for, in the order it logged them."""
+    try:
+        history = json.loads(Path(path).read_text(encoding="utf-8")).get("log_history") or []
+    except (OSError, ValueError, AttributeError):
+        return ()
+    names: dict[str, None] = {}
+    for entry in history:
+        for key in entry if isinstance(entry, dict) else ():
+            match = _REWARD_MEAN.match(str(key))
+            if match:
+                names.setdefault(match.group(1))
+    return tuple(names)
