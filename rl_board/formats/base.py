@@ -36,6 +36,19 @@ from rl_board.formats import fieldmap
 from rl_board.formats.fieldmap import FieldMap
 
 Record = dict[str, Any]
+
+
+class Probe:
+    """What a format may ask about a file's neighbours; the catalogue answers from the file system."""
+
+    def exists(self, path: Path) -> bool:  # a file or a folder
+        raise NotImplementedError
+
+    def is_dir(self, path: Path) -> bool:
+        raise NotImplementedError
+
+    def names(self, folder: Path) -> list[str]:  # the entries of a folder
+        raise NotImplementedError
 Options = Mapping[str, Any]  # JSON-able facts about a file found beside it (see ``Reading``)
 _STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-=]?(\d+)", re.I), re.compile(r"^(\d+)$"))
 
@@ -67,16 +80,17 @@ class Format:
     notes: str = ""
     kept: tuple[str, ...] = field(default=())  # keys known to be kept as extra columns (for the report)
     # Why a file of this format is not read into its folder's run (a copy of another file, a step still being
-    # written, validation beside training samples): the reason, or "" to read it.
-    set_aside: Callable[[Path], str] | None = None
+    # written, validation beside training samples): the reason, or "" to read it. It is told of the file's
+    # neighbours through ``Probe`` (the catalogue's look at the folder): formats open no file themselves.
+    set_aside: Callable[[Path, Probe], str] | None = None
 
     @property
     def flat(self) -> bool:
         """One record is one sample under other key names: the fast table paths can read it."""
         return self.nested is None
 
-    def aside(self, path: Path) -> str:
-        return self.set_aside(path) if self.set_aside is not None else ""
+    def aside(self, path: Path, probe: Probe) -> str:
+        return self.set_aside(path, probe) if self.set_aside is not None else ""
 
     def describe(self) -> str:
         """'verl rollout dump: input → prompt, output → response, ...'"""

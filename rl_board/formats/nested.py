@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_board.formats import conversation
-from rl_board.formats.base import Format, Record, first, number
+from rl_board.formats.base import Format, Probe, Record, first, number
 
 _SEP = "\n\n"
 
@@ -139,23 +139,23 @@ def _set(sample: Record, key: str, value: Any) -> None:
         sample[key] = value
 
 
-def _nemo_validation_aside(path: Path) -> str:
+def _nemo_validation_aside(path: Path, probe: Probe) -> str:
     """NeMo-RL writes validation samples beside the training ones; a run is the training ones."""
-    if path.name.startswith("val_data") and any(path.parent.glob("train_data_step*")):
+    if path.name.startswith("val_data") and any(n.startswith("train_data_step") for n in probe.names(path.parent)):
         return "NeMo-RL validation samples beside the training ones: not mixed into the training run"
     return ""
 
 
-def _prime_copy_aside(path: Path) -> str:
+def _prime_copy_aside(path: Path, probe: Probe) -> str:
     """prime-rl writes the trained-on episodes twice: all/ and effective/."""
-    if path.parent.name == "effective" and (path.parent.parent / "all").is_dir():
+    if path.parent.name == "effective" and probe.is_dir(path.parent.parent / "all"):
         return "repeats the episodes of the all/ folder beside it"
     return ""
 
 
-def _unfinished_step_aside(path: Path) -> str:
+def _unfinished_step_aside(path: Path, probe: Probe) -> str:
     """A token-export step is complete once its STABLE marker exists."""
-    return "" if (path.parent / "STABLE").exists() else "step not finished yet (no STABLE marker); read once it is"
+    return "" if probe.exists(path.parent / "STABLE") else "step not finished yet (no STABLE marker); read once it is"
 
 
 # --------------------------------------------------------------------------- NeMo-RL

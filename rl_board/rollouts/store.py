@@ -30,7 +30,7 @@ from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.report import FileReport, LoadReport, build_report
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
 from rl_board.rollouts.tokens import TokenText, as_ids
-from rl_board.sources import remote, settings
+from rl_board.sources import datasets, remote, settings
 from rl_board.sources.catalogue import catalogue
 from rl_board.sources.remote import MirrorResult
 
@@ -113,7 +113,7 @@ class RolloutStore:
         self._lock = threading.Lock()
         self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
         self._mismatch: tuple[str, pd.DataFrame] | None = None
-        self._dataset: lazy.Located | None = None  # a Parquet dataset read in place (no cache)
+        self._dataset: datasets.Located | None = None  # a Parquet dataset read in place (no cache)
 
     @classmethod
     def open(
@@ -179,8 +179,8 @@ class RolloutStore:
             if self.url and time.monotonic() - self._listed_at < REMOTE_EVERY:
                 return False
             self._listed_at = time.monotonic()
-            listed = lazy.listed_files(self._dataset.location)  # a listing only: this runs on every rerun
-            return listed is None or lazy.signature_of(listed[1]) != self._stat_signature
+            listed = datasets.listed_files(self._dataset.location)  # a listing only: this runs on every rerun
+            return listed is None or datasets.signature_of(listed[1]) != self._stat_signature
         if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
             with self._lock:
                 self._mirror(None)
@@ -219,7 +219,7 @@ class RolloutStore:
     def _load_in_place(self, verify: bool) -> None:
         """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
         t0 = time.perf_counter()
-        found = lazy.locate(self._dataset.location) if not verify else self._dataset
+        found = datasets.locate(self._dataset.location) if not verify else self._dataset
         if found is None:
             raise NotFoundError(f"{self.source} is no longer a readable Parquet dataset")
         if found.signature != self.signature or verify:
@@ -519,14 +519,14 @@ def _completed(url: str, cache_root: Path, progress: cache.Progress | None) -> M
         return None
 
 
-def _in_place(location: str | Path, fields: FieldMap | None) -> lazy.Located | None:
+def _in_place(location: str | Path, fields: FieldMap | None) -> datasets.Located | None:
     """The Parquet dataset at ``location`` when it can be read in place (no field map asked for)."""
     if fields:
         return None
     if isinstance(location, Path) and not (location.is_dir() and any(
             e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))):  # fmt: skip
         return None
-    return lazy.locate(location)
+    return datasets.locate(location)
 
 
 def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rl_board import formats
 from rl_board.formats import Reading, fieldmap
+from rl_board.formats.base import Probe
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources import companions, settings, sniff
 from rl_board.sources.remote import IN_PLACE
@@ -179,6 +180,22 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     return found
 
 
+class DiskProbe(Probe):
+    """A format's questions about a file's neighbours, answered from the disk."""
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def names(self, folder: Path) -> list[str]:
+        try:
+            return [e.name for e in os.scandir(folder)]
+        except OSError:
+            return []
+
+
 class _FolderOptions:
     """The options of one folder's files, per format, looked up once (see ``companions``)."""
 
@@ -204,7 +221,7 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
     if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
         fmap = settings.for_file(path, fields) if fmap is None else fmap
         role, fmt, reason = _sniffed(path, fmap)
-        aside = formats.by_name(fmt).aside(path) if role == ROLLOUT else ""
+        aside = formats.by_name(fmt).aside(path, DiskProbe()) if role == ROLLOUT else ""
         if aside:  # the format knows this file is not part of its run (a copy, an unfinished step, ...)
             return Source(path, folder, SKIPPED, fmt, aside)
         if role != ROLLOUT:

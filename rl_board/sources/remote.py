@@ -128,12 +128,12 @@ def in_place_url(local: Path, cache_root: Path) -> str | None:
 
 def _datasets_in_place(url: str, base: Path, keys: list[str]) -> set[str]:
     """Folders (relative to the URL) holding ``step=N/*.parquet`` in rl-board's layout: read in place."""
-    from rl_board.rollouts import lazy  # the layout check reads one footer per candidate dataset
+    from rl_board.sources import datasets  # pyarrow: loaded when a bucket is looked at, not by the CLI parser
 
     candidates = {m[1] or "" for k in keys if (m := _PARTITION_KEY.match(k))}
     found = set()
     for folder in candidates:
-        if (base / folder / IN_PLACE).is_file() or lazy.locate(f"{url.rstrip('/')}/{folder}" if folder else url) is not None:  # judged at an earlier look: no listing and footer again
+        if (base / folder / IN_PLACE).is_file() or datasets.locate(f"{url.rstrip('/')}/{folder}" if folder else url) is not None:  # judged at an earlier look: no listing and footer again
             found.add(folder)
     return found
 

@@ -132,3 +132,30 @@ def test_field_labels_are_spelled_only_in_the_catalogue() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in labels:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
     assert not offenders, offenders
+
+
+def package_of(module: str) -> str:
+    """rl_board.rollouts.read.ingest -> rl_board.rollouts; a top-level module is its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for mod, deps in import_graph().items():
+        graph.setdefault(package_of(mod), set()).update(package_of(d) for d in deps if package_of(d) != package_of(mod))
+    return graph
+
+
+def test_packages_form_no_cycle() -> None:
+    """Packages point one way: ui/cli -> api -> health -> metrics -> rollouts -> sources -> formats."""
+    graph = package_graph()
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_formats_are_below_sources_and_rollouts() -> None:
+    """Detection and adapters open no file and know nothing of the readers above them."""
+    graph = package_graph()
+    above = {"rl_board.sources", "rl_board.rollouts", "rl_board.metrics", "rl_board.health", "rl_board.ui",
+             "rl_board.cli", "rl_board.api"}
+    assert not graph["rl_board.formats"] & above, graph["rl_board.formats"]
+    assert "rl_board.rollouts" not in graph["rl_board.sources"], graph["rl_board.sources"]
