@@ -133,12 +133,12 @@ def _score_sum(value: object) -> float | None:
             value = json.loads(value)
         except ValueError:
             return None
-    if isinstance(value, bool) or value is None:
+    if value is None:
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (bool, int, float)):  # a boolean score counts 1 or 0, as a boolean reward does
         return float(value)
     if isinstance(value, list):
-        numbers = [float(v) for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        numbers = [float(v) for v in value if isinstance(v, (bool, int, float))]
         return float(np.sum(numbers)) if numbers else None
     return None
 

@@ -182,7 +182,7 @@ def _build(records: list[dict[str, Any]]) -> pa.Table:
     columns[S.RESPONSE_TOKENS] = pa.array([r.get(S.RESPONSE_TOKENS) for r in records], pa.list_(pa.string()))
     for name in S.FLOAT_LIST_FIELDS:
         columns[name] = float_lists([r.get(name) for r in records])
-    extras = sorted({k for r in records for k in r} - S.KNOWN_FIELDS - {S.LINE})
+    extras = rec.extra_names(records)
     for name in extras:
         columns[name] = rec.extra_array([r.get(name) for r in records])
     columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())

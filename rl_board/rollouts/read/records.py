@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import ujson
 
 from rl_board.formats import conversation
@@ -183,7 +184,7 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     for name in S.SCALAR_FIELDS:
         out[name] = _number(name, obj.get(name))
     for name in S.TEXT_FIELDS:
-        out[name] = _text(name, obj.get(name))
+        out[name] = _text(name, out.get(name))
     for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
         value = obj.get(name)
         if value is not None and not isinstance(value, list) and type(value) is not np.ndarray:  # the simd path's
@@ -287,15 +288,27 @@ def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, pa.Array] = {}
     for fld in S.PARSE_SCHEMA:
         columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)
-    extras = [k for k in dict.fromkeys(k for r in records for k in r) if k not in S.KNOWN_FIELDS and k != S.LINE]
+    extras = extra_names(records)
     for name in extras:
         columns[name] = extra_array([r.get(name) for r in records])
     columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())
     return pa.table(columns)
 
 
+def extra_names(records: list[dict[str, Any]]) -> list[str]:
+    """The log's own keys, in the order they first appear (as pyarrow.json orders its columns)."""
+    return [k for k in dict.fromkeys(k for r in records for k in r) if k not in S.KNOWN_FIELDS and k != S.LINE]
+
+
 def extra_array(values: list[Any]) -> pa.Array:
-    """User fields keep their type when it is consistent, else become JSON text."""
+    """User fields keep their type when it is consistent, else become JSON text; booleans among numbers are
+    numbers (1 or 0), whichever comes first."""
+    kinds = {type(v) for v in values if v is not None}
+    if bool in kinds and len(kinds) > 1 and kinds <= {bool, int, float}:
+        try:
+            return pa.array([None if v is None else float(v) for v in values], pa.float64())
+        except OverflowError:
+            pass
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -318,15 +331,31 @@ def unify_tables(tables: list[pa.Table]) -> pa.Table:
 
 
 def _extras_as_text(tables: list[pa.Table]) -> list[pa.Table]:
+    """The extra columns whose types differ between the tables as JSON text (as one block of all their
+    rows would hold them); the others as they are."""
+    kinds: dict[str, set[pa.DataType]] = {}
+    for table in tables:
+        for f in table.schema:
+            if f.name not in S.KNOWN_FIELDS and f.name != S.LINE and not pa.types.is_null(f.type):
+                kinds.setdefault(f.name, set()).add(f.type)
+    clashing = {name for name, found in kinds.items() if len(found) > 1 and not _numbers(found)}
+    widened = {name for name, found in kinds.items() if len(found) > 1 and _numbers(found)}
     out = []
     for table in tables:
         for i, name in enumerate(table.column_names):
-            if name in S.KNOWN_FIELDS or name == S.LINE:
+            if name in widened:  # numbers and booleans: numbers, as pyarrow makes of them in one block
+                table = table.set_column(i, name, pc.cast(table.column(i), pa.float64()))
+            if name not in clashing:
                 continue
             values = [None if v is None else _as_text(v) for v in table.column(i).to_pylist()]
             table = table.set_column(i, name, pa.array(values, pa.string()))
         out.append(table)
     return out
+
+
+def _numbers(kinds: set[pa.DataType]) -> bool:
+    """Integers, floats and booleans: they meet as numbers (a boolean as 1 or 0)."""
+    return all(pa.types.is_integer(k) or pa.types.is_floating(k) or pa.types.is_boolean(k) for k in kinds)
 
 
 def _kind(value: Any) -> str:
