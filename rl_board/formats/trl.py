@@ -46,12 +46,12 @@ def _is_trl(record: Record) -> bool:
 
 
 def number_columns(table: pa.Table) -> list[str]:
-    """The leading run of number columns among the log's own: where TRL puts its reward functions."""
+    """The leading run of float columns among the log's own: where TRL puts its reward functions."""
     out = []
     for f in table.schema:
         if f.name in KNOWN_FIELDS or f.name in _NOT_PARTS or f.name.startswith("_"):
             continue
-        if not rewards.is_number(f.type):
+        if not pa.types.is_floating(f.type):  # TRL's reward columns come from a float tensor
             if out:
                 break
             continue
@@ -105,18 +105,23 @@ def reward_functions(table: pa.Table, options: Options) -> tuple[dict[str, float
 
 
 def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None:
-    """The fewest leading columns whose unweighted sum gives the advantages TRL logged (None if none do)."""
+    """How many leading columns, summed unweighted, give the advantages TRL logged (None if no count does).
+
+    A column that is constant within every group changes no advantage, so several counts can fit; the
+    most is taken, as TRL's reward functions come before its log_extra columns.
+    """
     if ADVANTAGE not in table.column_names or not table.num_rows:
         return None
     logged = pc.cast(table.column(ADVANTAGE), pa.float64()).to_numpy(zero_copy_only=False)
     if not np.isfinite(logged).any():
         return None
     groups = group_ids(table)
+    fits = None
     for k in range(1, len(candidates) + 1):
         reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(zero_copy_only=False)
         if any(_close(expected, logged) for expected in trl_advantages(reward, groups)):
-            return k
-    return None
+            fits = k
+    return fits
 
 
 def trl_advantages(reward: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:

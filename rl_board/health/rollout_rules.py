@@ -21,7 +21,7 @@ step browser's URL state (`rl_board/ui/state.py`):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +29,8 @@ import pandas as pd
 
 from rl_board.formats import schema as S
 from rl_board.health.engine import Finding, Rule, RuleContext, Settings, register, run_rules
+from rl_board.metrics.trainer_state import read_trainer_state
+from rl_board.sources.companions import newest_trainer_state
 from rl_board.where import Bounds, Where
 
 if TYPE_CHECKING:  # the rules read frames; only from_store sees a store
@@ -52,16 +54,19 @@ class RolloutRun:
     run: str
     samples: pd.DataFrame
     length: str | None
+    logged: pd.DataFrame | None = None  # what the trainer logged beside the run (step, tag, value), if found
+    reward_weights: dict[str, float] = field(default_factory=dict)  # the columns the reward was made of
 
     @classmethod
     def from_store(cls, run: str, store: RolloutStore) -> RolloutRun:
-        """Read the columns the rules need (never the token arrays)."""
-        present = [c for c in COLUMNS if store.has(c)]
-        frame = store.samples(columns=present)
+        """Read the columns the rules need (never the token arrays), and the trainer's own metrics beside."""
+        parts = store.reward_components
+        present = [c for c in (*COLUMNS, *parts) if store.has(c)]
+        frame = store.samples(columns=list(dict.fromkeys(present)))
         gaps = store.mismatch()
         if len(gaps):  # the trainer's log-probs beside the engine's: per-sample mismatch
             frame = frame.merge(gaps, on=[S.STEP, "sample"], how="left")
-        return cls(run, frame, length_column(frame))
+        return cls(run, frame, length_column(frame), logged_beside(store), store.reward_weights)
 
     @classmethod
     def from_frame(cls, run: str, samples: pd.DataFrame) -> RolloutRun:
@@ -77,6 +82,17 @@ class RolloutRun:
     def per_step(self, values: pd.Series) -> pd.Series:
         """A per-sample Series averaged per step (NaN skipped; steps with no value dropped)."""
         return values.groupby(self.samples[S.STEP], sort=True).mean().dropna()
+
+
+def logged_beside(store: RolloutStore) -> pd.DataFrame | None:
+    """The metrics a Hugging Face trainer logged beside this run (TRL: ``../checkpoint-N/trainer_state.json``),
+    looked for only inside the folders the store may read; None when there are none."""
+    base = store.run_dir.parent if store.run_dir.name == "completions" else store.run_dir
+    state = newest_trainer_state(base, store.allowed)
+    if state is None:
+        return None
+    scalars = read_trainer_state(state, str(base)).scalars
+    return scalars[["step", "tag", "value"]] if not scalars.empty else None
 
 
 def length_column(samples: pd.DataFrame) -> str | None:

@@ -36,7 +36,8 @@ from rl_board.metrics.table import (
     merge_results,
 )
 from rl_board.metrics.tensorboard import read_event_files
-from rl_board.sources.catalogue import METRICS, catalogue, may_hold_metrics
+from rl_board.metrics.trainer_state import read_trainer_state
+from rl_board.sources.catalogue import METRICS, TRAINER_STATE, catalogue, may_hold_metrics
 from rl_board.sources.roots import OUTSIDE, inside
 
 OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
@@ -66,6 +67,10 @@ def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | N
             out.append(RunSource(s.folder, s.format, s.path, s.files))
         elif s.format == "tensorboard":  # a root that is one event file
             out.append(RunSource(s.path.name, "tensorboard", s.path.parent, (s.path,)))
+        elif s.format == TRAINER_STATE:  # named for the output folder the checkpoints are in
+            out_dir = s.path.parent.parent
+            name = out_dir.relative_to(base).as_posix() if out_dir != base else base.name
+            out.append(RunSource(name, TRAINER_STATE, s.path, (s.path,)))
         else:
             name = s.path.relative_to(base).as_posix() if s.path != found.root else s.path.name
             out.append(RunSource(name, "text", s.path, (s.path,)))
@@ -199,6 +204,8 @@ def _read_source(source: RunSource, cache: Path | None,
         result, kind = _read_text(source, cache)
         if kind is None:
             return None
+    elif source.kind == TRAINER_STATE:
+        result, kind = read_trainer_state(source.path, source.run), TRAINER_STATE
     else:
         result, kind = _cached(source, cache, allowed_roots), source.kind
     info = RunInfo(

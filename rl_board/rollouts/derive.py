@@ -160,7 +160,8 @@ def clashes_renamed(table: pa.Table) -> tuple[pa.Table, dict[str, str]]:
             new += "_logged"
         taken.add(new)
         renames[name] = new
-    return table.rename_columns([renames.get(n, n) for n in names]), renames
+    renamed = table.rename_columns([renames.get(n, n) for n in names])
+    return renamed.replace_schema_metadata(table.schema.metadata), renames
 
 
 def with_sample_metrics(table: pa.Table) -> pa.Table:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.errors import InvalidArgumentError
+from rl_board.formats import rewards
 from rl_board.formats import schema as S
 from rl_board.rollouts import derive
 from rl_board.rollouts.filters import SampleFilter, mask
@@ -47,7 +48,11 @@ class RunView:
         tables = [t for _, t in parts]
         table = records.unify_tables(tables) if tables else _empty_table()
         idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
-        return cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
+        view = cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
+        view.reward_parts = _reward_parts(tables)
+        return view
+
+    reward_parts: tuple[dict[str, float], str] | None = None  # what the reward was made of, as the reader said
 
     @property
     def names(self) -> list[str]:
@@ -155,3 +160,16 @@ def _empty_table() -> pa.Table:
 def _sortable(kind: pa.DataType) -> bool:
     """Numbers, text, booleans and times sort; lists and objects do not."""
     return not (pa.types.is_nested(kind) or pa.types.is_null(kind))
+
+
+def _reward_parts(tables: list[pa.Table]) -> tuple[dict[str, float], str] | None:
+    """The reward's parts as the segments record them (``formats/rewards.py``), first seen first."""
+    terms: dict[str, float] = {}
+    how = ""
+    for table in tables:
+        found = rewards.components_of(table.schema)
+        if found is not None:
+            for name, weight in found[0].items():
+                terms.setdefault(name, weight)
+            how = how or found[1]
+    return (terms, how) if terms else None

@@ -286,8 +286,24 @@ class RolloutStore:
 
     @property
     def reward_components(self) -> list[str]:
-        """Numeric extra columns named like parts of the reward (e.g. TRL's reward functions)."""
+        """The columns the reward is made of, when the reader made it (TRL's reward functions, a field map's
+        sum); else the number columns named like parts of a reward (verl's acc, prime-rl's reward/<name>)."""
+        made = self._view.reward_parts
+        if made is not None:
+            return [name for name in made[0] if self.has(name)]
         return [name for name in self.numeric_extras if fields.is_reward_component(name)]
+
+    @property
+    def reward_weights(self) -> dict[str, float]:
+        """Each reward component's weight in the reward (1 unless the reader weighted it)."""
+        made = self._view.reward_parts
+        return {name: made[0][name] if made else 1.0 for name in self.reward_components}
+
+    @property
+    def reward_made_by(self) -> str:
+        """How rl-board knows which columns make the reward ("" when it did not make it)."""
+        made = self._view.reward_parts
+        return made[1] if made else ""
 
     def column_summary(self, columns: list[str]) -> pd.DataFrame:
         """Per-step count, mean, std, min and max of numeric per-sample columns (``{name}_mean``, ...)."""

@@ -34,6 +34,7 @@ from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 MAX_DEPTH = 6
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board"})  # _rl_board: a dataset's index
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
+TRAINER_STATE = "trainer-state"  # a metric source: checkpoint-N/trainer_state.json
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
@@ -144,7 +145,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     root = Path(root).expanduser().resolve()
     limits = None if allowed is None else list(allowed)
     if root.is_file():
-        return Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, root))])
+        return Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, limits))])
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
@@ -168,7 +169,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
         fmap = settings.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
-        options = _FolderOptions(here, root)  # one look beside the folder per format, not per file
+        options = _FolderOptions(here, limits)  # one look beside the folder per format, not per file
         for path in paths:
             if path in events:
                 continue
@@ -197,21 +198,21 @@ class DiskProbe(Probe):
 
 
 class _FolderOptions:
-    """The options of one folder's files, per format, looked up once (see ``companions``)."""
+    """The options of one folder's files, per format, looked up once (see ``companions``), never outside
+    ``allowed`` (the served roots; None: anywhere)."""
 
-    def __init__(self, folder: Path, root: Path) -> None:
-        self.folder, self.root, self.found = folder, root, {}
+    def __init__(self, folder: Path, allowed: list[Path] | None) -> None:
+        self.folder, self.allowed, self.found = folder, allowed, {}
 
     def __call__(self, fmt: str) -> dict:
         if fmt not in self.found:
-            self.found[fmt] = companions.options_for(self.folder, fmt, self.root)
+            self.found[fmt] = companions.options_for(self.folder, fmt, self.allowed)
         return self.found[fmt]
 
 
-def classify(path: Path, fields: FieldMap | None = None, root: Path | None = None) -> Source:
-    """One file on its own (the folder is its parent's name; ``root``, where options may be looked for,
-    its folder unless given)."""
-    return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, root or path.parent))
+def classify(path: Path, fields: FieldMap | None = None, allowed: list[Path] | None = None) -> Source:
+    """One file on its own (the folder is its parent's name); nothing outside ``allowed`` is looked at."""
+    return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, allowed))
 
 
 def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None,
@@ -226,8 +227,10 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
             return Source(path, folder, SKIPPED, fmt, aside)
         if role != ROLLOUT:
             return Source(path, folder, role, fmt, reason)
-        found = (options or _FolderOptions(path.parent, path.parent))(fmt)
+        found = (options or _FolderOptions(path.parent, [path.parent]))(fmt)
         return Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))
+    if path.name == companions.TRAINER_STATE:
+        return _trainer_state(path, folder, options)
     if suffix in TEXT_LOG_SUFFIXES:
         return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
     if is_event_file(path):
@@ -235,6 +238,16 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
         return Source(path, folder, "quiet")
     return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
+
+
+def _trainer_state(path: Path, folder: str, options: _FolderOptions | None) -> Source:
+    """The newest checkpoint's ``trainer_state.json`` holds the trainer's whole metric history; older ones
+    hold a part of it."""
+    allowed = options.allowed if options is not None else [path.parent]
+    newest = companions.newest_trainer_state(path.parent.parent, allowed)
+    if newest is not None and newest == path:
+        return Source(path, folder, METRICS, TRAINER_STATE, "a Hugging Face trainer's logged metrics (log_history)")
+    return Source(path, folder, "quiet")
 
 
 _CACHE: OrderedDict[tuple[str, int, int, str], tuple[str, str, str]] = OrderedDict()

@@ -6,8 +6,9 @@ metrics TRL logs do (``rewards/<fn>/mean``). They are in
 is saved. What is found here becomes part of a file's ``Reading`` (its
 ``options``), so a change (a first checkpoint) makes the file read again.
 
-Nothing outside the catalogue's root is looked at: a root of
-``out/completions`` never reads ``out/checkpoint-*``.
+Nothing outside the folders a server serves is looked at: a served root of
+``out/completions`` never reads ``out/checkpoint-*`` (the command line, which
+serves nothing, looks beside the run wherever it is).
 """
 
 from __future__ import annotations
@@ -26,21 +27,21 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _REWARD_MEAN = re.compile(r"^(?:train/)?rewards/(.+)/mean$")
 
 
-def options_for(folder: Path, fmt: str, root: Path) -> dict[str, Any]:
-    """The options of the files of format ``fmt`` in ``folder`` (a folder inside ``root``)."""
+def options_for(folder: Path, fmt: str, allowed: list[Path] | None) -> dict[str, Any]:
+    """The options of the files of format ``fmt`` in ``folder``, looking only inside ``allowed`` (if given)."""
     if fmt != "trl":
         return {}
     base = folder.parent if folder.name == "completions" else folder
-    state = newest_trainer_state(base, root)
+    state = newest_trainer_state(base, allowed)
     if state is None:
         return {}
     names = reward_function_names(str(state), state.stat().st_mtime_ns)
     return {FUNCTIONS_OPTION: list(names)} if names else {}
 
 
-def newest_trainer_state(base: Path, root: Path) -> Path | None:
-    """``checkpoint-N/trainer_state.json`` of the highest N under ``base``, when it lies inside ``root``."""
-    if not inside(base, [root]):
+def newest_trainer_state(base: Path, allowed: list[Path] | None) -> Path | None:
+    """``checkpoint-N/trainer_state.json`` of the highest N under ``base``, when it lies inside ``allowed``."""
+    if allowed is not None and not inside(base, allowed):
         return None
     found: list[tuple[int, Path]] = []
     try:
@@ -51,7 +52,7 @@ def newest_trainer_state(base: Path, root: Path) -> Path | None:
     except OSError:
         return None
     for _, path in sorted(found, reverse=True):
-        if inside(path, [root]):
+        if allowed is None or inside(path, allowed):
             return path
     return None
 

@@ -43,7 +43,7 @@ def scan_run(run_dir: Path, allowed: list[Path] | None = None, fields: FieldMap 
         problem = _unusable(run_dir, allowed)
         if problem:
             return [RunFile(run_dir, run_dir.name, problem)]
-        source = classify(run_dir, fields, root=run_dir)
+        source = classify(run_dir, fields, allowed=allowed)
         return [RunFile(run_dir, run_dir.name, "", source.reading)] if source.role == ROLLOUT else []
     found: dict[str, RunFile] = {}
     folders: dict[Path, str] = {}
