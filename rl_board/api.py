@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rl_board.formats.conversation import content_text as message_text
+from rl_board.formats.conversation import parsed as parsed_messages
 from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
 from rl_board.formats.fieldmap import parse_option as parse_field_option
 from rl_board.health.checks import (
@@ -56,6 +58,7 @@ __all__ = [
     "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
 ]
 
+__all__ += ["message_text", "parsed_messages"]  # a sample's conversation
 __all__ += ["QUERY_EXAMPLES", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
 
 Progress = Callable[[int, int], None]

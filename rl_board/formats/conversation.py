@@ -75,3 +75,14 @@ def as_fields(prompt: Any, response: Any, messages: Any = None) -> tuple[Any, An
         messages = to_json(chat)
     return (as_text(prompt) if is_messages(prompt) else prompt,
             as_text(response) if is_messages(response) else response, messages)  # fmt: skip
+
+
+def parsed(value: Any) -> list[dict[str, Any]] | None:
+    """The messages a sample keeps (``messages``, JSON text), or None when it has none or they do not parse."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return None
+    return found if is_messages(found) else None

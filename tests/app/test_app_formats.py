@@ -105,3 +105,32 @@ def test_sample_view_shows_the_reward_components(dumps_root: Path) -> None:
     assert_clean(at)
     labels = {m.label for m in at.metric}
     assert {"Reward", "accuracy_reward", "think_format_reward", "advantage"} <= labels
+
+
+def test_reward_weights_are_set_in_the_fields_panel(dumps_root: Path) -> None:
+    """TRL's reward functions are the reward's parts; a weight typed in the Fields panel remakes the reward."""
+    at = open_page("steps", run="trl/completions", step="20")
+    assert_clean(at)
+    box = at.sidebar.text_input(key="fieldmap.reward_sum")
+    assert box.value == "accuracy_reward + think_format_reward"
+    before = table(at)
+    box.input("accuracy_reward + 0.5*think_format_reward").run()
+    assert_clean(at)
+    assert "reward=accuracy_reward + 0.5*think_format_reward" in at.query_params["fields"]
+    after = table(at)
+    parts = after[["accuracy_reward", "think_format_reward"]].to_numpy(dtype=float)
+    for (acc, fmt), reward in zip(parts, after["reward"], strict=True):
+        terms = [v for v in (acc, 0.5 * fmt) if v == v]  # NaN parts skipped
+        assert (reward != reward) if not terms else abs(reward - sum(terms)) < 1e-9
+    assert len(after) == len(before)
+
+
+def test_a_conversational_trl_sample_shows_its_conversation(tmp_path: Path, serve) -> None:
+    root = tmp_path / "served"
+    T.write_trl(root / "chat", conversational=True)
+    serve(root)
+    at = open_page("sample", run="chat/completions", step="20", sample="0")
+    assert_clean(at)
+    assert any(t.startswith("**Conversation**") for t in texts(at.markdown))
+    roles = [c.split(" · ")[0] for c in texts(at.caption) if " · " in c and "characters" in c]
+    assert roles[:2] == ["user", "assistant"] or roles[:3] == ["system", "user", "assistant"], roles

@@ -36,10 +36,10 @@ source wins; the differences are listed here:
   with ``values: null`` when there is no critic. ``variant="helper"`` (default)
   writes the latter, ``variant="pr658"`` the former. Both keep left padding in
   ``prompt`` and right padding in ``response``.
-- TRL (huggingface/trl ``trl/trainer/grpo_trainer.py`` ``log``): ``prompt`` is a
-  STRING in every case, also for conversational datasets: it is
-  ``batch_decode(prompt_ids, skip_special_tokens=True)``, so a chat prompt keeps
-  role names as plain text. Columns: ``step, prompt, completion``, one float
+- TRL (huggingface/trl ``trl/trainer/grpo_trainer.py`` ``log``, 1.16): ``prompt`` and
+  ``completion`` are strings for a plain dataset, and LISTS OF MESSAGES
+  (``{"role", "content"}``) for a conversational one (the table stores the
+  messages as TRL holds them; the real trainer in tests/real/ confirms it). Columns: ``step, prompt, completion``, one float
   column per reward function, the ``log_extra`` columns (sorted by name;
   ``accuracy_reward`` logs ``answer_parsed, gold_parsed, solution``), then
   ``advantage``. The built-in format reward is named ``think_format_reward``.
@@ -651,21 +651,23 @@ def write_trl(
             for v in grp:
                 adv = (v - mean) / (std + 1e-4)
                 advantages.append(0.0 if math.isnan(adv) else _f32(adv))
-        prompt_texts = [_chat(s.question, special=False) if conversational else s.question for s in samples]
+        prompt_texts = [s.question for s in samples]  # a one-message conversation reads as its content
         columns: dict[str, list] = {
             "step": [step] * len(samples),
-            "prompt": prompt_texts,
-            "completion": [s.response for s in samples],
+            "prompt": [[{"role": "user", "content": q}] for q in prompt_texts] if conversational else prompt_texts,
+            "completion": [[{"role": "assistant", "content": s.response}] for s in samples] if conversational
+            else [s.response for s in samples],
             "accuracy_reward": acc,
             "think_format_reward": fmt,
             **{name: extra[name] for name in sorted(extra)},
             "advantage": advantages,
         }
+        chat = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
         schema = pa.schema(
             [
                 ("step", pa.int64()),
-                ("prompt", pa.string()),
-                ("completion", pa.string()),
+                ("prompt", chat if conversational else pa.string()),
+                ("completion", chat if conversational else pa.string()),
                 ("accuracy_reward", pa.float64()),
                 ("think_format_reward", pa.float64()),
                 *[(name, pa.string()) for name in sorted(extra)],
@@ -682,8 +684,8 @@ def write_trl(
     notes = (
         "TRL: 'the reward' is TRL's logged metric 'reward' = per row nansum of the reward columns "
         "(weights 1), rows where every function is NaN excluded, then the mean; components = per-function "
-        "nanmean. prompt is always a string; with conversational=True it is the decoded chat template "
-        "('system\\n...\\nuser\\n...\\nassistant\\n'). Steps are global steps at logging (10, 20, ...). "
+        "nanmean. With conversational=True prompt and completion are one-message lists, read as their "
+        "content. Steps are global steps at logging (10, 20, ...). "
         "No group column: each run of `group` consecutive rows shares one prompt."
     )
     return _dump("trl", out, files, rows, components=comp, notes=notes)

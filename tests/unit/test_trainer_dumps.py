@@ -11,6 +11,7 @@ import math
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -109,11 +110,14 @@ def read_trl(run: Path) -> tuple[list[Row], dict[str, dict[int, float]]]:
         for name in comps:
             comps[name][step] = nanmean(cols[name])
         for i, prompt in enumerate(cols["prompt"]):
-            assert isinstance(prompt, str)
+            completion = cols["completion"][i]
+            if isinstance(prompt, list):  # a conversational dataset: one-message lists
+                prompt, completion = prompt[0]["content"], completion[0]["content"]
+            assert isinstance(prompt, str) and isinstance(completion, str)
             parts = [cols[name][i] for name in ("accuracy_reward", "think_format_reward")]
             kept = [v for v in parts if not math.isnan(v)]
             reward = sum(kept) if kept else math.nan
-            rows.append((step, prompt, cols["completion"][i], reward, None))
+            rows.append((step, prompt, completion, reward, None))
     return rows, comps
 
 
@@ -361,8 +365,8 @@ def test_trl_components_and_nan(name: str, dumps: dict) -> None:
             assert same(mean, dump.components[func][step])
     acc = [v for path in dump.files for v in pq.read_table(path).column("accuracy_reward").to_pylist()]
     assert any(math.isnan(v) for v in acc) and not all(math.isnan(v) for v in acc)
-    prompt = dump.prompts[dump.steps[0]][0]
-    assert prompt.startswith("system\n") == (name == "trl_conversational")
+    kind = pq.read_schema(dump.files[0]).field("prompt").type
+    assert pa.types.is_list(kind) == (name == "trl_conversational")  # messages for a conversational dataset
 
 
 def test_verl_v1_groups_share_uid_prefix(dumps: dict) -> None:

@@ -2,7 +2,9 @@
 
 The map lives in the URL (``fields=reward=acc,prompt=question``), so a link
 opens the run read the same way. Choosing "as read" drops a field from the
-map; the run is then read as its format (or rl-board.toml) says.
+map; the run is then read as its format (or rl-board.toml) says. A run whose
+reward is made of parts (TRL's reward functions) also gets the sum itself to
+edit, weights included (``reward=accuracy + 0.5*format``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,40 @@ def _changed(field: str) -> None:
     state.put_many(fields=_encode(fmap), tpage=1)
 
 
+SUM_KEY = "fieldmap.reward_sum"
+
+
+def _sum_text(weights: dict[str, float]) -> str:
+    """``{"a": 1.0, "b": 0.5}`` -> ``a + 0.5*b``."""
+    return " + ".join(name if weight == 1.0 else f"{weight:g}*{name}" for name, weight in weights.items())
+
+
+def _sum_changed() -> None:
+    fmap = current_map()
+    text = (st.session_state.get(SUM_KEY) or "").strip()
+    if not text:
+        fmap.pop("reward", None)
+    else:
+        try:
+            field, value = api.parse_field_option(f"reward={text}")
+        except InvalidArgumentError as exc:
+            state.notice(f"Reward sum not used: {escape_markdown(str(exc))}")
+            return
+        fmap[field] = value
+    state.put_many(fields=_encode(fmap), tpage=1)
+
+
+def _reward_sum(store: api.RolloutStore) -> None:
+    """The sum the reward is made of, to edit (weights as ``0.5*name``); empty goes back to as read."""
+    if not store.reward_made_by:
+        return
+    st.session_state[SUM_KEY] = _sum_text(store.reward_weights)
+    st.text_input("Reward = weighted sum of", key=SUM_KEY, on_change=_sum_changed,
+                  help="The reward functions and their weights (TRL's reward_weights are not in its files), e.g. "
+                       "accuracy_reward + 0.5*format_reward; NaN parts are skipped, as TRL does")
+    st.caption(escape_markdown(f"Parts found from {store.reward_made_by}."))
+
+
 def render_field_map(store: api.RolloutStore) -> None:
     """An expander: how the run was read, and a chooser per main field (the main reward among them)."""
     fmap = current_map()
@@ -61,3 +97,4 @@ def render_field_map(store: api.RolloutStore) -> None:
             st.session_state[key] = fmap.get(field, AS_READ)
             st.selectbox(F.sample(field).title, options, key=key, on_change=_changed, args=(field,),
                          help=f"Read the {F.label(field)} from another column of the logs")
+        _reward_sum(store)

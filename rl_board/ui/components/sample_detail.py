@@ -7,9 +7,10 @@ import math
 import pandas as pd
 import streamlit as st
 
-from rl_board.api import RolloutStore, SampleDetail
+from rl_board.api import RolloutStore, SampleDetail, parsed_messages
 from rl_board.formats import fields as F
 from rl_board.ui import cached, state
+from rl_board.ui.components.conversation import render_conversation
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.context import Context
@@ -22,7 +23,7 @@ from rl_board.ui.text import (
     visible_bidi_column,
 )
 
-TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
+TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source and f.name != "messages")
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 TEXT_HEIGHT = 360
 SHORT_TEXT = 400
@@ -130,6 +131,9 @@ def render_sample(ctx: Context) -> None:
     st.markdown(f"#### Step {step} · sample {index}")
     parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
     _scores(detail.fields, parts)
+    messages = parsed_messages(detail.fields.get("messages"))
+    if messages is not None:
+        render_conversation(messages, ctx.settings.text)
     _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text)
