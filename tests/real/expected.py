@@ -91,3 +91,7 @@ def close(a: float | None, b: float | None, rel: float = REL) -> bool:
 def jsonl(path: Path) -> list[dict[str, Any]]:
     """JSON lines as Python's json reads them (bare NaN included)."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def read_json_file(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
