@@ -30,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -235,6 +236,8 @@ def main(argv: list[str]) -> int:
     import torch
     import verl
 
+    # pytest terminates a process still running at session end: exit through ``finally`` so Ray is shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     torch.set_num_threads(1)
     root = Path(argv[0])
     manifest: dict[str, Any] = {"verl": verl.__version__, "parts": {}}
