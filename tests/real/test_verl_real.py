@@ -76,6 +76,13 @@ def test_verl_wrote_dumps_and_metrics(roots: dict[str, Path]) -> None:
 
 
 @pytest.mark.parametrize("name", ["classic", "v1"])
+def test_every_line_read(stores: dict[str, RolloutStore], name: str) -> None:
+    report = stores[name].report
+    assert report.format == "verl"
+    assert report.bad_line_count == 0, [(b.file, b.line, b.reason) for b in report.bad_lines[:3]]
+
+
+@pytest.mark.parametrize("name", ["classic", "v1"])
 def test_rows_text_and_score(roots: dict[str, Path], stores: dict[str, RolloutStore], name: str) -> None:
     """Per step the same rows in file order: input -> prompt, output -> response, gts -> ground truth, score -> reward."""
     store = stores[name]
