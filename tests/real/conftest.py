@@ -21,9 +21,11 @@ Other trainers, checked on PyPI (Python 3.11, this venv's pins), late 2026:
   ``transformers>=5.0,<=5.3`` (this tier needs the local CPU torch 2.13.0, and verl
   ``transformers>=5.5.3``), so pip cannot resolve it with the rest. Installed with ``--no-deps``
   plus colorlog, tenacity, flask, lark, uvloop, numba, einops, aiofiles and openai,
-  ``areal.infra.workflow_executor`` (home of ``_dump_trajectory``) does import on this torch:
-  possible as a separate ``--no-deps`` step, not done here (an unsupported torch/transformers
-  pairing, and ~100 MB of extra dependencies for one writer).
+  ``areal.infra.workflow_executor`` imports, but its ``_dump_trajectory`` finds its folder through
+  ``areal.utils.stats_logger``, which imports swanlab, trackio, wandb and tensorboardX at module
+  level: swanlab pins ``protobuf<7`` and pulls nvidia-ml-py, trackio pulls gradio. Not done: the
+  writer would run on a torch / transformers / protobuf AReaL does not support, behind a chain of
+  tracking clients it never uses.
 - SkyRL: ``skyrl-train`` needs Python 3.12 exactly (and flash-attn, ray==2.51.1); ``skyrl`` 0.4.0
   is not served for 3.11 and ``skyrl==0.3.0`` (which has
   ``skyrl/train/utils/trainer_utils.py`` ``dump_per_dataset_eval_results``) fails at import on
