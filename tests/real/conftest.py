@@ -39,7 +39,6 @@ Other trainers, checked on PyPI (Python 3.11, this venv's pins), late 2026:
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -163,7 +162,3 @@ def verl_v1_root(trainer_runs: dict[str, Launched]) -> Path:
 def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One rl-board cache folder for the tier (each run is its own entry in it)."""
     return tmp_path_factory.mktemp("rl-board-cache")
-
-
-def read_json(path: Path) -> object:
-    return json.loads(path.read_text(encoding="utf-8"))

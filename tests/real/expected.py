@@ -94,4 +94,5 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def read_json_file(path: Path) -> Any:
+    """A JSON document (a runner's side file such as ``batch_uids.json``)."""
     return json.loads(path.read_text(encoding="utf-8"))

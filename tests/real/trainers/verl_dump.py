@@ -188,8 +188,9 @@ def v1(out: Path) -> dict[str, Any]:
 
     tok = tiny.tokenizer(vocab_size=400, all_bytes=True)
     ray_tmp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under ~100 bytes
-    # TransferQueue's controller and storage unit each ask Ray for one CPU: declare enough logical CPUs.
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp)
+    # A cluster of its own ("local": never one another process started on this machine). TransferQueue's
+    # controller and storage unit each ask Ray for one CPU: with fewer than two logical CPUs tq.init waits forever.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp)
     try:
         tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
         trainer = PPOTrainerSync.__new__(PPOTrainerSync)
