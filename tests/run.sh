@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the test needs (venv with the `test` extras, Debian's chromium) and run
+# Install the test needs (venv with the `test` and `real` extras, Debian's chromium) and run
 # the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ fi
 stamp=.venv/.rl-board-test-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip setuptools
-  .venv/bin/python -m pip install --quiet -e ".[test]"
+  .venv/bin/python -m pip install --quiet -e ".[test,real]"
   touch "$stamp"
 fi
 
