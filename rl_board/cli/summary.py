@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
+from rl_board.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    fields_of,
+    run_arguments,
+    terminal_lines,
+    terminal_safe,
+)
 from rl_board.errors import NotFoundError
 from rl_board.formats import fields as F
 
@@ -37,7 +44,12 @@ def run(ns: argparse.Namespace) -> int:
         print(json.dumps(data, allow_nan=False, default=str))
     else:
         print(_summary_text(data))
-    return 0
+    if not store.num_samples and store.report.bad_lines:  # every line refused: the run cannot be shown
+        first = store.report.bad_lines[0]
+        print(f"rl-board: no sample of {terminal_safe(store.source)} could be read; the first refusal: "
+              f"{terminal_safe(f'{first.file}:{first.line}: {first.reason}')}", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
 
 
 def summary_dict(store: RolloutStore) -> dict:

@@ -90,3 +90,14 @@ def test_serve_warns_when_binding_all_interfaces(tmp_path: Path, cache_dir: Path
         proc.terminate()
         proc.wait(timeout=30)
     assert first.startswith("warning: binding 0.0.0.0") and "reverse proxy" in first
+
+
+def test_summary_of_a_run_with_no_readable_line_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) -> None:
+    """Every line refused: the summary is still printed, but the exit status says nothing could be read."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "r0.jsonl").write_text('{"step": 1, "prompt": 5, "response": "r", "reward": 1}\n' * 3)
+    out = rl_board("summary", str(run), "--json", cache_dir=cache_dir)
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["samples"] == 0
+    assert "r0.jsonl:1: 'prompt' is a number, not text" in out.stderr

@@ -72,6 +72,7 @@ class SyncResult:
     parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
     notice: str = ""  # the cache folder could not be written: what was done instead
     stat_signature: str = ""  # of the files as this sync found them (``runfiles.stat_signature``)
+    unread: bool = False  # a file could not be read this time (an I/O error): the next look tries again
 
 
 def run_cache_dir(cache_root: Path, run_dir: Path, fields: FieldMap | None = None) -> Path:
@@ -203,7 +204,7 @@ def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, ver
             continue
         entries.append(plan.entry)
         work.append((plan, blocks))
-    parsed = _ingest(work, directory, progress)
+    parsed, unread = _ingest(work, directory, progress)
     for entry in entries:
         compact(directory, entry)
     write_manifest(directory, run_dir, entries)
@@ -211,11 +212,14 @@ def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, ver
     # segments once we let go (our maps stay valid; opening them would not).
     parts = open_segments(directory, entries, opened)
     collect_garbage(directory, entries)
-    return SyncResult(directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files))
+    return SyncResult(directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files),
+                      unread=unread)
 
 
-def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None) -> int:
-    """Parse every planned block of every file (in one worker pool) into its entry.
+def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path,
+            progress: Progress | None) -> tuple[int, bool]:  # fmt: skip
+    """Parse every planned block of every file (in one worker pool) into its entry; (bytes, whether a block
+    could not be read).
 
     A block that cannot be read leaves its file's entry as it was before this sync (size, mtime and what
     was consumed), with the error: the next look reads the file again instead of taking it as done.
@@ -250,7 +254,7 @@ def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, pr
         if plan.todo:
             entry.probe_crc = probe_crc(plan.path, entry.consumed) if entry.consumed else 0
     _tick(progress, total, total)
-    return total
+    return total, bool(failed)
 
 
 def _tick(progress: Progress | None, done: int, total: int) -> None:

@@ -98,10 +98,10 @@ def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def stat_signature(run_dir: Path, fields: FieldMap | None = None) -> str:
-    """Names, sizes and mtimes of the run's files: cheap change detection."""
+def stat_signature(run_dir: Path, fields: FieldMap | None = None, allowed: list[Path] | None = None) -> str:
+    """Names, sizes and mtimes of the run's files: cheap change detection (the same files a load reads)."""
     try:
-        return files_signature(scan_run(run_dir, fields=fields))
+        return files_signature(scan_run(run_dir, allowed, fields))
     except OSError:
         return ""
 

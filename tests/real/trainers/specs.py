@@ -82,9 +82,11 @@ RL_BOARD_TOML = "rl-board.toml"
 
 
 def rl_board_toml(weights: dict[str, float]) -> str:
-    """The ``rl-board.toml`` text naming TRL's reward weights: ``[trl]`` ``reward_weights = {name = w, ...}``."""
-    pairs = ", ".join(f"{name} = {float(w)!r}" for name, w in weights.items())
-    return f"[trl]\nreward_weights = {{ {pairs} }}\n"
+    """The ``rl-board.toml`` text that makes TRL's reward: ``[fields]`` ``reward = "a + 0.5*b"`` (the reward
+    functions and their weights: TRL does not write ``reward_weights`` to its tables)."""
+    terms = " + ".join(name if float(w) == 1.0 else f"{float(w)!r}*{name}" for name, w in weights.items())
+    return f'[fields]\nreward = "{terms}"\n'
+
 
 
 # verl ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,269 @@
+"""Opening a rollout run and keeping it current: the cache of a local run, a bucket's copy, a dataset read
+in place. What it gives the questions side (``store.py``) is one ``RunView`` and one ``LoadReport`` at a time.
+
+A run is opened from a folder or file (through the columnar cache), from a URL
+(``s3://bucket/run``, ``gs://...``: first brought into the local mirror, only new
+bytes fetched, ``sources/remote.py``), or as an rl-board Parquet dataset
+(``step=N/`` folders, from ``rl-board export``), read where it lies with no
+cache (``lazy.py``). ``refresh`` picks up what was appended; ``stale`` is the
+cheap check a page makes on every rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board import formats
+from rl_board.errors import NotFoundError, RLBoardError
+from rl_board.formats import Format, fieldmap
+from rl_board.formats import schema as S
+from rl_board.formats.fieldmap import FieldMap
+from rl_board.rollouts import lazy
+from rl_board.rollouts.cache import sync as cache
+from rl_board.rollouts.report import FileReport, LoadReport, build_report
+from rl_board.rollouts.runview import RunView
+from rl_board.sources import datasets, remote, settings
+from rl_board.sources.catalogue import catalogue
+from rl_board.sources.remote import MirrorResult
+
+log = logging.getLogger(__name__)
+REMOTE_EVERY = 10.0  # seconds between listings of a remote run while a page checks it for new data
+
+
+class OpenedRun:
+    """One run as it was last read: its view and report, and how to read it again."""
+
+    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None,
+                 fields: FieldMap | None = None) -> None:
+        self.run_dir = run_dir
+        self.fields_map: FieldMap = dict(fields or {})  # the caller's field map (rl-board.toml adds to it)
+        self.cache_root = cache_root
+        self.allowed = allowed
+        self.report = LoadReport(run=str(run_dir))
+        self.url: str | None = None  # the remote URL this run is a mirror of (s3://..., gs://...), if any
+        self.remote: MirrorResult | None = None  # what the last look at the store fetched
+        self._listed_at = 0.0
+        self.signature = ""
+        self._stat_signature = ""
+        self._unread = False  # the last load could not read a file (an I/O error): try again at the next look
+        self.view = RunView.from_parts([], [])
+        self.lock = threading.Lock()
+        self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
+        self._dataset: datasets.Located | None = None  # a Parquet dataset read in place (no cache)
+
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path,
+        *,
+        cache_dir: str | Path | None = None,
+        progress: cache.Progress | None = None,
+        allowed_roots: list[Path] | None = None,
+        fields: FieldMap | None = None,
+    ) -> OpenedRun:
+        """Open a run folder, building or updating its cache as needed.
+
+        With ``allowed_roots``, files that link outside those folders are
+        reported and not read (the server passes its served roots). A URL
+        (``s3://bucket/run``, ``gs://...``, ``hf://...``) is first brought into
+        the local mirror (``sources/remote.py``): only new bytes are fetched.
+        An rl-board Parquet dataset (``step=N/`` folders, from ``rl-board export``)
+        is read where it lies, locally or in a bucket, with no cache (``lazy.py``).
+        """
+        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
+        for canonical in fields or {}:
+            fieldmap.check(canonical)
+        local = None if url else Path(run_dir).expanduser()
+        in_bucket = remote.in_place_url(local, root) if local is not None else None
+        copy_of = remote.url_of(local, root) if local is not None and not in_bucket else None
+        if copy_of:  # this cache's copy of a bucket's run (a served remote root): completed from the bucket
+            url, found, mirrored = copy_of, None, _completed(copy_of, root, progress)
+        else:  # a URL, a local path, or the copy of a bucket's Parquet dataset (read in the bucket)
+            url = url or in_bucket
+            found = _in_place(url or local, fields)
+            mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
+        path = mirrored.local if mirrored else remote.local_path(url, root) if url else Path(run_dir).expanduser()
+        if found is None and not path.exists():
+            raise NotFoundError(f"no run folder or file at {path}")
+        run = cls(path, root, allowed_roots, fields)
+        run.url, run.remote, run._listed_at, run._dataset = url, mirrored, time.monotonic(), found
+        if url:
+            run.report.run = url
+        run._load(progress=progress, verify=True)
+        return run
+
+    @property
+    def dataset(self) -> datasets.Located | None:
+        """The Parquet dataset this run reads in place (no cache), if it is one."""
+        return self._dataset
+
+    @property
+    def source(self) -> str:
+        """The run as the user named it: its URL for a remote run, else its path."""
+        return self.url or str(self.run_dir)
+
+    def refresh(self, *, progress: cache.Progress | None = None) -> bool:
+        """Pick up appended or changed files (for a remote run: fetch their new bytes first)."""
+        before = self.signature
+        with self.lock:
+            self._mirror(progress)
+            self._load(progress=progress, verify=False)
+        return self.signature != before
+
+    def stale(self) -> bool:
+        """Cheap check (one stat per file) whether the files changed since the last load.
+
+        A remote run is listed again at most every ``REMOTE_EVERY`` seconds (and new bytes fetched then).
+        """
+        if self._dataset is not None:
+            if self.url and time.monotonic() - self._listed_at < REMOTE_EVERY:
+                return False
+            self._listed_at = time.monotonic()
+            listed = datasets.listed_files(self._dataset.location)  # a listing only: this runs on every rerun
+            return listed is None or datasets.signature_of(listed[1]) != self._stat_signature
+        if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
+            with self.lock:
+                self._mirror(None)
+        if self._unread:
+            return True
+        return cache.stat_signature(self.run_dir, self.fields_map, self.allowed) != self._stat_signature
+
+    def _mirror(self, progress: cache.Progress | None) -> None:
+        if self.url and self._dataset is None:
+            self.remote = _completed(self.url, self.cache_root, progress) or self.remote
+            self._listed_at = time.monotonic()
+
+    # -- loading -----------------------------------------------------------
+
+    def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
+        if self._dataset is not None:
+            self._load_in_place(verify)
+            return
+        t0 = time.perf_counter()
+        try:
+            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
+                                allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
+        except PermissionError as exc:
+            raise NotFoundError(f"cannot read {exc.filename or self.run_dir}: {exc.strerror}") from None
+        self._stat_signature = result.stat_signature
+        self._unread = result.unread
+        signature = _signature(result.files, self.fields_map)
+        if signature != self.signature or verify:
+            self._build(result)
+            self.signature = signature
+        self.report.seconds = time.perf_counter() - t0
+        self.report.parsed_bytes = result.parsed_bytes
+        if result.parsed_bytes:
+            log.info("parsed %d bytes of %s in %.2fs", result.parsed_bytes, self.run_dir, self.report.seconds)
+        self.report.from_cache = result.parsed_bytes == 0
+        self.report.notice = result.notice
+        self.report.rebuilt_cache = result.rebuilt
+
+    def _load_in_place(self, verify: bool) -> None:
+        """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
+        t0 = time.perf_counter()
+        found = datasets.locate(self._dataset.location) if not verify else self._dataset
+        if found is None:
+            raise NotFoundError(f"{self.source} is no longer a readable Parquet dataset")
+        if found.signature != self.signature or verify:
+            view, rows, errors = lazy.open_view(found)
+            fmt = formats.by_name("rl-board-parquet")
+            report = LoadReport(run=self.source)
+            report.files = [FileReport(f.name, f.size, n, n, 0, 0, 0, why, fmt.name)
+                            for f, n, why in zip(found.files, rows, errors, strict=True)]  # fmt: skip
+            report.formats[fmt.name] = f"{fmt.label}, read in place: text and tokens per step on demand"
+            report.samples, report.steps = view.table.num_rows, len(view.steps)
+            report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+            self.view, self.report, self._dataset = view, report, found
+            self.signature = self._stat_signature = found.signature
+        self.report.seconds = time.perf_counter() - t0
+
+    def _build(self, result: cache.SyncResult) -> None:
+        view = RunView.from_parts([e.name for e in result.files], result.parts)
+        report = build_report(self.source, result.files, self._formats(result.files),
+                              settings.for_file(self._base, self.fields_map))
+        report.steps = len(view.steps)
+        report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+        self.view, self.report = view, report  # one swap: readers never see a half-built run
+        _write_run_summary(result.directory, report)
+
+    @staticmethod
+    def _formats(entries: list[cache.FileEntry]) -> dict[str, Format]:
+        """Each file's format, as the load classified and read it."""
+        return {e.name: formats.by_name(e.format) for e in entries if e.format}
+
+    @property
+    def _base(self) -> Path:
+        return self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
+
+
+
+def list_runs(root: str | Path, *, cache_dir: str | Path | None = None, fields: FieldMap | None = None,
+              allowed: list[Path] | None = None) -> pd.DataFrame:
+    """Rollout runs under ``root``: ``run`` (relative path), ``path``, ``format``, ``files``, ``bytes``,
+    ``modified``, and ``samples`` / ``steps`` once the run has been cached. With ``allowed``, files linked
+    from outside those folders are not opened (the server passes its served roots)."""
+    root_path = Path(root).expanduser()
+    if not root_path.is_dir():
+        raise NotFoundError(f"no folder at {root_path}")
+    cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+    rows = []
+    for run in catalogue(root_path, skip=(cache_root,), fields=fields, allowed=allowed).rollout_folders():
+        known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
+        rows.append({
+            "run": run.relative, "path": str(run.path), "format": run.format, "files": run.files,
+            "bytes": run.bytes,
+            "modified": run.modified, "samples": known.get("samples"), "steps": known.get("steps"),
+        })
+    columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+
+def _completed(url: str, cache_root: Path, progress: cache.Progress | None) -> MirrorResult | None:
+    """The copy of a bucket's run brought up to date; when the bucket cannot be reached, the copy as it is."""
+    try:
+        return remote.mirror(url, cache_root, progress=progress)
+    except (RLBoardError, OSError) as exc:
+        log.warning("could not reach %s (%s); showing the copy in the cache", url, exc)
+        return None
+
+
+def _in_place(location: str | Path, fields: FieldMap | None) -> datasets.Located | None:
+    """The Parquet dataset at ``location`` when it can be read in place (no field map asked for)."""
+    if fields:
+        return None
+    if isinstance(location, Path) and not (location.is_dir() and any(
+            e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))):  # fmt: skip
+        return None
+    return datasets.locate(location)
+
+
+def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
+    raw = json.dumps([sorted(fields.items()), *((e.name, e.size, e.mtime_ns, e.consumed, e.error, e.reading) for e in entries)])
+    return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def _write_run_summary(directory: Path, report: LoadReport) -> None:
+    # A read-only cache still serves; the run list just shows no counts.
+    with contextlib.suppress(OSError):
+        (directory / "summary.json").write_text(json.dumps({"samples": report.samples, "steps": report.steps}))
+
+
+def _read_run_summary(directory: Path) -> dict:
+    try:
+        return json.loads((directory / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
