@@ -36,7 +36,7 @@ from rl_board.metrics.table import (
     merge_results,
 )
 from rl_board.metrics.tensorboard import read_event_files
-from rl_board.sources.catalogue import METRICS, catalogue, may_hold_metrics
+from rl_board.sources.catalogue import METRICS, NO_METRIC_LINES, catalogue, may_hold_metrics
 from rl_board.sources.roots import OUTSIDE, inside
 
 OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
@@ -144,7 +144,7 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
             continue
         read = _read_source(source, cache, allowed_roots)
         if read is None:
-            skipped.append(Problem(str(source.path), "a text file with no metric lines rl-board knows"))
+            skipped.append(Problem(str(source.path), NO_METRIC_LINES))
             continue
         info, result = read
         runs.append(info)

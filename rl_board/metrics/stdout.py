@@ -40,6 +40,7 @@ REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
 MAX_LINE_BYTES = max_line_bytes()  # a longer line is skipped and reported, never read whole
 _SKIP_CHUNK = 1024 * 1024
+SNIFF_BYTES = 4 * 1024 * 1024  # how far into a text file ``has_metric_lines`` looks (start-up chatter comes first)
 
 
 @dataclass
@@ -81,6 +82,28 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
             progress.lines = number
     tail.problems.clear()  # an unfinished last line is "not written yet", not damage
     return TextRead(committed.result(), tail.result(), progress, formats)
+
+
+def has_metric_lines(path: Path, *, limit: int = SNIFF_BYTES) -> bool:
+    """Whether the first ``limit`` bytes of a text file hold a line this module reads as metrics.
+
+    The catalogue's test for ``.log`` / ``.txt`` / ``.out`` / ``.err`` files: the same line parser as
+    ``read_text_metrics``, so a file listed as a metric source is one the reader finds metrics in. A file
+    that cannot be read counts as one (the reader then names why). Lines that cannot be metric lines (no
+    ``metrics_tag:``, no ``step:``, not an object) are passed over unparsed.
+    """
+    tables, formats, unreadable = TableSet(), set[str](), list[Problem]()
+    jsonl = _JsonlState(path.suffix.lower() in {".jsonl", ".ndjson"})
+    seen = 0
+    for raw, _, size in _lines(path, 0, unreadable):
+        if raw is not None and (ROLL_MARKER in raw or b"step:" in raw or raw.lstrip().startswith(b"{")):
+            _parse_line(raw, 0, str(path), "", tables, formats, jsonl)
+            if jsonl.rollouts or formats:
+                return not jsonl.rollouts
+        seen += size
+        if seen >= limit:
+            break
+    return bool(unreadable)
 
 
 def _lines(path: Path, offset: int, problems: list[Problem]) -> Iterator[tuple[bytes | None, bool, int]]:

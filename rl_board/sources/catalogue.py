@@ -4,7 +4,10 @@ Each file is a rollout source (and of which format), a metric source (and of
 which kind), or skipped with a reason. Rollout pages, the Metrics page, the
 Health page and every CLI command ask this module, so no file is read as two
 things and nothing is dropped without a word. Classifying a JSON-lines file
-reads its first lines; the answer is remembered by path, size and mtime.
+reads its first lines, and a text file (``.log``, ``.txt``, ``.out``,
+``.err``) is a metric source only when its first lines (up to 4 MB) hold a
+metric line the metrics reader knows; each answer is remembered by path,
+size and mtime.
 
 The walk skips hidden folders, package caches, the caller's skip list (the
 cache folder) and anything deeper than ``MAX_DEPTH``; folder links are not
@@ -19,6 +22,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +41,8 @@ ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
+NO_METRIC_LINES = "a text file with no metric lines rl-board knows"
+TEXT_LOG = "text log"  # how a text file was classified, in the key of its remembered answer
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,8 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
         found = (options or _FolderOptions(path.parent, path.parent))(fmt)
         return Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))
     if suffix in TEXT_LOG_SUFFIXES:
-        return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
+        role, fmt, reason = _remembered(path, TEXT_LOG, lambda: _text_log(path))
+        return Source(path, folder, role, fmt, reason)
     if is_event_file(path):
         return Source(path, folder, METRICS, "tensorboard", "TensorBoard event file")
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
@@ -227,17 +234,38 @@ _CACHE_LOCK = threading.Lock()
 
 def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
     """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field map."""
+    reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
+    unreadable = (ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)")
+    return _remembered(path, fieldmap.digest(fmap), lambda: reader(path, fmap), unreadable)
+
+
+def _text_log(path: Path) -> tuple[str, str, str]:
+    """A text file is a metric source when its first lines hold a metric line the metrics reader knows."""
+    from rl_board.metrics import stdout  # the reader's own line parser: what it lists, the reader reads
+
+    if stdout.has_metric_lines(path):
+        return METRICS, "text", "text log (read for metric lines)"
+    try:
+        longer = path.stat().st_size > stdout.SNIFF_BYTES
+    except OSError:
+        longer = False
+    return SKIPPED, "", NO_METRIC_LINES + (f" in its first {stdout.SNIFF_BYTES >> 20} MB" if longer else "")
+
+
+def _remembered(path: Path, how: str, classify: Callable[[], tuple[str, str, str]],
+                unreadable: tuple[str, str, str] = (METRICS, "text", "unreadable (named by the metrics reader)"),
+                ) -> tuple[str, str, str]:  # fmt: skip
+    """``classify()``'s answer for a file, remembered by path, size, mtime and ``how`` it was classified."""
     try:
         st = path.stat()
     except OSError:
-        return ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)"
-    key = (str(path), st.st_size, st.st_mtime_ns, fieldmap.digest(fmap))
+        return unreadable
+    key = (str(path), st.st_size, st.st_mtime_ns, how)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
-    answer = reader(path, fmap)
+    answer = classify()
     with _CACHE_LOCK:
         _CACHE[key] = answer
         while len(_CACHE) > _CACHE_LIMIT:
