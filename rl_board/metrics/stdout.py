@@ -1,4 +1,4 @@
-"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL.
+"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL (verl's file logger too).
 
 The three share one line-by-line pass so a log holding several formats is
 read once. Reading can start at a byte offset, which lets the cache append
@@ -239,9 +239,19 @@ def _parse_jsonl(
     wall_time = _wall_time_of(record)
     formats.add(JSONL_SOURCE)
     skip = {*STEP_KEYS, *TIME_KEYS}
-    for name, raw_value in _flatten(record):
+    for name, raw_value in _flatten(_metrics_of(record)):
         if name not in skip:
             _add_value(tables, run, JSONL_SOURCE, name, step, raw_value, wall_time=wall_time)
+
+
+def _metrics_of(record: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of a JSON line: verl's file logger wraps them as ``{"step": N, "data": {...}}``, and
+    ``data``'s keys are verl's metric names themselves (``actor/kl_loss``), which the glossary and the
+    health rules know; any other record is its own metrics."""
+    data = record.get("data")
+    if isinstance(data, dict) and record.keys() - {"data"} <= {*STEP_KEYS, *TIME_KEYS}:
+        return data
+    return record
 
 
 def _step_of(record: dict[str, Any]) -> int | None:
