@@ -41,6 +41,8 @@ ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
+QUIET = "quiet"  # passed over without a word (checkpoints beside runs, locks, hidden files)
+PICKLE_SUFFIXES = frozenset({".pt", ".pth"})  # torch pickles: quiet beside runs, named where there is none
 NO_METRIC_LINES = "a text file with no metric lines rl-board knows"
 TEXT_LOG = "text log"  # how a text file was classified, in the key of its remembered answer
 
@@ -149,7 +151,8 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     root = Path(root).expanduser().resolve()
     limits = None if allowed is None else list(allowed)
     if root.is_file():
-        return Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, root))])
+        one = Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, root))])
+        return _without_quiet(one)
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
@@ -181,7 +184,20 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
                 found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
             else:
                 found.sources.append(_classify_file(path, folder, fields, fmap, options))
-    found.sources = [s for s in found.sources if s.role != "quiet"]
+    return _without_quiet(found)
+
+
+def _without_quiet(found: Catalogue) -> Catalogue:
+    """Drop the quiet files; but where no rollout file is, torch pickles are named (slime writes its
+    rollouts as ``.pt``): they may be the very run the user expected to see."""
+    alone = not found.of_role(ROLLOUT)
+    kept = []
+    for s in found.sources:
+        if s.role != QUIET:
+            kept.append(s)
+        elif alone and s.path.suffix.lower() in PICKLE_SUFFIXES:
+            kept.append(Source(s.path, s.folder, SKIPPED, "", sniff.reason_for_suffix(s.path)))
+    found.sources = kept
     return found
 
 
@@ -223,7 +239,7 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
     if is_event_file(path):
         return Source(path, folder, METRICS, "tensorboard", "TensorBoard event file")
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
-        return Source(path, folder, "quiet")
+        return Source(path, folder, QUIET)
     return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
 
 
