@@ -36,7 +36,6 @@ import posixpath
 import re
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -188,20 +187,22 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     return result
 
 
-def follow(urls: list[str], cache_root: Path, every: float | None = None) -> threading.Thread:
+def follow(urls: list[str], cache_root: Path, every: float | None = None,
+           stop: threading.Event | None = None) -> threading.Thread:  # fmt: skip
     """Keep the mirrors of served remote roots fresh from a background thread (the server process).
 
     ``every`` defaults to $RL_BOARD_REMOTE_EVERY (15 s). A failed listing is logged and tried again later.
+    The server follows until it exits; setting ``stop`` ends the thread sooner (tests).
     """
     if every is None:
         try:
             every = max(1.0, float(os.environ.get(REMOTE_EVERY_ENV, "15")))
         except ValueError:
             every = 15.0
+    stop = stop or threading.Event()
 
     def loop() -> None:
-        while True:
-            time.sleep(every)
+        while not stop.wait(every):
             for url in urls:
                 try:
                     mirror(url, cache_root, whole=False)  # runs being looked at complete themselves

@@ -12,6 +12,8 @@ import math
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -349,3 +351,20 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(bucket_run, 
     rollouts = served.local / "grpo_math" / "rollout_data_rank_0.jsonl"
     assert rollouts.stat().st_size < (local / "rollout_data_rank_0.jsonl").stat().st_size, \
         "a big rollout log still waits for its run to be opened"
+
+    # the follow loop itself, as the server runs it: one more step shows without any call from the page
+    more = json.loads(lines[-1]) | {"step": 12}
+    s3.put_bytes(endpoint, f"{url}/metrics.jsonl",
+                 ("\n".join([*lines, *map(json.dumps, [*grown, more])]) + "\n").encode())  # fmt: skip
+    stop = threading.Event()
+    thread = remote.follow([root], cache, every=0.5, stop=stop)
+    try:
+        deadline = time.monotonic() + 60
+        while read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")[
+                "step"].max() != 12:  # fmt: skip
+            assert time.monotonic() < deadline, "the follow loop never brought step 12"
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
