@@ -259,6 +259,8 @@ def _text_log(path: Path) -> tuple[str, str, str]:
     """A text file is a metric source when its first lines hold a metric line the metrics reader knows."""
     from rl_board.metrics import stdout  # the reader's own line parser: what it lists, the reader reads
 
+    if not path.is_file():  # a pipe or a device named like a log: opening it could wait forever
+        return SKIPPED, "", "not a regular file; never opened"
     if stdout.has_metric_lines(path):
         return METRICS, "text", "text log (read for metric lines)"
     try:

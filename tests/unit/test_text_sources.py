@@ -66,3 +66,11 @@ def test_runs_and_scalars_do_not_list_text_files_without_metrics(tmp_path: Path,
     assert out.returncode == 0, out.stderr
     assert sorted(r["run"] for r in json.loads(out.stdout)["runs"]) == sorted(
         f"logs/{n}" for n, yes in holds.items() if yes)
+
+
+def test_a_pipe_named_like_a_log_is_never_opened(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "stdout.log")  # opening it to look for metric lines would wait for a writer
+    [source] = catalogue(tmp_path).sources
+    assert source.role == "skipped" and "not a regular file" in source.reason
