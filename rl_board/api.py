@@ -34,6 +34,7 @@ from rl_board.health.checks import (
 from rl_board.metrics.dilogs import evaluation_summary
 from rl_board.metrics.glossary import GlossaryEntry, explain
 from rl_board.metrics.reader import MetricsBundle, RunInfo, load_metrics, metrics_signature
+from rl_board.metrics.reader import metric_catalogue as catalogue
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
 from rl_board.rollouts.filters import SampleFilter
@@ -46,7 +47,7 @@ from rl_board.rollouts.sql import QueryError, QueryResult, run_query
 from rl_board.rollouts.sql import schema as query_schema
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.rollouts.tokens import TokenText
-from rl_board.sources.catalogue import Catalogue, Source, catalogue
+from rl_board.sources.catalogue import Catalogue, Source
 from rl_board.sources.roots import relative_to_roots, resolve_within
 
 __all__ = [

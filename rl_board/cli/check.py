@@ -46,7 +46,7 @@ def run(ns: argparse.Namespace) -> int:
     ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
     from rl_board.health.checks import check_rollout_runs, check_scalars, load_settings, parse_set_option
     from rl_board.metrics.reader import load_metrics
-    from rl_board.sources.catalogue import catalogue
+    from rl_board.metrics.reader import metric_catalogue as catalogue
 
     bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
     settings, setting_problems = load_settings(Path(ns.path))

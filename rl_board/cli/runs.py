@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     ns.root = local_path(ns.root, ns.cache_dir)  # a URL: its copy in the cache
-    from rl_board.sources.catalogue import catalogue
+    from rl_board.metrics.reader import metric_catalogue as catalogue
 
     root = Path(ns.root).expanduser()
     if not root.exists():

@@ -81,7 +81,19 @@ def summary_dict(store: RolloutStore) -> dict:
         "from_cache": report.from_cache,
         "notice": report.notice or None,
         "remote": store.remote.as_dict() if store.remote else None,  # what this look fetched from the store
+        "skipped": skipped_beside(store),
     }
+
+
+def skipped_beside(store: RolloutStore) -> list[dict[str, str]]:
+    """Files in the run's folder that are not read, with why (a compressed log, a pickle...): a run that
+    looks short says here what was left out."""
+    from rl_board.metrics.reader import metric_catalogue as catalogue
+
+    if not store.run_dir.is_dir():  # one file, or a dataset read in its bucket
+        return []
+    found = catalogue(store.run_dir, skip=(store.cache_root,))
+    return [{"path": found.name(s.path), "reason": s.reason} for s in found.skipped]
 
 
 def _clean(value: Any) -> Any:
@@ -107,6 +119,7 @@ def _summary_text(data: dict) -> str:
         lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
                      f"{_num(row['reward_std']):>8} {_num(kl):>10}")
     lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
+    lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
     return terminal_lines(lines)
 
 
@@ -116,7 +129,7 @@ def _num(value: float | None) -> str:
 
 def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     """Why a path holds no rollout file: what is below it instead."""
-    from rl_board.sources.catalogue import catalogue
+    from rl_board.metrics.reader import metric_catalogue as catalogue
 
     found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]

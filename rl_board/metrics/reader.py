@@ -24,7 +24,7 @@ import pandas as pd
 from rl_board.errors import NotFoundError
 from rl_board.metrics.cache import entry_dir, load_entry, prefix_digest, save_entry, signature
 from rl_board.metrics.dilogs import read_di_engine_texts
-from rl_board.metrics.stdout import JSONL_SOURCE, TextProgress, read_text_metrics
+from rl_board.metrics.stdout import JSONL_SOURCE, TextProgress, read_text_metrics, why_no_metric_lines
 from rl_board.metrics.table import (
     EPISODE_COLUMNS,
     HISTOGRAM_COLUMNS,
@@ -37,8 +37,22 @@ from rl_board.metrics.table import (
 )
 from rl_board.metrics.tensorboard import read_event_files
 from rl_board.metrics.trainer_state import read_trainer_state
-from rl_board.sources.catalogue import METRICS, TRAINER_STATE, catalogue, may_hold_metrics
+from rl_board.sources.catalogue import (
+    METRICS,
+    NO_METRIC_LINES,
+    TRAINER_STATE,
+    Catalogue,
+    catalogue,
+    may_hold_metrics,
+)
 from rl_board.sources.roots import OUTSIDE, inside
+
+
+def metric_catalogue(root: Path, **options: Any) -> Catalogue:
+    """The root's catalogue with text files judged by this layer's line parser: a text file is a metric
+    source only when it holds a metric line (``stdout.why_no_metric_lines``)."""
+    return catalogue(root, text_logs=why_no_metric_lines, **options)
+
 
 OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
 
@@ -58,7 +72,7 @@ def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | N
 
     With ``allowed``, a file linked from outside those folders comes back as kind "outside" (never opened).
     """
-    found = catalogue(root, skip=skip, allowed=allowed)
+    found = metric_catalogue(root, skip=skip, allowed=allowed)
     base = found.root if found.root.is_dir() else found.root.parent
     out = [RunSource(found.name(s.path), OUTSIDE_KIND, s.path) for s in found.skipped
            if s.reason == OUTSIDE and may_hold_metrics(s.path)]  # fmt: skip
@@ -149,7 +163,7 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
             continue
         read = _read_source(source, cache, allowed_roots)
         if read is None:
-            skipped.append(Problem(str(source.path), "a text file with no metric lines rl-board knows"))
+            skipped.append(Problem(str(source.path), NO_METRIC_LINES))
             continue
         info, result = read
         runs.append(info)

@@ -1,4 +1,4 @@
-"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL.
+"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL (verl's file logger too).
 
 The three share one line-by-line pass so a log holding several formats is
 read once. Reading can start at a byte offset, which lets the cache append
@@ -26,6 +26,7 @@ from rl_board.rollouts.read.records import (
     too_long_reason,
     without_lone_surrogates,
 )
+from rl_board.sources.catalogue import NO_METRIC_LINES
 from rl_board.sources.sniff import ROLLOUT_KEYS, STEP_KEYS
 
 ROLL_SOURCE = "roll-stdout"
@@ -40,6 +41,7 @@ REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
 MAX_LINE_BYTES = max_line_bytes()  # a longer line is skipped and reported, never read whole
 _SKIP_CHUNK = 1024 * 1024
+SNIFF_BYTES = 4 * 1024 * 1024  # how far into a text file ``has_metric_lines`` looks (start-up chatter comes first)
 
 
 @dataclass
@@ -81,6 +83,39 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
             progress.lines = number
     tail.problems.clear()  # an unfinished last line is "not written yet", not damage
     return TextRead(committed.result(), tail.result(), progress, formats)
+
+
+def why_no_metric_lines(path: Path) -> str:
+    """The catalogue's text-log check: "" when the file holds a metric line, else why it is not read."""
+    if has_metric_lines(path):
+        return ""
+    try:
+        longer = path.stat().st_size > SNIFF_BYTES
+    except OSError:
+        longer = False
+    return NO_METRIC_LINES + (f" in its first {SNIFF_BYTES >> 20} MB" if longer else "")
+
+
+def has_metric_lines(path: Path, *, limit: int = SNIFF_BYTES) -> bool:
+    """Whether the first ``limit`` bytes of a text file hold a line this module reads as metrics.
+
+    The catalogue's test for ``.log`` / ``.txt`` / ``.out`` / ``.err`` files: the same line parser as
+    ``read_text_metrics``, so a file listed as a metric source is one the reader finds metrics in. A file
+    that cannot be read counts as one (the reader then names why). Lines that cannot be metric lines (no
+    ``metrics_tag:``, no ``step:``, not an object) are passed over unparsed.
+    """
+    tables, formats, unreadable = TableSet(), set[str](), list[Problem]()
+    jsonl = _JsonlState(path.suffix.lower() in {".jsonl", ".ndjson"})
+    seen = 0
+    for raw, _, size in _lines(path, 0, unreadable):
+        if raw is not None and (ROLL_MARKER in raw or b"step:" in raw or raw.lstrip().startswith(b"{")):
+            _parse_line(raw, 0, str(path), "", tables, formats, jsonl)
+            if jsonl.rollouts or formats:
+                return not jsonl.rollouts
+        seen += size
+        if seen >= limit:
+            break
+    return bool(unreadable)
 
 
 def _lines(path: Path, offset: int, problems: list[Problem]) -> Iterator[tuple[bytes | None, bool, int]]:
@@ -216,9 +251,19 @@ def _parse_jsonl(
     wall_time = _wall_time_of(record)
     formats.add(JSONL_SOURCE)
     skip = {*STEP_KEYS, *TIME_KEYS}
-    for name, raw_value in _flatten(record):
+    for name, raw_value in _flatten(_metrics_of(record)):
         if name not in skip:
             _add_value(tables, run, JSONL_SOURCE, name, step, raw_value, wall_time=wall_time)
+
+
+def _metrics_of(record: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of a JSON line: verl's file logger wraps them as ``{"step": N, "data": {...}}``, and
+    ``data``'s keys are verl's metric names themselves (``actor/kl_loss``), which the glossary and the
+    health rules know; any other record is its own metrics."""
+    data = record.get("data")
+    if isinstance(data, dict) and record.keys() - {"data"} <= {*STEP_KEYS, *TIME_KEYS}:
+        return data
+    return record
 
 
 def _step_of(record: dict[str, Any]) -> int | None:

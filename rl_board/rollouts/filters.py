@@ -1,8 +1,12 @@
-"""Sample filters: numeric ranges and a text or regex search, as Arrow masks."""
+"""Sample filters: numeric ranges and a text or regex search, as Arrow masks.
+
+A regular expression is matched by RE2 (pyarrow's ``match_substring_regex``),
+so it is checked by RE2 too: Python's ``re`` refuses valid RE2 such as
+``\\p{Han}`` and accepts what RE2 refuses (look-behinds, back-references).
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,12 +46,9 @@ class SampleFilter:
         case_sensitive: bool = False,
         text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS,
     ) -> SampleFilter:
-        """Build from a dict of ranges; checks the regex early so the message is clear."""
-        if regex and text:
-            try:
-                re.compile(text)
-            except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{4294967296}: OverflowError
-                raise InvalidArgumentError(f"invalid regular expression {text[:200]!r}: {exc}") from None
+        """Build from a dict of ranges; checks the search text early so the message is clear."""
+        if text:
+            check_search(text, regex=regex, case_sensitive=case_sensitive)
         items = tuple((k, lo, hi) for k, (lo, hi) in sorted((ranges or {}).items()))
         return cls(items, text, regex, case_sensitive, tuple(text_fields))
 
@@ -59,6 +60,31 @@ class SampleFilter:
         """Columns the filter reads."""
         cols = [name for name, lo, hi in self.ranges if lo is not None or hi is not None]
         return cols + (list(self.text_fields) if self.text else [])
+
+
+_PROBE = pa.array([""], pa.string())  # one row: an empty array never compiles the pattern
+_ARROW_PREFIX = "Invalid regular expression: "
+
+
+def check_search(text: str, *, regex: bool, case_sensitive: bool = False) -> None:
+    """Refuse, with the matcher's own reason, a search the matcher could not run (InvalidArgumentError)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"the search text {text[:200]!r} is not valid Unicode (a lone surrogate)") from None
+    if regex:
+        _match(_PROBE, text, regex=True, ignore_case=not case_sensitive)
+
+
+def _match(column: pa.ChunkedArray | pa.Array, text: str, *, regex: bool, ignore_case: bool) -> pa.Array:
+    """Where ``text`` occurs in a string column; a pattern RE2 refuses is an InvalidArgumentError."""
+    try:
+        if regex:
+            return pc.match_substring_regex(column, text, ignore_case=ignore_case)
+        return pc.match_substring(column, text, ignore_case=ignore_case)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        reason = str(exc).removeprefix(_ARROW_PREFIX)[:200]
+        raise InvalidArgumentError(f"invalid regular expression {text[:200]!r}: {reason}") from None
 
 
 def mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:
@@ -89,12 +115,6 @@ def _text_mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:
         column = table.column(name)
         if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
             continue
-        try:
-            if flt.regex:
-                found = pc.match_substring_regex(column, flt.text, ignore_case=ignore_case)
-            else:
-                found = pc.match_substring(column, flt.text, ignore_case=ignore_case)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise InvalidArgumentError(f"invalid regular expression {flt.text[:200]!r}: {exc}") from None
+        found = _match(column, flt.text, regex=flt.regex, ignore_case=ignore_case)
         hit |= pc.fill_null(found, False).to_numpy(zero_copy_only=False)
     return hit

@@ -44,14 +44,17 @@ def group_table(samples: pd.DataFrame, *, threshold: float | None = None) -> pd.
 
     ``samples`` needs ``step``, ``sample`` and ``reward``, and ``prompt`` or
     ``group``; ``advantage`` is used when present. ``solved`` is the share of
-    the group's samples with a reward at or above ``threshold``.
+    the group's scored samples with a reward at or above ``threshold``: a NaN
+    reward (unscored) is left out of it as of every mean, so a group with no
+    scored sample has NaN there.
     """
     if samples.empty or S.REWARD not in samples.columns:
         return pd.DataFrame(columns=list(COLUMNS))
     frame = samples.assign(_key=group_keys(samples)).dropna(subset=["_key"])
     rewards = frame[S.REWARD].astype("float64")
     limit = default_threshold(rewards) if threshold is None else float(threshold)
-    frame = frame.assign(_reward=rewards, _solved=(rewards >= limit).astype("float64"))
+    solved = (rewards >= limit).astype("float64").where(rewards.notna())  # unscored: neither solved nor not
+    frame = frame.assign(_reward=rewards, _solved=solved)
     grouped = frame.groupby([S.STEP, "_key"], sort=True)
     out = pd.DataFrame({
         "prompt": grouped[S.PROMPT].first() if S.PROMPT in frame.columns else pd.NA,

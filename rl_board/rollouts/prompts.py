@@ -6,6 +6,11 @@ its samples reaches the threshold (by default the run's highest reward). A
 prompt is *newly failing* when it was solved at some step but not at the last
 step it appears in, and a *regression* is each step where it goes from
 solved to not solved.
+
+A NaN reward is an unscored sample, not a zero: it is left out of every mean,
+and a step where none of a prompt's samples was scored says nothing about
+whether it was solved (it is left out of the solved share, the regressions
+and the status). A prompt never scored has no mean reward (NaN).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ def prompt_id(text: str) -> str:
 
 
 def per_step(samples: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """One row per (prompt, step): samples, reward mean, best reward, solved (any sample at the threshold)."""
+    """One row per (prompt, step): samples, scored samples, reward sum and mean (of the scored ones), best
+    reward, solved (any sample at the threshold)."""
     frame = samples.dropna(subset=[S.PROMPT]).assign(_r=samples[S.REWARD].astype("float64"))
     grouped = frame.groupby([S.PROMPT, S.STEP], sort=True)["_r"]
-    out = pd.DataFrame({"samples": grouped.size(), "reward_mean": grouped.mean(), "reward_best": grouped.max()})
+    out = pd.DataFrame({"samples": grouped.size(), "scored": grouped.count(), "reward_sum": grouped.sum(),
+                        "reward_mean": grouped.mean(), "reward_best": grouped.max()})  # fmt: skip
     out["solved"] = out["reward_best"] >= threshold
     return out.reset_index()
 
@@ -46,15 +53,18 @@ def prompt_table(samples: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
 
 def _summary(prompt: str, steps: pd.DataFrame) -> dict:
-    solved = steps["solved"].to_numpy(dtype=bool)
+    """One prompt's row; ``steps`` are its rows of ``per_step``, by step. Unscored steps only count as seen."""
+    scored = int(steps["scored"].sum())
+    solved = steps.loc[steps["scored"] > 0, "solved"].to_numpy(dtype=bool)
     first = steps.loc[steps["solved"], S.STEP]
     regressions = int(np.sum(solved[:-1] & ~solved[1:])) if len(solved) > 1 else 0
     return {
         "prompt": prompt, "id": prompt_id(prompt), "steps": len(steps), "samples": int(steps["samples"].sum()),
-        "reward_mean": float((steps["reward_mean"] * steps["samples"]).sum() / steps["samples"].sum()),
-        "first_solved": int(first.iloc[0]) if len(first) else None, "solved_share": float(solved.mean()),
-        "regressions": regressions, "last_step": int(steps[S.STEP].iloc[-1]), "solved_last": bool(solved[-1]),
-        "status": _status(solved),
+        "reward_mean": float(steps["reward_sum"].sum() / scored) if scored else float("nan"),
+        "first_solved": int(first.iloc[0]) if len(first) else None,
+        "solved_share": float(solved.mean()) if len(solved) else float("nan"),
+        "regressions": regressions, "last_step": int(steps[S.STEP].iloc[-1]),
+        "solved_last": bool(solved[-1]) if len(solved) else False, "status": _status(solved),
     }
 
 

@@ -154,6 +154,10 @@ class RolloutStore:
         return self._run.allowed
 
     @property
+    def cache_root(self) -> Path:
+        return self._run.cache_root
+
+    @property
     def fields_map(self) -> FieldMap:
         return self._run.fields_map
 

@@ -4,7 +4,10 @@ Each file is a rollout source (and of which format), a metric source (and of
 which kind), or skipped with a reason. Rollout pages, the Metrics page, the
 Health page and every CLI command ask this module, so no file is read as two
 things and nothing is dropped without a word. Classifying a JSON-lines file
-reads its first lines; the answer is remembered by path, size and mtime.
+reads its first lines, and a text file (``.log``, ``.txt``, ``.out``,
+``.err``) is a metric source only when its first lines (up to 4 MB) hold a
+metric line the metrics reader knows; each answer is remembered by path,
+size and mtime.
 
 The walk skips hidden folders, package caches, the caller's skip list (the
 cache folder) and anything deeper than ``MAX_DEPTH``; folder links are not
@@ -19,6 +22,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +43,10 @@ ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
+QUIET = "quiet"  # passed over without a word (checkpoints beside runs, locks, hidden files)
+PICKLE_SUFFIXES = frozenset({".pt", ".pth"})  # torch pickles: quiet beside runs, named where there is none
+NO_METRIC_LINES = "a text file with no metric lines rl-board knows"
+TEXT_LOG = "text log"  # how a text file was classified, in the key of its remembered answer
 
 
 @dataclass(frozen=True)
@@ -136,16 +144,20 @@ def run_of(source: Source) -> str:
 
 
 def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None,
-              allowed: list[Path] | None = None) -> Catalogue:
+              allowed: list[Path] | None = None, text_logs: TextLogCheck | None = None) -> Catalogue:
     """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps.
 
     With ``allowed`` (a server's served roots), a file linked from outside them is named as such and never
-    opened, so not even its keys or columns are shown.
+    opened, so not even its keys or columns are shown. ``text_logs`` (the metrics layer's check, see
+    ``metrics.reader.metric_catalogue``) decides which text files are metric logs; without it, every
+    ``.log/.txt/.out/.err`` file counts as one.
     """
     root = Path(root).expanduser().resolve()
     limits = None if allowed is None else list(allowed)
     if root.is_file():
-        return Catalogue(root, [_classify_file(root, root.name, fields, options=_FolderOptions(root.parent, limits))])
+        look = _FolderOptions(root.parent, limits, text_logs)
+        one = Catalogue(root, [_classify_file(root, root.name, fields, options=look)])
+        return _without_quiet(one)
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
@@ -169,7 +181,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
         fmap = settings.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
-        options = _FolderOptions(here, limits)  # one look beside the folder per format, not per file
+        options = _FolderOptions(here, limits, text_logs)  # one look beside the folder per format, not per file
         for path in paths:
             if path in events:
                 continue
@@ -177,7 +189,20 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
                 found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
             else:
                 found.sources.append(_classify_file(path, folder, fields, fmap, options))
-    found.sources = [s for s in found.sources if s.role != "quiet"]
+    return _without_quiet(found)
+
+
+def _without_quiet(found: Catalogue) -> Catalogue:
+    """Drop the quiet files; but where no rollout file is, torch pickles are named (slime writes its
+    rollouts as ``.pt``): they may be the very run the user expected to see."""
+    alone = not found.of_role(ROLLOUT)
+    kept = []
+    for s in found.sources:
+        if s.role != QUIET:
+            kept.append(s)
+        elif alone and s.path.suffix.lower() in PICKLE_SUFFIXES:
+            kept.append(Source(s.path, s.folder, SKIPPED, "", sniff.reason_for_suffix(s.path)))
+    found.sources = kept
     return found
 
 
@@ -197,12 +222,15 @@ class DiskProbe(Probe):
             return []
 
 
-class _FolderOptions:
-    """The options of one folder's files, per format, looked up once (see ``companions``), never outside
-    ``allowed`` (the served roots; None: anywhere)."""
+TextLogCheck = Callable[[Path], str]  # why a text file holds no metric line ("" when it holds one)
 
-    def __init__(self, folder: Path, allowed: list[Path] | None) -> None:
-        self.folder, self.allowed, self.found = folder, allowed, {}
+
+class _FolderOptions:
+    """What a look at one folder needs: its files' options per format, looked up once (see ``companions``),
+    never outside ``allowed`` (the served roots; None: anywhere), and the caller's text-log check."""
+
+    def __init__(self, folder: Path, allowed: list[Path] | None, text_logs: TextLogCheck | None = None) -> None:
+        self.folder, self.allowed, self.text_logs, self.found = folder, allowed, text_logs, {}
 
     def __call__(self, fmt: str) -> dict:
         if fmt not in self.found:
@@ -232,11 +260,15 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
     if path.name == companions.TRAINER_STATE:
         return _trainer_state(path, folder, options)
     if suffix in TEXT_LOG_SUFFIXES:
-        return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
+        check = options.text_logs if options is not None else None
+        if check is None:  # the caller does not read metrics: a text log is one by its name
+            return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
+        role, fmt, reason = _remembered(path, TEXT_LOG, lambda: _text_log(path, check))
+        return Source(path, folder, role, fmt, reason)
     if is_event_file(path):
         return Source(path, folder, METRICS, "tensorboard", "TensorBoard event file")
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
-        return Source(path, folder, "quiet")
+        return Source(path, folder, QUIET)
     return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
 
 
@@ -257,17 +289,34 @@ _CACHE_LOCK = threading.Lock()
 
 def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
     """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field map."""
+    reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
+    unreadable = (ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)")
+    return _remembered(path, fieldmap.digest(fmap), lambda: reader(path, fmap), unreadable)
+
+
+def _text_log(path: Path, check: TextLogCheck) -> tuple[str, str, str]:
+    """A text file is a metric source when ``check`` finds a metric line in it (the metric reader's own
+    parser, handed in by the layer that owns it)."""
+    if not path.is_file():  # a pipe or a device named like a log: opening it could wait forever
+        return SKIPPED, "", "not a regular file; never opened"
+    why_not = check(path)
+    return (SKIPPED, "", why_not) if why_not else (METRICS, "text", "text log (read for metric lines)")
+
+
+def _remembered(path: Path, how: str, classify: Callable[[], tuple[str, str, str]],
+                unreadable: tuple[str, str, str] = (METRICS, "text", "unreadable (named by the metrics reader)"),
+                ) -> tuple[str, str, str]:  # fmt: skip
+    """``classify()``'s answer for a file, remembered by path, size, mtime and ``how`` it was classified."""
     try:
         st = path.stat()
     except OSError:
-        return ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)"
-    key = (str(path), st.st_size, st.st_mtime_ns, fieldmap.digest(fmap))
+        return unreadable
+    key = (str(path), st.st_size, st.st_mtime_ns, how)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
-    answer = reader(path, fmap)
+    answer = classify()
     with _CACHE_LOCK:
         _CACHE[key] = answer
         while len(_CACHE) > _CACHE_LIMIT:

@@ -36,7 +36,6 @@ import posixpath
 import re
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -147,7 +146,9 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring.
 
     ``whole=False`` (a served root, listed for its runs): a rollout log over ``HEAD_BYTES`` gets only its
-    first complete lines, enough to classify it; opening its run completes it (``RolloutStore.open``).
+    first complete lines, enough to classify it, and a rollout log already copied is left as it is; opening
+    its run completes it (``RolloutStore.open``). Metric logs and event files are brought up to date at
+    every look (new bytes only), since nothing else would refresh them.
     """
     protocol, _ = split(url)
     fs, path = _filesystem(url, protocol)
@@ -186,20 +187,22 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     return result
 
 
-def follow(urls: list[str], cache_root: Path, every: float | None = None) -> threading.Thread:
+def follow(urls: list[str], cache_root: Path, every: float | None = None,
+           stop: threading.Event | None = None) -> threading.Thread:  # fmt: skip
     """Keep the mirrors of served remote roots fresh from a background thread (the server process).
 
     ``every`` defaults to $RL_BOARD_REMOTE_EVERY (15 s). A failed listing is logged and tried again later.
+    The server follows until it exits; setting ``stop`` ends the thread sooner (tests).
     """
     if every is None:
         try:
             every = max(1.0, float(os.environ.get(REMOTE_EVERY_ENV, "15")))
         except ValueError:
             every = 15.0
+    stop = stop or threading.Event()
 
     def loop() -> None:
-        while True:
-            time.sleep(every)
+        while not stop.wait(every):
             for url in urls:
                 try:
                     mirror(url, cache_root, whole=False)  # runs being looked at complete themselves
@@ -272,18 +275,18 @@ def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: 
         if same and here == have and (here == size or not whole):
             result.unchanged_files += 1
             return
-        if not whole and old and here == have > 0:
+        if not whole and old and here == have > 0 and _rollout_log(target):
             return  # a copy already started: completed (and checked) when its run is opened
         if target.suffix.lower() in NOT_FETCHED:  # a checkpoint: named, never fetched
             _placeholder(target, size)
-        elif not whole and size > HEAD_BYTES and target.suffix.lower() in HEAD_SUFFIXES:
-            _fetch(fs, key, target, HEAD_BYTES, result, total, progress, cut_at_newline=True)
-            if _role(target) != "rollout":  # a long metrics log: the Metrics page reads it all
-                _append(fs, key, target, target.stat().st_size, size, result, total, progress)
         elif old is not None and 0 < here == have < size and (
                 old.get("version") == version or _same_prefix(fs, key, target, here, result)):
             _append(fs, key, target, here, size, result, total, progress)  # the rest of the same object, or
-        else:  # what was added to it; anything else is fetched whole
+        elif not whole and size > HEAD_BYTES and target.suffix.lower() in HEAD_SUFFIXES:  # what was added to it
+            _fetch(fs, key, target, HEAD_BYTES, result, total, progress, cut_at_newline=True)
+            if _role(target) != "rollout":  # a long metrics log: the Metrics page reads it all
+                _append(fs, key, target, target.stat().st_size, size, result, total, progress)
+        else:  # anything else is fetched whole
             _fetch(fs, key, target, size, result, total, progress)
         result.fetched_files += 1
         state[target.name] = {"size": size, "version": version, "have": target.stat().st_size}
@@ -293,6 +296,20 @@ def _role(path: Path) -> str:
     from rl_board.sources import sniff  # reads the copy's first lines, as the catalogue will
 
     return sniff.json_lines(path)[0]
+
+
+def _rollout_log(path: Path) -> bool:
+    """A copy whose run completes it when opened (``RolloutStore.open``), so a served root's look may leave it.
+
+    Anything else (a metrics log, an event file) has no such moment: the Metrics page reads the copy as it
+    is, so every look must bring it up to date.
+    """
+    from rl_board.sources import sniff
+
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return sniff.parquet(path)[0] == "rollout"
+    return suffix in HEAD_SUFFIXES and _role(path) == "rollout"
 
 
 def check_windows(old_size: int) -> list[tuple[int, int]]:

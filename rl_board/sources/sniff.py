@@ -26,6 +26,8 @@ ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "complet
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
 _KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:\s*(.)')
 _SHAPE_OF = {"[": [], "{": {}, '"': "", "t": True, "f": False, "n": None}
+# torch.save writes pickles; slime dumps its rollouts so (rollout_data/{id}.pt). Named only where no run is.
+TORCH_PICKLE = "a pickle (slime's rollout dump?): never loaded, unpickling runs code; convert it to JSONL"
 _SUFFIX_REASONS = {
     ".md": "a Markdown document, not a log",
     ".gz": "a compressed file: rl-board does not read compressed logs; decompress it (gunzip) to read it",
@@ -33,6 +35,8 @@ _SUFFIX_REASONS = {
     ".bz2": "a compressed file: rl-board does not read compressed logs; decompress it (bunzip2) to read it",
     ".xz": "a compressed file: rl-board does not read compressed logs; decompress it (unxz) to read it",
     ".pkl": "a pickle: never loaded (unpickling runs code)",
+    ".pt": TORCH_PICKLE,
+    ".pth": TORCH_PICKLE,
     ".pickle": "a pickle: never loaded (unpickling runs code)",
     ".json": "a JSON document, not JSON lines",
     ".py": "source code, not a log",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import assert_clean, figures, table, texts
+from tests.helpers.apptest import assert_clean, figures, open_page, table, texts
+from tests.unit.test_cli_unnamed import PICKLE, write_slime_dumps
 
 
 def test_eval_run_overview_says_what_is_missing(open_app):
@@ -92,3 +93,14 @@ def test_run_that_cannot_be_opened_is_a_message(open_app, monkeypatch):
     assert_clean(at)
     assert any("no run folder" in t for t in texts(at.sidebar.error))
     assert at.sidebar.selectbox(key="w.run") is not None
+
+
+def test_the_start_page_names_pickled_rollouts(tmp_path, serve):
+    dumps = write_slime_dumps(tmp_path / "served" / "slime", range(2), seed=5)
+    serve(tmp_path / "served")
+    at = open_page()
+    assert not at.exception
+    assert any("holds no rollout run" in t for t in texts(at.warning))
+    [listing] = [d.value for d in at.dataframe if "why it is not read" in d.value.columns]
+    rows = dict(zip(listing["file"], listing["why it is not read"], strict=True))
+    assert rows == {p.relative_to(tmp_path / "served").as_posix(): PICKLE for p in dumps}

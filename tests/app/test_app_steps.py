@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from rl_board.rollouts.filters import SampleFilter
-from tests.helpers.apptest import assert_clean, decode, figures, table, texts, trace
+from tests.helpers.apptest import assert_clean, decode, figures, open_page, table, texts, trace
+from tests.unit.test_regex_search import has_han, write_mixed_run
 
 
 def test_step_page_shows_batch_of_the_linked_step(open_app, store_of):
@@ -77,6 +78,16 @@ def test_invalid_regex_is_a_message(open_app):
     assert_clean(at)
     assert any("invalid regular expression" in t for t in texts(at.error))
     assert len(table(at)) == 8
+
+
+def test_regex_with_a_unicode_class_finds_chinese_text(serve, tmp_path):
+    rows = write_mixed_run(tmp_path / "served" / "mixed", seed=5)
+    serve(tmp_path / "served")
+    at = open_page("steps", run="mixed", step="0", q=r"\p{Han}", regex="1", all="1")
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    expected = sorted(r["response"] for r in rows if has_han(r["response"]))
+    assert expected and sorted(table(at)["response"]) == expected
 
 
 def test_no_match_says_so(open_app):

@@ -188,6 +188,30 @@ def write_verl_console_log(path: Path, *, steps: int = 20, unstable: bool = Fals
     return path
 
 
+def write_verl_file_log(root: Path, *, project: str = "gsm8k_grpo", experiment: str = "qwen_run1",
+                        steps: int = 12, negative_kl_from: int | None = None) -> Path:  # fmt: skip
+    """verl's file logger (``trainer.logger=file``): ``{root}/{project}/{experiment}.jsonl``, one
+    ``{"step": N, "data": {metric: value}}`` per line, as ``FileLogger.log`` writes it."""
+    series = trl_series(steps, seed=4)
+    path = root / project / f"{experiment}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for step in range(1, steps + 1):
+            kl = series["objective/kl"][step - 1]
+            data = {
+                "actor/kl_loss": -abs(kl) - 0.01 if negative_kl_from is not None and step >= negative_kl_from else kl,
+                "actor/entropy": series["objective/entropy"][step - 1],
+                "actor/pg_clipfrac": series["ppo/policy/clipfrac"][step - 1],
+                "critic/score/mean": series["env/reward_mean"][step - 1],
+                "response_length/mean": 180.0 + step,
+                "timing_s/gen": 3.0 + 0.1 * step,
+                "training/global_step": step,
+                "training/epoch": 0,
+            }
+            f.write(json.dumps({"step": step, "data": data}) + "\n")
+    return path
+
+
 def write_jsonl_metrics(path: Path, *, steps: int = 10) -> Path:
     """Plain JSON lines: a step, a timestamp and scalar fields (one nested)."""
     rows = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import catalogue
+from rl_board.sources.catalogue import NO_METRIC_LINES, catalogue
 from tests.helpers import trainer_dumps as T
 
 ROLLOUT_WRITERS = {k: w for k, w in T.ALL_WRITERS.items() if k != "nemo_rl_val"}
@@ -66,9 +66,9 @@ def test_junk_is_skipped_with_reasons(tmp_path: Path) -> None:
     written = T.write_junk(tmp_path)
     found = catalogue(tmp_path)
     reasons = {s.path.name: s.reason for s in found.skipped}
-    assert {p.name for p, _ in written if p.suffix != ".txt"} <= set(reasons), reasons
+    assert {p.name for p, _ in written} <= set(reasons), reasons
     [text] = [s for s in found.sources if s.path.suffix == ".txt"]
-    assert text.role == "metrics"  # a text log: the metrics reader says whether it holds metric lines
+    assert text.reason == NO_METRIC_LINES  # notes, not a log: its lines are none the metrics reader knows
     assert "pickle" in reasons["model.pkl"] and "Markdown" in reasons["README.md"]
     assert found.rollout_folders() == []
 

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -86,3 +87,22 @@ def test_grpo_demo_has_groups_components_and_metrics(tmp_path: Path, cache_dir: 
     assert store.report.format == "rl-board" and store.has("train_logprobs")
     kinds = {s.format for s in catalogue(tmp_path, skip=(cache_dir,)).sources}
     assert kinds == {"rl-board", "jsonl"}  # the samples, and metrics.jsonl for the Metrics page
+
+
+def test_own_format_groups_by_uid_as_verl_forks_write_it(tmp_path: Path, cache_dir: Path) -> None:
+    """rl-board's own keys with verl's ``uid``: the id's first part is the group, whatever the prompt text."""
+    rng = np.random.default_rng(7)
+    uids = {f"{prefix}_{session}_{k}": prefix for prefix in ("abc", "xyz") for session in (0, 1) for k in (0, 1)}
+    rows = [{"step": 3, "prompt": "What is 2 + 2?", "response": f"answer {n}", "reward": float(rng.integers(0, 2)),
+             "uid": uid} for n, uid in enumerate(uids)]  # fmt: skip
+    run = tmp_path / "fork"
+    run.mkdir()
+    (run / "rollout_data_rank_0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    assert store.report.format == "rl-board"
+    table = store.groups(step=3).set_index("group")
+    assert sorted(table.index) == sorted(set(uids.values())), "equal prompt text, two uids: two groups"
+    for prefix in table.index:
+        rewards = [r["reward"] for r in rows if uids[r["uid"]] == prefix]
+        assert table.loc[prefix, "samples"] == len(rewards)
+        assert math.isclose(table.loc[prefix, "reward_mean"], sum(rewards) / len(rewards))

@@ -12,6 +12,8 @@ import math
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -320,3 +322,49 @@ def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_open
     assert store.remote.appended_bytes == store.remote.fetched_bytes == len(big) - head  # the rest, no checks
     assert store.source == "memory://lazy-bucket/root/run"
     fs.rm("/lazy-bucket", recursive=True)
+
+
+def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(bucket_run, tmp_path, server, monkeypatch):
+    """serve lists its bucket with whole=False, at start and at every look of its follow loop; a metric log
+    copied at the first look must gain the points re-uploaded since (the Metrics page reads only the copy)."""
+    from rl_board.api import read_metrics
+
+    url, local, _, _ = bucket_run
+    endpoint, _ = server
+    for key, value in s3.s3_env(endpoint).items():  # this process reads the bucket, as the server does
+        monkeypatch.setenv(key, value)
+    root, cache = url.rsplit("/", 1)[0], tmp_path / "cache"
+    served = remote.mirror(root, cache, whole=False)  # what `serve` does before Streamlit starts
+    before = read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")
+    assert len(before) and before["step"].max() == 9
+
+    lines = (local / "metrics.jsonl").read_text().splitlines()
+    grown = [json.loads(line) | {"step": 10 + k} for k, line in enumerate(lines[-2:])]
+    s3.put_bytes(endpoint, f"{url}/metrics.jsonl",
+                 ("\n".join([*lines, *map(json.dumps, grown)]) + "\n").encode())  # fmt: skip
+    looked = remote.mirror(root, cache, whole=False)  # one look of the follow loop (remote.follow)
+    after = read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")
+    assert after["step"].tolist() == [*before["step"], 10, 11]
+    assert after["value"].tolist()[-2:] == [g["train/kl"] for g in grown]
+    added = sum(len(json.dumps(g)) + 1 for g in grown)
+    assert looked.appended_bytes == added, "only the new lines are fetched"
+    rollouts = served.local / "grpo_math" / "rollout_data_rank_0.jsonl"
+    assert rollouts.stat().st_size < (local / "rollout_data_rank_0.jsonl").stat().st_size, \
+        "a big rollout log still waits for its run to be opened"
+
+    # the follow loop itself, as the server runs it: one more step shows without any call from the page
+    more = json.loads(lines[-1]) | {"step": 12}
+    s3.put_bytes(endpoint, f"{url}/metrics.jsonl",
+                 ("\n".join([*lines, *map(json.dumps, [*grown, more])]) + "\n").encode())  # fmt: skip
+    stop = threading.Event()
+    thread = remote.follow([root], cache, every=0.5, stop=stop)
+    try:
+        deadline = time.monotonic() + 60
+        while read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")[
+                "step"].max() != 12:  # fmt: skip
+            assert time.monotonic() < deadline, "the follow loop never brought step 12"
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()

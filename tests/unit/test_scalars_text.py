@@ -17,6 +17,7 @@ from tests.helpers.metric_fixtures import (
     write_roll_stdout_log,
     write_rollout_jsonl,
     write_verl_console_log,
+    write_verl_file_log,
 )
 
 
@@ -168,3 +169,22 @@ def test_metrics_signature_changes_when_a_log_grows(tmp_path):
     assert metrics_signature(tmp_path) != first
     with pytest.raises(NotFoundError):
         metrics_signature(tmp_path / "nope")
+
+
+def test_verl_file_logger_tags_are_the_keys_of_data(tmp_path):
+    from rl_board.api import Settings, check_metrics, explain
+
+    path = write_verl_file_log(tmp_path / "file_logger", steps=12, negative_kl_from=8)
+    logged = [json.loads(line) for line in path.read_text().splitlines()]
+    bundle = load_metrics(tmp_path / "file_logger")
+    [info] = bundle.runs
+    assert info.run == "gsm8k_grpo/qwen_run1.jsonl" and info.kind == "jsonl"
+    assert set(bundle.scalars["tag"]) == set(logged[0]["data"]), "no 'data/' prefix: verl's own names"
+    kl = bundle.series(info.run, "actor/kl_loss")
+    assert kl["step"].tolist() == [r["step"] for r in logged]
+    assert kl["value"].tolist() == pytest.approx([r["data"]["actor/kl_loss"] for r in logged])
+    entry = explain("actor/kl_loss")
+    assert entry is not None and entry.pattern == "actor/kl_loss"  # the glossary knows the tag as read
+    fired = [f for f in check_metrics(bundle, Settings()) if f.rule == "kl_negative"]
+    assert [f.run for f in fired] == [info.run] and "actor/kl_loss" in fired[0].message
+    assert fired[0].steps == [r["step"] for r in logged if r["data"]["actor/kl_loss"] < -1e-3]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,23 @@ from rl_board.sources.catalogue import catalogue
 from tests.unit.test_cache import make_run
 
 
-@pytest.mark.parametrize("pattern", ["a{4294967296}", "(a" * 200, "x{99999999999999999999}"])
+@pytest.mark.parametrize("pattern", ["(a" * 200, "a{1001}", "(x{1000}){1000}"])
 def test_absurd_regexes_are_a_clear_message(pattern: str, tmp_path: Path, cache_dir: Path) -> None:
     store = RolloutStore.open(make_run(tmp_path, range(3)), cache_dir=cache_dir)
     with pytest.raises(InvalidArgumentError, match="invalid regular expression"):
         store.count(filters=SampleFilter.build(text=pattern, regex=True))
+
+
+@pytest.mark.parametrize("pattern", ["a{4294967296}", "x{99999999999999999999}"])
+def test_a_repeat_count_too_big_to_parse_is_literal_text_as_re2_reads_it(pattern: str, tmp_path: Path,
+                                                                         cache_dir: Path) -> None:  # fmt: skip
+    """RE2 reads ``{n}`` with an n it cannot hold as the characters themselves; the search does the same."""
+    run = make_run(tmp_path, range(3))
+    with (run / "r0.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 3, "prompt": f"say {pattern}", "response": "r", "reward": 1.0}) + "\n")
+    store = RolloutStore.open(run, cache_dir=cache_dir)
+    found = store.samples(filters=SampleFilter.build(text=pattern, regex=True), columns=["prompt"])
+    assert found["prompt"].tolist() == [f"say {pattern}"]
 
 
 def test_a_regex_python_accepts_but_the_engine_does_not_is_a_clear_message(tmp_path: Path, cache_dir: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
@@ -43,7 +44,10 @@ def test_token_ids_with_a_tokenizer_become_text(tmp_path: Path, cache_dir: Path)
     text = TokenText(write_tokenizer(tmp_path / "tok" / "tokenizer.json").parent)  # a folder works too
     detail = store.sample(step=store.steps[0], index=0, tokenizer=text)
     ids = detail.fields["response_token_ids"]
-    assert detail.tokens_from == "tokenizer" and list(detail.tokens["token"]) == [f"w{i}" for i in ids]
+    pieces = list(detail.tokens["token"])
+    assert detail.tokens_from == "tokenizer" and [p.strip() for p in pieces] == [f"w{i}" for i in ids]
+    whole = Tokenizer.from_file(str(tmp_path / "tok" / "tokenizer.json")).decode(list(ids))
+    assert "".join(pieces) == whole, "a word-level decoder's spaces go with the word after them"
 
 
 def test_prime_rl_token_exports_carry_ids_and_logprobs(tmp_path: Path, cache_dir: Path) -> None:
@@ -91,3 +95,67 @@ def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, c
     assert tokens["loss_mask"].tolist() == [1.0, 0.0, 1.0]
     html = chips_html(tokens, "logp")
     assert html.count("rlb-untrained") == 1 and "(not trained on)" in html
+
+
+def byte_of_char() -> dict[str, int]:
+    """The byte each character of a byte-level BPE vocabulary stands for (GPT-2's printable byte alphabet)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(256 + k): b for k, b in enumerate(shifted)}}
+
+
+def byte_level_bpe(path: Path, seed: int) -> Tokenizer:
+    """A small byte-level BPE trained here on English, Chinese and emoji: most multi-byte characters stay
+    split over several tokens."""
+    from tokenizers import decoders, trainers
+
+    rng = np.random.default_rng(seed)
+    words = ["the answer is", "数学", "答案", "我们", "🙂", "🚀", "let me think", "步骤", "😀 done"]
+    corpus = [" ".join(rng.choice(words, size=12)) for _ in range(200)]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, show_progress=False,
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path))
+    return tok
+
+
+def completed_by(tok: Tokenizer, ids: list[int]) -> list[str]:
+    """Worked out from the tokens' bytes: each character goes to the token holding its last byte."""
+    table = byte_of_char()
+    spans = [bytes(table[c] for c in tok.id_to_token(i)) for i in ids]
+    ends = np.cumsum([len(s) for s in spans])
+    out = [""] * len(ids)
+    at = 0
+    for char in b"".join(spans).decode("utf-8"):
+        at += len(char.encode("utf-8"))
+        out[int(np.searchsorted(ends, at))] += char
+    return out
+
+
+def test_characters_split_over_byte_level_tokens_go_to_the_token_that_completes_them(tmp_path: Path) -> None:
+    tok = byte_level_bpe(tmp_path / "bpe" / "tokenizer.json", seed=2)
+    text = "答案是 42 🙂, 然后 ⛔ 我们 😀 rare 龘𠀋 done"  # 龘, 𠀋 and ⛔ were never seen in training
+    ids = tok.encode(text).ids
+    pieces = TokenText(tmp_path / "bpe").pieces(ids)
+    assert len(pieces) == len(ids)
+    assert "".join(pieces) == tok.decode(ids) == text
+    assert pieces == completed_by(tok, ids)
+    assert "" in pieces and not any("\ufffd" in p for p in pieces), "split characters were in the sample"
+    assert any(p.endswith("𠀋") for p in pieces) and any(p.endswith("🙂") for p in pieces)
+
+
+def test_a_sequence_cut_inside_a_character_ends_with_its_replacement(tmp_path: Path) -> None:
+    tok = byte_level_bpe(tmp_path / "tokenizer.json", seed=3)
+    ids = tok.encode("龘 🙂 end").ids
+    text = TokenText(tmp_path / "tokenizer.json")
+    cuts = [k for k in range(1, len(ids)) if "\ufffd" in tok.decode(ids[:k])]
+    assert cuts, "the test needs a cut inside a character"
+    for k in cuts:
+        pieces = text.pieces(ids[:k])
+        assert "".join(pieces) == tok.decode(ids[:k]) and pieces[-1].endswith("\ufffd")
+    unknown = 10**6
+    pieces = text.pieces([*ids, unknown, *ids])
+    assert pieces == [*text.pieces(ids), f"#{unknown}", *text.pieces(ids)]
