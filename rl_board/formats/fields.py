@@ -217,21 +217,25 @@ class KLEstimator:
     """One estimator of KL(policy‖reference) and the column it fills at each level."""
 
     name: str  # k1, k2, k3: also its value in the URL (kl_estimator=k2)
-    label: str
+    formula: str  # of r = logp − ref_logp
     help: str
     token: str  # per-token metric
     mean: str  # per-sample mean over tokens
     sum: str  # per-sample sum over tokens
     step: str  # per-step curve (mean of the per-sample means)
 
+    @property
+    def label(self) -> str:
+        return f"{self.name} · {self.formula}"
+
 
 KL_ESTIMATORS = (
-    KLEstimator("k3", "k3 · exp(−r) − 1 + r",
+    KLEstimator("k3", "exp(−r) − 1 + r",
                 "Unbiased and never negative; what verl's low_var_kl and TRL's GRPO log. The default.",
                 "kl", "kl_mean", "kl_sum", "kl"),
-    KLEstimator("k2", "k2 · ½·r²", "Never negative, low variance, biased upward once the KL is not small "
+    KLEstimator("k2", "½·r²", "Never negative, low variance, biased upward once the KL is not small "
                 "(verl's mse).", "kl_k2", "kl_k2_mean", "kl_k2_sum", "kl_k2"),
-    KLEstimator("k1", "k1 · r (log-ratio)", "Unbiased but noisy; a single sample can be negative (verl's kl).",
+    KLEstimator("k1", "r (the log-ratio)", "Unbiased but noisy; a single sample can be negative (verl's kl).",
                 "log_ratio", "log_ratio_mean", "log_ratio_sum", "log_ratio"),
 )
 DEFAULT_KL_ESTIMATOR = "k3"

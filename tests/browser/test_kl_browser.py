@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rl_board.rollouts.store import RolloutStore
-from tests.helpers.screens import save_screenshot
+from tests.helpers.screens import SHOTS, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +33,12 @@ def test_switching_to_k2_redraws_the_kl_everywhere(app_page, runs, server, brows
     expect(main.get_by_text("KL (k3) to the reference per step")).to_have_count(0)
     page.wait_for_url(re.compile(r"[?&]kl_estimator=k2(&|$)"))
     save_screenshot(page, "kl-k2-overview.png")
+    radios = sidebar.get_by_role("radiogroup", name="KL estimator")
+    if not radios.is_visible():
+        sidebar.get_by_text("Display settings").click()
+    expect(radios.get_by_role("radio", name="k2 · ½·r²")).to_be_checked()
+    sidebar.get_by_test_id("stExpander").filter(has_text="Display settings").screenshot(
+        path=str(SHOTS / "kl-k2-sidebar.png"))
 
     store = RolloutStore.open(browser_root / "ppo_math", cache_dir=tmp_path / "cache")
     mean = store.samples(step=7, columns=["kl_k2_mean"])["kl_k2_mean"].iloc[5]

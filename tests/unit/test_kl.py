@@ -182,3 +182,24 @@ def test_mismatch_estimates_kl_of_the_engine_that_sampled(tmp_path) -> None:
     means = store.mismatch()["mismatch_mean"]
     mean, se = float(means.mean()), float(means.std(ddof=1) / math.sqrt(len(means)))
     assert abs(mean - truth) < Z * se and abs(reverse - truth) > 10 * se, (mean, se, truth, reverse)
+
+
+def test_a_dataset_exported_before_the_kl_fix_is_recomputed_not_trusted(tmp_path) -> None:
+    """Exports carry the derived columns; one without the k2 columns (older rl-board) holds the old KL and is
+    read through the cache, where KL is computed again from its token arrays."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rl_board.rollouts import dataset
+
+    store = open_run(tmp_path, np.array([[-0.1, -1.0]]), np.array([[-3.0, -1.0]]))
+    dataset.write_dataset(store.arrow_samples(), tmp_path / "ds")
+    assert RolloutStore.open(tmp_path / "ds", cache_dir=tmp_path / "c1")._dataset is not None  # today's: in place
+    part = tmp_path / "ds" / "step=0" / dataset.PART
+    old = pq.read_table(part).drop_columns(["kl_k2_mean", "kl_k2_sum", "token_log_ratio"])
+    old = old.set_column(old.schema.get_field_index("kl_mean"), "kl_mean", pa.array([(14.27 + 0.0) / 2]))
+    pq.write_table(old, part)
+    (tmp_path / "ds" / dataset.INDEX).unlink()
+    reread = RolloutStore.open(tmp_path / "ds", cache_dir=tmp_path / "c2")
+    assert reread._dataset is None
+    assert reread.samples(columns=["kl_mean"])["kl_mean"].iloc[0] == pytest.approx(1.955023 / 2, rel=1e-6)

@@ -57,8 +57,8 @@ def _kl_curve(summary: pd.DataFrame, kl: F.KLEstimator, opts: charts.CurveOption
     if charts.has_series(summary, kl.step):
         _chart(charts.curve_figure(summary, [kl.step], title=kl_title(kl), y_title=f"KL ({kl.name})", options=opts),
                "chart_kl")
-        st.caption(f"Per sample, the mean over its tokens of {kl.label} (r = logp − ref_logp); the line is the "
-                   f"step's mean. {kl.help} Change it under Display settings › KL estimator.")
+        st.caption(f"KL {kl.name} per token: {kl.formula} with r = logp − ref_logp; per sample the mean over its "
+                   f"tokens, the line is the step's mean. {kl.help} Change it under Display settings › KL estimator.")
     else:
         missing("No KL curve", "this run has no logprobs and ref_logprobs (e.g. an evaluation log).")
 
