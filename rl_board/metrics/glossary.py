@@ -186,6 +186,14 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "Positive and slowly rising.",
     ),
     _e(
+        "critic/kl",
+        "kl",
+        "verl",
+        "Older verl's name for actor/reward_kl_penalty: the in-reward KL to the reference, per token by "
+        "algorithm.kl_penalty (kl = k1, the default; low_var_kl = k3; mse = k2), mean over each response.",
+        "Positive and slowly rising.",
+    ),
+    _e(
         "actor/reward_kl_penalty_coeff",
         "kl",
         "verl",
