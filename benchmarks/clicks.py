@@ -348,7 +348,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         """Another sample each time (the same one again would come from the browser's message cache):
         the next row, or for the longest answer the previous step's."""
         def measure(tab: Tab, k: int):
-            start(tab, k, f"/steps?run={run}&step={step}&sort={sort}&desc=1", "Step browser")
+            start(tab, k, f"/steps?run={run}&step={step}&sort={sort}&descending=1", "Step browser")
             if longest and k:
                 timed(tab, main(tab).get_by_role("button", name="◀ Prev").click, lambda: main(tab))
             return timed(tab, _row(tab, 0 if longest else k), lambda: main(tab).locator(".rlb-chip").first)
@@ -364,7 +364,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         return measure
 
     def search_all(tab: Tab, k: int):
-        start(tab, k, f"/steps?run={r.ppo}&step={r.step}&all=1")
+        start(tab, k, f"/steps?run={r.ppo}&step={r.step}&all_steps=1")
         box = main(tab).get_by_role("textbox", name="Search prompt, response and ground truth")
         box.fill(("Great", "answer", "wonderful")[k % 3])
         return timed(tab, lambda: box.press("Enter"), lambda: main(tab).get_by_text("in all steps match"))
@@ -407,7 +407,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         ("colour metric (short sample)", CLICK, colour_metric(r.ppo, r.step, r.short_sample)),
         (f"colour metric ({long})", SAMPLE_8K, colour_metric(r.grpo, r.grpo_step, r.long_sample)),
         ("search all steps", CLICK, search_all),
-        ("Metrics page (150 tags)", CLICK, page_click(None, "Metrics", chart, f"&mruns={TAGS_RUN}")),
+        ("Metrics page (150 tags)", CLICK, page_click(None, "Metrics", chart, f"&metric_runs={TAGS_RUN}")),
         ("Health page", CLICK, page_click(r.ppo, "Health", lambda tab: main(tab).get_by_text("Rules check"))),
         ("Groups page", CLICK, page_click(r.grpo, "Groups", table)),
         ("group row → best and worst", CLICK, group_row),

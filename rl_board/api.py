@@ -42,6 +42,7 @@ from rl_board.rollouts.prompts import prompt_id
 from rl_board.rollouts.report import BadLine, LoadReport
 from rl_board.rollouts.sql import DEFAULT_TIMEOUT as QUERY_TIMEOUT
 from rl_board.rollouts.sql import EXAMPLES as QUERY_EXAMPLES
+from rl_board.rollouts.sql import MACROS as QUERY_MACROS
 from rl_board.rollouts.sql import MAX_ROWS as QUERY_MAX_ROWS
 from rl_board.rollouts.sql import QueryError, QueryResult, run_query
 from rl_board.rollouts.sql import schema as query_schema
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
-__all__ += ["QUERY_EXAMPLES", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
+__all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
 
 Progress = Callable[[int, int], None]
 

@@ -40,7 +40,7 @@ class Where:
                 out[name] = value
         if self.sort is not None:
             out["desc"] = self.desc
-        filters: dict[str, Any] = {"q": self.text} if self.text else {}
+        filters: dict[str, Any] = {"search": self.text} if self.text else {}
         filters.update({k: [lo, hi] for k, (lo, hi) in self.ranges.items()})
         if filters:
             out["filters"] = filters

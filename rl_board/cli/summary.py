@@ -112,12 +112,12 @@ def _summary_text(data: dict) -> str:
         f"format   {data['read_as'] or data['format']}",
         f"loaded   {data['load_seconds']:.3f}s ({'cache' if data['from_cache'] else 'parsed logs'})",
         "",
-        f"{'step':>8} {'samples':>8} {F.step('reward').brief:>12} {'± std':>8} {F.step('kl').brief:>10}",
+        f"{'step':>8} {'samples':>8} {F.step('reward').brief:>12} {'± std':>8} {F.step('kl').brief:>13}",
     ]
     for row in data["step_stats"]:
         kl = row.get("kl_mean")
         lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
-                     f"{_num(row['reward_std']):>8} {_num(kl):>10}")
+                     f"{_num(row['reward_std']):>8} {_num(kl):>13}")
     lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
     lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
     return terminal_lines(lines)

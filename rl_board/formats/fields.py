@@ -102,22 +102,31 @@ FIELDS: tuple[Field, ...] = (
     _f("sample", SAMPLE, COUNT, "sample #", help="Index of the sample within its step."),
     _f("file", SAMPLE, TEXT, "file", help="The log file the sample was read from."),
     _f("line", SAMPLE, COUNT, "line", help="Line of the sample in its file."),
-    _f("n_tokens", SAMPLE, COUNT, "length (tokens)", unit="tokens", filter_key="len", score=True,
+    _f("n_tokens", SAMPLE, COUNT, "length (tokens)", unit="tokens", filter_key="length", score=True,
        short="tokens", help="Response length in tokens."),
     _f("n_logprobs", SAMPLE, COUNT, "log-probs logged", help="How many per-token log-probs the line holds."),
     _f("length_mismatch", SAMPLE, COUNT, "length mismatch",
        help="True when the response tokens and the log-probs differ in length."),
-    _f("response_chars", SAMPLE, COUNT, "length (chars)", unit="characters", filter_key="len",
+    _f("response_chars", SAMPLE, COUNT, "length (chars)", unit="characters", filter_key="length",
        short="characters", help="Response length in characters."),
     _f("ref_response_chars", SAMPLE, COUNT, "ref length (chars)", unit="characters",
        short="ref characters", help="Reference response length in characters."),
-    _f("log_ratio_mean", SAMPLE, NUMBER, "log-ratio (mean)", diverging=True,
-       help="Mean over tokens of logp − ref_logp (the k1 KL estimate; can be negative)."),
-    _f("log_ratio_sum", SAMPLE, NUMBER, "log-ratio (sum)", diverging=True,
-       help="Sum over tokens of logp − ref_logp."),
-    _f("kl_mean", SAMPLE, NUMBER, "KL (mean)", filter_key="kl", score=True,
-       help="Mean over tokens of the k3 KL to the reference: exp(r) − 1 − r, never negative."),
-    _f("kl_sum", SAMPLE, NUMBER, "KL (sum)", score=True, help="Sum over tokens of the k3 KL."),
+    _f("log_ratio_mean", SAMPLE, NUMBER, "log-ratio (k1 KL, mean)", diverging=True, score=True,
+       help="Mean over tokens of r = logp − ref_logp: the k1 KL estimate (unbiased; can be negative)."),
+    _f("log_ratio_sum", SAMPLE, NUMBER, "log-ratio (k1 KL, sum)", diverging=True, score=True,
+       help="Sum over tokens of r = logp − ref_logp (k1)."),
+    _f("kl_k2_mean", SAMPLE, NUMBER, "KL (k2, mean)", score=True,
+       help="Mean over tokens of the k2 KL estimate ½·r² with r = logp − ref_logp: never negative, low "
+            "variance, biased upward once the KL is not small (verl's kl_penalty \"mse\")."),
+    _f("kl_k2_sum", SAMPLE, NUMBER, "KL (k2, sum)", score=True, help="Sum over tokens of the k2 KL ½·r²."),
+    _f("kl_mean", SAMPLE, NUMBER, "KL (k3, mean)", filter_key="kl", score=True,
+       help="Mean over tokens of the k3 KL estimate exp(−r) − 1 + r with r = logp − ref_logp: unbiased for "
+            "KL(policy‖reference) on tokens the policy sampled, never negative (verl's low_var_kl, TRL GRPO's kl)."),
+    _f("kl_sum", SAMPLE, NUMBER, "KL (k3, sum)", score=True,
+       help="Sum over tokens of the k3 KL exp(−r) − 1 + r: the sequence's KL to the reference."),
+    _f("token_log_ratio", SAMPLE, FLOATS, "log-ratio per token",
+       help="r = logp − ref_logp per token, taken in float64 before the token arrays are stored as float32 "
+            "(so a token's KL agrees with the sample's mean and sum); the input of the kl_k1/kl_k2/kl_k3 SQL macros."),
     _f("reward_gap", SAMPLE, NUMBER, "reward gap", color=BLUE, diverging=True, score=True,
        help="reward − ref reward: positive beats the reference."),
     _f("valid_reward_gap", SAMPLE, NUMBER, "valid reward gap", diverging=True,
@@ -130,9 +139,11 @@ FIELDS: tuple[Field, ...] = (
        help="How many NaN or infinite values the token arrays hold."),
     # -- per token ---------------------------------------------------------------------------
     _f("token_reward", TOKEN, NUMBER, "token reward", diverging=True, help="Per-token reward."),
-    _f("log_ratio", TOKEN, NUMBER, "log-ratio (logp − ref_logp)", short="log-ratio", diverging=True,
-       help="logp − ref_logp of the token."),
-    _f("kl", TOKEN, NUMBER, "KL (k3)", short="KL", help="exp(r) − 1 − r with r the token's log-ratio."),
+    _f("log_ratio", TOKEN, NUMBER, "log-ratio (k1)", short="log-ratio", diverging=True,
+       help="r = logp − ref_logp of the token: the k1 KL estimate."),
+    _f("kl", TOKEN, NUMBER, "KL (k3)", help="exp(−r) − 1 + r with r the token's log-ratio: the k3 KL estimate "
+                                            "(unbiased, never negative)."),
+    _f("kl_k2", TOKEN, NUMBER, "KL (k2)", help="½·r² with r the token's log-ratio: the k2 KL estimate."),
     _f("value", TOKEN, NUMBER, "critic value", short="value", diverging=True, help="The critic's value."),
     _f("logp", TOKEN, NUMBER, "log-prob", short="logp", help="Log-prob of the token under the policy."),
     _f("ref_logp", TOKEN, NUMBER, "ref log-prob", short="ref logp", help="Log-prob under the reference."),
@@ -147,7 +158,8 @@ FIELDS: tuple[Field, ...] = (
     _f("train_logp", TOKEN, NUMBER, "trainer log-prob", short="trainer logp", optional=True,
        help="Log-prob of the token as the trainer computed it (the run's log-probs come from the engine)."),
     _f("mismatch", TOKEN, NUMBER, "train–inference mismatch (k3)", short="mismatch", optional=True,
-       help="exp(r) − 1 − r with r = trainer logp − engine logp: 0 when they agree."),
+       help="k3 KL(engine‖trainer) of the token: exp(r) − 1 − r with r = trainer logp − engine logp "
+            "(the engine sampled it); 0 when they agree."),
     # -- per step (summaries of a per-sample column: {name}_{mean,std,min,max,count}) ---------------
     _f("reward", STEP, NUMBER, "reward", of="reward", color=BLUE, short="mean reward",
        help="Mean reward of the step's samples."),
@@ -157,10 +169,13 @@ FIELDS: tuple[Field, ...] = (
        short="mean valid reward", help="Mean extra reward of the step's samples."),
     _f("ref_valid_reward", STEP, NUMBER, "ref valid reward", of="ref_valid_reward", color=AMBER,
        short="mean ref valid reward", help="Mean extra reward of the reference responses."),
-    _f("kl", STEP, NUMBER, "KL (k3, mean per sample)", of="kl_mean", color=RED, short="mean KL",
-       help="Mean per-sample KL to the reference (k3)."),
-    _f("log_ratio", STEP, NUMBER, "log-ratio (mean per sample)", of="log_ratio_mean", color=PURPLE,
-       short="mean log-ratio", help="Mean per-sample log-ratio (k1 KL; negative means below the reference)."),
+    _f("kl", STEP, NUMBER, "KL (k3, mean per sample)", of="kl_mean", color=RED, short="mean KL (k3)",
+       help="Mean per-sample KL to the reference, k3 estimator exp(−r) − 1 + r (unbiased, never negative)."),
+    _f("kl_k2", STEP, NUMBER, "KL (k2, mean per sample)", of="kl_k2_mean", color=RED, short="mean KL (k2)",
+       help="Mean per-sample KL to the reference, k2 estimator ½·r² (never negative, biased upward)."),
+    _f("log_ratio", STEP, NUMBER, "log-ratio (k1 KL, mean per sample)", of="log_ratio_mean", color=PURPLE,
+       short="mean log-ratio (k1)",
+       help="Mean per-sample log-ratio r = logp − ref_logp, the k1 KL estimate (negative means below the reference)."),
     _f("length", STEP, NUMBER, "response length (tokens)", of="n_tokens", color=SKY, short="tokens",
        unit="tokens", help="Average response length in tokens."),
     _f("length_chars", STEP, NUMBER, "response length (chars)", of="response_chars", color=SKY,
@@ -182,7 +197,8 @@ _BY_KEY = {(f.level, f.name): f for f in FIELDS}
 PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "messages", "reward", "ref_reward", "valid_reward",
                     "ref_valid_reward", "response_tokens", "logprobs", "ref_logprobs", "values", "token_rewards"})
 
-# The batch table's known columns, in display order (then the run's own extra fields).
+# The batch table's known columns, in display order (then the run's own extra fields); the KL pair is
+# the chosen estimator's (``table_columns``).
 TABLE_COLUMNS = (
     "prompt", "response", "reward", "ground_truth", "valid_reward",
     "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars",
@@ -191,6 +207,67 @@ TABLE_COLUMNS = (
 # Cards above a step's batch: step-level fields, each with how its change is coloured.
 STEP_CARDS = (("reward", "normal"), ("ref_reward", "normal"), ("length", "off"), ("length_chars", "off"),
               ("ref_length_chars", "off"), ("kl", "inverse"))  # fmt: skip
+
+
+# -- KL estimators: which columns show "KL" for each (the math is in rollouts/kl.py) -----------------------
+
+
+@dataclass(frozen=True)
+class KLEstimator:
+    """One estimator of KL(policy‖reference) and the column it fills at each level."""
+
+    name: str  # k1, k2, k3: also its value in the URL (kl_estimator=k2)
+    formula: str  # of r = logp − ref_logp
+    help: str
+    token: str  # per-token metric
+    mean: str  # per-sample mean over tokens
+    sum: str  # per-sample sum over tokens
+    step: str  # per-step curve (mean of the per-sample means)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} · {self.formula}"
+
+
+KL_ESTIMATORS = (
+    KLEstimator("k3", "exp(−r) − 1 + r",
+                "Unbiased and never negative; what verl's low_var_kl and TRL's GRPO log. The default.",
+                "kl", "kl_mean", "kl_sum", "kl"),
+    KLEstimator("k2", "½·r²", "Never negative, low variance, biased upward once the KL is not small "
+                "(verl's mse).", "kl_k2", "kl_k2_mean", "kl_k2_sum", "kl_k2"),
+    KLEstimator("k1", "r (the log-ratio)", "Unbiased but noisy; a single sample can be negative (verl's kl).",
+                "log_ratio", "log_ratio_mean", "log_ratio_sum", "log_ratio"),
+)
+DEFAULT_KL_ESTIMATOR = "k3"
+_KL_BY_NAME = {e.name: e for e in KL_ESTIMATORS}
+_KL_ROLES = ("token", "mean", "sum", "step")
+# Columns that stand for "KL" (k3's and k2's; k1's are the log-ratio, always shown as such) -> their role.
+_KL_SLOTS = {getattr(e, role): role for e in KL_ESTIMATORS if e.name != "k1" for role in _KL_ROLES}
+
+
+def kl_estimator(name: str | None = None) -> KLEstimator:
+    """The estimator called ``name`` (k1, k2, k3; None = the default); ValueError naming the allowed ones."""
+    found = _KL_BY_NAME.get(name or DEFAULT_KL_ESTIMATOR)
+    if found is None:
+        raise ValueError(f"unknown KL estimator {name!r}: use one of {', '.join(_KL_BY_NAME)}")
+    return found
+
+
+def as_kl(name: str, estimator: str | None) -> str:
+    """``name`` as the chosen estimator shows it: a KL column becomes that estimator's column of the same
+    kind (``kl_mean`` -> ``kl_k2_mean`` for k2); other names, the log-ratio among them, stay."""
+    role = _KL_SLOTS.get(name)
+    return getattr(kl_estimator(estimator), role) if role else name
+
+
+def table_columns(estimator: str | None = None) -> tuple[str, ...]:
+    """The batch table's known columns with the chosen estimator's KL mean and sum."""
+    return tuple(dict.fromkeys(as_kl(name, estimator) for name in TABLE_COLUMNS))
+
+
+def step_cards(estimator: str | None = None) -> tuple[tuple[str, str], ...]:
+    """``STEP_CARDS`` with the chosen estimator's KL."""
+    return tuple((as_kl(name, estimator), colour) for name, colour in STEP_CARDS)
 
 
 def get(level: str, name: str) -> Field | None:
@@ -236,9 +313,13 @@ def token_metrics() -> tuple[str, ...]:
     return tuple(f.name for f in at(TOKEN) if not f.optional)
 
 
-def filter_field(key: str, present: set[str] | frozenset[str]) -> Field | None:
-    """The first per-sample column with range filter `key` ("reward", "kl", "len") that the run has."""
-    return next((f for f in at(SAMPLE) if f.filter_key == key and f.name in present), None)
+def filter_field(key: str, present: set[str] | frozenset[str], estimator: str | None = None) -> Field | None:
+    """The first per-sample column with range filter `key` ("reward", "kl", "length") that the run has;
+    the KL filter is on the chosen estimator's per-sample mean."""
+    found = next((f for f in at(SAMPLE) if f.filter_key == key and f.name in present), None)
+    if found is None:
+        return None
+    return sample(as_kl(found.name, estimator)) if as_kl(found.name, estimator) in present else found
 
 
 # Extra columns that are parts of the reward: TRL's reward functions, verl's acc, prime-rl's reward/<name>.

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.formats.base import Adapted, Format, Options, Record
-from rl_board.formats.schema import DERIVED_SAMPLE_FIELDS, PROMPT, RESPONSE
+from rl_board.formats.schema import DERIVED_SAMPLE_FIELDS, DERIVED_TOKEN_LISTS, PROMPT, RESPONSE
 
 GROUP = "group"
 RL_BOARD_KEYS = frozenset({"prompt", "response", "reward", "response_tokens", "logprobs", "ref_logprobs",
@@ -58,7 +58,7 @@ def is_dataset_table(names: set[str] | frozenset[str]) -> bool:
 def from_dataset(table: pa.Table) -> pa.Table:
     """An exported step file read back as logged samples: derived columns dropped (they are recomputed
     exactly from the token arrays), the source file and line kept as ``source_file`` / ``source_line``."""
-    drop = [c for c in (*DERIVED_SAMPLE_FIELDS, "sample") if c in table.column_names]
+    drop = [c for c in (*DERIVED_SAMPLE_FIELDS, *DERIVED_TOKEN_LISTS, "sample") if c in table.column_names]
     return from_dataset_names(table.drop_columns(drop))
 
 

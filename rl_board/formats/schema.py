@@ -59,7 +59,9 @@ RESPONSE_CHARS = "response_chars"
 REF_RESPONSE_CHARS = "ref_response_chars"
 LOG_RATIO_MEAN = "log_ratio_mean"
 LOG_RATIO_SUM = "log_ratio_sum"
-KL_MEAN = "kl_mean"
+KL_K2_MEAN = "kl_k2_mean"
+KL_K2_SUM = "kl_k2_sum"
+KL_MEAN = "kl_mean"  # k3, the default KL (see rollouts/kl.py)
 KL_SUM = "kl_sum"
 REWARD_GAP = "reward_gap"
 VALID_REWARD_GAP = "valid_reward_gap"
@@ -67,9 +69,15 @@ NONFINITE_TOKENS = "nonfinite_tokens"
 
 DERIVED_SAMPLE_FIELDS = (
     N_TOKENS, N_LOGPROBS, LENGTH_MISMATCH, RESPONSE_CHARS, REF_RESPONSE_CHARS,
-    LOG_RATIO_MEAN, LOG_RATIO_SUM, KL_MEAN, KL_SUM, REWARD_GAP, VALID_REWARD_GAP,
+    LOG_RATIO_MEAN, LOG_RATIO_SUM, KL_K2_MEAN, KL_K2_SUM, KL_MEAN, KL_SUM, REWARD_GAP, VALID_REWARD_GAP,
     NONFINITE_TOKENS,
 )
+
+# Per-token arrays derived at ingest, kept beside the logged ones: the log-ratio taken in float64
+# before the token arrays are narrowed to TOKEN_FLOAT (a small log-ratio keeps its relative precision
+# in float32; the difference of two narrowed log-probs does not).
+TOKEN_LOG_RATIO = "token_log_ratio"
+DERIVED_TOKEN_LISTS = (TOKEN_LOG_RATIO,)
 
 # Per-token metrics a token view can colour by, in display order.
 TOKEN_METRICS = F.token_metrics()

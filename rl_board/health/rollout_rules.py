@@ -12,9 +12,9 @@ step browser's URL state (`rl_board/ui/state.py`):
 - `step`: the step to open;
 - `sample`: a sample index within the step (the sample view);
 - `sort` / `desc`: a per-sample column to sort the batch table by;
-- `filters`: URL filter names -> values: `q` (text searched in prompt,
-  response and ground truth) and `reward` / `kl` / `len` as `[low, high]`
-  (either may be None; `len` is `n_tokens`, or `response_chars` when the run
+- `filters`: URL filter names -> values: `search` (text searched in prompt,
+  response and ground truth) and `reward` / `kl` / `length` as `[low, high]`
+  (either may be None; `length` is `n_tokens`, or `response_chars` when the run
   has no tokens, as the step browser's filter panel does).
 """
 
@@ -220,7 +220,7 @@ def _length_hacking(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         message = (f"length ({data.length}) and reward correlate above {ctx.params['limit']:g} (rolling mean "
                    f"over {int(ctx.params['window'])} steps) at {len(steps)} step(s); strongest at step {worst} "
                    f"(r = {corr[worst]:.2f}). Read the long, high-reward samples.")  # fmt: skip
-        link = _link(worst, ranges={"len": (long_from, None)}, sort=S.REWARD, desc=True)
+        link = _link(worst, ranges={"length": (long_from, None)}, sort=S.REWARD, desc=True)
         yield ctx.finding(data.run, steps, message, link)
 
 
@@ -245,7 +245,7 @@ def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         message = (f"{per_step[worst]:.0%} of responses at step {worst} reach {cap:g} {_unit(data.length)} "
                    f"({source}); the rolling share exceeds {ctx.params['limit']:.0%} at {len(steps)} step(s). "
                    "Truncated answers tend to be judged unfinished.")  # fmt: skip
-        yield ctx.finding(data.run, steps, message, _link(worst, ranges={"len": (cap, None)}))
+        yield ctx.finding(data.run, steps, message, _link(worst, ranges={"length": (cap, None)}))
 
 
 def _unit(length: str) -> str:

@@ -109,7 +109,8 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "ppo/mean_non_score_reward",
         "kl",
         "TRL",
-        "The KL penalty part of the reward (negative KL times its coefficient).",
+        "The KL penalty part of the reward (negative KL times its coefficient); TRL's PPO takes the KL per "
+        "token as the k1 estimate logp − ref_logp unless its kl_penalty / kl_estimator says otherwise.",
         "Small and negative; growing in size means the policy is drifting from the reference.",
     ),
     # --- KL and reference
@@ -117,7 +118,9 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "objective/kl",
         "kl",
         "TRL",
-        "Estimated KL divergence between the policy and the frozen reference model.",
+        "KL between the policy and the frozen reference: TRL's PPO, RLOO and online DPO sum the k1 estimate "
+        "(logp − ref_logp) over each response and average over the batch (PPO with kl_estimator=\"k3\": k3). "
+        "rl-board's rollout KL is per token (mean) and k3 unless the sidebar says otherwise.",
         "Positive and rising slowly; negative values point at a sampling or estimator bug.",
     ),
     _e(
@@ -126,6 +129,29 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "TRL",
         "Histogram of per-sample KL to the reference.",
         "Mostly small with a short tail.",
+    ),
+    _e(
+        "kl",
+        "kl",
+        "TRL",
+        "TRL's GRPO: the k3 estimate exp(ref_logp − logp) − (ref_logp − logp) − 1 per token, averaged over the "
+        "batch's completion tokens (rl-board's default KL); TRL's RLOO logs the k1 estimate logp − ref_logp here.",
+        "Small and slowly rising; k3 is never negative, so a negative value is an RLOO k1 estimate.",
+    ),
+    _e(
+        "rollout_corr/kl",
+        "kl",
+        "verl",
+        "KL(rollout engine‖trainer) on the engine's samples, k1 estimate: rollout logp − trainer logp per token.",
+        "Near 0; a drift means the engine and the trainer disagree on log-probs (rl-board's mismatch curve).",
+    ),
+    _e(
+        "rollout_corr/k3_kl",
+        "kl",
+        "verl",
+        "KL(rollout engine‖trainer) on the engine's samples, k3 estimate exp(r) − r − 1 with r = trainer logp − "
+        "rollout logp: the same number as rl-board's train–inference mismatch.",
+        "Near 0 and never negative; a rise means the importance ratios are off.",
     ),
     _e(
         "objective/kl_coef",
@@ -138,7 +164,9 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "actor/kl_loss",
         "kl",
         "ROLL, verl",
-        "KL between the policy and the reference, used as a loss term.",
+        "KL between the policy and the reference, used as a loss term. verl estimates it per token as set by "
+        "actor kl_loss_type: low_var_kl (the default) or k3 = k3, kl or k1 = k1, mse or k2 = k2 (k3 clamped to "
+        "±10). ROLL: the same estimators, by its kl_loss_type.",
         "Small and positive; steady growth means the policy is moving far from where it started.",
     ),
     _e(
@@ -152,7 +180,17 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "actor/reward_kl_penalty",
         "kl",
         "verl",
-        "KL to the reference when it is folded into the reward.",
+        "KL to the reference when it is folded into the reward (use_kl_in_reward): per token by "
+        "algorithm.kl_penalty, kl (k1, the default), low_var_kl (k3) or mse (k2); mean over each response, then "
+        "over the batch.",
+        "Positive and slowly rising.",
+    ),
+    _e(
+        "critic/kl",
+        "kl",
+        "verl",
+        "Older verl's name for actor/reward_kl_penalty: the in-reward KL to the reference, per token by "
+        "algorithm.kl_penalty (kl = k1, the default; low_var_kl = k3; mse = k2), mean over each response.",
         "Positive and slowly rising.",
     ),
     _e(

@@ -1,12 +1,18 @@
 """Derived metrics: per token, per sample and per step. Pure functions.
 
-Per token (when both log-prob arrays exist):
-    log_ratio = logp - ref_logp
-    kl        = exp(log_ratio) - 1 - log_ratio   (the k3 estimator, never < 0)
+Per token (when both log-prob arrays exist), with the estimators of ``kl.py``:
+    log_ratio = logp - ref_logp            (k1; float64, kept as ``token_log_ratio``)
+    kl_k2     = ½·log_ratio²               (k2)
+    kl        = exp(-log_ratio) - 1 + log_ratio   (k3, the default KL: unbiased, never < 0)
     prob      = exp(logp),  ref_prob = exp(ref_logp)
-Per sample: NaN-aware mean and sum of log_ratio and kl over the aligned tokens
+Per sample: NaN-aware mean and sum of each estimator over the aligned tokens
 (the shorter of the two arrays), lengths, reward gaps. Per step: count, mean,
 std (population, ddof=0), min and max of the per-sample numbers.
+
+The per-sample numbers and the cached per-token log-ratio are taken from the
+float64 log-probs as parsed; the token arrays are narrowed to float32 only
+afterwards, so a token table (``token_frame``) built from ``token_log_ratio``
+agrees with the per-sample means and sums.
 """
 
 from __future__ import annotations
@@ -16,22 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board.formats import fields as F
 from rl_board.formats import schema as S
+from rl_board.rollouts import kl
 
 # Columns rl-board adds beside the logged keys: the derived ones, and those the step browser's rows carry
 # (``RunView.frame``: sample, file, line). A logged key of one of these names is kept as ``<name>_logged``.
-ADDED_COLUMNS = frozenset((*S.DERIVED_SAMPLE_FIELDS, "sample", "file", "line"))
-
-
-def log_ratio(logp: np.ndarray, ref_logp: np.ndarray) -> np.ndarray:
-    """Per-token log(pi/pi_ref)."""
-    return np.asarray(logp, dtype=np.float64) - np.asarray(ref_logp, dtype=np.float64)
-
-
-def k3_kl(ratio_log: np.ndarray) -> np.ndarray:
-    """Unbiased, non-negative per-token KL estimate from the log-ratio."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.expm1(ratio_log) - ratio_log
+ADDED_COLUMNS = frozenset((*S.DERIVED_SAMPLE_FIELDS, *S.DERIVED_TOKEN_LISTS, "sample", "file", "line"))
 
 
 def probs(logp: np.ndarray) -> np.ndarray:
@@ -105,10 +102,13 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     ref_len = _lengths(_lengths_or_null(table.column(S.REF_LOGPROBS)))
     aligned = np.minimum(lp_len, ref_len)
     lp_flat, rows, ref_flat = _aligned_pairs(table, lp_len, ref_len, aligned)
-    ratio = log_ratio(lp_flat, ref_flat)
-    lr_mean, lr_sum = _segment_mean_sum(ratio, rows, n)
-    kl_mean, kl_sum = _segment_mean_sum(k3_kl(ratio), rows, n)
+    ratio = kl.log_ratio(lp_flat, ref_flat)
     has_pair = aligned > 0
+    per_estimator = {}
+    for estimator in F.KL_ESTIMATORS:
+        mean, total = _segment_mean_sum(kl.ESTIMATES[estimator.name](ratio), rows, n)
+        per_estimator[estimator.mean] = pa.array(mean, mask=~has_pair)
+        per_estimator[estimator.sum] = pa.array(total, mask=~has_pair)
 
     return {
         S.N_TOKENS: n_tokens,
@@ -116,14 +116,23 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
         S.LENGTH_MISMATCH: mismatch,
         S.RESPONSE_CHARS: pc.utf8_length(table.column(S.RESPONSE)).cast(pa.int64()),
         S.REF_RESPONSE_CHARS: pc.utf8_length(table.column(S.REF_RESPONSE)).cast(pa.int64()),
-        S.LOG_RATIO_MEAN: pa.array(lr_mean, mask=~has_pair),
-        S.LOG_RATIO_SUM: pa.array(lr_sum, mask=~has_pair),
-        S.KL_MEAN: pa.array(kl_mean, mask=~has_pair),
-        S.KL_SUM: pa.array(kl_sum, mask=~has_pair),
+        **{name: per_estimator[name] for name in (S.LOG_RATIO_MEAN, S.LOG_RATIO_SUM, S.KL_K2_MEAN, S.KL_K2_SUM,
+                                                  S.KL_MEAN, S.KL_SUM)},
         S.REWARD_GAP: pc.subtract(table.column(S.REWARD), table.column(S.REF_REWARD)),
         S.VALID_REWARD_GAP: pc.subtract(table.column(S.VALID_REWARD), table.column(S.REF_VALID_REWARD)),
         S.NONFINITE_TOKENS: pa.array(_nonfinite_counts(table, n)),
+        S.TOKEN_LOG_RATIO: _token_lists(ratio, aligned, has_pair),
     }
+
+
+def _token_lists(values: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> pa.Array:
+    """Per-row lists of ``values`` (``lengths[i]`` items each, in row order), null where not ``present``.
+
+    Narrowed to the cache's token width: a log-ratio near 0 keeps its ~7 significant digits in float32.
+    """
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    items = pa.array(values.astype(np.float32), type=S.TOKEN_FLOAT)
+    return pa.ListArray.from_arrays(offsets, items, mask=pa.array(~present))
 
 
 def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,12 +210,15 @@ def token_frame(
     ref_logprobs: np.ndarray | None,
     values: np.ndarray | None,
     token_rewards: np.ndarray | None,
+    log_ratios: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One row per token with every per-token metric, aligned to the shortest array.
 
     Token strings and metric arrays can disagree in length (trailing pad or end
     tokens); rows stop at the shorter of tokens and log-probs, and arrays that
-    are absent become NaN columns.
+    are absent become NaN columns. ``log_ratios`` is the cached ``token_log_ratio``
+    (taken before the log-probs were narrowed); without it the log-ratio is
+    logp − ref_logp of the arrays given.
     """
     arrays = {
         "logp": logprobs, "ref_logp": ref_logprobs, "value": values, "token_reward": token_rewards,
@@ -220,8 +232,10 @@ def token_frame(
     frame = pd.DataFrame({"token": (tokens[:n] if tokens is not None else [""] * n)})
     for name, arr in arrays.items():
         frame[name] = _fit(arr, n)
-    frame["log_ratio"] = log_ratio(frame["logp"].to_numpy(), frame["ref_logp"].to_numpy())
-    frame["kl"] = k3_kl(frame["log_ratio"].to_numpy())
+    computed = kl.log_ratio(frame["logp"].to_numpy(), frame["ref_logp"].to_numpy())
+    frame["log_ratio"] = computed if log_ratios is None else _fit(log_ratios, n)
+    for estimator in F.KL_ESTIMATORS:
+        frame[estimator.token] = kl.ESTIMATES[estimator.name](frame["log_ratio"].to_numpy())
     frame["prob"] = probs(frame["logp"].to_numpy())
     frame["ref_prob"] = probs(frame["ref_logp"].to_numpy())
     return frame[["token", *S.TOKEN_METRICS]]

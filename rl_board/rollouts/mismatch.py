@@ -2,9 +2,16 @@
 
 When the engine that sampled the answers (vLLM, SGLang) and the trainer
 disagree on a token's log-prob, the importance ratio PPO/GRPO computes is
-off and training can silently diverge. With r = trainer logp − engine logp
-per token, the per-token mismatch is k3 = exp(r) − 1 − r (never negative,
-0 when they agree). A sample's mismatch is its mean and max over tokens.
+off and training can silently diverge. A sample's mismatch is the mean and
+max over its tokens of a per-token KL estimate.
+
+Orientation: the tokens were drawn from the *engine* μ, so (as for the KL to
+the reference, where they are drawn from the policy) the unbiased,
+non-negative k3 estimate is of KL(μ‖π_train): ``kl.k3`` of the log-ratio
+sampler − other = engine logp − trainer logp, i.e. exp(r) − 1 − r with
+r = trainer logp − engine logp. This is the formula this module has always
+used: it is right for engine samples (it would be wrong only if the samples
+came from the trainer), so it is kept, now through ``kl.py``.
 """
 
 from __future__ import annotations
@@ -14,15 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.formats import schema as S
+from rl_board.rollouts import kl
 
 TRAIN_LOGPROBS = "train_logprobs"
 MEAN, MAX = "mismatch_mean", "mismatch_max"
 
 
 def k3(engine: np.ndarray, trainer: np.ndarray) -> np.ndarray:
-    r = trainer - engine
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.expm1(r) - r
+    """Per-token k3 KL(engine‖trainer) on tokens the engine sampled: exp(r) − 1 − r, r = trainer − engine."""
+    return kl.k3(kl.log_ratio(engine, trainer))
 
 
 def per_sample(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from rl_board.rollouts.filters import SampleFilter, mask
 from rl_board.rollouts.read import records
 
 STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
-_LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS)
+_LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS) | set(S.DERIVED_TOKEN_LISTS)
 
 
 class RunView:

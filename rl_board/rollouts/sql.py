@@ -11,6 +11,15 @@ Two views per query:
   statistics of each reward component, and for GRPO runs ``groups``,
   ``solved_mean`` and ``zero_variance_share``.
 
+KL columns, per estimator (``rollouts/kl.py``): ``kl_mean``/``kl_sum`` (k3, the
+default), ``kl_k2_mean``/``kl_k2_sum`` (k2), ``log_ratio_mean``/``log_ratio_sum``
+(k1) in ``samples``, their per-step statistics (``kl_*``, ``kl_k2_*``,
+``log_ratio_*``) in ``steps``, and the per-token log-ratio ``token_log_ratio``.
+Three macros compute the estimators on numbers: ``kl_k1(lr)``, ``kl_k2(lr)``,
+``kl_k3(lr)`` of a log-ratio, or ``kl_k3(logp, ref_logp)`` of two log-probs;
+with list functions they work on token arrays
+(``list_transform(token_log_ratio, lambda r: kl_k3(r))``).
+
 Every query gets a connection of its own that cannot touch a file, the network
 or an extension: external access is off, Python-variable scans are off,
 extensions are neither installed nor loaded, spilling to disk is off and the
@@ -35,8 +44,9 @@ import duckdb
 import pandas as pd
 
 from rl_board.errors import InvalidArgumentError
+from rl_board.formats import fields as F
 from rl_board.formats import schema as S
-from rl_board.rollouts import groups
+from rl_board.rollouts import groups, kl
 
 if TYPE_CHECKING:
     from rl_board.rollouts.store import RolloutStore
@@ -123,8 +133,15 @@ EXAMPLES = (
     Example("Zero-variance groups", "SELECT step, prompt, count(*) AS answers, min(reward) AS reward\n"
             "FROM samples\nGROUP BY step, prompt\nHAVING count(*) > 1 AND min(reward) = max(reward)\n"
             "ORDER BY step"),
-    Example("Steps: reward and KL", "SELECT step, samples, reward_mean, kl_mean\nFROM steps\nORDER BY step"),
+    Example("Steps: reward and KL", "SELECT step, samples, reward_mean, kl_mean AS kl_k3_mean, kl_k2_mean,\n"
+                                    "       log_ratio_mean AS kl_k1_mean\nFROM steps\nORDER BY step"),
+    Example("Tokens with the most KL", "SELECT step, sample, t.i AS position, response_tokens[t.i] AS token,\n"
+            "       kl_k3(token_log_ratio[t.i]) AS kl\n"
+            "FROM samples, LATERAL (SELECT unnest(range(1, len(token_log_ratio) + 1)) AS i) AS t\n"
+            "WHERE step = (SELECT max(step) FROM samples)\nORDER BY kl DESC\nLIMIT 20"),
 )
+# What the SQL page lists beside the columns: each macro's call forms and what it computes.
+MACROS = {f"kl_{e.name}(lr), kl_{e.name}(logp, ref_logp)": f"{e.label}. {e.help}" for e in F.KL_ESTIMATORS}
 
 
 def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -163,18 +180,38 @@ def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT
 
 
 def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
-    """The columns of ``samples`` and ``steps`` with their SQL types (``column``, ``type``)."""
+    """The columns of ``samples`` and ``steps`` with their SQL types and meaning (``column``, ``type``, ``help``)."""
     con = _connect(store)
     try:
         out = {}
         for view in (SAMPLES, STEPS):
             con.execute(f"DESCRIBE {view}")
             described = con.fetchdf()
-            out[view] = described[["column_name", "column_type"]].rename(
+            frame = described[["column_name", "column_type"]].rename(
                 columns={"column_name": "column", "column_type": "type"})
+            frame["help"] = [column_help(view, str(name)) for name in frame["column"]]
+            out[view] = frame
         return out
     finally:
         con.close()
+
+
+_STATS = {"mean": "mean", "std": "standard deviation", "min": "lowest", "max": "highest", "p10": "10th percentile",
+          "p90": "90th percentile", "count": "number of values"}
+
+
+def column_help(view: str, name: str) -> str:
+    """What a column of ``samples`` or ``steps`` holds, from the field catalogue ("" for the log's own columns)."""
+    if view == SAMPLES:
+        field = F.sample(name)
+        return field.help if field else ""
+    prefix, _, stat = name.rpartition("_")
+    field = F.step(prefix) if stat in _STATS else None
+    if field is None:
+        return {"step": "Training step.", "samples": "How many samples the step has."}.get(name, "")
+    source = F.sample(field.of) if field.of else None
+    of = f" of the per-sample {field.of}" if field.of else ""
+    return f"Per step, the {_STATS[stat]}{of}. {source.help if source else field.help}"
 
 
 _STEPS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -208,6 +245,8 @@ def _connect(store: RolloutStore) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=_CONFIG)
     con.register(SAMPLES, store.arrow_samples())  # a view over the Arrow table: scanned in place
     con.register(STEPS, steps_table(store))
+    for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
+        con.execute(statement)
     con.execute("SET lock_configuration = true")
     return con
 

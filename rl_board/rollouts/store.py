@@ -70,7 +70,7 @@ class RolloutStore:
       sorted names of the log fields present (known and extra).
     - ``step_summary() -> DataFrame``: one row per step, sorted numerically, with
       ``step``, ``samples`` and ``{reward, ref_reward, valid_reward,
-      ref_valid_reward, kl, log_ratio, length, length_chars,
+      ref_valid_reward, kl, kl_k2, log_ratio, length, length_chars,
       ref_length_chars}_{mean, std, min, max, count}`` for the fields present
       (std is the population std; NaN values are skipped).
     - ``samples(step=None, columns=None, sort_by=None, descending=False,
@@ -81,8 +81,9 @@ class RolloutStore:
       NaN sort last.
     - ``count(step=None, filters=None) -> int``: how many samples match.
     - ``sample(step=, index=) -> SampleDetail``: every field plus the per-token
-      table (token, token_reward, log_ratio, kl, value, logp, ref_logp, prob,
-      ref_prob).
+      table (token, token_reward, log_ratio, kl, kl_k2, value, logp, ref_logp,
+      prob, ref_prob); its KL columns come from the cached float64-taken
+      ``token_log_ratio``, so they add up to the sample's ``kl_sum`` etc.
     - ``refresh(progress=None) -> bool``: ingest bytes appended since the last
       look; True when anything changed. ``signature`` changes exactly then.
 
@@ -182,7 +183,7 @@ class RolloutStore:
     @property
     def fields(self) -> list[str]:
         """Log fields that hold at least one value (derived columns excluded)."""
-        derived = set(S.DERIVED_SAMPLE_FIELDS) | {S.LINE}
+        derived = set(S.DERIVED_SAMPLE_FIELDS) | set(S.DERIVED_TOKEN_LISTS) | {S.LINE}
         v = self._view
         return sorted(n for n in v.names if n not in derived and v.has(n))
 
@@ -251,9 +252,10 @@ class RolloutStore:
         frame = self.samples(columns=[S.PROMPT, S.REWARD])
         return prompts.prompt_table(frame, self.reward_threshold() if threshold is None else threshold)
 
-    def prompt_history(self, *, prompt: str) -> pd.DataFrame:
-        """Every sample of one prompt, by step: reward, length and KL where the run has them."""
-        wanted = [S.PROMPT, S.REWARD, S.N_TOKENS, S.RESPONSE_CHARS, S.KL_MEAN]
+    def prompt_history(self, *, prompt: str, kl: str = S.KL_MEAN) -> pd.DataFrame:
+        """Every sample of one prompt, by step: reward, length and KL (the per-sample column ``kl``, k3's
+        mean unless another estimator's is named) where the run has them."""
+        wanted = [S.PROMPT, S.REWARD, S.N_TOKENS, S.RESPONSE_CHARS, kl]
         frame = self.samples(columns=[c for c in wanted if self.has(c)])
         if S.PROMPT not in frame.columns:
             return frame.iloc[0:0]
@@ -370,13 +372,14 @@ class RolloutStore:
             ref_logprobs=_floats(record.get(S.REF_LOGPROBS)),
             values=_floats(record.get(S.VALUES)),
             token_rewards=_floats(record.get(S.TOKEN_REWARDS)),
+            log_ratios=_floats(record.get(S.TOKEN_LOG_RATIO)),
         )
         _add_mismatch(tokens, record)
         _add_token_signals(tokens, record)
         n_tok, n_lp = strings, record.get(S.LOGPROBS)
         return SampleDetail(
             step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
-            fields={k: val for k, val in record.items() if k != S.LINE},
+            fields={k: val for k, val in record.items() if k not in (S.LINE, *S.DERIVED_TOKEN_LISTS)},
             tokens=tokens,
             n_tokens=None if n_tok is None else len(n_tok),
             n_logprobs=None if n_lp is None else len(n_lp),

@@ -8,17 +8,23 @@ from pathlib import Path
 import pandas as pd
 
 from rl_board.api import RolloutStore
+from rl_board.formats import fields as F
 from rl_board.ui.charts import CurveOptions
 from rl_board.ui.text import TextDisplay
 
 
 @dataclass(frozen=True)
 class DisplaySettings:
-    """Sidebar display choices: text hiding, curve bands and shift, KL or log-ratio."""
+    """Sidebar display choices: text hiding, curve bands and shift, and the KL estimator every view shows."""
 
     text: TextDisplay = TextDisplay()
     curves: CurveOptions = CurveOptions()
-    kl_series: str = "kl"
+    kl_estimator: str = F.DEFAULT_KL_ESTIMATOR
+
+    @property
+    def kl(self) -> F.KLEstimator:
+        """The chosen estimator: which column is "KL" in tables, filters, curves, cards and token colours."""
+        return F.kl_estimator(self.kl_estimator)
 
 
 @dataclass

@@ -6,6 +6,11 @@ switches (widgets are dropped when their page is not shown). It is read from
 the URL once, at the first run of a session (a copied link restores the view
 in a new tab), and written back to ``st.query_params`` on every run.
 
+Every parameter has a readable name (``table_page``, ``prompt_status``,
+``kl_estimator``...). Links written before the renames used short names
+(``tpage``, ``pst``...): those are read as aliases (``Param.old``), so an old
+link opens the same view, and the address bar then shows the new names.
+
 Widgets never own the state: ``bind(name)`` gives a widget its own key,
 seeded from the state before the widget is drawn, and a callback that copies
 the user's change back. Values that cannot be parsed from the URL become
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from rl_board.formats import fields as F
 from rl_board.ui.text import escape_markdown
 from rl_board.where import Where
 
@@ -39,29 +45,38 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Param:
-    """One URL parameter: its name, kind (str, int, float, bool, list, range) and default."""
+    """One URL parameter: its name, kind (str, int, float, bool, list, range), default, the names older
+    links gave it (read, never written) and, for a closed set of values, the values allowed."""
 
     name: str
     kind: str
     default: Any = None
+    old: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
 
 
 PARAMS = (
     Param("run", "str"), Param("step", "int"), Param("sample", "int"),
-    Param("sort", "str", "sample"), Param("desc", "bool", False),
-    Param("q", "str", ""), Param("regex", "bool", False), Param("case", "bool", False),
-    Param("all", "bool", False),
-    Param("reward", "range"), Param("kl", "range"), Param("len", "range"),
-    Param("tpage", "int", 1), Param("metric", "str", "kl"), Param("compare", "list", ()),
-    Param("fields", "str", ""), Param("xcol", "str", ""), Param("xr", "range"),
-    Param("thr", "float"), Param("flat", "bool", False), Param("grp", "str"), Param("pid", "str"),
-    Param("pst", "str", "all"), Param("vs", "str"), Param("sa", "str"), Param("sb", "str"), Param("mrow", "int"),
-    Param("tokpage", "int", 1),
-    Param("mruns", "list", ()), Param("mq", "str", ""), Param("msm", "float", 0.6), Param("mx", "str", "step"),
-    Param("mone", "bool", True),
+    Param("sort", "str", "sample"), Param("descending", "bool", False, ("desc",)),
+    Param("search", "str", "", ("q",)), Param("regex", "bool", False), Param("match_case", "bool", False, ("case",)),
+    Param("all_steps", "bool", False, ("all",)),
+    Param("reward", "range"), Param("kl", "range"), Param("length", "range", old=("len",)),
+    Param("table_page", "int", 1, ("tpage",)), Param("token_metric", "str", "kl", ("metric",)),
+    Param("compare", "list", ()), Param("fields", "str", ""),
+    Param("filter_column", "str", "", ("xcol",)), Param("filter_range", "range", old=("xr",)),
+    Param("threshold", "float", old=("thr",)), Param("zero_variance", "bool", False, ("flat",)),
+    Param("group", "str", old=("grp",)), Param("prompt_id", "str", old=("pid",)),
+    Param("prompt_status", "str", "all", ("pst",)), Param("versus", "str", old=("vs",)),
+    Param("step_a", "str", old=("sa",)), Param("step_b", "str", old=("sb",)),
+    Param("matchup_row", "int", old=("mrow",)), Param("token_page", "int", 1, ("tokpage",)),
+    Param("metric_runs", "list", (), ("mruns",)), Param("metric_filter", "str", "", ("mq",)),
+    Param("smoothing", "float", 0.6, ("msm",)), Param("x_axis", "str", "step", ("mx",)),
+    Param("one_copy", "bool", True, ("mone",)),
+    Param("kl_estimator", "str", F.DEFAULT_KL_ESTIMATOR, choices=tuple(e.name for e in F.KL_ESTIMATORS)),
     Param("sql", "str", "SELECT * FROM samples ORDER BY step, sample LIMIT 100"),
 )
 _BY_NAME = {p.name: p for p in PARAMS}
+RENAMED = {old: p.name for p in PARAMS for old in p.old}  # a short name of an older link -> today's name
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
 
 
@@ -118,6 +133,8 @@ def bind(name: str, on_change: Callable[[], None] | None = None, *, default: Any
 def parse_value(param: Param, raw: str) -> Any:
     """A URL value as the view value; ValueError with a readable message when it is bad."""
     raw = raw.strip()
+    if param.choices and raw not in param.choices:
+        raise ValueError(f"`{param.name}` must be one of {', '.join(param.choices)}")
     if param.kind == "str":
         return raw
     if param.kind == "list":
@@ -184,13 +201,14 @@ def read_url_once() -> None:
     st.session_state[_URL_READ] = True
     params = st.query_params
     for param in PARAMS:
-        if param.name not in params:
+        given = next((n for n in (param.name, *param.old) if n in params), None)
+        if given is None:
             continue
-        raw = params.get(param.name, "")
+        raw = params.get(given, "")
         try:
             value = parse_value(param, raw)
         except ValueError as exc:
-            notice(f"Ignored link parameter {param.name}={escape_markdown(repr(raw[:80]))}: "
+            notice(f"Ignored link parameter {given}={escape_markdown(repr(raw[:80]))}: "
                    f"{escape_markdown(str(exc))}.")
             continue
         if param.kind == "range":
@@ -230,8 +248,8 @@ def write_url() -> None:
 
 def show(where: Where) -> None:
     """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
-    put_many(run=where.run, step=where.step, sample=where.sample, tpage=1, q=where.text, regex=False,
-             case=False, all=False, sort=where.sort or "sample", desc=bool(where.desc))
+    put_many(run=where.run, step=where.step, sample=where.sample, table_page=1, search=where.text, regex=False,
+             match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc))
     for name in RANGE_PARAMS:
         low, high = where.ranges.get(name, (None, None))
         put_many(**{f"{name}__lo": low, f"{name}__hi": high})
@@ -241,7 +259,7 @@ def where() -> Where:
     """The view state as a ``Where`` (run, step, sample, sort, text search and ranges)."""
     ranges = {name: get_range(name) for name in RANGE_PARAMS if get_range(name) != (None, None)}
     return Where(run=get("run"), step=get("step"), sample=get("sample"), sort=get("sort"),
-                 desc=bool(get("desc")), text=get("q") or "", ranges=ranges)
+                 desc=bool(get("descending")), text=get("search") or "", ranges=ranges)
 
 
 # -- messages, navigation requests and the shared context ------------------

@@ -84,7 +84,7 @@ def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
     assert_clean(at)
     chart = next(c for c in at.get("plotly_chart") if "Reward components" in c.proto.spec)
     assert "accuracy_reward" in chart.proto.spec and "think_format_reward" in chart.proto.spec
-    steps = open_page("steps", run="trl/completions", step="2", xcol="accuracy_reward", xr="1:")
+    steps = open_page("steps", run="trl/completions", step="2", filter_column="accuracy_reward", filter_range="1:")
     assert_clean(steps)
     frame = table(steps)
     assert len(frame) and (frame["accuracy_reward"] >= 1).all()

@@ -27,7 +27,7 @@ def test_choosing_a_run_draws_curves_with_sorted_steps(open_app, store_of):
     assert list(decode(mean["x"])) == sorted(summary["step"])
     np.testing.assert_allclose(decode(mean["y"]), summary["reward_mean"])
     assert {"ref reward", "valid reward", "ref valid reward"} <= {t["name"] for t in reward["data"]}
-    assert "KL to the reference per step" in figs
+    assert "KL (k3) to the reference per step" in figs
     assert "Response length (tokens) per step" in figs
     assert at.query_params["run"] in ("ppo", ["ppo"])  # the choice is in the URL
 
@@ -51,16 +51,18 @@ def test_band_shows_percentiles_by_default_and_follows_the_choice(open_app, stor
     np.testing.assert_allclose(_band_width(at), 2 * 0.5 * std, rtol=1e-6)
 
 
-def test_zero_shift_and_log_ratio_switch(open_app):
+def test_zero_shift_and_k1_switch(open_app, store_of):
     at = open_app(run="ppo")
     at.sidebar.toggle(key="zero_shift").set_value(True).run()
     reward = trace(figures(at)["Reward per step"], "reward")
     assert decode(reward["y"])[0] == 0.0
-    at.sidebar.radio(key="kl_series").set_value("log_ratio").run()
+    at.sidebar.radio(key="w.kl_estimator").set_value("k1").run()
     assert_clean(at)
     figs = figures(at)
-    assert "Log-ratio to the reference per step" in figs
-    assert "KL to the reference per step" not in figs
+    assert "KL (k3) to the reference per step" not in figs
+    k1 = decode(trace(figs["KL (k1) to the reference per step"], "log-ratio (k1 KL, mean per sample)")["y"])
+    expected = store_of("ppo").step_summary()["log_ratio_mean"].to_numpy()
+    np.testing.assert_allclose(k1, expected - expected[0], rtol=1e-9)  # zero shift applies to it too
 
 
 def test_reward_curves_can_be_toggled(open_app):
@@ -114,7 +116,7 @@ def test_compare_runs_from_link(open_app):
     reward = figs["Reward per step, by run"]
     names = [t["name"] for t in reward["data"] if t.get("mode") == "lines+markers"]
     assert names == ["ppo", "eval", "noref"]
-    assert "KL per step, by run" in figs
+    assert "KL (k3) per step, by run" in figs
     assert any("Not in: eval" in t for t in texts(at.caption))
     assert at.query_params["compare"] in ("eval,noref", ["eval,noref"])
 

@@ -40,7 +40,7 @@ def test_prev_next_buttons_move_between_steps(open_app):
 def test_sort_by_kl_descending_goes_through_the_store(open_app, store_of):
     at = open_app("steps", run="ppo", step="5")
     at.selectbox(key="w.sort").set_value("kl_mean").run()
-    at.toggle(key="w.desc").set_value(True).run()
+    at.toggle(key="w.descending").set_value(True).run()
     assert_clean(at)
     frame = table(at)
     kl = frame["kl_mean"].to_numpy()
@@ -61,9 +61,9 @@ def test_filters_count_matches(open_app, store_of):
 
 def test_search_all_steps_with_regex(open_app, store_of):
     at = open_app("steps", run="ppo", step="0")
-    at.text_input(key="w.q").input(r"What is 1\d \+").run()
+    at.text_input(key="w.search").input(r"What is 1\d \+").run()
     at.toggle(key="w.regex").set_value(True).run()
-    at.toggle(key="w.all").set_value(True).run()
+    at.toggle(key="w.all_steps").set_value(True).run()
     assert_clean(at)
     flt = SampleFilter.build(text=r"What is 1\d \+", regex=True)
     expected = store_of("ppo").count(filters=flt)
@@ -74,7 +74,7 @@ def test_search_all_steps_with_regex(open_app, store_of):
 
 
 def test_invalid_regex_is_a_message(open_app):
-    at = open_app("steps", run="ppo", step="0", q="([", regex="1")
+    at = open_app("steps", run="ppo", step="0", search="([", regex="1")
     assert_clean(at)
     assert any("invalid regular expression" in t for t in texts(at.error))
     assert len(table(at)) == 8
@@ -91,13 +91,13 @@ def test_regex_with_a_unicode_class_finds_chinese_text(serve, tmp_path):
 
 
 def test_no_match_says_so(open_app):
-    at = open_app("steps", run="ppo", step="0", q="no such text anywhere")
+    at = open_app("steps", run="ppo", step="0", search="no such text anywhere")
     assert_clean(at)
     assert any("No sample matches" in t for t in texts(at.info))
 
 
 def test_open_top_sample_opens_the_sample_page(open_app, store_of):
-    at = open_app("steps", run="ppo", step="4", sort="kl_mean", desc="1")
+    at = open_app("steps", run="ppo", step="4", sort="kl_mean", descending="1")
     at.button(key="open_top").click().run()
     assert_clean(at)
     top = int(store_of("ppo").samples(step=4, sort_by="kl_mean", descending=True)["sample"].iloc[0])
@@ -110,7 +110,7 @@ def test_large_step_is_paged(open_app):
     assert_clean(at)
     assert len(table(at)) == 1000
     assert any("at most 1000 rows" in t for t in texts(at.caption))
-    at.number_input(key="w.tpage").set_value(2).run()
+    at.number_input(key="w.table_page").set_value(2).run()
     assert_clean(at)
     frame = table(at)
     assert len(frame) == 100 and frame["sample"].iloc[0] == 1000

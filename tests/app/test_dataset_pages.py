@@ -31,7 +31,7 @@ def test_each_page_draws_a_dataset_run(dataset_root, page):
 def test_step_browser_and_sample_show_the_original_rows(dataset_root, tmp_path):
     root, original = dataset_root
     step = original.steps[2]
-    at = open_page("steps", run="grpo.parquet", step=str(step), sort="reward", desc="1")
+    at = open_page("steps", run="grpo.parquet", step=str(step), sort="reward", descending="1")
     assert_clean(at)
     shown = table(at)
     expected = original.samples(step=step, sort_by="reward", descending=True)

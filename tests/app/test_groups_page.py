@@ -31,7 +31,7 @@ def test_groups_of_a_step_and_best_against_worst(v1_root: Path, tmp_path: Path) 
     labels = {m.label: m.value for m in at.metric}
     assert labels["Groups"] == str(len(expected))
     first = expected.iloc[0]
-    at = open_page("groups", run="grpo", step=str(step), grp=str(first["group"]))
+    at = open_page("groups", run="grpo", step=str(step), group=str(first["group"]))
     assert_clean(at)
     best = store.sample(step=step, index=int(first["best_sample"])).fields["response"]
     worst = store.sample(step=step, index=int(first["worst_sample"])).fields["response"]
@@ -46,7 +46,7 @@ def test_threshold_and_zero_variance_filter(v1_root: Path, tmp_path: Path) -> No
     step = store.steps[-1]
     expected = store.groups(step=step, threshold=0.01)
     assert expected["zero_variance"].any() and not expected["zero_variance"].all()  # the filter has work to do
-    at = open_page("groups", run="grpo", step=str(step), thr="0.01", flat="1")
+    at = open_page("groups", run="grpo", step=str(step), threshold="0.01", zero_variance="1")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == int(expected["zero_variance"].sum()) and frame["zero variance"].all()

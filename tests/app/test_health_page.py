@@ -88,8 +88,8 @@ def test_rollout_link_opens_the_step_browser_at_the_step_pre_filtered(health_pag
     assert at.title[0].value == "Step browser"
     assert at.slider(key="w.step").value == 29
     assert at.query_params["run"] == ["rollouts/ppo"] or at.query_params["run"] == "rollouts/ppo"
-    low = at.number_input(key="w.len.lo").value
-    assert low is not None and at.selectbox(key="w.sort").value == "reward" and at.toggle(key="w.desc").value
+    low = at.number_input(key="w.length.lo").value
+    assert low is not None and at.selectbox(key="w.sort").value == "reward" and at.toggle(key="w.descending").value
     rows = table(at)
     assert len(rows) < 24 and (rows["n_tokens"] >= low).all()
     assert list(rows["reward"]) == sorted(rows["reward"], reverse=True)
@@ -108,8 +108,8 @@ def test_metric_finding_opens_the_metrics_page_on_its_tag(health_page):
     label = next(b.label for b in at.button if b.label.startswith("Show in Metrics"))
     follow(at, label)
     assert at.title[0].value == "Metrics"
-    assert at.multiselect(key="w.mruns").value == ["tb/unstable"]
-    assert at.text_input(key="w.mq").value  # the finding's tag
+    assert at.multiselect(key="w.metric_runs").value == ["tb/unstable"]
+    assert at.text_input(key="w.metric_filter").value  # the finding's tag
 
 
 def test_thresholds_are_shown_and_read_from_rl_board_toml(tmp_path, monkeypatch):

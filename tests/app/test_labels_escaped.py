@@ -222,7 +222,7 @@ def test_sample_view(visit, run):
 def test_groups_prompts_and_same_prompts(visit, run):
     check(visit("groups", run))
     check(visit("prompts", run))
-    check(visit("matchup", run, vs=run))
+    check(visit("matchup", run, versus=run))
 
 
 
@@ -234,7 +234,7 @@ def test_sql_page(visit, run):
         assert any("⟨U+202E⟩" in text for where, text in page.plain if where == "Dataframe.cell")
 
 def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs):
-    at = visit("metrics", **{"mruns": metric_runs, "mq": "evil", "mx": "wall_time"})
+    at = visit("metrics", **{"metric_runs": metric_runs, "metric_filter": "evil", "x_axis": "wall_time"})
     page = check(at)
     captions = markdown_with(page, "no wall times logged")
     assert len(captions) == len(JSONL_TAGS), captions  # one under each JSONL tag's chart, each escaped
@@ -245,12 +245,12 @@ def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs)
 
 
 def test_metrics_page_default_view(visit, metric_runs):
-    check(visit("metrics", **{"mruns": metric_runs}))
+    check(visit("metrics", **{"metric_runs": metric_runs}))
 
 
 def test_metrics_page_filter_text_from_a_link_is_escaped(visit, metric_runs):
     link_text = "![Q](https:/evil.example/q.png)"
-    page = check(visit("metrics", **{"mruns": metric_runs, "mq": link_text}))
+    page = check(visit("metrics", **{"metric_runs": metric_runs, "metric_filter": link_text}))
     assert markdown_with(page, "No tag contains")
 
 

@@ -12,7 +12,7 @@ def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> 
     store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "x")
     expected = store.versus(store, step=0, other_step=3)  # a pool of 9 prompts, 3 per step: step 3 repeats step 0
     assert len(expected) == 3
-    at = open_page("views/matchup.py", run="grpo", vs="grpo", sa="0", sb="3", mrow="0")
+    at = open_page("views/matchup.py", run="grpo", versus="grpo", step_a="0", step_b="3", matchup_row="0")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == 3 and sorted(frame["gain"]) == sorted(expected["gain"])
@@ -20,7 +20,7 @@ def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> 
 
 
 def test_against_another_run_all_steps(grpo_root: Path) -> None:
-    at = open_page("views/matchup.py", run="grpo", vs="grpo_b", sa="all steps", sb="all steps")
+    at = open_page("views/matchup.py", run="grpo", versus="grpo_b", step_a="all steps", step_b="all steps")
     assert_clean(at)
     frame = table(at)
     assert len(frame) == 9 and (frame["gain"] == 0).all()  # the same seed: the same run twice

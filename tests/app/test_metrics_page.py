@@ -66,8 +66,8 @@ def group_labels(at: AppTest) -> list[str]:
 
 
 def choose(at: AppTest, **values: object) -> AppTest:
-    """Set bound widgets (runs, q, smooth, x: the view fields mruns, mq, msm, mx) and rerun."""
-    fields = {"runs": "mruns", "q": "mq", "smooth": "msm", "x": "mx"}
+    """Set bound widgets (runs, q, smooth, x: the view fields metric_runs, metric_filter, smoothing, x_axis) and rerun."""
+    fields = {"runs": "metric_runs", "q": "metric_filter", "smooth": "smoothing", "x": "x_axis"}
     for name, value in values.items():
         key = f"w.{fields[name]}"
         if name == "runs":
@@ -85,9 +85,9 @@ def choose(at: AppTest, **values: object) -> AppTest:
 
 def test_metric_runs_are_listed_but_not_rollout_runs(metrics_page):
     at = metrics_page()
-    options = at.multiselect(key="w.mruns").options
+    options = at.multiselect(key="w.metric_runs").options
     assert [o.split(" · ")[0] for o in options] == ["di/exp1", "tb/trl_run", "tb/trl_unstable"]
-    assert at.multiselect(key="w.mruns").value == ["di/exp1"]  # the first run by default
+    assert at.multiselect(key="w.metric_runs").value == ["di/exp1"]  # the first run by default
 
 
 def test_di_engine_run_shows_episodes_config_network_checkpoints_and_loggers(metrics_page):
@@ -208,7 +208,7 @@ def test_di_engine_copies_toggle(tmp_path, monkeypatch):
         writer.add_event(event_pb2.Event(step=step * 500, summary=summary_pb2.Summary(value=[value])))
     writer.close()
     at = open_metrics(root, tmp_path / "cache", monkeypatch)
-    toggle = at.toggle(key="w.mone")
+    toggle = at.toggle(key="w.one_copy")
     assert toggle.value is True and "learner_step" not in group_labels(at)
     toggle.set_value(False).run()
     assert "learner_step" in group_labels(at)
@@ -217,9 +217,9 @@ def test_di_engine_copies_toggle(tmp_path, monkeypatch):
 def test_metrics_page_state_is_in_the_link(metrics_root, tmp_path, serve):
     serve(metrics_root)
     at = AppTest.from_file(str(APP), default_timeout=60)
-    at.query_params.update({"mq": "loss", "msm": "0.3", "mx": "relative"})
+    at.query_params.update({"metric_filter": "loss", "smoothing": "0.3", "x_axis": "relative"})
     at.run()
     at.switch_page("views/metrics.py").run()
     assert_clean(at)
-    assert at.text_input(key="w.mq").value == "loss" and at.query_params["mq"] in ("loss", ["loss"])
-    assert at.query_params["msm"] in ("0.3", ["0.3"]) and at.query_params["mx"] in ("relative", ["relative"])
+    assert at.text_input(key="w.metric_filter").value == "loss" and at.query_params["metric_filter"] in ("loss", ["loss"])
+    assert at.query_params["smoothing"] in ("0.3", ["0.3"]) and at.query_params["x_axis"] in ("relative", ["relative"])

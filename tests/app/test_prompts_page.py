@@ -17,7 +17,7 @@ def test_prompt_lists_and_a_history(grpo_root: Path, tmp_path: Path) -> None:
     counts = {m.label: int(m.value) for m in at.metric}
     assert sum(counts.values()) == len(expected)
     row = expected.iloc[0]
-    at = open_page("views/prompts.py", run="grpo", pid=row["id"])
+    at = open_page("views/prompts.py", run="grpo", prompt_id=row["id"])
     assert_clean(at)
     assert row["prompt"] in [c.value for c in at.code]
     history = [df.value for df in at.main.dataframe][-1]

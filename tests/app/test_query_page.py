@@ -11,9 +11,12 @@ from tests.helpers.apptest import assert_clean, open_page
 PAGE = "views/query.py"
 
 
+SCHEMA_COLUMNS = (["column", "type", "help"], ["macro", "computes"])  # the tables of the schema expander
+
+
 def result_table(at) -> pd.DataFrame:
-    """The result table (the schema tables have exactly the columns column and type)."""
-    frames = [f.value for f in at.main.dataframe if list(f.value.columns) != ["column", "type"]]
+    """The result table (the schema expander's tables have fixed columns)."""
+    frames = [f.value for f in at.main.dataframe if list(f.value.columns) not in SCHEMA_COLUMNS]
     assert len(frames) == 1, [list(f.columns) for f in frames]
     return frames[0]
 
@@ -49,7 +52,7 @@ def test_a_bad_query_is_an_error_message_not_an_exception(app_env):
     errors = [str(e.value) for e in at.error]
     assert len(errors) == 1 and "rewrd" in errors[0] and "not found" in errors[0]
     assert any("^" in str(c.value) for c in at.code)  # DuckDB's caret under the query
-    assert not [f for f in at.main.dataframe if list(f.value.columns) != ["column", "type"]]
+    assert not [f for f in at.main.dataframe if list(f.value.columns) not in SCHEMA_COLUMNS]
 
 
 @pytest.mark.parametrize("text", ["SELECT * FROM read_csv('/etc/passwd')", "COPY samples TO 'x.csv'",
@@ -76,13 +79,17 @@ def test_a_link_runs_its_query(app_env):
     assert result_table(at)["n"].tolist() == [48]
 
 
-def test_schema_expander_lists_both_views(app_env):
+def test_schema_expander_lists_both_views_their_meaning_and_the_kl_macros(app_env):
     at = open_page(PAGE, run="ppo")
-    schemas = [f.value for f in at.main.dataframe if list(f.value.columns) == ["column", "type"]]
+    schemas = [f.value for f in at.main.dataframe if list(f.value.columns) == SCHEMA_COLUMNS[0]]
     assert len(schemas) == 2
-    samples, steps = schemas
-    assert {"step", "sample", "file", "line", "reward", "logprobs"} <= set(samples["column"])
-    assert {"step", "samples", "reward_mean"} <= set(steps["column"])
+    samples, steps = (frame.set_index("column")["help"] for frame in schemas)
+    assert {"step", "sample", "file", "line", "reward", "logprobs", "token_log_ratio", "kl_k2_sum"} <= set(samples.index)
+    assert {"step", "samples", "reward_mean", "kl_mean", "kl_k2_mean", "log_ratio_mean"} <= set(steps.index)
+    assert "k3" in samples["kl_mean"] and "k2" in samples["kl_k2_mean"] and "k1" in samples["log_ratio_mean"]
+    assert "k2" in steps["kl_k2_mean"] and "standard deviation" in steps["kl_k2_std"]
+    macros = next(f.value for f in at.main.dataframe if list(f.value.columns) == SCHEMA_COLUMNS[1])
+    assert [m.split("(")[0] for m in macros["macro"]] == ["kl_k3", "kl_k2", "kl_k1"]
 
 
 def test_row_cap_is_said(app_env):

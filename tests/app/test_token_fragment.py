@@ -19,7 +19,7 @@ def test_colour_change_redraws_the_tokens_and_the_link(open_app):
     assert any("Top tokens by log-prob" in t for t in texts(at.markdown))
     legend = " ".join(str(h.proto.body) for h in at.get("html"))
     assert 'class="rlb-chip"' in legend
-    assert at.query_params["metric"] == "logp"  # the fragment keeps the link current
+    assert at.query_params["token_metric"] == "logp"  # the fragment keeps the link current
     assert any("Step 1 · sample 0" in t for t in texts(at.markdown))  # the rest of the page is still there
 
 

@@ -36,7 +36,7 @@ def test_dump_reads_in_the_browser(chromium_browser, dumps, run, name):
     page = context.new_page()
     runs = StreamlitRuns(page)
     try:
-        runs.goto(f"{srv.url}/steps?run={run}&step={step}&sort=reward&desc=1")
+        runs.goto(f"{srv.url}/steps?run={run}&step={step}&sort=reward&descending=1")
         main = page.get_by_test_id("stMain")
         expect(main.get_by_text(f"of {len(dump.responses[step])} samples in step {step}")).to_be_visible()
         sidebar = page.get_by_test_id("stSidebar")

@@ -42,7 +42,7 @@ def test_groups_then_prompt_history_then_same_prompts(page, grpo):
     step = store.steps[-1]
     group = store.groups(step=step).iloc[0]
 
-    runs.goto(f"{srv.url}/groups?run=grpo_math&step={step}&grp={group['group']}")
+    runs.goto(f"{srv.url}/groups?run=grpo_math&step={step}&group={group['group']}")
     expect(main.get_by_text("Zero-variance groups")).to_be_visible()
     expect(main.get_by_text(f"Best · sample {int(group['best_sample'])}")).to_be_visible()
     expect(main.get_by_text(f"Worst · sample {int(group['worst_sample'])}")).to_be_visible()
@@ -56,13 +56,13 @@ def test_groups_then_prompt_history_then_same_prompts(page, grpo):
     expect(main.get_by_test_id("stCode").first).to_contain_text(prompt[:30])
     save_screenshot(page, "prompt-history.png")
 
-    runs.goto(f"{srv.url}/matchup?run=grpo_math&vs=grpo_math&sa=0&sb=3&mrow=0")
+    runs.goto(f"{srv.url}/matchup?run=grpo_math&versus=grpo_math&step_a=0&step_b=3&matchup_row=0")
     expect(main.get_by_text("Word diff")).to_be_visible()
     expect(main.locator(".rlb-diff")).to_be_visible()
     save_screenshot(page, "same-prompts.png")
 
     # a point of a training metric logged beside the samples opens that step's samples
-    runs.goto(f"{srv.url}/metrics?mq=train/reward")
+    runs.goto(f"{srv.url}/metrics?metric_filter=train/reward")
     points = main.get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
     expect(points.first).to_be_attached()
     with runs.expect_rerun():

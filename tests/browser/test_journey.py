@@ -55,10 +55,10 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     expect(page.get_by_test_id("stMain").get_by_test_id("stSlider")).to_contain_text(str(step))
 
     # sort by KL, descending
-    _choose(page, runs, "Sort by", re.compile(r"^KL \(mean\)$"), typed="KL (mean)")
+    _choose(page, runs, "Sort by", re.compile(r"^KL \(k3, mean\)$"), typed="KL (k3, mean)")
     with runs.expect_rerun():
         page.get_by_test_id("stCheckbox").filter(has_text="Descending").locator("label").click()
-    assert _params(page)["sort"] == "kl_mean" and _params(page)["desc"] == "1"
+    assert _params(page)["sort"] == "kl_mean" and _params(page)["descending"] == "1"
     store = RolloutStore.open(browser_root / "ppo_math", cache_dir=tmp_path / "cache")
     top = int(store.samples(step=step, sort_by="kl_mean", descending=True)["sample"].iloc[0])
     expect(page.locator('[data-testid="glide-cell-1-0"]')).to_have_text(str(top))
@@ -86,14 +86,14 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
 
 def test_deep_link_opens_the_same_view_in_a_new_tab(app_page, runs, server):
     page = app_page
-    runs.goto(f"{server.url}/sample?run=ppo_math&step=7&sample=5&metric=logp")
+    runs.goto(f"{server.url}/sample?run=ppo_math&step=7&sample=5&token_metric=logp")
     expect(page.get_by_text("Step 7 · sample 5")).to_be_visible()
     expect(page.get_by_text("Top tokens by log-prob")).to_be_visible()
-    runs.goto(f"{server.url}/steps?run=ppo_math&step=20&q=Great&all=1&kl=0.1:&sort=kl_mean&desc=1")
+    runs.goto(f"{server.url}/steps?run=ppo_math&step=20&search=Great&all_steps=1&kl=0.1:&sort=kl_mean&descending=1")
     expect(page.get_by_text(re.compile(r"of 720 samples in all steps match the filters"))).to_be_visible()
     expect(page.get_by_role("textbox", name="Search prompt, response and ground truth")).to_have_value("Great")
     save_screenshot(page, "search-all-steps.png")
-    runs.goto(f"{server.url}/steps?run=eval_math&step=400&sort=reward&desc=1")
+    runs.goto(f"{server.url}/steps?run=eval_math&step=400&sort=reward&descending=1")
     expect(page.get_by_text("12 of 12 samples in step 400")).to_be_visible()
     expect(page.get_by_role("combobox", name="Step (irregular spacing)")).to_have_value("400")
     save_screenshot(page, "eval-step-browser.png")

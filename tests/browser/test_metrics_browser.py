@@ -87,5 +87,5 @@ def test_metrics_and_health_pages(page, metrics_server):
         link.first.click()
     page.wait_for_url(re.compile(r"/steps\?"))
     params = {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
-    assert params["run"] == "ppo_math" and int(params["step"]) == step and params["len"].endswith(":")
+    assert params["run"] == "ppo_math" and int(params["step"]) == step and params["length"].endswith(":")
     expect(main.get_by_text(re.compile(r"samples in step \d+ match the filters"))).to_be_visible()

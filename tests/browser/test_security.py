@@ -122,7 +122,7 @@ def test_no_view_runs_or_renders_model_text(watched, hostile_server):
     assert_nothing_ran(page)
     save_screenshot(page, "security-steps.png")
 
-    runs.goto(f"{url}/steps?run={run}&step=0&q={quote('<script>')}&all=1")
+    runs.goto(f"{url}/steps?run={run}&step=0&search={quote('<script>')}&all_steps=1")
     expect(page.get_by_text("of 18 samples").first).to_be_visible()
     assert_nothing_ran(page)
 

@@ -19,6 +19,6 @@ def test_colour_change_reruns_the_token_view_and_updates_the_link(app_page, runs
     expect(page.get_by_text("Top tokens by log-prob")).to_be_visible()
     expect(page.locator(".rlb-chip").first).to_be_visible()
     expect(page.get_by_text("Step 7 · sample 5")).to_be_visible()  # the rest of the page stays
-    page.wait_for_url(re.compile(r"[?&]metric=logp(&|$)"))
+    page.wait_for_url(re.compile(r"[?&]token_metric=logp(&|$)"))
     assert "run=ppo_math" in page.url and "sample=5" in page.url
     assert page.dialogs == []

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.rollouts import derive
+from rl_board.rollouts import derive, kl
 from rl_board.rollouts.read import records
 
 
@@ -18,12 +18,15 @@ def table_of(*samples: dict) -> object:
 
 
 def test_token_formulas_by_hand() -> None:
-    lr = derive.log_ratio(np.array([-1.0, -0.5]), np.array([-1.5, -0.5]))
-    assert lr.tolist() == [0.5, 0.0]
-    kl = derive.k3_kl(lr)
-    assert kl[0] == pytest.approx(math.exp(0.5) - 1 - 0.5)
-    assert kl[1] == 0.0
-    assert derive.k3_kl(np.array([-2.0]))[0] == pytest.approx(math.exp(-2) + 1)  # never negative
+    lr = kl.log_ratio(np.array([-1.0, -0.5, -0.1]), np.array([-1.5, -0.5, -3.0]))
+    assert lr.tolist() == pytest.approx([0.5, 0.0, 2.9])
+    k3 = kl.k3(lr)
+    assert k3[0] == pytest.approx(0.10653066)  # exp(−0.5) − 1 + 0.5
+    assert k3[1] == 0.0
+    assert k3[2] == pytest.approx(1.95502322)  # verl's low_var_kl of logp −0.1, ref −3.0
+    assert kl.k3(np.array([-2.0]))[0] == pytest.approx(4.3890561)  # exp(2) − 1 − 2: never negative
+    assert kl.k2(lr).tolist() == pytest.approx([0.125, 0.0, 4.205])
+    assert kl.k1(lr).tolist() == pytest.approx(lr.tolist())
     assert derive.probs(np.array([math.log(0.25)]))[0] == pytest.approx(0.25)
 
 
@@ -34,12 +37,13 @@ def test_sample_metrics_by_hand() -> None:
         {"step": 1, "reward": 0.0, "response": "x"},
     )
     m = {k: v.to_pylist() for k, v in derive.sample_metrics(t).items()}
-    ratios = [0.5, 0.0, 0.5]
-    kls = [math.exp(r) - 1 - r for r in ratios]
+    k3_of_half = 0.10653066  # exp(−0.5) − 1 + 0.5; the log-ratios are 0.5, 0, 0.5
     assert m["log_ratio_sum"][0] == pytest.approx(1.0)
     assert m["log_ratio_mean"][0] == pytest.approx(1.0 / 3)
-    assert m["kl_sum"][0] == pytest.approx(sum(kls))
-    assert m["kl_mean"][0] == pytest.approx(sum(kls) / 3)
+    assert m["kl_sum"][0] == pytest.approx(2 * k3_of_half)
+    assert m["kl_mean"][0] == pytest.approx(2 * k3_of_half / 3)
+    assert m["kl_k2_sum"][0] == pytest.approx(0.25) and m["kl_k2_mean"][0] == pytest.approx(0.25 / 3)
+    assert m["token_log_ratio"] == [pytest.approx([0.5, 0.0, 0.5]), None]
     assert m["n_tokens"] == [3, None]
     assert m["response_chars"] == [5, 1]
     assert m["reward_gap"] == [0.75, None]
@@ -85,6 +89,16 @@ def test_token_frame_aligns_and_derives() -> None:
     )
     assert frame["token"].tolist() == ["a", "b"]
     assert frame["log_ratio"].tolist() == [0.0, -1.0]
-    assert frame["kl"].iloc[1] == pytest.approx(math.exp(-1) + 1 - 1)
+    assert frame["kl"].iloc[1] == pytest.approx(0.71828183)  # exp(1) − 1 − 1
+    assert frame["kl_k2"].iloc[1] == pytest.approx(0.5)
     assert frame["prob"].iloc[0] == pytest.approx(math.exp(-1))
     assert frame["value"].isna().all()
+
+
+def test_token_frame_takes_the_cached_log_ratio_over_the_narrowed_log_probs() -> None:
+    narrowed = np.array([-30.0, -30.0], dtype=np.float32)  # −30.0000001 and −30 in float32 are equal
+    frame = derive.token_frame(tokens=["a", "b"], logprobs=narrowed, ref_logprobs=np.array([-30.0, -30.0]),
+                               values=None, token_rewards=None, log_ratios=np.array([-1e-7, 2e-7]))
+    assert frame["log_ratio"].tolist() == [-1e-7, 2e-7]
+    assert frame["kl_k2"].tolist() == pytest.approx([5e-15, 2e-14])
+    assert frame["kl"].iloc[0] == pytest.approx(5e-15, rel=1e-6)

@@ -103,7 +103,7 @@ def test_length_hacking_fires_when_length_buys_reward(tmp_path, cache_dir):
     paid = [sample(s, reward=float(n) / 10, n=int(n)) for s in range(5) for n in lengths[s]]
     finding = fired(write_jsonl(tmp_path / "paid", paid), cache_dir)["length_hacking"]
     assert finding.steps == [0, 1, 2, 3, 4]
-    assert finding.link.to_dict()["filters"]["len"][1] is None and finding.link.to_dict()["sort"] == "reward"
+    assert finding.link.to_dict()["filters"]["length"][1] is None and finding.link.to_dict()["sort"] == "reward"
     fair = [sample(s, reward=float(rng.normal()), n=int(n)) for s in range(5) for n in lengths[s]]
     assert "length_hacking" not in fired(write_jsonl(tmp_path / "fair", fair), cache_dir)
 
@@ -111,7 +111,7 @@ def test_length_hacking_fires_when_length_buys_reward(tmp_path, cache_dir):
 def test_truncation_at_the_runs_longest_response_or_a_given_max(tmp_path, cache_dir):
     records = [sample(s, reward=1.0, n=64 if i < 4 else 10 + i) for s in range(4) for i in range(10)]
     finding = fired(write_jsonl(tmp_path / "cut", records), cache_dir)["truncation_high"]
-    assert finding.steps == [0, 1, 2, 3] and finding.link.to_dict()["filters"] == {"len": [64.0, None]}
+    assert finding.steps == [0, 1, 2, 3] and finding.link.to_dict()["filters"] == {"length": [64.0, None]}
     varied = [sample(s, reward=1.0, n=10 + 5 * i) for s in range(4) for i in range(10)]
     assert "truncation_high" not in fired(write_jsonl(tmp_path / "ok", varied), cache_dir)
     few = [sample(0, reward=1.0, n=64)] * 3  # three samples, all at the cap: too few to judge
@@ -119,7 +119,7 @@ def test_truncation_at_the_runs_longest_response_or_a_given_max(tmp_path, cache_
     settings = Settings()
     parse_set_option(settings, "truncation_high.max_length=50")
     assert fired(tmp_path / "ok", cache_dir, settings)["truncation_high"].link.to_dict()["filters"] == {
-        "len": [50.0, None]
+        "length": [50.0, None]
     }
 
 
@@ -148,7 +148,7 @@ def grouped(flat_groups: int, groups: int = 4, size: int = 4, steps: int = 3) ->
 def test_zero_variance_groups_link_to_the_group_by_its_prompt(tmp_path, cache_dir):
     finding = fired(write_jsonl(tmp_path / "flat", grouped(flat_groups=3)), cache_dir)["zero_variance_groups"]
     assert finding.steps == [0, 1, 2] and "75%" in finding.message
-    assert finding.link.to_dict()["filters"]["q"].endswith("Question number 0?")
+    assert finding.link.to_dict()["filters"]["search"].endswith("Question number 0?")
     assert "zero_variance_groups" not in fired(
         write_jsonl(tmp_path / "ok", grouped(flat_groups=1)), cache_dir
     )

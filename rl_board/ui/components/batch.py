@@ -13,7 +13,6 @@ from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
 
 CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
-CARDS = tuple((F.step(name), colour) for name, colour in F.STEP_CARDS)
 
 
 def _number(value: object) -> float | None:
@@ -24,8 +23,10 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, float | None, str, str]]:
-    """(label, value, change from the previous step or None, delta colour, help) for what the run has."""
+def step_metrics(summary: pd.DataFrame, step: int,
+                 kl: F.KLEstimator | None = None) -> list[tuple[str, float, float | None, str, str]]:  # fmt: skip
+    """(label, value, change from the previous step or None, delta colour, help) for what the run has
+    (the KL card is ``kl``'s)."""
     rows = summary.sort_values("step").reset_index(drop=True)
     pos = rows.index[rows["step"] == step]
     if len(pos) == 0:
@@ -33,7 +34,8 @@ def step_metrics(summary: pd.DataFrame, step: int) -> list[tuple[str, float, flo
     here = rows.iloc[pos[0]]
     before = rows.iloc[pos[0] - 1] if pos[0] > 0 else None
     out = []
-    for field, color in CARDS:
+    for name, color in F.step_cards(kl.name if kl else None):
+        field = F.step(name)
         column, label = f"{field.name}_mean", field.short[:1].upper() + field.short[1:]
         value = _number(here.get(column))
         if value is None:
@@ -52,9 +54,9 @@ def _open_sample_from(chart_key: str) -> None:
         state.request_page("sample")
 
 
-def render_batch(store: RolloutStore, run_path: str, step: int) -> None:
+def render_batch(store: RolloutStore, run_path: str, step: int, *, kl: F.KLEstimator | None = None) -> None:
     summary = cached.step_summary(run_path, store.signature, store)
-    values = step_metrics(summary, step)
+    values = step_metrics(summary, step, kl)
     if values:
         cols = st.columns(len(values))
         for col, (label, value, delta, color, help_text) in zip(cols, values, strict=True):

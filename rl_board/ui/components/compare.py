@@ -8,7 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import relative_to_roots
+from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
+from rl_board.ui.components.curves import kl_title
 from rl_board.ui.components.sidebar import open_run
 from rl_board.ui.context import Context
 from rl_board.ui.text import display_name, escape_markdown
@@ -39,7 +41,7 @@ def _summaries(ctx: Context, chosen: list[str], paths: dict[str, Path]) -> dict[
     return out
 
 
-def _draw(summaries: dict[str, pd.DataFrame], kl: str, options: charts.CurveOptions) -> None:
+def _draw(summaries: dict[str, pd.DataFrame], kl: F.KLEstimator, options: charts.CurveOptions) -> None:
     def figure(prefix: str, title: str, y_title: str) -> None:
         lacking = [n for n, s in summaries.items() if not charts.has_series(s, prefix)]
         if len(lacking) == len(summaries):
@@ -52,7 +54,7 @@ def _draw(summaries: dict[str, pd.DataFrame], kl: str, options: charts.CurveOpti
     figure("reward", "Reward per step, by run", "reward")
     left, right = st.columns(2)
     with left:
-        figure(kl, "KL per step, by run" if kl == "kl" else "Log-ratio per step, by run", kl)
+        figure(kl.step, kl_title(kl, "per step, by run"), f"KL ({kl.name})")
     with right:
         tokens = all(charts.has_series(s, "length") for s in summaries.values())
         figure("length" if tokens else "length_chars", "Response length per step, by run",
@@ -72,4 +74,4 @@ def render_comparison(ctx: Context) -> None:
                        **state.bind("compare"))
         chosen = [n for n in state.get("compare") or [] if n in others]
         if chosen:
-            _draw(_summaries(ctx, chosen, paths), ctx.settings.kl_series, ctx.settings.curves)
+            _draw(_summaries(ctx, chosen, paths), ctx.settings.kl, ctx.settings.curves)

@@ -1,4 +1,4 @@
-"""Step curves of one run: reward (choose which), KL or log-ratio, response length; click opens a step."""
+"""Step curves of one run: reward (choose which), KL (the chosen estimator), response length; click opens a step."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _open_step_from(chart_key: str) -> None:
         step = int(round(float(points[0]["x"])))
     except (KeyError, TypeError, ValueError):
         return
-    state.put_many(step=step, sample=None, tpage=1)
+    state.put_many(step=step, sample=None, table_page=1)
     state.request_page("steps")
 
 
@@ -48,10 +48,17 @@ def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
 
 
 
-def _kl_curve(summary: pd.DataFrame, kl: str, opts: charts.CurveOptions) -> None:
-    if charts.has_series(summary, kl):
-        title = "KL to the reference per step" if kl == "kl" else "Log-ratio to the reference per step"
-        _chart(charts.curve_figure(summary, [kl], title=title, y_title=kl, options=opts), "chart_kl")
+def kl_title(kl: F.KLEstimator, what: str = "to the reference per step") -> str:
+    """A KL chart's title, naming its estimator."""
+    return f"KL ({kl.name}) {what}"
+
+
+def _kl_curve(summary: pd.DataFrame, kl: F.KLEstimator, opts: charts.CurveOptions) -> None:
+    if charts.has_series(summary, kl.step):
+        _chart(charts.curve_figure(summary, [kl.step], title=kl_title(kl), y_title=f"KL ({kl.name})", options=opts),
+               "chart_kl")
+        st.caption(f"KL {kl.name} per token: {kl.formula} with r = logp − ref_logp; per sample the mean over its "
+                   f"tokens, the line is the step's mean. {kl.help} Change it under Display settings › KL estimator.")
     else:
         missing("No KL curve", "this run has no logprobs and ref_logprobs (e.g. an evaluation log).")
 
@@ -138,6 +145,6 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     _length_distribution(ctx)
     left, right = st.columns(2)
     with left:
-        _kl_curve(summary, ctx.settings.kl_series, opts)
+        _kl_curve(summary, ctx.settings.kl, opts)
     with right:
         _length_curve(summary, opts)

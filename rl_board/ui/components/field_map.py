@@ -47,7 +47,7 @@ def _changed(field: str) -> None:
         fmap.pop(field, None)
     else:
         fmap[field] = chosen
-    state.put_many(fields=_encode(fmap), tpage=1)
+    state.put_many(fields=_encode(fmap), table_page=1)
 
 
 SUM_KEY = "fieldmap.reward_sum"

@@ -22,10 +22,11 @@ class FilterChoice:
     active: bool
 
 
-def range_columns(store: RolloutStore) -> dict[str, tuple[str, str]]:
-    """URL name -> (per-sample column, label) for the ranges this run can filter on."""
-    present = {f.name for f in F.at(F.SAMPLE) if f.filterable and store.has(f.name)} | {"reward"}
-    found = {key: F.filter_field(key, present) for key in F.FILTER_KEYS}
+def range_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> dict[str, tuple[str, str]]:
+    """URL name -> (per-sample column, label) for the ranges this run can filter on (KL: ``kl``'s mean)."""
+    estimator = kl.name if kl else None
+    present = {f.name for f in F.at(F.SAMPLE) if store.has(f.name)} | {"reward"}
+    found = {key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS}
     return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 
@@ -34,48 +35,49 @@ def _extra_range(store: RolloutStore) -> str:
     options = ["", *store.reward_components, *[c for c in store.numeric_extras if c not in store.reward_components]]
     if len(options) == 1:
         return ""
-    if state.get("xcol") not in options:
-        state.put("xcol", "")
+    if state.get("filter_column") not in options:
+        state.put("filter_column", "")
     pick, low, high = st.columns([2, 1, 1], vertical_alignment="bottom")
     pick.selectbox("Filter another column", options, format_func=lambda c: c or "(none)",
-                   help="Reward components and the log's other numeric columns", **state.bind("xcol", _reset_page))
-    column = state.get("xcol") or ""
+                   help="Reward components and the log's other numeric columns", **state.bind("filter_column", _reset_page))
+    column = state.get("filter_column") or ""
     name = escape_markdown(column) if column else "value"
     low.number_input(f"{name} ≥", value=None, format="%.4g", placeholder="min", disabled=not column,
-                     **state.bind("xr.lo", _reset_page))
+                     **state.bind("filter_range.lo", _reset_page))
     high.number_input(f"{name} ≤", value=None, format="%.4g", placeholder="max", disabled=not column,
-                      **state.bind("xr.hi", _reset_page))
+                      **state.bind("filter_range.hi", _reset_page))
     return column
 
 
 def _reset_page() -> None:
-    state.put("tpage", 1)
+    state.put("table_page", 1)
 
 
 def _is_active() -> bool:
-    return bool(state.get("q")) or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS)
+    return bool(state.get("search")) or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS)
 
 
 def _clear() -> None:
-    state.put_many(q="", regex=False, case=False, tpage=1, xcol="")
+    state.put_many(search="", regex=False, match_case=False, table_page=1, filter_column="")
     for name in state.RANGE_PARAMS:
         state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
 
 
-def render_filters(store: RolloutStore) -> FilterChoice:
-    """Draw the filter panel; an invalid regex is reported and its search ignored."""
-    columns = range_columns(store)
-    with st.expander("Filter and search", expanded=_is_active() or bool(state.get("all")),
+def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> FilterChoice:
+    """Draw the filter panel (the KL range on ``kl``'s per-sample mean); an invalid regex is reported and its
+    search ignored."""
+    columns = range_columns(store, kl)
+    with st.expander("Filter and search", expanded=_is_active() or bool(state.get("all_steps")),
                      icon=":material/filter_alt:"):
         search, toggles = st.columns([3, 2], vertical_alignment="bottom")
         search.text_input("Search prompt, response and ground truth", placeholder="text or regular expression",
-                          **state.bind("q", _reset_page))
+                          **state.bind("search", _reset_page))
         with toggles:
             a, b, c = st.columns(3)
             a.toggle("Regex", **state.bind("regex", _reset_page))
-            b.toggle("Match case", **state.bind("case", _reset_page))
+            b.toggle("Match case", **state.bind("match_case", _reset_page))
             c.toggle("All steps", help="Search every step instead of the current one",
-                     **state.bind("all", _reset_page))
+                     **state.bind("all_steps", _reset_page))
         cells = st.columns(len(columns) * 2)
         for k, (name, (_, label)) in enumerate(columns.items()):
             cells[2 * k].number_input(f"{label} ≥", value=None, format="%.4g", placeholder="min",
@@ -88,11 +90,11 @@ def render_filters(store: RolloutStore) -> FilterChoice:
         st.button("Clear filters", on_click=_clear, key="clear_filters")
     ranges = {col: state.get_range(name) for name, (col, _) in columns.items()}
     if extra:
-        ranges[extra] = state.get_range("xr")
+        ranges[extra] = state.get_range("filter_range")
     try:
-        flt = SampleFilter.build(ranges=ranges, text=state.get("q") or "", regex=bool(state.get("regex")),
-                                 case_sensitive=bool(state.get("case")))
+        flt = SampleFilter.build(ranges=ranges, text=state.get("search") or "", regex=bool(state.get("regex")),
+                                 case_sensitive=bool(state.get("match_case")))
     except InvalidArgumentError as exc:
         st.error(f"{escape_markdown(str(exc))} — the search is ignored until it is fixed.")
         flt = SampleFilter.build(ranges=ranges)
-    return FilterChoice(None if flt.is_empty else flt, bool(state.get("all")), not flt.is_empty)
+    return FilterChoice(None if flt.is_empty else flt, bool(state.get("all_steps")), not flt.is_empty)

@@ -22,15 +22,15 @@ def _threshold(store: RolloutStore, run_path: str) -> float | None:
     st.number_input("Solved when the reward is at least", value=None, format="%.4g",
                     placeholder=f"{best:.4g} (the run's highest)" if best is not None else "no rewards",
                     help="A sample counts as solved from this reward on; empty = the highest reward of the run",
-                    **state.bind("thr"))  # fmt: skip
-    value = state.get("thr")
+                    **state.bind("threshold"))  # fmt: skip
+    value = state.get("threshold")
     return None if value is None else float(value)
 
 
 def _open_group() -> None:
     name = selected_item(TABLE_KEY, _ROWS_KEY)
     if name is not None:
-        state.put("grp", name)
+        state.put("group", name)
 
 
 def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDisplay) -> None:
@@ -40,7 +40,7 @@ def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDi
         st.info("No groups: no sample of this step has a reward.")
         return
     _summary(table)
-    only_flat = st.toggle("Only groups with zero reward variance", **state.bind("flat"))
+    only_flat = st.toggle("Only groups with zero reward variance", **state.bind("zero_variance"))
     shown_rows = table[table["zero_variance"]] if only_flat else table
     st.session_state[_ROWS_KEY] = shown_rows["group"].tolist()
     frame = pd.DataFrame({
@@ -58,7 +58,7 @@ def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDi
                                 "advantage std": st.column_config.NumberColumn(format="%.4g")},
                  height="auto" if len(frame) <= 12 else 420)  # fmt: skip
     st.caption("Click a row to see the group's best and worst answers side by side; click a header to sort.")
-    chosen = state.get("grp")
+    chosen = state.get("group")
     if chosen in set(table["group"]):
         _best_and_worst(store, step, table[table["group"] == chosen].iloc[0], display)
 

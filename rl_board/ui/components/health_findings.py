@@ -152,8 +152,8 @@ def open_in_step_browser(run: str, where: Where, page: str = "steps") -> None:
 
 def open_in_metrics(run: str, tag: str) -> None:
     """Show one metric run's tag on the Metrics page (a button callback)."""
-    state.put("mruns", [run])
-    state.put("mq", tag)
+    state.put("metric_runs", [run])
+    state.put("metric_filter", tag)
     state.request_page("metrics")
 
 

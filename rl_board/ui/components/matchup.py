@@ -33,9 +33,9 @@ def _step_choice(label: str, steps: list[int], key: str) -> int | None:
 def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
     runs = cached.runs_under(str(ctx.root), cached.cache_dir())
     names = list(runs["run"])
-    if state.get("vs") not in names:
-        state.put("vs", ctx.run if ctx.run in names else (names[0] if names else None))
-    name = st.selectbox("Against run", names, format_func=display_name, **state.bind("vs"),
+    if state.get("versus") not in names:
+        state.put("versus", ctx.run if ctx.run in names else (names[0] if names else None))
+    name = st.selectbox("Against run", names, format_func=display_name, **state.bind("versus"),
                         help="The same run compares two of its steps")  # fmt: skip
     if name is None:
         return None
@@ -45,20 +45,20 @@ def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
 
 def _pick() -> None:
     if selected_item(TABLE_KEY, _ROWS_KEY) is not None:
-        state.put("mrow", selected_row(TABLE_KEY))
+        state.put("matchup_row", selected_row(TABLE_KEY))
 
 
 def render_matchup(ctx: Context) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown(f"**A** · {escape_markdown(ctx.run or '')}")
-        step_a = _step_choice("Step of A", ctx.store.steps, "sa")
+        step_a = _step_choice("Step of A", ctx.store.steps, "step_a")
     with right:
         other = _other_run(ctx)
         if other is None:
             return
         name_b, store_b = other
-        step_b = _step_choice("Step of B", store_b.steps, "sb")
+        step_b = _step_choice("Step of B", store_b.steps, "step_b")
     both = ctx.store.versus(store_b, step=step_a, other_step=step_b)
     if both.empty:
         st.info("These two selections share no prompt (prompts are matched by their exact text).")
@@ -73,7 +73,7 @@ def render_matchup(ctx: Context) -> None:
     st.dataframe(frame, hide_index=True, key=TABLE_KEY, on_select=_pick, selection_mode="single-row",
                  column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("reward A", "reward B", "gain")},
                  height="auto" if len(frame) <= 12 else 420)  # fmt: skip
-    row = state.get("mrow")
+    row = state.get("matchup_row")
     if isinstance(row, int) and 0 <= row < len(both):
         _answers(ctx.store, store_b, both.iloc[row], display)
 

@@ -18,7 +18,7 @@ from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visibl
 
 KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
 MAX_PROBLEM_WARNINGS = 5
-RUNS = "mruns"
+RUNS = "metric_runs"
 
 
 def logs_root_context(title: str) -> Context | None:

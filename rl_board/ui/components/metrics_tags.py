@@ -50,17 +50,17 @@ def render_controls(*, di_engine: bool = False) -> ChartOptions:
     """
     search, smooth, axis = st.columns([3, 2, 3], vertical_alignment="bottom")
     search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
-                      **state.bind("mq", default=""))  # fmt: skip
+                      **state.bind("metric_filter", default=""))  # fmt: skip
     smooth.slider("Smoothing", 0.0, 0.99, step=0.01, help="Exponential moving average weight (as TensorBoard's); "
-                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("msm", default=0.6))  # fmt: skip
+                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("smoothing", default=0.6))  # fmt: skip
     axis.radio("X axis", list(X_AXES), format_func=X_AXES.get, horizontal=True,
-               **state.bind("mx", default="step"))  # fmt: skip
+               **state.bind("x_axis", default="step"))  # fmt: skip
     if di_engine:
         st.toggle("One copy of each DI-engine statistic", help="DI-engine logs each statistic up to three times: "
                   "`x_iter/` (by train iteration), `x_step/` (by env step) and the text logger. On: only the "
-                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("mone", default=True))  # fmt: skip
-    return ChartOptions(str(state.get("mq", "") or ""), float(state.get("msm", 0.6)),
-                        str(state.get("mx", "step")), di_engine and bool(state.get("mone", True)))  # fmt: skip
+                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("one_copy", default=True))  # fmt: skip
+    return ChartOptions(str(state.get("metric_filter", "") or ""), float(state.get("smoothing", 0.6)),
+                        str(state.get("x_axis", "step")), di_engine and bool(state.get("one_copy", True)))  # fmt: skip
 
 
 def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[str]]:
@@ -142,7 +142,7 @@ def _open_samples(key: str, run_path: Path) -> None:
         return
     wanted = float(points[0]["x"])
     nearest = min(steps, key=lambda s: abs(s - wanted))
-    state.put_many(run=cached.run_name(run_path), step=nearest, sample=None, tpage=1)
+    state.put_many(run=cached.run_name(run_path), step=nearest, sample=None, table_page=1)
     state.request_page("steps")
 
 

@@ -63,7 +63,7 @@ _RUNS_KEY = "runs_table"
 def _open_run_from_table(names: list[str]) -> None:
     row = selected_row(_RUNS_KEY)
     if row is not None and row < len(names):
-        state.put_many(run=names[row], step=None, sample=None, tpage=1)
+        state.put_many(run=names[row], step=None, sample=None, table_page=1)
 
 
 def _contents(row: pd.Series) -> str:

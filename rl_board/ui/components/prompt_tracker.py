@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from rl_board.api import RolloutStore
+from rl_board.formats import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.components.selection import selected_item
 from rl_board.ui.run_charts import history_figure
@@ -20,10 +21,11 @@ STATUSES = ("never solved", "newly failing", "mixed", "learned", "always solved"
 def _choose() -> None:
     pid = selected_item(TABLE_KEY, _ROWS_KEY)
     if pid is not None:
-        state.put("pid", pid)
+        state.put("prompt_id", pid)
 
 
-def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay) -> None:
+def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay, *,
+                   kl: F.KLEstimator | None = None) -> None:
     table = cached.prompts(run_path, store.signature, store)
     if table.empty:
         st.info("No prompts with rewards in this run.")
@@ -34,7 +36,7 @@ def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay) -> 
         col.metric(status.capitalize(), int(counts.get(status, 0)), border=True)
     st.caption("Per step a prompt is solved when one of its samples reaches the run's highest reward. "
                "Newly failing: solved before, not at its last step. Learned: unsolved at first, solved since.")
-    status = st.segmented_control("Show", [ALL, *STATUSES], **state.bind("pst", default=ALL)) or ALL
+    status = st.segmented_control("Show", [ALL, *STATUSES], **state.bind("prompt_status", default=ALL)) or ALL
     rows = table if status == ALL else table[table["status"] == status]
     st.session_state[_ROWS_KEY] = rows["id"].tolist()
     frame = pd.DataFrame({
@@ -50,17 +52,18 @@ def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay) -> 
                                                                                 format="percent")},
                  height="auto" if len(frame) <= 12 else 420)  # fmt: skip
     st.caption("Click a row to follow that prompt down the steps.")
-    chosen = table[table["id"] == state.get("pid")]
+    chosen = table[table["id"] == state.get("prompt_id")]
     if len(chosen):
-        render_history(store, chosen.iloc[0], display)
-    elif state.get("pid"):
+        render_history(store, chosen.iloc[0], display, kl or F.kl_estimator())
+    elif state.get("prompt_id"):
         st.warning("That prompt is not in this run.")
 
 
-def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay) -> None:
+def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay, kl: F.KLEstimator) -> None:
     st.markdown(f"#### Prompt history · {row['status']} · first solved at step "
                 f"{'—' if pd.isna(row['first_solved']) else int(row['first_solved'])}")
     st.code(shown(row["prompt"], display).text or " ", language=None, wrap_lines=True, height="content")
-    history = store.prompt_history(prompt=row["prompt"])
+    history = store.prompt_history(prompt=row["prompt"], kl=kl.mean)
     st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
-    st.dataframe(history, hide_index=True, height="auto" if len(history) <= 12 else 320)
+    st.dataframe(history, hide_index=True, height="auto" if len(history) <= 12 else 320,
+                 column_config={name: F.label(name) for name in history.columns if F.sample(name)})

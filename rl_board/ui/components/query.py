@@ -79,7 +79,12 @@ def _schema(store: RolloutStore) -> None:
             frame = frames[view].copy()
             frame["column"] = visible_bidi_column(frame["column"])
             col.markdown(f"**{view}** — {what}")
-            col.dataframe(frame, hide_index=True, key=f"sql_schema_{view}", height=300)
+            col.dataframe(frame, hide_index=True, key=f"sql_schema_{view}", height=300,
+                          column_config={"help": st.column_config.TextColumn("what it holds", width="large")})
+        st.markdown("**KL macros** — r is a log-ratio logp − ref_logp (e.g. an item of `token_log_ratio`); "
+                    "on token arrays: `list_transform(token_log_ratio, lambda r: kl_k3(r))`")
+        st.dataframe(pd.DataFrame({"macro": list(api.QUERY_MACROS), "computes": list(api.QUERY_MACROS.values())}),
+                     hide_index=True, key="sql_schema_macros")
 
 
 def _result(store: RolloutStore, run: str, sql: str) -> QueryResult | QueryError:

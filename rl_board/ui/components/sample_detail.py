@@ -25,6 +25,7 @@ from rl_board.ui.text import (
 
 TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source and f.name != "messages")
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
+_KL_SCORES = frozenset(name for e in F.KL_ESTIMATORS for name in (e.mean, e.sum))  # one estimator's are shown
 TEXT_HEIGHT = 360
 SHORT_TEXT = 400
 
@@ -83,9 +84,11 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _scores(fields: dict, parts: list[str]) -> None:
-    """The sample's scores: the catalogue's, then the run's reward components and advantage."""
-    values = [(f.title, _number(fields.get(f.name))) for f in SCORES]
+def _scores(fields: dict, parts: list[str], kl: F.KLEstimator) -> None:
+    """The sample's scores: the catalogue's (KL as ``kl`` estimates it), then the run's reward components and
+    advantage."""
+    values = [(f.title, _number(fields.get(f.name))) for f in SCORES if f.name not in _KL_SCORES
+              or f.name in (kl.mean, kl.sum)]
     values += [(name, _number(fields.get(name))) for name in parts]
     values = [(label, v) for label, v in values if v is not None]
     per_row = 5
@@ -130,10 +133,10 @@ def render_sample(ctx: Context) -> None:
     detail = store.sample(step=step, index=index, tokenizer=cached.tokenizer())
     st.markdown(f"#### Step {step} · sample {index}")
     parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
-    _scores(detail.fields, parts)
+    _scores(detail.fields, parts, ctx.settings.kl)
     messages = parsed_messages(detail.fields.get("messages"))
     if messages is not None:
         render_conversation(messages, ctx.settings.text)
     _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
-    render_token_view(detail, ctx.settings.text)
+    render_token_view(detail, ctx.settings.text, ctx.settings.kl)

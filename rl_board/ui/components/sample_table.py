@@ -23,9 +23,9 @@ _ROWS_KEY = "_table_rows"
 TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
 
-def table_columns(store: RolloutStore) -> list[str]:
-    """Known columns present in the run, then the user's own scalar fields."""
-    known = [c for c in F.TABLE_COLUMNS if store.has(c)]
+def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
+    """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields."""
+    known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
     return known + [c for c in store.extra_fields if store.has(c)]
 
 
@@ -33,16 +33,21 @@ def _nested(values: pd.Series) -> bool:
     return any(isinstance(v, list | tuple | dict | np.ndarray) for v in values.dropna().head(20))
 
 
-def sort_options(store: RolloutStore) -> list[str]:
+def sort_options(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
     """Every table column that can be ordered (user fields holding lists cannot)."""
-    columns = table_columns(store)
+    columns = table_columns(store, kl)
     extras = [c for c in columns if c in store.extra_fields]
     probe = store.samples(columns=extras, limit=100) if extras else pd.DataFrame()
     return ["sample", *[c for c in columns if c not in extras or not _nested(probe[c])]]
 
 
-def valid_sort(options: list[str]) -> str:
+def valid_sort(options: list[str], kl: F.KLEstimator | None = None) -> str:
+    """The sort of the view state if the table has it; a KL column follows the chosen estimator
+    (``sort=kl_mean`` sorts by the k2 mean when k2 is chosen)."""
     wanted = state.get("sort")
+    if isinstance(wanted, str) and F.as_kl(wanted, kl.name if kl else None) in options:
+        wanted = F.as_kl(wanted, kl.name if kl else None)
+        state.put("sort", wanted)
     if wanted in options:
         return wanted
     st.warning(f"Cannot sort by {escape_markdown(repr(wanted))} in this run; sorted by sample instead.")
@@ -110,38 +115,39 @@ def open_sample(step: int, index: int) -> None:
 
 def _page(total: int) -> int:
     pages = max(1, math.ceil(total / PAGE_ROWS))
-    page = state.get("tpage") or 1
+    page = state.get("table_page") or 1
     if not 1 <= page <= pages:
-        state.put("tpage", 1)
+        state.put("table_page", 1)
         page = 1
     if pages > 1:
         cols = st.columns([1, 4], vertical_alignment="bottom")
-        cols[0].number_input("Table page", min_value=1, max_value=pages, step=1, **state.bind("tpage"))
-        page = int(state.get("tpage") or 1)
+        cols[0].number_input("Table page", min_value=1, max_value=pages, step=1, **state.bind("table_page"))
+        page = int(state.get("table_page") or 1)
         first = (page - 1) * PAGE_ROWS + 1
         cols[1].caption(f"Rows {first}–{min(page * PAGE_ROWS, total)} of {total}: "
                         f"at most {PAGE_ROWS} rows are shown at once; change the page to see the rest.")
     return page
 
 
-def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: TextDisplay, run: str) -> None:
+def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: TextDisplay, run: str, *,
+                 kl: F.KLEstimator | None = None) -> None:
     scope = None if choice.all_steps else step
     flt: SampleFilter | None = choice.sample_filter
     total, everything = store.count(step=scope, filters=flt), store.count(step=scope)
     where = "in all steps" if scope is None else f"in step {step}"
     st.markdown(f"**{total}** of {everything} samples {where}" + (" match the filters" if flt else ""))
 
-    options = sort_options(store)
-    sort = valid_sort(options)
+    options = sort_options(store, kl)
+    sort = valid_sort(options, kl)
     left, mid, right = st.columns([3, 1.2, 3], vertical_alignment="bottom")
     left.selectbox("Sort by", options, format_func=F.label, **state.bind("sort"))
-    mid.toggle("Descending", **state.bind("desc"))
-    sort, desc = state.get("sort") or sort, bool(state.get("desc"))
+    mid.toggle("Descending", **state.bind("descending"))
+    sort, desc = state.get("sort") or sort, bool(state.get("descending"))
     if total == 0:
         st.info("No sample matches. Loosen the filters or search all steps.")
         return
     page = _page(total)
-    columns = table_columns(store)
+    columns = table_columns(store, kl)
     frame = store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt,
                           offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
     st.session_state[_ROWS_KEY] = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))

@@ -133,7 +133,7 @@ def _forget_run() -> None:
 
 
 def _run_changed() -> None:
-    state.put_many(step=None, sample=None, tpage=1, fields="")
+    state.put_many(step=None, sample=None, table_page=1, fields="")
 
 
 def open_run(run_path: Path, name: str) -> RolloutStore:
@@ -173,10 +173,30 @@ def _display_settings() -> DisplaySettings:
                           help="With the ± std band: mean ± this × standard deviation per step")
         zero = st.toggle("Zero shift", value=False, key="zero_shift",
                          help="Move each curve's first point to 0 to compare trends")
-        kl = st.radio("KL curve shows", ["kl", "log_ratio"], key="kl_series", horizontal=True,
-                      format_func=lambda name: F.token(name).brief)
+        _kl_estimator()
     text = TextDisplay(pad_tokens=parse_token_list(pads) if hide_pads else (),
                        system_marker=marker.strip() if hide_system else "")
     return DisplaySettings(text=text, curves=CurveOptions(band=band or "p10-p90", band_scale=float(scale),
                                                           zero_shift=zero),
-                           kl_series=kl or "kl")
+                           kl_estimator=state.get("kl_estimator") or F.DEFAULT_KL_ESTIMATOR)
+
+
+def _kl_estimator() -> None:
+    """Which estimator is "KL" on every page (kept in the link as ``kl_estimator``)."""
+    names = [e.name for e in F.KL_ESTIMATORS]
+    if state.get("kl_estimator") not in names:
+        state.put("kl_estimator", F.DEFAULT_KL_ESTIMATOR)
+    how = " ".join(f"{e.label}: {e.help}" for e in F.KL_ESTIMATORS)
+    st.radio("KL estimator", names, format_func=lambda name: F.kl_estimator(name).label,
+             help=f"Per token, with r = logp − ref_logp, each estimates KL(policy‖reference). {how} Drives the "
+                  "KL column, its sort and filter, the KL curve, the sample's KL cards and the token colours.",
+             **state.bind("kl_estimator", _estimator_changed))
+
+
+def _estimator_changed() -> None:
+    """A KL column chosen for sorting or colouring tokens follows the new estimator (k1's log-ratio too)."""
+    chosen = F.kl_estimator(state.get("kl_estimator"))
+    for old in F.KL_ESTIMATORS:
+        for role, view_field in (("mean", "sort"), ("sum", "sort"), ("token", "token_metric")):
+            if state.get(view_field) == getattr(old, role):
+                state.put(view_field, getattr(chosen, role))

@@ -25,12 +25,12 @@ def valid_step(steps: Sequence[int]) -> int:
     fallback = int(steps[-1])
     if wanted is not None:
         st.warning(f"Step {wanted} is not in this run (steps {steps[0]}–{steps[-1]}); showing step {fallback}.")
-    state.put_many(step=fallback, sample=None, tpage=1)
+    state.put_many(step=fallback, sample=None, table_page=1)
     return fallback
 
 
 def _step_changed() -> None:
-    state.put_many(sample=None, tpage=1)
+    state.put_many(sample=None, table_page=1)
 
 
 def _move(steps: Sequence[int], delta: int) -> None:
@@ -38,7 +38,7 @@ def _move(steps: Sequence[int], delta: int) -> None:
         return
     pos = list(steps).index(state.get("step")) + delta
     if 0 <= pos < len(steps):
-        state.put_many(step=int(steps[pos]), sample=None, tpage=1)
+        state.put_many(step=int(steps[pos]), sample=None, table_page=1)
 
 
 def pick_step(steps: Sequence[int], *, key: str = "step") -> int:

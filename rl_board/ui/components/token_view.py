@@ -36,15 +36,25 @@ def present_metrics(tokens: pd.DataFrame) -> list[str]:
     return [f.name for f in F.at(F.TOKEN) if f.name in tokens.columns and tokens[f.name].notna().any()]
 
 
-def valid_metric(metrics: list[str]) -> str:
-    wanted = state.get("metric")
+def colour_metrics(metrics: list[str], kl: F.KLEstimator) -> list[str]:
+    """The metrics to colour by: KL is the chosen estimator's (the other estimators' KL columns are left out;
+    the log-ratio, k1, always stays)."""
+    return [m for m in metrics if F.as_kl(m, kl.name) == m or m == kl.token]
+
+
+def valid_metric(metrics: list[str], kl: F.KLEstimator) -> str:
+    """The token metric of the view state; a KL one follows the chosen estimator (``kl`` -> ``kl_k2``)."""
+    wanted = state.get("token_metric")
+    if isinstance(wanted, str):
+        wanted = F.as_kl(wanted, kl.name)
     if wanted in metrics:
+        state.put("token_metric", wanted)
         return wanted
-    fallback = "kl" if "kl" in metrics else metrics[0]
-    if wanted != "kl":  # "kl" is the default; only a chosen metric deserves a message
+    fallback = kl.token if kl.token in metrics else metrics[0]
+    if wanted != kl.token:  # KL is the default; only a chosen metric deserves a message
         st.warning(f"Token metric {escape_markdown(repr(wanted))} is not available for this sample; "
                    f"showing {fallback}.")
-    state.put("metric", fallback)
+    state.put("token_metric", fallback)
     return fallback
 
 
@@ -101,7 +111,7 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
         st.dataframe(frame, hide_index=True, column_config=config, height=min(420, 38 + 35 * len(frame)))
 
 
-def _chip_page(tokens: pd.DataFrame, metric: str) -> pd.DataFrame:
+def _chip_page(tokens: pd.DataFrame, kl: F.KLEstimator) -> pd.DataFrame:
     """The tokens drawn as chips: all of a short response, a page of a long one (found by position or text)."""
     if len(tokens) <= CHIP_PAGE:
         return tokens
@@ -112,14 +122,15 @@ def _chip_page(tokens: pd.DataFrame, metric: str) -> pd.DataFrame:
     with c:
         st.caption("Jump to the token with the")
         for k, (name, (column, highest)) in enumerate(JUMPS.items()):
+            column = F.as_kl(column, kl.name)
             if column in tokens.columns and np.isfinite(tokens[column].to_numpy(dtype=np.float64)).any():
                 st.button(name, key=f"token_jump_{k}", on_click=_jump, args=(tokens, column, highest))
     if st.session_state.get(_FOUND):
         st.caption(st.session_state[_FOUND])
-    if not 1 <= (state.get("tokpage") or 1) <= pages:
-        state.put("tokpage", 1)
-    a.number_input(f"Token page (of {pages})", min_value=1, max_value=pages, step=1, **state.bind("tokpage"))
-    start = ((state.get("tokpage") or 1) - 1) * CHIP_PAGE
+    if not 1 <= (state.get("token_page") or 1) <= pages:
+        state.put("token_page", 1)
+    a.number_input(f"Token page (of {pages})", min_value=1, max_value=pages, step=1, **state.bind("token_page"))
+    start = ((state.get("token_page") or 1) - 1) * CHIP_PAGE
     return tokens.iloc[start : start + CHIP_PAGE]
 
 
@@ -133,30 +144,30 @@ def _find(tokens: pd.DataFrame) -> None:
     where = f"; the first at position {int(tokens.index[hits[0]])}" if len(hits) else ""
     st.session_state[_FOUND] = f"{len(hits)} token(s) contain {escape_markdown(repr(text[:40]))}{where}"
     if len(hits):
-        state.put("tokpage", int(hits[0]) // CHIP_PAGE + 1)
+        state.put("token_page", int(hits[0]) // CHIP_PAGE + 1)
 
 
 def _jump(tokens: pd.DataFrame, column: str, highest: bool) -> None:
     values = tokens[column].to_numpy(dtype=np.float64)
     pos = int(np.nanargmax(values) if highest else np.nanargmin(values))
     st.session_state[_FOUND] = f"{F.label(column, F.TOKEN)}: the extreme is at position {int(tokens.index[pos])}"
-    state.put("tokpage", pos // CHIP_PAGE + 1)
+    state.put("token_page", pos // CHIP_PAGE + 1)
 
 
-def render_token_view(detail: SampleDetail, display: TextDisplay) -> None:
+def render_token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator | None = None) -> None:
     """The token view as a fragment: a colour, a token page, a find or a jump reruns only this part
-    (not the sidebar, the texts and the scores above it)."""
-    _token_fragment(detail, display)
+    (not the sidebar, the texts and the scores above it). KL is ``kl``'s estimate (default k3)."""
+    _token_fragment(detail, display, kl or F.kl_estimator())
 
 
 @st.fragment
-def _token_fragment(detail: SampleDetail, display: TextDisplay) -> None:
+def _token_fragment(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -> None:
     with boundary():  # a fragment's rerun does not pass through the router's boundary
-        _token_view(detail, display)
+        _token_view(detail, display, kl)
     state.write_url()  # nor through its URL update: keep the link current
 
 
-def _token_view(detail: SampleDetail, display: TextDisplay) -> None:
+def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -> None:
     st.subheader("Tokens")
     tokens = detail.tokens
     if detail.n_tokens is None and detail.n_logprobs is None:
@@ -177,15 +188,16 @@ def _token_view(detail: SampleDetail, display: TextDisplay) -> None:
         st.caption(f"{len(tokens) - len(shown)} pad token(s) hidden (sidebar › Display settings).")
     if not metrics:
         missing("No per-token metrics", "this sample has tokens but no log-probs, values or token rewards.")
-        st.html(chips_html(shown, "kl"))
+        st.html(chips_html(shown, kl.token))
         return
-    metric = valid_metric(metrics)
+    options = colour_metrics(metrics, kl)
+    metric = valid_metric(options, kl)
     left, right = st.columns([3, 1])
     with left:
-        st.segmented_control("Colour tokens by", metrics, format_func=lambda m: F.token(m).brief,
-                             required=True, **state.bind("metric"))
-        metric = state.get("metric") or metric
-        page = _chip_page(shown, metric)
+        st.segmented_control("Colour tokens by", options, format_func=lambda m: F.token(m).brief,
+                             required=True, **state.bind("token_metric"))
+        metric = state.get("token_metric") or metric
+        page = _chip_page(shown, kl)
         st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(page, metric))
         st.caption("Hover a token to see all its metrics." + (
             f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
@@ -199,7 +211,7 @@ def _token_view(detail: SampleDetail, display: TextDisplay) -> None:
     if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text
         st.plotly_chart(wrapped_heatmap_figure(shown, metric), key="chart_heatmap", config={"displaylogo": False})
         return
-    chosen = st.multiselect("Heatmap rows", metrics, default=metrics, key="heatmap_rows",
+    chosen = st.multiselect("Heatmap rows", metrics, default=options, key="heatmap_rows",
                             format_func=lambda m: F.label(m, F.TOKEN))
     if chosen:
         st.plotly_chart(charts.token_heatmap_figure(shown, chosen), key="chart_heatmap",

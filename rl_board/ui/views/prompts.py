@@ -8,7 +8,7 @@ from rl_board.ui.context import Context
 
 
 def render(ctx: Context) -> None:
-    render_prompts(ctx.store, str(ctx.run_path), ctx.settings.text)
+    render_prompts(ctx.store, str(ctx.run_path), ctx.settings.text, kl=ctx.settings.kl)
 
 
 ctx = current_run("Prompts")

@@ -12,7 +12,7 @@ from rl_board.ui.context import Context
 
 
 def _to_history(pid: str) -> None:
-    state.put("pid", pid)
+    state.put("prompt_id", pid)
     state.request_page("prompts")
 
 

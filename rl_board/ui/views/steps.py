@@ -16,12 +16,13 @@ from rl_board.ui.context import Context
 def render(ctx: Context) -> None:
     store = ctx.store
     step = pick_step(store.steps)
-    render_batch(store, str(ctx.run_path), step)
+    kl = ctx.settings.kl
+    render_batch(store, str(ctx.run_path), step, kl=kl)
     st.button("Groups of this step", key="to_groups", icon=":material/workspaces:", on_click=state.request_page,
               args=("groups",), help="The samples of each prompt together: spread, solved share, best and worst")
     st.subheader("Samples")
-    choice = render_filters(store)
-    render_table(store, step, choice, ctx.settings.text, ctx.run or "run")
+    choice = render_filters(store, kl=kl)
+    render_table(store, step, choice, ctx.settings.text, ctx.run or "run", kl=kl)
 
 
 ctx = current_run("Step browser")
