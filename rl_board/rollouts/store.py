@@ -159,6 +159,11 @@ class RolloutStore:
         return self._run.cache_root
 
     @property
+    def read_in_place(self) -> bool:
+        """Whether the run is a Parquet dataset read where it lies (no cache)."""
+        return self._run.dataset is not None
+
+    @property
     def fields_map(self) -> FieldMap:
         return self._run.fields_map
 

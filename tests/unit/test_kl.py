@@ -194,12 +194,12 @@ def test_a_dataset_exported_before_the_kl_fix_is_recomputed_not_trusted(tmp_path
 
     store = open_run(tmp_path, np.array([[-0.1, -1.0]]), np.array([[-3.0, -1.0]]))
     dataset.write_dataset(store.arrow_samples(), tmp_path / "ds")
-    assert RolloutStore.open(tmp_path / "ds", cache_dir=tmp_path / "c1")._dataset is not None  # today's: in place
+    assert RolloutStore.open(tmp_path / "ds", cache_dir=tmp_path / "c1").read_in_place  # today's: in place
     part = tmp_path / "ds" / "step=0" / dataset.PART
     old = pq.read_table(part).drop_columns(["kl_k2_mean", "kl_k2_sum", "token_log_ratio"])
     old = old.set_column(old.schema.get_field_index("kl_mean"), "kl_mean", pa.array([(14.27 + 0.0) / 2]))
     pq.write_table(old, part)
     (tmp_path / "ds" / dataset.INDEX).unlink()
     reread = RolloutStore.open(tmp_path / "ds", cache_dir=tmp_path / "c2")
-    assert reread._dataset is None
+    assert not reread.read_in_place
     assert reread.samples(columns=["kl_mean"])["kl_mean"].iloc[0] == pytest.approx(1.955023 / 2, rel=1e-6)
