@@ -1,8 +1,13 @@
-"""Server configuration: read once per process into one object.
+"""Configuration: every setting rl-board reads from its environment, read once per process, in one object.
 
+``settings()`` holds what the server was started with (``ServerConfig``:
 ``rl-board serve`` writes the roots and the cache folder into the server's
-environment (``RL_BOARD_ROOTS``, ``RL_BOARD_CACHE_DIR``); this is the only
-module that reads them. Commands pass their ``--cache-dir`` explicitly.
+environment, ``RL_BOARD_ROOTS``, ``RL_BOARD_CACHE_DIR``...), every byte size
+the readers work with (``Sizes``, each settable as ``RL_BOARD_<NAME>``), and
+how often a served bucket is looked at. This is the only module that reads
+the environment; nothing is read at import time, and worker processes, which
+inherit the environment, see the same values. Commands pass their
+``--cache-dir`` explicitly.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 ROOTS_ENV = "RL_BOARD_ROOTS"
@@ -33,21 +38,45 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".cache") / "rl-board"
 
 
-MAX_LINE_ENV = "RL_BOARD_MAX_LINE_BYTES"
-MAX_LINE_DEFAULT = 256 * 1024 * 1024
+KB, MB = 1024, 1024 * 1024
 
 
-def max_line_bytes(env: Mapping[str, str] | None = None) -> int:
-    """The longest log line read: $RL_BOARD_MAX_LINE_BYTES (a positive number of bytes), else 256 MB.
+@dataclass(frozen=True)
+class Sizes:
+    """Every byte size rl-board works with. Each can be set with ``$RL_BOARD_<NAME>`` (the field's name in
+    capitals, a positive number of bytes); a value that is not one is ignored."""
 
-    Read from the environment so worker processes, which inherit it, use the same cap.
-    """
-    env = os.environ if env is None else env
-    try:
-        value = int(env.get(MAX_LINE_ENV, ""))
-    except ValueError:
-        return MAX_LINE_DEFAULT
-    return value if value > 0 else MAX_LINE_DEFAULT
+    max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
+    block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
+    pool_min_bytes: int = 160 * MB  # a load this big starts the worker pool
+    warm_pool_min_bytes: int = 8 * MB  # a warm pool is used from two blocks of this much
+    json_block_bytes: int = 4 * MB  # pyarrow.json's parse task size (one per core at a time)
+    scan_bytes: int = MB  # reads that look for newlines or skip an over-long line
+    structure_scan_bytes: int = 256 * KB  # a line's brackets are counted in passes of this much (bounds memory)
+    path_choice_bytes: int = MB  # bytes of a block looked at to choose its parse path
+    sniff_bytes: int = 64 * KB  # the first bytes of a JSON-lines file that say what it is
+    sniff_line_bytes: int = 16 * MB  # up to this much of a first line that is longer (ROLL writes one line)
+    text_sniff_bytes: int = 4 * MB  # how far into a text file its first metric line is looked for
+    probe_head_bytes: int = 64 * KB  # the start of a file checked before only its new bytes are read
+    probe_tail_bytes: int = 4 * KB  # each window checked at its end and in between
+    compact_small_bytes: int = 4 * MB  # cache segments smaller than this are merged
+    dataset_cache_bytes: int = 512 * MB  # text and tokens of recently shown steps of a dataset read in place
+    remote_head_bytes: int = MB  # what a served bucket's big rollout log is copied of until its run is opened
+    remote_chunk_bytes: int = 8 * MB  # the size of one ranged read from a bucket
+    growth_check_bytes: int = 4 * KB  # a grown object's old start and end, read back before only its new bytes
+    growth_window_bytes: int = 512  # each window read back between them
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Sizes:
+        given = {}
+        for f in fields(cls):
+            try:
+                value = int(env.get(f"RL_BOARD_{f.name.upper()}", ""))
+            except ValueError:
+                continue
+            if value > 0:
+                given[f.name] = value
+        return cls(**given)
 
 
 @dataclass(frozen=True)
@@ -96,12 +125,44 @@ class ServerConfig:
         return env
 
 
+REMOTE_EVERY_ENV = "RL_BOARD_REMOTE_EVERY"  # seconds between looks at a served bucket
+REMOTE_EVERY_DEFAULT = 15.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything this process reads from its environment (see the module docstring)."""
+
+    server: ServerConfig
+    sizes: Sizes
+    remote_every: float = REMOTE_EVERY_DEFAULT
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        try:
+            every = max(1.0, float(env.get(REMOTE_EVERY_ENV, REMOTE_EVERY_DEFAULT)))
+        except ValueError:
+            every = REMOTE_EVERY_DEFAULT
+        return cls(ServerConfig.from_env(env), Sizes.from_env(env), every)
+
+
 @functools.cache
+def settings() -> Settings:
+    """This process's settings (read from the environment the first time they are asked for)."""
+    return Settings.from_env()
+
+
 def server_config() -> ServerConfig:
-    """This process's configuration (read from the environment the first time it is asked)."""
-    return ServerConfig.from_env()
+    """What the server was started with."""
+    return settings().server
+
+
+def sizes() -> Sizes:
+    """The byte sizes the readers work with."""
+    return settings().sizes
 
 
 def reset() -> None:
-    """Forget the configuration read so far (tests that start several apps in one process)."""
-    server_config.cache_clear()
+    """Forget the settings read so far (tests that change the environment or start several apps)."""
+    settings.cache_clear()

@@ -21,6 +21,18 @@ def fresh_server_config():
 
 
 @pytest.fixture
+def set_sizes(monkeypatch):
+    """Set byte sizes as a user would (``RL_BOARD_<NAME>``); workers started after it inherit them too."""
+
+    def set_(**values: int) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(f"RL_BOARD_{name.upper()}", str(value))
+        config.reset()
+
+    return set_
+
+
+@pytest.fixture
 def cache_dir(tmp_path: Path) -> Path:
     path = tmp_path / "cache"
     path.mkdir()

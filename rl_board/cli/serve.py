@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rl_board.config import LOOPBACK_HOSTS, ServerConfig, default_cache_dir
+from rl_board.config import LOOPBACK_HOSTS, REMOTE_EVERY_ENV, ServerConfig, default_cache_dir
 from rl_board.errors import RLBoardError
 from rl_board.rollouts.tokens import TokenText
 from rl_board.sources import remote
-from rl_board.sources.remote import REMOTE_EVERY_ENV
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 PROJECT = Path(__file__).resolve().parent.parent.parent

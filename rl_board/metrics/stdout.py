@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rl_board.config import max_line_bytes
+from rl_board import config
 from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_value
 from rl_board.rollouts.read.records import (
     DEPTH_REASON,
@@ -39,9 +39,6 @@ VERL_STEP = re.compile(r"(?:^|[\s|)\]>:])step:\s*(\d+)\s+-\s+(.*)$")
 WRAPPED_NUMBER = re.compile(r"^(?:np\.)?(?:float|int)\d*\((.*)\)$")
 REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
-MAX_LINE_BYTES = max_line_bytes()  # a longer line is skipped and reported, never read whole
-_SKIP_CHUNK = 1024 * 1024
-SNIFF_BYTES = 4 * 1024 * 1024  # how far into a text file ``has_metric_lines`` looks (start-up chatter comes first)
 
 
 @dataclass
@@ -73,7 +70,7 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
         number = progress.lines + 1
         target = committed if complete else tail
         if raw is None:
-            target.problems.append(Problem(str(path), too_long_reason(size, MAX_LINE_BYTES), number))
+            target.problems.append(Problem(str(path), too_long_reason(size, config.sizes().max_line_bytes), number))
         else:
             _parse_line(raw, number, str(path), run, target, formats, jsonl)
         if jsonl.rollouts:
@@ -90,13 +87,13 @@ def why_no_metric_lines(path: Path) -> str:
     if has_metric_lines(path):
         return ""
     try:
-        longer = path.stat().st_size > SNIFF_BYTES
+        longer = path.stat().st_size > config.sizes().text_sniff_bytes
     except OSError:
         longer = False
-    return NO_METRIC_LINES + (f" in its first {SNIFF_BYTES >> 20} MB" if longer else "")
+    return NO_METRIC_LINES + (f" in its first {config.sizes().text_sniff_bytes >> 20} MB" if longer else "")
 
 
-def has_metric_lines(path: Path, *, limit: int = SNIFF_BYTES) -> bool:
+def has_metric_lines(path: Path, *, limit: int | None = None) -> bool:
     """Whether the first ``limit`` bytes of a text file hold a line this module reads as metrics.
 
     The catalogue's test for ``.log`` / ``.txt`` / ``.out`` / ``.err`` files: the same line parser as
@@ -104,6 +101,7 @@ def has_metric_lines(path: Path, *, limit: int = SNIFF_BYTES) -> bool:
     that cannot be read counts as one (the reader then names why). Lines that cannot be metric lines (no
     ``metrics_tag:``, no ``step:``, not an object) are passed over unparsed.
     """
+    limit = config.sizes().text_sniff_bytes if limit is None else limit
     tables, formats, unreadable = TableSet(), set[str](), list[Problem]()
     jsonl = _JsonlState(path.suffix.lower() in {".jsonl", ".ndjson"})
     seen = 0
@@ -120,17 +118,18 @@ def has_metric_lines(path: Path, *, limit: int = SNIFF_BYTES) -> bool:
 
 def _lines(path: Path, offset: int, problems: list[Problem]) -> Iterator[tuple[bytes | None, bool, int]]:
     """``(line, complete, bytes)`` from `offset` on; complete = ends with a newline. A line longer than
-    MAX_LINE_BYTES comes as None: it is skipped in 1 MB reads, never held whole."""
+    ``Sizes.max_line_bytes`` comes as None: it is skipped in ``Sizes.scan_bytes`` reads, never held whole."""
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
-            while raw := handle.readline(MAX_LINE_BYTES + 1):
-                if len(raw) <= MAX_LINE_BYTES:
+            longest = config.sizes().max_line_bytes
+            while raw := handle.readline(longest + 1):
+                if len(raw) <= longest:
                     yield raw, raw.endswith(b"\n"), len(raw)
                     continue
                 size, complete = len(raw), raw.endswith(b"\n")
                 del raw
-                while not complete and (chunk := handle.read(_SKIP_CHUNK)):
+                while not complete and (chunk := handle.read(config.sizes().scan_bytes)):
                     cut = chunk.find(b"\n")
                     complete = cut >= 0
                     if complete:

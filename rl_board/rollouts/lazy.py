@@ -4,7 +4,7 @@ Opening reads each step file's footer and its per-sample numbers (rewards,
 KL means, lengths...: a few bytes per sample). Text and token arrays stay in
 the files: a page that shows a step reads that step's file, only the columns
 it needs (a range read per column chunk on object storage), and keeps the
-last ones it read in memory (``CACHE_BYTES``). So opening one step of a 10 GB
+last ones it read in memory (``Sizes.dataset_cache_bytes``). So opening one step of a 10 GB
 run costs the footers, the number columns and one step's text.
 
 A dataset is read this way when every file lies in a ``step=N/`` folder and
@@ -28,6 +28,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rl_board import config
 from rl_board.errors import NotFoundError
 from rl_board.formats import schema as S
 from rl_board.rollouts import dataset
@@ -36,7 +37,6 @@ from rl_board.rollouts.runview import RunView
 from rl_board.sources.datasets import DatasetFile, Located, locate
 from rl_board.sources.locations import fsspec_of
 
-CACHE_BYTES = 512 * 1024 * 1024  # text and token columns of recently shown steps kept in memory
 READERS = 16  # files read at once when opening (object stores answer faster in parallel)
 
 
@@ -227,7 +227,7 @@ class HeavyColumns:
         return table.cast(pa.schema([self.schema.field(n) for n in table.column_names]))
 
     def _evict(self, keep: set[tuple[int, str]]) -> None:
-        while self._bytes > CACHE_BYTES and len(self._cache) > len(keep):
+        while self._bytes > config.sizes().dataset_cache_bytes and len(self._cache) > len(keep):
             key = next(k for k in self._cache if k not in keep)
             self._bytes -= self._cache.pop(key).nbytes
 

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rl_board import config
 from rl_board.errors import NotFoundError, RLBoardError
 
 log = logging.getLogger(__name__)
@@ -48,16 +49,12 @@ URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
 IN_PLACE = ".rl-board-in-place"  # marks a mirrored folder that stands for a Parquet dataset read in the bucket
 _PARTITION_KEY = re.compile(r"^(?:(.*)/)?step=-?\d+/[^/]+\.parquet$")
-CHECK_BYTES = 4096  # the start and the end of a grown object's old bytes are read back this much
-CHECK_BETWEEN = 6  # and this many 512-byte windows spread between them
-HEAD_BYTES = 1024 * 1024  # what a served root holds of a big rollout log until its run is opened
+CHECK_BETWEEN = 6  # windows between the start and the end of a grown object's old bytes that are read back
 HEAD_SUFFIXES = frozenset({".jsonl", ".ndjson"})  # logs whose first lines say what they are
-CHUNK = 8 * 1024 * 1024
 NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npy", ".npz"})
 EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
           "az": "adlfs", "abfs": "adlfs"}  # fmt: skip
 Progress = Callable[[int, int], None]  # (bytes done, bytes to fetch)
-REMOTE_EVERY_ENV = "RL_BOARD_REMOTE_EVERY"  # seconds between listings of a served remote root
 
 
 def is_url(text: str | Path) -> bool:
@@ -145,7 +142,7 @@ def _under_any(rel: str, folders: set[str]) -> bool:
 def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whole: bool = True) -> MirrorResult:
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring.
 
-    ``whole=False`` (a served root, listed for its runs): a rollout log over ``HEAD_BYTES`` gets only its
+    ``whole=False`` (a served root, listed for its runs): a rollout log over ``Sizes.remote_head_bytes`` gets only its
     first complete lines, enough to classify it, and a rollout log already copied is left as it is; opening
     its run completes it (``RolloutStore.open``). Metric logs and event files are brought up to date at
     every look (new bytes only), since nothing else would refresh them.
@@ -168,7 +165,8 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
             continue
         target = (base.parent if single else base) / rel
         plans.append((key, target, int(info.get("size") or 0), _version(info)))
-    total = [0, sum(size if whole or size <= HEAD_BYTES or t.suffix.lower() not in HEAD_SUFFIXES else HEAD_BYTES
+    head_bytes = config.sizes().remote_head_bytes
+    total = [0, sum(size if whole or size <= head_bytes or t.suffix.lower() not in HEAD_SUFFIXES else head_bytes
                     for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]  # fmt: skip
     for key, target, size, version in plans:
         try:
@@ -196,7 +194,7 @@ def follow(urls: list[str], cache_root: Path, every: float | None = None,
     """
     if every is None:
         try:
-            every = max(1.0, float(os.environ.get(REMOTE_EVERY_ENV, "15")))
+            every = config.settings().remote_every
         except ValueError:
             every = 15.0
     stop = stop or threading.Event()
@@ -282,8 +280,8 @@ def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: 
         elif old is not None and 0 < here == have < size and (
                 old.get("version") == version or _same_prefix(fs, key, target, here, result)):
             _append(fs, key, target, here, size, result, total, progress)  # the rest of the same object, or
-        elif not whole and size > HEAD_BYTES and target.suffix.lower() in HEAD_SUFFIXES:  # what was added to it
-            _fetch(fs, key, target, HEAD_BYTES, result, total, progress, cut_at_newline=True)
+        elif not whole and size > config.sizes().remote_head_bytes and target.suffix.lower() in HEAD_SUFFIXES:
+            _fetch(fs, key, target, config.sizes().remote_head_bytes, result, total, progress, cut_at_newline=True)
             if _role(target) != "rollout":  # a long metrics log: the Metrics page reads it all
                 _append(fs, key, target, target.stat().st_size, size, result, total, progress)
         else:  # anything else is fetched whole
@@ -314,8 +312,10 @@ def _rollout_log(path: Path) -> bool:
 
 def check_windows(old_size: int) -> list[tuple[int, int]]:
     """The (start, end) ranges of a grown object read back to tell an append from a rewrite."""
-    spots = [(0, CHECK_BYTES), (old_size - CHECK_BYTES, old_size)]
-    spots += [(old_size * k // (CHECK_BETWEEN + 1), old_size * k // (CHECK_BETWEEN + 1) + 512)
+    sizes = config.sizes()
+    ends, window = sizes.growth_check_bytes, sizes.growth_window_bytes
+    spots = [(0, ends), (old_size - ends, old_size)]
+    spots += [(old_size * k // (CHECK_BETWEEN + 1), old_size * k // (CHECK_BETWEEN + 1) + window)
               for k in range(1, CHECK_BETWEEN + 1)]  # fmt: skip
     merged: list[tuple[int, int]] = []
     for start, end in sorted((max(0, a), min(old_size, b)) for a, b in spots):
@@ -372,7 +372,7 @@ def _fetch(fs: Any, key: str, target: Path, size: int, result: MirrorResult,
 def _ranges(fs: Any, key: str, start: int, end: int) -> Iterator[bytes]:
     pos = start
     while pos < end:
-        data = fs.cat_file(key, start=pos, end=min(pos + CHUNK, end))
+        data = fs.cat_file(key, start=pos, end=min(pos + config.sizes().remote_chunk_bytes, end))
         if not data:
             return
         yield data

@@ -10,15 +10,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rl_board import formats
+from rl_board import config, formats
 from rl_board.formats import fieldmap
 from rl_board.formats.fieldmap import FieldMap
 
 JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SETTINGS_FILE = "rl-board.toml"
 RL_BOARD = "rl-board"
-PREFIX_BYTES = 64 * 1024
-LONG_LINE_BYTES = 16 * 1024 * 1024
 LINES_TRIED = 20
 # Keys that make a JSON line a rollout sample rather than a metrics record.
 ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
@@ -119,8 +117,9 @@ def parquet(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
 def _head(path: Path) -> bytes:
     """The first 64 KB, or more when the first line is longer (up to 16 MB: ROLL writes a file as one line)."""
     with path.open("rb") as handle:
-        head = handle.read(PREFIX_BYTES)
-        while b"\n" not in head and len(head) < LONG_LINE_BYTES:
+        sizes = config.sizes()
+        head = handle.read(sizes.sniff_bytes)
+        while b"\n" not in head and len(head) < sizes.sniff_line_bytes:
             more = handle.read(len(head))
             if not more:
                 break

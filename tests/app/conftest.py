@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
+from rl_board import config
 from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
@@ -82,6 +83,7 @@ def serve(monkeypatch, tmp_path):
     def _serve(root: Path) -> Path:
         monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
         monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+        config.reset()  # the app reads its settings afresh, as a server started now would
         return root
 
     return _serve

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rl_board import config
 from rl_board.rollouts.demo import DemoSpec, write_run
 from tests.helpers.apptest import assert_clean, table, texts
 from tests.helpers.metric_fixtures import write_tensorboard_run
@@ -39,6 +40,7 @@ def health_root(tmp_path_factory) -> Path:
 
 def open_health(root: Path, cache: Path, monkeypatch) -> AppTest:
     monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    config.reset()  # read the new environment, as a server started now would
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(cache))
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()

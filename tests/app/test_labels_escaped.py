@@ -27,6 +27,7 @@ import pytest
 from google.protobuf.message import Message
 from streamlit.testing.v1 import AppTest
 
+from rl_board import config
 from rl_board.metrics.reader import load_metrics
 from rl_board.rollouts.demo import DemoSpec, write_run
 from tests.helpers.apptest import APP, PAGES, assert_clean
@@ -76,6 +77,7 @@ def metric_runs(hostile_root) -> list[str]:
 @pytest.fixture
 def visit(hostile_root, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RL_BOARD_ROOTS", str(hostile_root))
+    config.reset()  # read the new environment, as a server started now would
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
     def _visit(page: str, run: str | None = None, **view: object) -> AppTest:

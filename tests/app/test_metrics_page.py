@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rl_board import config
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.ui.metric_charts import chart_key, ema
 from tests.helpers.apptest import assert_clean, decode, texts
@@ -34,6 +35,7 @@ def metrics_root(tmp_path_factory) -> Path:
 
 def open_metrics(root: Path, cache: Path, monkeypatch, **widgets: object) -> AppTest:
     monkeypatch.setenv("RL_BOARD_ROOTS", str(root))
+    config.reset()  # read the new environment, as a server started now would
     monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(cache))
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()

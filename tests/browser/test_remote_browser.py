@@ -17,8 +17,8 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from rl_board import config
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
-from rl_board.sources import remote
 from tests.helpers import s3
 from tests.helpers.screens import REPO, save_screenshot
 from tests.helpers.streamlit_browser import StreamlitRuns, free_port, stop_streamlit
@@ -30,9 +30,9 @@ URL = "s3://team-logs/experiments"
 @pytest.fixture(scope="module")
 def bucket_server(tmp_path_factory):
     local = tmp_path_factory.mktemp("bucket") / "experiments"
-    # one 12,000-token answer per step: a log over remote.HEAD_BYTES, so serve first copies only its head
+    # one 12,000-token answer per step: a log over config.sizes().remote_head_bytes, so serve first copies only its head
     write_grpo_run(local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=12_000, seed=2))
-    assert (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size > remote.HEAD_BYTES
+    assert (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size > config.sizes().remote_head_bytes
     with s3.s3_server() as endpoint:
         s3.upload(endpoint, local, URL)
         port = free_port()

@@ -125,9 +125,9 @@ def test_present_counts_say_which_list_columns_hold_values(pair):
         assert reread.has(name) == original.has(name)
 
 
-def test_a_search_over_every_step_holds_one_file_at_a_time(pair, monkeypatch):
+def test_a_search_over_every_step_holds_one_file_at_a_time(pair, set_sizes):
     original, reread, _ = pair
-    monkeypatch.setattr(lazy, "CACHE_BYTES", 1)  # keep nothing beyond the file being read
+    set_sizes(dataset_cache_bytes=1)  # keep nothing beyond the file being read
     flt = SampleFilter(text="the")
     assert reread.count(filters=flt) == original.count(filters=flt)
     files = {k for k, _ in reread._view.heavy._cache}

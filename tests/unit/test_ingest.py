@@ -68,9 +68,8 @@ def test_plan_blocks_cut_at_newlines_and_skip_the_partial_tail(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("pool", [False, True])
-def test_many_blocks_keep_order_and_line_numbers(tmp_path: Path, monkeypatch, pool: bool) -> None:
-    monkeypatch.setattr(ingest, "BLOCK_BYTES", 4096)
-    monkeypatch.setattr(ingest, "POOL_MIN_BYTES", 0 if pool else 1 << 40)
+def test_many_blocks_keep_order_and_line_numbers(tmp_path: Path, set_sizes, pool: bool) -> None:
+    set_sizes(block_bytes=4096, pool_min_bytes=1 if pool else 1 << 40)
     run = tmp_path / "run"
     run.mkdir()
     lines = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.rollouts.read import ingest, pool
+from rl_board.rollouts.read import pool
 from rl_board.rollouts.store import RolloutStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,10 +35,9 @@ def _write_run(run: Path, n: int = 400, bad_every: int = 97) -> None:
 
 
 @pytest.fixture
-def pooled(monkeypatch):
+def pooled(set_sizes):
     """Every load uses the pool (small blocks, no size threshold); the pool is stopped after the test."""
-    monkeypatch.setattr(ingest, "BLOCK_BYTES", 8192)
-    monkeypatch.setattr(ingest, "POOL_MIN_BYTES", 0)
+    set_sizes(block_bytes=8192, pool_min_bytes=1)
     pool.shutdown()
     yield
     pool.shutdown()
@@ -76,13 +75,12 @@ def test_two_opens_reuse_the_same_workers(tmp_path: Path, pooled) -> None:
     assert all(_gone(pid) for pid in pids)
 
 
-def test_pool_and_in_process_give_identical_runs(tmp_path: Path, monkeypatch) -> None:
+def test_pool_and_in_process_give_identical_runs(tmp_path: Path, set_sizes) -> None:
     _write_run(tmp_path / "run", n=600, bad_every=41)
-    monkeypatch.setattr(ingest, "BLOCK_BYTES", 8192)
     frames, reports = [], []
     for use_pool in (False, True):
         pool.shutdown()
-        monkeypatch.setattr(ingest, "POOL_MIN_BYTES", 0 if use_pool else 1 << 40)
+        set_sizes(block_bytes=8192, pool_min_bytes=1 if use_pool else 1 << 40)
         store = RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / f"cache-{use_pool}")
         assert (pool.running() is not None) == use_pool
         frames.append(store.samples(columns=[c for c in store.fields if c != "file"] + ["line"]))
@@ -155,9 +153,9 @@ def test_idle_workers_exit_and_the_pool_starts_again(tmp_path: Path, pooled) -> 
 
 _CHILD = textwrap.dedent("""
     import os, sys, json
-    from rl_board.rollouts.read import ingest, pool
+    os.environ.update(RL_BOARD_BLOCK_BYTES="8192", RL_BOARD_POOL_MIN_BYTES="1")  # before the settings are read
+    from rl_board.rollouts.read import pool
     from rl_board.rollouts.store import RolloutStore
-    ingest.BLOCK_BYTES, ingest.POOL_MIN_BYTES = 8192, 0
     RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2])
     print(json.dumps(pool.running().pids), flush=True)
     if sys.argv[3] == "kill":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from rl_board import config
 from rl_board.errors import RLBoardError
 from rl_board.sources import remote
 from tests.helpers import s3
@@ -88,7 +89,7 @@ def test_reopen_fetches_nothing_and_growth_fetches_only_the_new_bytes(bucket_run
     grown = summary(url, env, cache)
     assert grown["remote"]["appended_bytes"] == len(extra)
     checked = sum(end - start for start, end in remote.check_windows(size))
-    assert checked <= 2 * remote.CHECK_BYTES + 6 * 512
+    assert checked <= 2 * config.sizes().growth_check_bytes + remote.CHECK_BETWEEN * config.sizes().growth_window_bytes
     assert grown["remote"]["fetched_bytes"] == len(extra) + checked
     # Counted on the wire: the new bytes, the check windows, the listing and HTTP headers; not the object.
     assert len(extra) + checked <= proxy.received < len(extra) + checked + 32_000 < size
@@ -305,14 +306,14 @@ def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_open
     rows = [line.replace('"step": 0', f'"step": {k // 100}') for k in range(3000)]
     big = ("\n".join(rows) + "\n").encode()
     metrics = "".join(json.dumps({"step": k, "loss": 1.0 / (k + 1), "kl": 0.01 * k}) + "\n" for k in range(40_000))
-    assert len(big) > remote.HEAD_BYTES and len(metrics) > remote.HEAD_BYTES
+    assert len(big) > config.sizes().remote_head_bytes and len(metrics) > config.sizes().remote_head_bytes
     fs.pipe("/lazy-bucket/root/run/rollout_data_rank_0.jsonl", big)
     fs.pipe("/lazy-bucket/root/run/train_metrics.jsonl", metrics.encode())
     cache = tmp_path / "cache"
     listed = remote.mirror("memory://lazy-bucket/root", cache, whole=False)
     copy = listed.local / "run" / "rollout_data_rank_0.jsonl"
     head = copy.stat().st_size
-    assert head <= remote.HEAD_BYTES and copy.read_bytes().endswith(b"\n") and big.startswith(copy.read_bytes())
+    assert head <= config.sizes().remote_head_bytes and copy.read_bytes().endswith(b"\n") and big.startswith(copy.read_bytes())
     assert (listed.local / "run" / "train_metrics.jsonl").stat().st_size == len(metrics), "metrics read whole"
     assert [f.relative for f in catalogue(listed.local).rollout_folders()] == ["run"]
     assert remote.mirror("memory://lazy-bucket/root", cache, whole=False).fetched_bytes == 0

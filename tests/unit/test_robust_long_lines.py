@@ -64,8 +64,8 @@ def test_ingest_reports_the_long_line_and_keeps_the_others(tmp_path: Path, plann
     assert bad == [(31, f"line of {5 * MB:,} bytes is longer than the 1 MB limit (not read)")]
 
 
-def test_store_with_a_small_limit(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(ingest, "MAX_LINE_BYTES", MB)
+def test_store_with_a_small_limit(tmp_path: Path, set_sizes) -> None:
+    set_sizes(max_line_bytes=MB)
     run = tmp_path / "run"
     run.mkdir()
     with_long_line(run / "r0.jsonl", 3 * MB)
@@ -138,8 +138,8 @@ def test_the_limit_comes_from_the_environment(tmp_path: Path) -> None:
     assert "longer than the 1 MB limit" in report["bad_lines"][0]["reason"]
 
 
-def test_metrics_log_skips_a_long_line(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(stdout, "MAX_LINE_BYTES", MB)
+def test_metrics_log_skips_a_long_line(tmp_path: Path, set_sizes) -> None:
+    set_sizes(max_line_bytes=MB)
     log = tmp_path / "metrics.jsonl"
     lines = [json.dumps({"step": 1, "loss": 0.5}), '{"step": 2, "x": "' + "z" * (3 * MB) + '"}',
              json.dumps({"step": 3, "loss": 0.3})]  # fmt: skip

@@ -13,18 +13,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board import config
 from rl_board.formats.schema import LINE
 from rl_board.rollouts.cache.manifest import FileEntry, Segment
 from rl_board.rollouts.cache.segments import map_segment, write_segment
 from rl_board.rollouts.read import records
 
 MAX_SMALL = 16
-SMALL_BYTES = 4 * 1024 * 1024
 
 
 def compact(directory: Path, entry: FileEntry) -> bool:
     """Merge stretches of small segments of one file; True if anything changed."""
-    if sum(seg.bytes < SMALL_BYTES for seg in entry.segments) <= MAX_SMALL:
+    small_bytes = config.sizes().compact_small_bytes
+    if sum(seg.bytes < small_bytes for seg in entry.segments) <= MAX_SMALL:
         return False
     merged: list[Segment] = []
     for stretch in _stretches(entry.segments):
@@ -36,9 +37,10 @@ def compact(directory: Path, entry: FileEntry) -> bool:
 def _stretches(segments: list[Segment]) -> list[list[Segment]]:
     """Consecutive small segments grouped; each big one alone."""
     out: list[list[Segment]] = []
+    small_bytes = config.sizes().compact_small_bytes
     for seg in segments:
-        small = seg.bytes < SMALL_BYTES
-        if small and out and out[-1][-1].bytes < SMALL_BYTES:
+        small = seg.bytes < small_bytes
+        if small and out and out[-1][-1].bytes < small_bytes:
             out[-1].append(seg)
         else:
             out.append([seg])

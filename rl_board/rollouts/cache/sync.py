@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rl_board import config
 from rl_board.config import default_cache_dir
 from rl_board.errors import RLBoardError
 from rl_board.formats import NATIVE, Reading, fieldmap
@@ -53,8 +54,6 @@ from rl_board.sources import settings
 __all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
            "default_cache_dir", "run_cache_dir"]
 
-TAIL_BYTES = 4096
-HEAD_BYTES = 64 * 1024
 PROBES = 30
 MAX_REPORTED_PER_FILE = 10_000
 
@@ -310,11 +309,13 @@ def probe_crc(path: Path, end: int) -> int:
 
 
 def _windows(end: int) -> list[tuple[int, int]]:
-    head = min(HEAD_BYTES, end)
-    out = [(0, head), (max(0, end - TAIL_BYTES), min(TAIL_BYTES, end))]
-    span = end - head - TAIL_BYTES
-    if span > TAIL_BYTES:
-        out += [(head + span * k // (PROBES + 1), TAIL_BYTES) for k in range(1, PROBES + 1)]
+    sizes = config.sizes()
+    tail = sizes.probe_tail_bytes
+    head = min(sizes.probe_head_bytes, end)
+    out = [(0, head), (max(0, end - tail), min(tail, end))]
+    span = end - head - tail
+    if span > tail:
+        out += [(head + span * k // (PROBES + 1), tail) for k in range(1, PROBES + 1)]
     return out
 
 

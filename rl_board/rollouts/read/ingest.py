@@ -8,7 +8,7 @@ worker pool (pool.py); the line numbers inside a segment count from the block's
 start and the manifest keeps each segment's offset, so workers never wait on
 each other.
 
-A line longer than MAX_LINE_BYTES is never read: it is planned as a block of
+A line longer than ``Sizes.max_line_bytes`` is never read: it is planned as a block of
 its own and reported as a bad line with its length, so one runaway line costs
 a scan, not memory.
 """
@@ -32,17 +32,8 @@ from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables
 
-BLOCK_BYTES = 16 * 1024 * 1024
-LONG_LINE = 2048  # average bytes per line above which the bulk path is faster
-# A load this big starts the worker pool (~0.3 s of imports per worker, partly hidden by parsing here
-# meanwhile); a smaller one parses here, or in the pool when one is already running (it is kept warm).
-POOL_MIN_BYTES = 160 * 1024 * 1024
-WARM_POOL_MIN_BYTES = 8 * 1024 * 1024  # a warm pool is worth it from two blocks of this much
-_SCAN = 1024 * 1024
-_HEAD = 1024 * 1024  # bytes looked at to choose a block's parse path
-# Longest line read (256 MB, or $RL_BOARD_MAX_LINE_BYTES; workers inherit it): a longer one is reported,
-# never read, as reading one costs about twice its size in memory.
-MAX_LINE_BYTES = config.max_line_bytes()
+LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
+# Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the environment.
 RENAMED_NOTE = "logged keys named like columns rl-board adds are kept as"
 
 
@@ -65,7 +56,7 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     if n_lines is not None:
         long_lines = bool(n_lines) and len(data) / n_lines >= LONG_LINE
     else:
-        head = data[:_HEAD]
+        head = data[: config.sizes().path_choice_bytes]
         n_head = head.count(b"\n")
         long_lines = len(head) / n_head >= LONG_LINE if n_head else len(data) > len(head)
     if long_lines:
@@ -121,13 +112,14 @@ def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = Non
                 max_line: int | None = None) -> list[tuple[int, int]]:  # fmt: skip
     """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block).
 
-    A line longer than ``max_line`` (default MAX_LINE_BYTES) becomes a block of its own, found by
+    A line longer than ``max_line`` (default ``Sizes.max_line_bytes``) becomes a block of its own, found by
     scanning, never read whole; blocks are at most ``min(block_bytes, max_line)`` plus the line they cut.
     """
     if path.suffix.lower() == ".parquet":
         return [(0, size)] if size else []
-    max_line = max_line or MAX_LINE_BYTES
-    window = min(block_bytes or BLOCK_BYTES, max_line)
+    sizes = config.sizes()
+    max_line = max_line or sizes.max_line_bytes
+    window = min(block_bytes or sizes.block_bytes, max_line)
     with open(path, "rb") as f:
         end = _last_newline_end(f, start, size)
         blocks = []
@@ -149,7 +141,7 @@ def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = Non
 def _last_newline_end(f, start: int, size: int) -> int:  # noqa: ANN001 - a binary file
     pos = size
     while pos > start:
-        step = min(_SCAN, pos - start)
+        step = min(config.sizes().scan_bytes, pos - start)
         f.seek(pos - step)
         chunk = f.read(step)
         i = chunk.rfind(b"\n")
@@ -162,7 +154,7 @@ def _last_newline_end(f, start: int, size: int) -> int:  # noqa: ANN001 - a bina
 def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary file
     f.seek(pos)
     while pos < end:
-        chunk = f.read(min(_SCAN, end - pos))
+        chunk = f.read(min(config.sizes().scan_bytes, end - pos))
         i = chunk.find(b"\n")
         if i >= 0:
             return pos + i + 1
@@ -174,10 +166,10 @@ def ingest_block(path: str, start: int, end: int, directory: str, reading: Readi
                  max_line: int | None = None) -> BlockResult:  # fmt: skip
     """Read, parse, derive and write one block (runs in a worker or in-process).
 
-    Lines longer than ``max_line`` (default MAX_LINE_BYTES) are reported with their length, not read.
+    Lines longer than ``max_line`` (default ``Sizes.max_line_bytes``) are reported with their length, not read.
     ``reading`` is how the file is read, decided once per load by the catalogue (None: rl-board's own format).
     """
-    max_line = max_line or MAX_LINE_BYTES
+    max_line = max_line or config.sizes().max_line_bytes
     reading = reading or Reading(formats.NATIVE)
     file = Path(path)
     result = BlockResult()
@@ -280,8 +272,9 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
         return ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
 
     cores = os.cpu_count() or 1
-    start = total >= POOL_MIN_BYTES
-    if len(jobs) >= 2 and cores >= 2 and (start or (total >= WARM_POOL_MIN_BYTES and pool.running())):
+    sizes = config.sizes()
+    start = total >= sizes.pool_min_bytes
+    if len(jobs) >= 2 and cores >= 2 and (start or (total >= sizes.warm_pool_min_bytes and pool.running())):
         with pool.borrowed(min(cores, 4), start=start) as workers:
             if workers is not None:
                 requests = [json.dumps([str(path), s, e, str(directory), readings[str(path)].to_json(), max_line])

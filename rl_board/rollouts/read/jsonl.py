@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from rl_board import config
 from rl_board.formats import schema as S
 from rl_board.rollouts.read.records import (
     BOM,
@@ -32,7 +33,6 @@ from rl_board.rollouts.read.records import (
 
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
 # pyarrow splits a block into parse tasks of this size, one per core at a time.
-_READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
 _PIECE_LINES = 256
 # A line that does not start with "{" is never a sample, and pyarrow.json
 # crashes the process (SIGSEGV, pyarrow 26) on some of them, e.g. " null".
@@ -73,13 +73,18 @@ def _fast_parse(data: bytes) -> pa.Table | None:
     if not_all_objects(data) or deep_lines(data):
         return None
     try:
-        table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_PARSE_OPTIONS)
+        table = pj.read_json(io.BytesIO(data), read_options=read_options(), parse_options=_PARSE_OPTIONS)
         for column in table.columns:
             if has_text(column.type):
                 column.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     return table
+
+
+def read_options() -> pj.ReadOptions:
+    """pyarrow.json splits a block into parse tasks of ``Sizes.json_block_bytes``, one per core at a time."""
+    return pj.ReadOptions(block_size=config.sizes().json_block_bytes)
 
 
 def not_all_objects(data: bytes) -> bool:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import ujson
 
+from rl_board import config
 from rl_board.formats import conversation
 from rl_board.formats import schema as S
 
@@ -28,7 +29,6 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # crashes the process on a few thousand levels, Python code recurses, and the cache's Arrow IPC reader
 # refuses types nested 64 deep, so a 64-level line (63-level column) is the most a sample can be.
 MAX_DEPTH = 64
-_SCAN_CHUNK = 1 << 18  # bytes of structure scanned per numpy pass (bounds the scan's memory)
 _OPENERS_ONLY = bytes(b for b in range(256) if b not in b"[{\n")  # translate(None, ...) keeps [ { and \n
 _STRUCTURE_ONLY = bytes(b for b in range(256) if b not in b'"[]{}\n')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -118,8 +118,9 @@ def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
     marks = np.frombuffer(data.translate(None, _STRUCTURE_ONLY), np.uint8)
     found: list[np.ndarray] = []
     line, parity, depth = 0, 0, 0  # carried from chunk to chunk
-    for at in range(0, len(marks), _SCAN_CHUNK):
-        chunk = marks[at : at + _SCAN_CHUNK]
+    step = config.sizes().structure_scan_bytes
+    for at in range(0, len(marks), step):
+        chunk = marks[at : at + step]
         newline = chunk == 10
         local = np.cumsum(newline, dtype=np.int64)  # line of each mark within the chunk (a newline starts one)
         quotes = np.cumsum(chunk == 34, dtype=np.int64) + parity

@@ -25,7 +25,6 @@ from rl_board.rollouts.read import contract, jsonl
 from rl_board.rollouts.read.records import deep_lines
 
 Renames = dict[str, str]  # key in the log -> rl-board field
-_READ_OPTIONS = pj.ReadOptions(block_size=4 * 1024 * 1024)
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
@@ -36,7 +35,7 @@ def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
         return None
     renames = reading.renames(fmt)
     try:
-        table = pj.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=_options(_key(renames)))
+        table = pj.read_json(io.BytesIO(data), read_options=jsonl.read_options(), parse_options=_options(_key(renames)))
         for column in table.columns:
             if jsonl.has_text(column.type):
                 column.validate(full=True)
