@@ -42,15 +42,25 @@ def _function_names(data: RolloutRun) -> list[str]:
 
 
 def fitted_weights(data: RolloutRun, names: list[str]) -> dict[str, float] | None:
-    """Weights w with logged reward ≈ Σ w·logged mean(fn) over the steps, by least squares (None if too few)."""
-    means = pd.DataFrame({n: _logged(data, f"rewards/{n}/mean") for n in names}).dropna()
-    reward = _logged(data, LOGGED_REWARD).reindex(means.index).dropna()
-    means = means.loc[reward.index]
-    if len(reward) < len(names) or not len(names):
+    """Weights w with which the samples' own reward columns give the reward the trainer logged, by least squares.
+
+    Per step, TRL's logged reward is the mean over the scored rows of Σ w·f (a NaN part counts 0), which is
+    linear in w: row k of the system is each column's sum over the step's scored rows over their number.
+    None when there are too few steps or no weights fit.
+    """
+    present = [n for n in names if n in data.samples.columns]
+    if len(present) != len(names) or not names:
         return None
-    weights, *_ = np.linalg.lstsq(means.to_numpy(), reward.to_numpy(), rcond=None)
-    fitted = means.to_numpy() @ weights
-    if not np.allclose(fitted, reward.to_numpy(), rtol=1e-3, atol=1e-4):
+    logged = _logged(data, LOGGED_REWARD)
+    parts = data.samples[names].astype(float)
+    scored = parts.notna().any(axis=1)
+    rows = parts[scored].fillna(0.0).groupby(data.samples.loc[scored, S.STEP]).mean()
+    steps = rows.index.intersection(logged.index)
+    if len(steps) < len(names):
+        return None
+    matrix, target = rows.loc[steps].to_numpy(), logged.loc[steps].to_numpy()
+    weights, *_ = np.linalg.lstsq(matrix, target, rcond=None)
+    if not np.allclose(matrix @ weights, target, rtol=1e-3, atol=1e-4):
         return None
     return {n: float(round(w, 4)) for n, w in zip(names, weights, strict=True)}
 
