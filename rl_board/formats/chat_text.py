@@ -1,0 +1,256 @@
+"""Multi-turn samples logged as one decoded string: their turns, told from the text itself.
+
+verl's rollout dump (``input``, ``output``) and TRL's completions tables keep a tool-using run as text
+decoded with ``skip_special_tokens``: ChatML's ``<|im_start|>``/``<|im_end|>`` vanish and only the role
+word stays, alone on its line. SkyRL and AReaL keep the markers. ``split_sample`` finds the turns when the
+text says where they are, and nothing is configured:
+
+- ``chatml``: ``<|im_start|>ROLE`` markers; ``llama3``: ``<|start_header_id|>ROLE<|end_header_id|>``.
+  The prompt and the response are read as one text (a split inside the conversation, as AReaL's, is
+  fine), so the generation prompt at the prompt's end opens the first response turn. The prompt must
+  hold the markers too (or be empty): in a response alone they are the model's own writing (a base
+  model running on past its end, or prose about templates), not turns.
+- ``role lines`` (markers stripped): only when the PROMPT has that shape, starting with a ``system`` or
+  ``user`` line and ending with the generation prompt line ``assistant`` (Qwen3's empty
+  ``<think></think>`` may follow it). The prompt splits at lines ``system``, ``user``, ``assistant``,
+  ``tool``; the response at ``user``, ``assistant``, ``tool``, and at ``user`` run into a ``</tool_call>``
+  (verl appends the tool turn right after the model's ``<|im_end|>``, so no newline comes between).
+  A role word inside a closed ``<tool_response>`` or ``<tool_call>`` is content.
+- Anything else is not split: ``Split([], "", why)``. A prose response with ``user`` alone on a line stays
+  whole unless the prompt is role-line shaped: a false split is worse than a missed one.
+
+Each turn becomes ``{"role", "content"}`` with ``role`` one of system, user, assistant, tool, environment.
+A user (or tool) turn made only of ``<tool_response>`` blocks becomes one tool message per block, in order:
+the k-th answers the k-th call before it. Assistant turns carry their calls (``chat_calls``); only
+assistant turns are read for calls, so the example ``<tool_call>`` of a system prompt's ``# Tools`` section
+is never one. Contents are stripped of surrounding whitespace; text found outside any marker becomes a
+turn of its own (user in the prompt, assistant in the response) with a note, so no text is lost. An empty
+last assistant turn (a generation prompt with nothing after it) is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from rl_board.formats import chat_calls
+
+CHATML, LLAMA3, ROLE_LINES = "chatml", "llama3", "role lines"
+
+NO_TEXT = "no text"
+PLAIN = "no chat markers or role lines: kept as one prompt and one response"
+NO_GENERATION_PROMPT = ("the prompt starts with a role line but does not end with the generation prompt "
+                        "line 'assistant': kept as one prompt and one response")  # fmt: skip
+STRIPPED_LLAMA = ("a Llama 3 chat decoded without its special tokens runs the role words into the text, "
+                  "so its turns cannot be told apart: kept as one prompt and one response")  # fmt: skip
+ONLY_IN_RESPONSE = ("chat markers in the response but not in the prompt (written by the model, not by a "
+                    "template): kept as one prompt and one response")  # fmt: skip
+NO_TURNS = "chat markers with no turn in them: kept as one prompt and one response"
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
+         "ipython": "tool", "function": "tool", "environment": "environment", "observation": "environment",
+         "env": "environment"}  # fmt: skip
+
+_IM_START = re.compile(r"<\|im_start\|>([A-Za-z_][\w.-]{0,31})(?:\n|\Z)")
+_HEADER = re.compile(r"<\|start_header_id\|>([A-Za-z_][\w.-]{0,31})<\|end_header_id\|>")
+_CHATML_ENDS = ("<|im_end|>",)
+_LLAMA_ENDS = ("<|eot_id|>", "<|eom_id|>")
+_CHATML_PADS = ("<|endoftext|>",)  # end-of-text and padding: neither content nor turn
+_LLAMA_PADS = ("<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>")
+
+_TEMPLATES = ((CHATML, _IM_START, _CHATML_ENDS, _CHATML_PADS), (LLAMA3, _HEADER, _LLAMA_ENDS, _LLAMA_PADS))
+
+# A role line: after a newline (or the text's start, ``_FIRST_ROLE_LINE``), or run into a ``</tool_call>``.
+_ROLE_LINE = re.compile(r"(?:\n|</tool_call>)(system|user|assistant|tool)(?=\n|\Z)")
+_FIRST_ROLE_LINE = re.compile(r"(system|user|assistant|tool)(?=\n|\Z)")
+_PROMPT_HEAD = re.compile(r"(?:system|user)\n")
+_PROMPT_TAIL = re.compile(r"(?:\A|\n)assistant\n?(?:<think>\s*</think>\s*)?\Z")
+_STRIPPED_LLAMA_HEAD = re.compile(r"(?:system|user)\n\n")
+_PROMPT_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_RESPONSE_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+@dataclass(frozen=True)
+class Split:
+    """A sample's turns, or why it was left as one prompt and one response."""
+
+    messages: list[dict[str, Any]]  # the turns, in order (see the module docstring)
+    how: str  # "chatml" | "llama3" | "role lines" | "" (not split)
+    note: str = ""  # why it was not split, or what was uncertain (shown in the Fields panel)
+
+
+class _Block(NamedTuple):
+    role: str  # the role word as written
+    text: str
+    closed: bool  # its end marker was there
+
+
+def split_sample(prompt: str | None, response: str | None) -> Split:
+    """The sample's turns when its text carries a chat template's markers or their stripped role lines;
+    Split([], "", why) when it cannot be split with confidence (it then stays one prompt and one response)."""
+    prompt, response = prompt or "", response or ""
+    if not (prompt.strip() or response.strip()):
+        return Split([], "", NO_TEXT)
+    text, cut = prompt + response, len(prompt)
+    for how, start, ends, pads in _TEMPLATES:
+        first = start.search(text)
+        if first is None:
+            continue
+        if prompt.strip() and first.start() >= cut:
+            return Split([], "", ONLY_IN_RESPONSE)
+        blocks, notes = _marked(text, cut, start, ends, pads)
+        return _split(blocks, how, notes)
+    why = _not_role_lines(prompt)
+    if why:
+        return Split([], "", why)
+    return _split(_role_line_blocks(prompt, response), ROLE_LINES, [])
+
+
+def _split(blocks: list[_Block], how: str, notes: list[str]) -> Split:
+    messages = _messages(blocks, how == LLAMA3, notes)
+    if not messages:
+        return Split([], "", NO_TURNS)
+    return Split(messages, how, "; ".join(dict.fromkeys(notes)))
+
+
+def _marked(text: str, cut: int, start: re.Pattern[str], ends: tuple[str, ...],
+            pads: tuple[str, ...]) -> tuple[list[_Block], list[str]]:  # fmt: skip
+    """Blocks between a template's start markers; a block ends at an end marker or at the next start."""
+    blocks: list[_Block] = []
+    notes: list[str] = []
+    starts = list(start.finditer(text))
+    pos = 0
+    for i, found in enumerate(starts):
+        _outside(text, pos, found.start(), cut, pads, blocks, notes)
+        stop = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        end, marker = _first_of(text, ends, found.end(), stop)
+        blocks.append(_Block(found.group(1), _trim(text[found.end() : end], pads), bool(marker)))
+        pos = end + len(marker)
+    _outside(text, pos, len(text), cut, pads, blocks, notes)
+    return blocks, notes
+
+
+def _first_of(text: str, markers: tuple[str, ...], start: int, stop: int) -> tuple[int, str]:
+    """Where the first of ``markers`` is in ``text[start:stop]`` and which, or (stop, "") when none is."""
+    best, which = stop, ""
+    for marker in markers:
+        found = text.find(marker, start, best)
+        if found >= 0:
+            best, which = found, marker
+    return best, which
+
+
+def _outside(text: str, start: int, stop: int, cut: int, pads: tuple[str, ...], blocks: list[_Block],
+             notes: list[str]) -> None:  # fmt: skip
+    """Text between a block's end and the next block's start: a turn of its own when it is not blank."""
+    for a, b, role in ((start, min(stop, cut), "user"), (max(start, cut), stop, "assistant")):
+        piece = _trim(text[a:b], pads) if a < b else ""
+        if piece:
+            blocks.append(_Block(role, piece, True))
+            notes.append(f"text outside the chat markers is shown as a {role} turn")
+
+
+def _trim(text: str, pads: tuple[str, ...]) -> str:
+    """``text`` without whitespace and padding tokens at either end (linear: no regex backtracking)."""
+    start, end = 0, len(text)
+    moved = True
+    while moved:
+        moved = False
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        for pad in pads:
+            if text.startswith(pad, start, end):
+                start, moved = start + len(pad), True
+            if end - start >= len(pad) and text.endswith(pad, start, end):
+                end, moved = end - len(pad), True
+    return text[start:end]
+
+
+def _not_role_lines(prompt: str) -> str:
+    """Why the prompt is not role-line shaped, or "" when it is."""
+    if _STRIPPED_LLAMA_HEAD.match(prompt) and prompt.endswith("assistant\n\n"):
+        return STRIPPED_LLAMA
+    if not _PROMPT_HEAD.match(prompt):
+        return PLAIN
+    if not _PROMPT_TAIL.search(prompt):
+        return NO_GENERATION_PROMPT
+    return ""
+
+
+def _role_line_blocks(prompt: str, response: str) -> list[_Block]:
+    """The turns of a role-line shaped sample: the prompt and the response are scanned apart, so no role
+    line straddles them, then read as one text (the generation prompt opens the first response turn)."""
+    marks = _role_lines(prompt, 0, _PROMPT_ROLES) + _role_lines(response, len(prompt), _RESPONSE_ROLES)
+    text = prompt + response
+    blocks = []
+    for i, (role, _, end) in enumerate(marks):
+        stop = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+        blocks.append(_Block(role, text[end:stop].strip(), True))
+    return blocks
+
+
+def _role_lines(text: str, offset: int, roles: frozenset[str]) -> list[tuple[str, int, int]]:
+    """(role, start, end) of the role lines in ``text`` (positions + offset; end past the line's newline)
+    that lie outside a closed ``<tool_response>`` or ``<tool_call>``."""
+    inside = _Spans(_closed(text, chat_calls.RESPONSE_OPEN, chat_calls.RESPONSE_CLOSE)
+                    + _closed(text, chat_calls.CALL_OPEN, chat_calls.CALL_CLOSE))  # fmt: skip
+    first = _FIRST_ROLE_LINE.match(text)
+    found = ([first] if first else []) + list(_ROLE_LINE.finditer(text))
+    return [(m.group(1), m.start(1) + offset, m.end() + offset + (text[m.end() : m.end() + 1] == "\n"))
+            for m in found if m.group(1) in roles and not inside(m.start(1))]  # fmt: skip
+
+
+def _closed(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
+    """Spans from each closing tag back to the nearest opening tag after the previous closing one (so an
+    opening tag never closed, as a model's hallucinated ``<tool_response>``, spans nothing)."""
+    spans = []
+    floor = 0
+    close = text.find(close_tag)
+    while close >= 0:
+        start = text.rfind(open_tag, floor, close)
+        if start >= 0:
+            spans.append((start, close + len(close_tag)))
+        floor = close + len(close_tag)
+        close = text.find(close_tag, floor)
+    return spans
+
+
+class _Spans:
+    """Whether a position lies inside any of some (start, end) spans, in O(log n)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        spans.sort()
+        self.starts = [s for s, _ in spans]
+        self.reach: list[int] = []  # the furthest end of the spans up to each one
+        for _, end in spans:
+            self.reach.append(max(end, self.reach[-1]) if self.reach else end)
+
+    def __call__(self, pos: int) -> bool:
+        i = bisect_right(self.starts, pos) - 1
+        return i >= 0 and self.reach[i] > pos
+
+
+def _messages(blocks: list[_Block], llama: bool, notes: list[str]) -> list[dict[str, Any]]:
+    """The blocks as messages: roles named, calls and tool results split out (notes added to ``notes``)."""
+    messages: list[dict[str, Any]] = []
+    for block in blocks:
+        role = ROLES.get(block.role.lower())
+        if role is None:
+            notes.append(f"role '{block.role}' is shown as user")
+            role = "user"
+        results = chat_calls.tool_results(block.text) if role in ("user", "tool") else None
+        if role == "assistant":
+            message, found = chat_calls.assistant(block.text, llama=llama, closed=block.closed)
+            messages.append(message)
+            notes.extend(found)
+        elif results is not None:
+            messages.extend({"role": "tool", "content": result} for result in results)
+        else:
+            messages.append({"role": role, "content": block.text.strip()})
+    if messages and messages[-1] == {"role": "assistant", "content": ""}:
+        messages.pop()
+    return messages
