@@ -7,7 +7,7 @@ Each data-parallel rank appends its own file (``rollout_data_rank_{rank}.jsonl``
 and rl-board merges the files of a run folder by ``step``, so nothing has to be
 gathered onto one rank and no two processes ever share a file.
 
-Only the standard library is imported; numpy arrays and torch tensors are
+Only the standard library (and rl-board's own message rendering, itself standard library only) is imported; numpy arrays and torch tensors are
 recognised by their methods (``tolist``, ``item``, ``detach``, ``cpu``), so this
 module never pulls torch in.
 """
@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from rl_board.formats import conversation  # standard library only, as this module
 
 __all__ = ["RolloutWriter", "TOKEN_FIELDS", "default_rank"]
 
@@ -85,6 +87,8 @@ class RolloutWriter:
         ref_response: str | None = None,
         ref_reward: Any = None,
         mask: Any = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        finish_reason: str | None = None,
         **extra: Any,
     ) -> None:
         """Write one sample as one line.
@@ -92,14 +96,28 @@ class RolloutWriter:
         Arrays may be lists, numpy arrays or tensors (on any device). ``mask`` is a
         0/1 sequence aligned with the per-token arrays: positions where it is 0
         are dropped from each of them (extra fields are written as given).
+        ``messages`` is the whole trajectory as OpenAI-style chat messages (``role``,
+        ``content``, an assistant's ``tool_calls``, a tool's ``tool_call_id``...);
+        with it, ``prompt`` and ``response`` may be None (they are then the text of
+        the turns before the first answer, and of the rest). ``finish_reason`` says
+        why the trajectory ended (stop, length, max_turns, timeout, error...).
         Extra keyword arguments become extra columns.
         """
+        turns = _as_messages(messages)
+        if turns is not None and (prompt is None or response is None):
+            head, tail = _halves(turns)
+            prompt = head if prompt is None else prompt
+            response = tail if response is None else response
         record: dict[str, Any] = {
             "step": _as_int("step", step),
             "prompt": _as_text("prompt", prompt),
             "response": _as_text("response", response),
             "reward": _as_float("reward", reward),
         }
+        if turns is not None:
+            record["messages"] = turns
+        if finish_reason is not None:
+            record["finish_reason"] = _as_text("finish_reason", finish_reason)
         keep = None if mask is None else [bool(m) for m in _flat_list("mask", mask)]
         arrays = {"response_tokens": response_tokens, "logprobs": logprobs, "ref_logprobs": ref_logprobs,
                   "values": values, "token_rewards": token_rewards}
@@ -276,3 +294,24 @@ def _json_default(value: Any) -> Any:
     if converted is value:
         return str(value)
     return converted
+
+
+def _as_messages(messages: Any) -> list[dict[str, Any]] | None:
+    """Chat messages as plain dicts (each needs a ``role``); TypeError for anything else."""
+    if messages is None:
+        return None
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"'messages' must be a list of chat messages, not {type(messages).__name__}")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise TypeError(f"'messages[{i}]' must be a dict with a 'role'")
+        out.append(_plain(dict(message)))
+    return out
+
+
+def _halves(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """The text of the turns before the first answer, and of the rest (as rl-board renders messages)."""
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+    head, tail = messages[:first], messages[first:]
+    return (conversation.as_text(head) if head else ""), (conversation.as_text(tail) if tail else "")

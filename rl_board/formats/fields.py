@@ -77,6 +77,8 @@ FIELDS: tuple[Field, ...] = (
     _f("ground_truth", SAMPLE, TEXT, "ground truth", source=True, help="The expected answer."),
     _f("messages", SAMPLE, TEXT, "conversation", source=True,
        help="The sample as chat messages (JSON): the prompt's turns, then the answer's."),
+    _f("finish_reason", SAMPLE, TEXT, "finish reason", source=True,
+       help="Why the trajectory ended: stop, length, turn_limit, tool_budget, timeout, error or unknown."),
     _f("reward", SAMPLE, NUMBER, "reward", source=True, color=BLUE, filter_key="reward", score=True,
        help="Sequence-level reward of the response."),
     _f("ref_reward", SAMPLE, NUMBER, "ref reward", source=True, color=GREY, score=True,
@@ -135,6 +137,15 @@ FIELDS: tuple[Field, ...] = (
        help="Mean over tokens of the k3 mismatch between the trainer's and the engine's log-probs."),
     _f("mismatch_max", SAMPLE, NUMBER, "train–inference mismatch (max)",
        help="The largest per-token mismatch of the sample."),
+    _f("turns", SAMPLE, COUNT, "turns", filter_key="turns",
+       help="Messages in the trajectory: the prompt's, the answers', tool results and observations (2 for a "
+            "prompt and one answer)."),
+    _f("n_tool_calls", SAMPLE, COUNT, "tool calls", filter_key="tool_calls", help="Tool calls the model made."),
+    _f("n_tool_errors", SAMPLE, COUNT, "tool errors", filter_key="tool_errors",
+       help="Tool results that say the call failed."),
+    _f("tools", SAMPLE, TEXT, "tools used", help="The tools the trajectory called, comma-separated."),
+    _f("final_answer", SAMPLE, COUNT, "final answer",
+       help="True when the trajectory ends with an answer (an assistant turn with text and no open call)."),
     _f("nonfinite_tokens", SAMPLE, COUNT, "non-finite token values",
        help="How many NaN or infinite values the token arrays hold."),
     # -- per token ---------------------------------------------------------------------------
@@ -194,7 +205,7 @@ FIELDS: tuple[Field, ...] = (
 
 _BY_KEY = {(f.level, f.name): f for f in FIELDS}
 # Log fields with a fixed parse type; any other key (token ids among them) is kept as the log wrote it.
-PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "messages", "reward", "ref_reward", "valid_reward",
+PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "messages", "finish_reason", "reward", "ref_reward", "valid_reward",
                     "ref_valid_reward", "response_tokens", "logprobs", "ref_logprobs", "values", "token_rewards"})
 
 # The batch table's known columns, in display order (then the run's own extra fields); the KL pair is

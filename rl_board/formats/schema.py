@@ -24,6 +24,7 @@ REF_RESPONSE = "ref_response"
 REF_REWARD = "ref_reward"
 GROUND_TRUTH = "ground_truth"
 MESSAGES = "messages"
+FINISH_REASON = "finish_reason"
 VALID_REWARD = "valid_reward"
 REF_VALID_REWARD = "ref_valid_reward"
 
@@ -67,10 +68,18 @@ REWARD_GAP = "reward_gap"
 VALID_REWARD_GAP = "valid_reward_gap"
 NONFINITE_TOKENS = "nonfinite_tokens"
 
+# A sample as a trajectory (``rollouts/trajectories.py``).
+TURNS = "turns"
+TOOL_CALLS = "n_tool_calls"
+TOOL_ERRORS = "n_tool_errors"
+TOOLS = "tools"
+FINAL_ANSWER = "final_answer"
+TRAJECTORY_FIELDS = (TURNS, TOOL_CALLS, TOOL_ERRORS, TOOLS, FINAL_ANSWER)
+
 DERIVED_SAMPLE_FIELDS = (
     N_TOKENS, N_LOGPROBS, LENGTH_MISMATCH, RESPONSE_CHARS, REF_RESPONSE_CHARS,
     LOG_RATIO_MEAN, LOG_RATIO_SUM, KL_K2_MEAN, KL_K2_SUM, KL_MEAN, KL_SUM, REWARD_GAP, VALID_REWARD_GAP,
-    NONFINITE_TOKENS,
+    NONFINITE_TOKENS, *TRAJECTORY_FIELDS,
 )
 
 # Per-token arrays derived at ingest, kept beside the logged ones: the log-ratio taken in float64

@@ -131,14 +131,14 @@ class RLBoardCallback(_CallbackBase):
         return None
 
     def _write_step(self, step: int, table: Mapping[str, Any]) -> None:
-        completions = [_text(c) for c in table.get("completion") or ()]
-        prompts = [_text(p) for p in table.get("prompt") or ()]
+        completions = list(table.get("completion") or ())
+        prompts = list(table.get("prompt") or ())
         n = len(completions)
         if n == 0:
             return
         if len(prompts) != n:
             raise ValueError(f"{len(prompts)} prompts for {n} completions")
-        batch = hash((tuple(prompts), tuple(completions)))
+        batch = hash((tuple(map(_text, prompts)), tuple(map(_text, completions))))
         if batch == self._last_batch:
             return  # no new generation since the last log (e.g. num_iterations > 1): not a new sample
         rewards = self._columns(table.get("rewards"), n, "reward function")
@@ -159,7 +159,8 @@ class RLBoardCallback(_CallbackBase):
                 row["advantage"] = advantages[i]
             try:
                 total = _weighted_sum([(weights[name], values[i]) for name, values in rewards.items()])
-                self._writer.write(step, prompts[i], completions[i], total, **row)
+                prompt, completion, messages = _turns(prompts[i], completions[i])
+                self._writer.write(step, prompt, completion, total, messages=messages, **row)
             except (TypeError, ValueError, OverflowError) as exc:
                 self._problem(f"step {step}, row {i}: {exc}")
                 continue
@@ -233,6 +234,16 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _turns(prompt: Any, completion: Any) -> tuple[str | None, str | None, list[Any] | None]:
+    """A conversational row (message lists, TRL's usual dataset format) as its messages, its texts left to the
+    writer; a plain row as its two texts."""
+    if isinstance(prompt, str) and isinstance(completion, str):
+        return prompt, completion, None
+    lists = [v if isinstance(v, list) else [{"role": role, "content": _text(v)}]
+             for v, role in ((prompt, "user"), (completion, "assistant"))]  # fmt: skip
+    return None, None, [dict(m) for part in lists for m in part if isinstance(m, Mapping)]
 
 
 def _rename(name: str, taken: frozenset[str] | set[str], prefix: str) -> str:

@@ -282,7 +282,9 @@ def test_callback_survives_odd_data(tmp_path: Path) -> None:
         callback.on_log(None, state(1), None)
     rows = lines_of(tmp_path / "run" / "rollout_data_rank_0.jsonl")
     assert [r["reward_fn_reward"] for r in rows] == [1.0, 2.0] and [r["reward"] for r in rows] == [1.0, 2.0]
-    assert json.loads(rows[0]["response"]) == [{"role": "assistant", "content": "hi"}]
+    assert rows[0]["response"] == "hi"  # a conversational row: its text, and the messages kept
+    assert rows[0]["messages"] == [{"role": "user", "content": "p1"}, {"role": "assistant", "content": "hi"}]
+    assert "messages" not in rows[1]
     assert "advantage" not in rows[0] and callback.problems == 1
 
     trainer._logs["prompt"].append("only a prompt")  # prompts and completions now disagree

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 8  # 8: KL k3 in the right orientation, k2 columns, token_log_ratio
+CACHE_VERSION = 9  # 8: KL k3 in the right orientation, k2 columns, token_log_ratio; 9: trajectories
 
 
 @dataclass

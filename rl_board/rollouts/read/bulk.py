@@ -180,6 +180,8 @@ def _build(records: list[dict[str, Any]]) -> pa.Table:
     for name in S.SCALAR_FIELDS:
         columns[name] = pa.array([r.get(name) for r in records], pa.float64())
     columns[S.RESPONSE_TOKENS] = pa.array([r.get(S.RESPONSE_TOKENS) for r in records], pa.list_(pa.string()))
+    if columns[S.RESPONSE_TOKENS].values.null_count:  # a null token: the records checked one by one say which
+        raise ValueError("a null item in response_tokens")
     for name in S.FLOAT_LIST_FIELDS:
         columns[name] = float_lists([r.get(name) for r in records])
     extras = rec.extra_names(records)

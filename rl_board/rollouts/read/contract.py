@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from rl_board.formats import Format, Reading, conversation, fieldmap, rewards
 from rl_board.formats import schema as S
+from rl_board.rollouts.read import turns
 from rl_board.rollouts.read.jsonl import ParsedBlock, drop_missing_step
 
 _CHAT = (S.PROMPT, S.RESPONSE)
@@ -79,7 +80,7 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
     if terms:
         out.table = rewards.with_reward(out.table, terms, "field map")
     adapted = fmt.adapt(out.table, reading.options)
-    out.table = adapted.table
+    out.table = turns.complete(adapted.table)
     lines = out.table.column(S.LINE)
     out.warnings += [(lines[row].as_py(), note) for row, note in adapted.notes]
     out.warnings = sorted(out.warnings + missing_response_or_reward(out.table))

@@ -79,7 +79,15 @@ def _fast_parse(data: bytes) -> pa.Table | None:
                 column.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return table
+    return table if token_strings_whole(table) else None
+
+
+def token_strings_whole(table: pa.Table) -> bool:
+    """No null item inside ``response_tokens`` (the careful path refuses one: a token is a string)."""
+    if S.RESPONSE_TOKENS not in table.column_names:
+        return True
+    column = table.column(S.RESPONSE_TOKENS)
+    return all(chunk.values.null_count == 0 for chunk in column.chunks) if column.num_chunks else True
 
 
 def read_options() -> pj.ReadOptions:

@@ -39,7 +39,7 @@ def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
         for column in table.columns:
             if jsonl.has_text(column.type):
                 column.validate(full=True)
-        if table.num_rows != data.count(b"\n"):
+        if table.num_rows != data.count(b"\n") or not jsonl.token_strings_whole(table):
             return None
         table = contract.conform(_renamed(table, renames))
     except _ARROW_ERRORS:
@@ -52,6 +52,8 @@ def parse_table(table: pa.Table, *, path: Path, fmt: Format, reading: Reading) -
     try:
         table = contract.conform(_renamed(table, reading.renames(fmt)))
     except _ARROW_ERRORS:
+        return None
+    if not jsonl.token_strings_whole(table):
         return None
     return _finish(table, 1, path, fmt, reading)
 

@@ -23,7 +23,7 @@ from rl_board.ui.text import (
     visible_bidi_column,
 )
 
-TEXTS = tuple(f for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source and f.name != "messages")
+TEXTS = tuple(F.sample(name) for name in ("prompt", "response", "ref_response", "ground_truth"))
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 _KL_SCORES = frozenset(name for e in F.KL_ESTIMATORS for name in (e.mean, e.sum))  # one estimator's are shown
 TEXT_HEIGHT = 360

@@ -1,0 +1,122 @@
+"""The reading stage that makes a sample a trajectory: its turns kept in one shape, and why it ended.
+
+Run by ``contract.finish`` on every path, after the format's own ``adapt``:
+
+- a ``messages`` column (chat messages from the log, or from a format) is
+  brought to one shape (``formats.trajectory.normalize``): tool calls flat,
+  each tool result matched to its call, failed calls marked;
+- a sample with no messages whose text carries a chat template's markers or
+  their stripped role lines (verl's agent-loop dumps, SkyRL, AReaL, TRL tool
+  runs) is split into its turns (``formats.chat_text``); the messages are kept
+  only when they hold more than a prompt and one answer (a single-turn sample
+  is a trajectory of two turns; nothing about it changes);
+- ``finish_reason`` is put in one vocabulary (``formats.trajectory``), the logged
+  word kept beside it as ``finish_reason_logged`` when it differs.
+
+How the turns were found is counted in the table's schema metadata
+(``TURNS_KEY``), so the Fields panel can say it (and why text was kept whole).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.formats import chat_text, trajectory
+from rl_board.formats import schema as S
+
+TURNS_KEY = b"rl_board.turns"  # {"how": {"chatml": n, ...}, "kept whole": {reason: n}}
+FINISH_LOGGED = "finish_reason_logged"
+_MARKERS = ("<|im_start|>", "<|start_header_id|>")
+
+
+def complete(table: pa.Table) -> pa.Table:
+    """The table with its trajectories in one shape (see the module docstring)."""
+    found: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    messages = _messages(table, found, kept)
+    if messages is not None:
+        index = table.schema.get_field_index(S.MESSAGES)
+        table = table.set_column(index, S.MESSAGES, messages)
+    table = _finish_reasons(table)
+    if found or kept:
+        meta = dict(table.schema.metadata or {})
+        meta[TURNS_KEY] = json.dumps({"how": dict(found), "kept whole": dict(kept)}).encode()
+        table = table.replace_schema_metadata(meta)
+    return table
+
+
+def _messages(table: pa.Table, found: Counter[str], kept: Counter[str]) -> pa.Array | None:
+    """The ``messages`` column normalized and completed from text; None when nothing changes."""
+    logged = table.column(S.MESSAGES)
+    candidates = _text_candidates(table, logged)
+    if logged.null_count == table.num_rows and not pc.any(candidates).as_py():
+        return None
+    prompts, responses = table.column(S.PROMPT), table.column(S.RESPONSE)
+    out = []
+    for i, (raw, maybe) in enumerate(zip(logged.to_pylist(), candidates.to_pylist(), strict=True)):
+        if raw is not None:
+            listed = trajectory.parsed(raw)
+            out.append(raw if listed is None else trajectory.to_json(trajectory.normalize(listed)))
+            found["logged messages"] += listed is not None
+        elif maybe:
+            out.append(_from_text(prompts[i].as_py(), responses[i].as_py(), found, kept))
+        else:
+            out.append(None)
+    return pa.array(out, pa.string())
+
+
+def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
+    """Rows whose text may hold turns (a cheap, vectorised look before any is split)."""
+    prompt = pc.fill_null(table.column(S.PROMPT), "")
+    response = pc.fill_null(table.column(S.RESPONSE), "")
+    marked = pc.or_(pc.match_substring(prompt, _MARKERS[0]), pc.match_substring(prompt, _MARKERS[1]))
+    role_lines = pc.and_(pc.match_substring_regex(prompt, r"^(?:system|user)\n"),
+                         pc.match_substring_regex(prompt, r"(?:^|\n)assistant\n?(?:<think>\s*</think>\s*)?$"))  # fmt: skip
+    tools = pc.or_(pc.match_substring(response, "<tool_call>"), pc.match_substring(response, "<tool_response>"))
+    empty_prompt_marked = pc.and_(pc.equal(prompt, ""), pc.match_substring(response, _MARKERS[0]))
+    maybe = pc.or_(pc.or_(marked, role_lines), pc.or_(tools, empty_prompt_marked))
+    return pc.and_(pc.is_null(logged), maybe).combine_chunks() if isinstance(logged, pa.ChunkedArray) \
+        else pc.and_(pc.is_null(logged), maybe)
+
+
+def _from_text(prompt: str | None, response: str | None, found: Counter[str], kept: Counter[str]) -> str | None:
+    """Messages split from the text when it holds more than a prompt and one answer, else None."""
+    split = chat_text.split_sample(prompt, response)
+    if not split.how:
+        kept[split.note or chat_text.PLAIN] += 1
+        return None
+    messages = trajectory.normalize(split.messages)
+    answers = [m for m in messages if m["role"] not in ("system", "user")]
+    if len(answers) <= 1 and not any(m.get("tool_calls") for m in messages):
+        return None  # a prompt and one answer: a trajectory of two turns, kept as its text
+    found[split.how] += 1
+    return trajectory.to_json(messages)
+
+
+def _finish_reasons(table: pa.Table) -> pa.Table:
+    """``finish_reason`` in one vocabulary; the logged word kept as ``finish_reason_logged`` where it differs."""
+    column = table.column(S.FINISH_REASON)
+    if column.null_count == table.num_rows:
+        return table
+    logged = column.to_pylist()
+    words = [trajectory.finish_reason(v) for v in logged]
+    table = table.set_column(table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(words, pa.string()))
+    if any(w is not None and w != v for w, v in zip(words, logged, strict=True)) and FINISH_LOGGED not in table.column_names:
+        table = table.append_column(FINISH_LOGGED, pa.array([None if v is None else str(v) for v in logged], pa.string()))
+    return table
+
+
+def read_how(schema: pa.Schema) -> tuple[dict[str, int], dict[str, int]]:
+    """How the turns of a table were found, and why text was kept whole (counts), from its metadata."""
+    raw = (schema.metadata or {}).get(TURNS_KEY)
+    if raw is None:
+        return {}, {}
+    try:
+        data = json.loads(raw)
+        return dict(data.get("how", {})), dict(data.get("kept whole", {}))
+    except (ValueError, AttributeError):
+        return {}, {}
