@@ -136,6 +136,28 @@ def _answer(message: dict[str, Any], raw: dict[str, Any], pending: list[dict[str
     message["error"] = bool(logged_error) if isinstance(logged_error, bool) else is_error(message["content"])
 
 
+def result_of(messages: list[dict[str, Any]], turn: int, k: int) -> dict[str, Any] | None:
+    """The tool message that answers the ``k``-th call of the assistant turn ``turn`` (None when none did).
+
+    ``normalize`` gave each result its call's id when the log had ids; without ids, the results after a turn
+    answer its calls in order, until the next assistant turn.
+    """
+    calls = messages[turn].get("tool_calls") or []
+    if k >= len(calls):
+        return None
+    call_id = calls[k].get("id")
+    results = []
+    for message in messages[turn + 1 :]:
+        if message.get("role") == "assistant":
+            break
+        if message.get("role") == "tool":
+            if call_id and message.get("tool_call_id") == call_id:
+                return message
+            results.append(message)
+    unmatched = [r for r in results if not r.get("tool_call_id") or not call_id]
+    return unmatched[k] if not call_id and k < len(unmatched) else None
+
+
 def to_json(messages: list[dict[str, Any]]) -> str:
     return json.dumps(messages, ensure_ascii=False, default=str)
 

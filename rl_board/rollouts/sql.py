@@ -51,7 +51,7 @@ from rl_board.rollouts import groups, kl
 if TYPE_CHECKING:
     from rl_board.rollouts.store import RolloutStore
 
-SAMPLES, STEPS = "samples", "steps"
+SAMPLES, STEPS, TURNS, TOOL_CALLS = "samples", "steps", "turns", "tool_calls"
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 3600.0
 MAX_ROWS = 10_000
@@ -184,7 +184,7 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
     con = _connect(store)
     try:
         out = {}
-        for view in (SAMPLES, STEPS):
+        for view in (SAMPLES, STEPS, TURNS, TOOL_CALLS):
             con.execute(f"DESCRIBE {view}")
             described = con.fetchdf()
             frame = described[["column_name", "column_type"]].rename(
@@ -196,6 +196,22 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
         con.close()
 
 
+VIEW_HELP = {
+    TURNS: {"step": "Training step.", "sample": "The sample's index within its step.",
+            "turn": "The message's place in the trajectory, from 0.", "role": "system, user, assistant, tool or environment.",
+            "content": "The message's text.", "tool_name": "For a tool result: the tool that answered.",
+            "tool_call_id": "For a tool result: the call it answers, when the log names it.",
+            "n_tool_calls": "For an assistant turn: how many tools it called.",
+            "error": "For a tool result: whether it says the call failed.", "reward": "A per-turn reward, where logged.",
+            "tokens": "The turn's [start, end) in the response's token arrays, where known.",
+            "n_tokens": "The turn's length in tokens, where known.",
+            "trained": "Whether the loss counts the turn's tokens, where known."},
+    TOOL_CALLS: {"step": "Training step.", "sample": "The sample's index within its step.",
+                 "turn": "The assistant turn that made the call.", "call": "The call's place within its turn, from 0.",
+                 "name": "The tool called.", "arguments": "Its arguments, as JSON text.", "id": "The call's id, if logged.",
+                 "answered": "Whether a result answers it.", "error": "Whether the result says the call failed.",
+                 "result": "The result's text."},
+}  # fmt: skip
 _STATS = {"mean": "mean", "std": "standard deviation", "min": "lowest", "max": "highest", "p10": "10th percentile",
           "p90": "90th percentile", "count": "number of values"}
 
@@ -205,6 +221,8 @@ def column_help(view: str, name: str) -> str:
     if view == SAMPLES:
         field = F.sample(name)
         return field.help if field else ""
+    if view in (TURNS, TOOL_CALLS):
+        return VIEW_HELP[view].get(name, "")
     prefix, _, stat = name.rpartition("_")
     field = F.step(prefix) if stat in _STATS else None
     if field is None:
@@ -245,6 +263,8 @@ def _connect(store: RolloutStore) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=_CONFIG)
     con.register(SAMPLES, store.arrow_samples())  # a view over the Arrow table: scanned in place
     con.register(STEPS, steps_table(store))
+    con.register(TURNS, store.turns())  # one row per message of the samples that keep their turns
+    con.register(TOOL_CALLS, store.tool_calls())
     for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
         con.execute(statement)
     con.execute("SET lock_configuration = true")

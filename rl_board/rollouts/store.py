@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.rollouts import derive, groups, lazy, lengths, matchup, mismatch, prompts
+from rl_board.rollouts import derive, groups, lazy, lengths, matchup, mismatch, prompts, trajectories
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.opening import OpenedRun, list_runs
@@ -97,6 +98,7 @@ class RolloutStore:
     def __init__(self, run: OpenedRun) -> None:
         self._run = run
         self._mismatch: tuple[str, pd.DataFrame] | None = None
+        self._memo: dict[tuple[str, int | None], tuple[str, Any]] = {}  # what -> (signature it was built at, it)
 
     @classmethod
     def open(
@@ -307,6 +309,52 @@ class RolloutStore:
         frame = self.samples(columns=[column])
         counts, edges = lengths.length_table(frame, column)
         return counts, edges, lengths.truncation_share(frame, column)
+
+    # -- trajectories ------------------------------------------------------
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether any sample is more than a prompt and one answer (it keeps its turns as messages)."""
+        return self.has(S.MESSAGES) and self.has(S.TURNS) and bool(
+            pc.max(self._view.table.column(S.TURNS)).as_py() or 0) > 2
+
+    def turns(self, *, step: int | None = None) -> pa.Table:
+        """One row per message: ``step, sample, turn`` (0-based) ``, role, content, tool_name, tool_call_id,
+        n_tool_calls, error, reward, tokens, trained`` (see ``trajectories.TURN_COLUMNS``)."""
+        return self._cached("turns", step, lambda: trajectories.turn_table(self._messages(step)))
+
+    def tool_calls(self, *, step: int | None = None) -> pa.Table:
+        """One row per tool call: ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
+        return self._cached("tool_calls", step, lambda: trajectories.call_table(self._messages(step)))
+
+    def trajectory_summary(self) -> pd.DataFrame:
+        """Per step: turns and tool calls per trajectory, tool error rate, finish-reason shares."""
+        wanted = [c for c in (*S.TRAJECTORY_FIELDS, S.FINISH_REASON) if c in self._view.names]
+        return trajectories.step_table(self.samples(columns=wanted))
+
+    def tools_summary(self) -> pd.DataFrame:
+        """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward."""
+        rewards = self.samples(columns=[S.REWARD] if self.has(S.REWARD) else [])
+        return trajectories.tool_table(self.tool_calls(), rewards[[c for c in (S.STEP, "sample", S.REWARD)
+                                                                    if c in rewards.columns]])  # fmt: skip
+
+    def _messages(self, step: int | None) -> pd.DataFrame:
+        frame = self.samples(step=step, columns=[S.MESSAGES] if self.has(S.MESSAGES) else [])
+        if S.MESSAGES not in frame.columns:
+            frame[S.MESSAGES] = pd.Series([None] * len(frame), dtype=object)
+        return frame[frame[S.MESSAGES].notna()]
+
+    def _cached(self, what: str, step: int | None, build: Any) -> Any:
+        """``build()`` once per state of the run (and step): reading every trajectory's JSON is not free."""
+        key = (what, step)
+        with self._lock:
+            known = self._memo.get(key)
+            if known is not None and known[0] == self.signature:
+                return known[1]
+        value = build()
+        with self._lock:
+            self._memo[key] = (self.signature, value)
+        return value
 
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""

@@ -1,4 +1,5 @@
-"""Per-sample columns that describe a trajectory: turns, tool calls, tools used, tool errors, a final answer.
+"""Trajectories as data: per-sample columns (turns, tool calls, tools used, tool errors, a final answer), and
+the tables of turns, tool calls, steps and tools that pages, SQL and health rules ask for.
 
 Derived at ingest with the other per-sample columns, from the ``messages`` a
 sample keeps (``formats.trajectory``). A sample without messages is a
@@ -8,6 +9,8 @@ tool call, a final answer when it has a response.
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,3 +41,98 @@ def columns(table: pa.Table) -> dict[str, pa.Array]:
         S.TOOLS: pa.array(tools, pa.string()),
         S.FINAL_ANSWER: pa.array(answered, pa.bool_()),
     }
+
+
+TURN_COLUMNS = ("step", "sample", "turn", "role", "content", "tool_name", "tool_call_id", "n_tool_calls", "error",
+                "reward", "tokens", "n_tokens", "trained")  # fmt: skip
+CALL_COLUMNS = ("step", "sample", "turn", "call", "name", "arguments", "id", "answered", "error", "result")
+
+
+def turn_table(frame: pd.DataFrame) -> pa.Table:
+    """One row per message of every sample with messages (``frame``: step, sample, messages)."""
+    rows: dict[str, list] = {name: [] for name in TURN_COLUMNS}
+    for step, sample, raw in zip(frame[S.STEP], frame["sample"], frame[S.MESSAGES], strict=True):
+        for turn, m in enumerate(trajectory.parsed(raw) or ()):
+            values = (int(step), int(sample), turn, m.get("role"), m.get("content"),
+                      m.get("name") if m.get("role") == "tool" else None, m.get("tool_call_id"),
+                      len(m.get("tool_calls") or ()), m.get("error") if m.get("role") == "tool" else None,
+                      _number(m.get("reward")), _span(m.get("tokens")), _length(m.get("tokens")),
+                      m.get("trained"))  # fmt: skip
+            for name, value in zip(TURN_COLUMNS, values, strict=True):
+                rows[name].append(value)
+    return pa.table({name: pa.array(values, _TURN_TYPES[name]) for name, values in rows.items()})
+
+
+def call_table(frame: pd.DataFrame) -> pa.Table:
+    """One row per tool call: its turn, name, arguments, and the result that answered it (if one did)."""
+    rows: dict[str, list] = {name: [] for name in CALL_COLUMNS}
+    for step, sample, raw in zip(frame[S.STEP], frame["sample"], frame[S.MESSAGES], strict=True):
+        messages = trajectory.parsed(raw) or []
+        for turn, m in enumerate(messages):
+            for k, call in enumerate(m.get("tool_calls") or ()):
+                result = trajectory.result_of(messages, turn, k)
+                values = (int(step), int(sample), turn, k, call.get("name"), call.get("arguments"), call.get("id"),
+                          result is not None, bool(result.get("error")) if result else None,
+                          result.get("content") if result else None)  # fmt: skip
+                for name, value in zip(CALL_COLUMNS, values, strict=True):
+                    rows[name].append(value)
+    return pa.table({name: pa.array(values, _CALL_TYPES[name]) for name, values in rows.items()})
+
+
+def step_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per step: turns and tool calls per trajectory, the tool error rate, the share with no final answer, and
+    the share of each finish reason (``finish_<reason>``)."""
+    by_step = frame.groupby(S.STEP, sort=True)
+    out = pd.DataFrame({"trajectories": by_step.size(), "turns_mean": by_step[S.TURNS].mean(),
+                        "tool_calls_mean": by_step[S.TOOL_CALLS].mean()})  # fmt: skip
+    calls = by_step[S.TOOL_CALLS].sum()
+    out["tool_error_rate"] = (by_step[S.TOOL_ERRORS].sum() / calls).where(calls > 0)
+    out["no_final_answer_share"] = 1.0 - by_step[S.FINAL_ANSWER].mean()
+    if S.FINISH_REASON in frame.columns and frame[S.FINISH_REASON].notna().any():
+        shares = pd.crosstab(frame[S.STEP], frame[S.FINISH_REASON], normalize="index")
+        for reason in shares.columns:
+            out[f"finish_{reason}"] = shares[reason]
+    return out.reset_index()
+
+
+def tool_table(calls: pa.Table, rewards: pd.DataFrame) -> pd.DataFrame:
+    """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward.
+
+    ``rewards``: step, sample, reward of every sample (the reward of a trajectory that used the tool).
+    """
+    frame = calls.select(["step", "sample", "name", "error"]).to_pandas()
+    if frame.empty:
+        return pd.DataFrame(columns=["tool", "step", "calls", "errors", "error_rate", "trajectories", "reward_mean"])
+    frame["name"] = frame["name"].fillna("").replace("", "(no name)")
+    grouped = frame.groupby(["name", "step"], sort=True)
+    out = pd.DataFrame({"calls": grouped.size(), "errors": grouped["error"].sum(min_count=1).fillna(0).astype(int)})
+    out["error_rate"] = out["errors"] / out["calls"]
+    used = frame[["name", "step", "sample"]].drop_duplicates().merge(rewards, on=["step", "sample"], how="left")
+    per = used.groupby(["name", "step"], sort=True)
+    out["trajectories"] = per.size()
+    out["reward_mean"] = per[S.REWARD].mean() if S.REWARD in used.columns else np.nan
+    return out.reset_index().rename(columns={"name": "tool"})
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _length(value: object) -> int | None:
+    span = _span(value)
+    return None if span is None else span[1] - span[0]
+
+
+def _span(value: object) -> list[int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return [int(v) for v in value]
+    return None
+
+
+_TURN_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "role": pa.string(),
+               "content": pa.string(), "tool_name": pa.string(), "tool_call_id": pa.string(),
+               "n_tool_calls": pa.int64(), "error": pa.bool_(), "reward": pa.float64(),
+               "tokens": pa.list_(pa.int64()), "n_tokens": pa.int64(), "trained": pa.bool_()}  # fmt: skip
+_CALL_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "call": pa.int64(),
+               "name": pa.string(), "arguments": pa.string(), "id": pa.string(), "answered": pa.bool_(),
+               "error": pa.bool_(), "result": pa.string()}  # fmt: skip
