@@ -12,7 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from rl_board.errors import RLBoardError
-from rl_board.health import rollout_rules, scalar_rules, trainer_rules  # noqa: F401  (rules register on import)
+from rl_board.health import (  # noqa: F401  (rules register on import)
+    rollout_rules,
+    scalar_rules,
+    trainer_rules,
+    trajectory_rules,
+)
 from rl_board.health.engine import (
     REGISTRY,
     SETTINGS_FILE,

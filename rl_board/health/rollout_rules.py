@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # the rules read frames; only from_store sees a store
 
 KIND = "rollouts"
 COLUMNS = (S.REWARD, S.REF_REWARD, S.REWARD_GAP, S.LOG_RATIO_MEAN, S.N_TOKENS, S.RESPONSE_CHARS,
-           S.NONFINITE_TOKENS, S.PROMPT)  # fmt: skip
+           S.NONFINITE_TOKENS, S.PROMPT, S.TURNS, S.TOOL_CALLS, S.TOOL_ERRORS, S.FINAL_ANSWER,
+           S.FINISH_REASON)  # fmt: skip
 QUERY_CHARS = 120
 
 
