@@ -136,6 +136,7 @@ class Settings:
     server: ServerConfig
     sizes: Sizes
     remote_every: float = REMOTE_EVERY_DEFAULT
+    labels: Path = Path("labels.sqlite")  # where labels on samples are kept (rollouts/labels.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -144,7 +145,20 @@ class Settings:
             every = max(1.0, float(env.get(REMOTE_EVERY_ENV, REMOTE_EVERY_DEFAULT)))
         except ValueError:
             every = REMOTE_EVERY_DEFAULT
-        return cls(ServerConfig.from_env(env), Sizes.from_env(env), every)
+        return cls(ServerConfig.from_env(env), Sizes.from_env(env), every, labels_path(env))
+
+
+LABELS_ENV = "RL_BOARD_LABELS"
+
+
+def labels_path(env: Mapping[str, str]) -> Path:
+    """$RL_BOARD_LABELS (a file a team shares), else $XDG_DATA_HOME/rl-board/labels.sqlite, else
+    ~/.local/share/rl-board/labels.sqlite: the user's data folder, never the cache (clearing it keeps them)."""
+    explicit = env.get(LABELS_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = env.get("XDG_DATA_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".local" / "share") / "rl-board" / "labels.sqlite"
 
 
 @functools.cache

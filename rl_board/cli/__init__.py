@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rl_board.cli import check, demo, export, groups, query, runs, scalars, serve, summary
+from rl_board.cli import check, demo, export, groups, labels, patterns, query, runs, scalars, serve, summary
 from rl_board.cli.common import EXIT_USAGE, terminal_safe
 from rl_board.cli.summary import summary_dict
 from rl_board.errors import RLBoardError
 
-COMMANDS = (serve, runs, summary, groups, query, export, demo, scalars, check)
+COMMANDS = (serve, runs, summary, groups, patterns, labels, query, export, demo, scalars, check)
 
 
 def build_parser() -> argparse.ArgumentParser:

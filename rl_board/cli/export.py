@@ -20,11 +20,18 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from rl_board import config
     from rl_board.rollouts.dataset import write_dataset
+    from rl_board.rollouts.labels import LabelStore
     from rl_board.rollouts.store import RolloutStore
 
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
-    written = write_dataset(store.arrow_samples(), ns.out)
+    table = store.arrow_samples()
+    if not isinstance(table, pa.Table):  # a dataset read in place: materialise it to add the tags
+        table = table.to_table()
+    written = write_dataset(store.with_tags(table, LabelStore(config.settings().labels)), ns.out)
     data = {"run": store.source, "out": written.out, "steps": written.steps, "samples": written.samples,
             "bytes": written.bytes}  # fmt: skip
     if ns.json:

@@ -146,6 +146,13 @@ FIELDS: tuple[Field, ...] = (
     _f("tools", SAMPLE, TEXT, "tools used", help="The tools the trajectory called, comma-separated."),
     _f("final_answer", SAMPLE, COUNT, "final answer",
        help="True when the trajectory ends with an answer (an assistant turn with text and no open call)."),
+    _f("repetition", SAMPLE, NUMBER, "repetition", filter_key="repetition",
+       help="How much the answer repeats itself: the share of the word 3-grams of its last 128 words that "
+            "repeat an earlier one there (0 for prose and for answers under 16 words, near 1 for a loop run to the "
+            "length cap)."),
+    _f("scripts", SAMPLE, TEXT, "scripts",
+       help="The writing systems the answer uses (Latin, Han, Cyrillic...), digits and punctuation left out; "
+            "two or more (Latin+Han) is language mixing."),
     _f("nonfinite_tokens", SAMPLE, COUNT, "non-finite token values",
        help="How many NaN or infinite values the token arrays hold."),
     # -- per token ---------------------------------------------------------------------------

@@ -75,11 +75,15 @@ TOOL_ERRORS = "n_tool_errors"
 TOOLS = "tools"
 FINAL_ANSWER = "final_answer"
 TRAJECTORY_FIELDS = (TURNS, TOOL_CALLS, TOOL_ERRORS, TOOLS, FINAL_ANSWER)
+# Failure signals of an answer (``rollouts/signals.py``).
+REPETITION = "repetition"
+SCRIPTS = "scripts"
+SIGNAL_FIELDS = (REPETITION, SCRIPTS)
 
 DERIVED_SAMPLE_FIELDS = (
     N_TOKENS, N_LOGPROBS, LENGTH_MISMATCH, RESPONSE_CHARS, REF_RESPONSE_CHARS,
     LOG_RATIO_MEAN, LOG_RATIO_SUM, KL_K2_MEAN, KL_K2_SUM, KL_MEAN, KL_SUM, REWARD_GAP, VALID_REWARD_GAP,
-    NONFINITE_TOKENS, *TRAJECTORY_FIELDS,
+    NONFINITE_TOKENS, *TRAJECTORY_FIELDS, *SIGNAL_FIELDS,
 )
 
 # Per-token arrays derived at ingest, kept beside the logged ones: the log-ratio taken in float64

@@ -13,6 +13,7 @@ import pandas as pd
 
 from rl_board.errors import RLBoardError
 from rl_board.health import (  # noqa: F401  (rules register on import)
+    pattern_rules,
     rollout_rules,
     scalar_rules,
     trainer_rules,

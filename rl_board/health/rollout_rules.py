@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the rules read frames; only from_store sees a store
 KIND = "rollouts"
 COLUMNS = (S.REWARD, S.REF_REWARD, S.REWARD_GAP, S.LOG_RATIO_MEAN, S.N_TOKENS, S.RESPONSE_CHARS,
            S.NONFINITE_TOKENS, S.PROMPT, S.TURNS, S.TOOL_CALLS, S.TOOL_ERRORS, S.FINAL_ANSWER,
-           S.FINISH_REASON)  # fmt: skip
+           S.FINISH_REASON, S.REPETITION, S.SCRIPTS)  # fmt: skip
 QUERY_CHARS = 120
 
 
@@ -57,6 +57,8 @@ class RolloutRun:
     length: str | None
     logged: pd.DataFrame | None = None  # what the trainer logged beside the run (step, tag, value), if found
     reward_weights: dict[str, float] = field(default_factory=dict)  # the columns the reward was made of
+    families: pd.DataFrame | None = None  # template families (rollouts/patterns.py), largest first
+    family_shares: pd.DataFrame | None = None  # per step, each family's share of the step's answers
 
     @classmethod
     def from_store(cls, run: str, store: RolloutStore) -> RolloutRun:
@@ -67,7 +69,8 @@ class RolloutRun:
         gaps = store.mismatch()
         if len(gaps):  # the trainer's log-probs beside the engine's: per-sample mismatch
             frame = frame.merge(gaps, on=[S.STEP, "sample"], how="left")
-        return cls(run, frame, length_column(frame), logged_beside(store), store.reward_weights)
+        return cls(run, frame, length_column(frame), logged_beside(store), store.reward_weights,
+                   store.pattern_families(), store.family_shares())
 
     @classmethod
     def from_frame(cls, run: str, samples: pd.DataFrame) -> RolloutRun:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from rl_board.formats import fields as F
 from rl_board.formats import schema as S
-from rl_board.rollouts import kl, trajectories
+from rl_board.rollouts import kl, signals, trajectories
 
 # Columns rl-board adds beside the logged keys: the derived ones, and those the step browser's rows carry
 # (``RunView.frame``: sample, file, line). A logged key of one of these names is kept as ``<name>_logged``.
@@ -176,7 +176,8 @@ def clashes_renamed(table: pa.Table) -> tuple[pa.Table, dict[str, str]]:
 def with_sample_metrics(table: pa.Table) -> pa.Table:
     """Append derived columns and narrow token floats to the cache width (clashing keys renamed first)."""
     table, _ = clashes_renamed(table)
-    for name, values in {**sample_metrics(table), **trajectories.columns(table)}.items():
+    derived = {**sample_metrics(table), **trajectories.columns(table), **signals.columns(table)}
+    for name, values in derived.items():
         table = table.append_column(name, values)
     for name in S.FLOAT_LIST_FIELDS:
         i = table.schema.get_field_index(name)

@@ -8,6 +8,7 @@ another thread always sees one consistent state.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 
 import numpy as np
@@ -53,6 +54,14 @@ class RunView:
         return view
 
     reward_parts: tuple[dict[str, float], str] | None = None  # what the reward was made of, as the reader said
+
+    def with_column(self, name: str, values: pa.Array) -> RunView:
+        """This view with one more column (in cache order), for what is worked out over the whole run later
+        (template families): the rows, their order and the rest stay as they are."""
+        view = copy.copy(self)
+        view.table = self.table.append_column(name, values)
+        view.batches = view.table.to_batches()
+        return view
 
     @property
     def names(self) -> list[str]:

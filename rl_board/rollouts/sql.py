@@ -43,15 +43,20 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
+from rl_board import config
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields as F
 from rl_board.formats import schema as S
 from rl_board.rollouts import groups, kl
+from rl_board.rollouts.labels import LabelStore
 
 if TYPE_CHECKING:
     from rl_board.rollouts.store import RolloutStore
 
 SAMPLES, STEPS, TURNS, TOOL_CALLS = "samples", "steps", "turns", "tool_calls"
+PATTERNS, LABELS = "patterns", "labels"
+PATTERN_COLUMNS = ("template", "samples", "first_step", "reward_mean", "example", "share", "last_step",
+                   "example_step", "example_sample")  # fmt: skip
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 3600.0
 MAX_ROWS = 10_000
@@ -153,7 +158,7 @@ def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT
     if max_rows < 1:
         raise InvalidArgumentError(f"the row cap must be at least 1, not {max_rows}")
     t0 = time.perf_counter()
-    con = _connect(store)
+    con = _connect(store, sql)
     fired = threading.Event()
 
     def stop() -> None:
@@ -184,7 +189,7 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
     con = _connect(store)
     try:
         out = {}
-        for view in (SAMPLES, STEPS, TURNS, TOOL_CALLS):
+        for view in (SAMPLES, STEPS, TURNS, TOOL_CALLS, PATTERNS, LABELS):
             con.execute(f"DESCRIBE {view}")
             described = con.fetchdf()
             frame = described[["column_name", "column_type"]].rename(
@@ -211,6 +216,15 @@ VIEW_HELP = {
                  "name": "The tool called.", "arguments": "Its arguments, as JSON text.", "id": "The call's id, if logged.",
                  "answered": "Whether a result answers it.", "error": "Whether the result says the call failed.",
                  "result": "The result's text."},
+    PATTERNS: {"template": "A family of near-identical answers (numbers masked), T1 the largest.",
+               "samples": "Answers in the family.", "share": "Its share of the run's answers.",
+               "first_step": "The step it was first seen at.", "last_step": "The last step it was seen at.",
+               "reward_mean": "The mean reward of its answers.", "example": "An answer of the family.",
+               "example_step": "The example's step.", "example_sample": "The example's index in its step."},
+    LABELS: {"step": "Training step.", "sample": "The labelled sample's index within its step (null: gone).",
+             "file": "The file the sample was read from.", "line": "Its line in that file.", "tag": "The tag.",
+             "note": "The note, if any.", "created": "When it was tagged (Unix seconds).",
+             "updated": "When it was last changed (Unix seconds)."},
 }  # fmt: skip
 _STATS = {"mean": "mean", "std": "standard deviation", "min": "lowest", "max": "highest", "p10": "10th percentile",
           "p90": "90th percentile", "count": "number of values"}
@@ -221,7 +235,7 @@ def column_help(view: str, name: str) -> str:
     if view == SAMPLES:
         field = F.sample(name)
         return field.help if field else ""
-    if view in (TURNS, TOOL_CALLS):
+    if view in VIEW_HELP:
         return VIEW_HELP[view].get(name, "")
     prefix, _, stat = name.rpartition("_")
     field = F.step(prefix) if stat in _STATS else None
@@ -259,12 +273,22 @@ def _join(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
     return frame.merge(more[[S.STEP, *new]], on=S.STEP, how="left") if new else frame
 
 
-def _connect(store: RolloutStore) -> duckdb.DuckDBPyConnection:
+def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A locked-down connection with the run's views (``sql``: the query it is for, to skip costly views)."""
     con = duckdb.connect(":memory:", config=_CONFIG)
-    con.register(SAMPLES, store.arrow_samples())  # a view over the Arrow table: scanned in place
+    labels = LabelStore(config.settings().labels)
+    con.register("_samples", store.arrow_samples())  # scanned in place (Arrow over the mapped cache)
+    con.register("_tags", store.tags_by_sample(labels))
+    con.execute(f"CREATE VIEW {SAMPLES} AS SELECT s.*, t.tags FROM _samples s "
+                "LEFT JOIN _tags t ON s.step = t.step AND s.sample = t.sample")
     con.register(STEPS, steps_table(store))
     con.register(TURNS, store.turns())  # one row per message of the samples that keep their turns
     con.register(TOOL_CALLS, store.tool_calls())
+    # Families are worked out over every answer of the run: only when the query asks for them.
+    wanted = sql is not None and re.search(rf"\b{PATTERNS}\b", sql, re.IGNORECASE) is not None
+    families = store.pattern_families() if wanted else pd.DataFrame(columns=list(PATTERN_COLUMNS))
+    con.register(PATTERNS, families[list(PATTERN_COLUMNS)])
+    con.register(LABELS, store.labels(labels))
     for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
         con.execute(statement)
     con.execute("SET lock_configuration = true")

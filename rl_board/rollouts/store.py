@@ -18,7 +18,18 @@ from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.rollouts import derive, groups, lazy, lengths, matchup, mismatch, prompts, trajectories
+from rl_board.rollouts import (
+    derive,
+    groups,
+    lazy,
+    lengths,
+    matchup,
+    mismatch,
+    patterns,
+    prompts,
+    trajectories,
+)
+from rl_board.rollouts import labels as labels_mod
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.opening import OpenedRun, list_runs
@@ -309,6 +320,90 @@ class RolloutStore:
         frame = self.samples(columns=[column])
         counts, edges = lengths.length_table(frame, column)
         return counts, edges, lengths.truncation_share(frame, column)
+
+    # -- failure patterns ------------------------------------------------------
+
+    def find_templates(self) -> None:
+        """Work out each answer's template family over the whole run (``patterns.py``), once per state of the
+        run, and add it as the ``template`` column (0 for none; a family's number is its size rank)."""
+        with self._lock:
+            view = self._run.view
+            if patterns.TEMPLATE in view.names or not self.has(S.RESPONSE):
+                return
+            signature = self.signature
+        responses = view.frame(np.arange(view.table.num_rows), [S.RESPONSE])[S.RESPONSE].tolist()
+        ids = patterns.template_ids(responses)
+        with self._lock:
+            if self.signature == signature and self._run.view is view:  # not replaced by a refresh meanwhile
+                self._run.view = view.with_column(patterns.TEMPLATE, pa.array(ids, pa.int64()))
+
+    def pattern_families(self) -> pd.DataFrame:
+        """The run's template families, largest first (``patterns.FAMILY_COLUMNS``)."""
+        self.find_templates()
+        wanted = [c for c in (patterns.TEMPLATE, S.REWARD, S.RESPONSE) if c in self._view.names]
+        return patterns.families(self.samples(columns=wanted)) if patterns.TEMPLATE in wanted else \
+            patterns.families(pd.DataFrame(columns=[S.STEP, "sample", patterns.TEMPLATE]))
+
+    def signal_counts(self) -> dict[str, int]:
+        """How many answers loop (``repetition`` at or above ``patterns.LOOP``) and mix scripts."""
+        frame = self.samples(columns=[c for c in (S.REPETITION, S.SCRIPTS) if self.has(c)])
+        loops = int((frame[S.REPETITION] >= patterns.LOOP).sum()) if S.REPETITION in frame.columns else 0
+        mixed = int(frame[S.SCRIPTS].str.contains("+", regex=False).sum()) if S.SCRIPTS in frame.columns else 0
+        return {"loops": loops, "mixed_scripts": mixed}
+
+    def family_shares(self) -> pd.DataFrame:
+        """Per step, each family's share of the step's answers."""
+        self.find_templates()
+        if patterns.TEMPLATE not in self._view.names:
+            return pd.DataFrame(columns=[S.STEP])
+        return patterns.shares_by_step(self.samples(columns=[patterns.TEMPLATE]))
+
+    # -- labels ----------------------------------------------------------------
+
+    def label_key(self, *, step: int, index: int) -> dict[str, Any]:
+        """What keeps a label on this sample: the run, its step, file and line, and a digest of its text."""
+        v = self._view
+        rows = v.rows(step)
+        if not 0 <= index < len(rows):
+            raise InvalidArgumentError(f"step {step} has samples 0..{len(rows) - 1}, not {index}")
+        row = int(rows[index])
+        texts = v.frame(np.array([row]), [c for c in (S.PROMPT, S.RESPONSE) if c in v.names])
+        prompt = texts[S.PROMPT].iloc[0] if S.PROMPT in texts.columns else None
+        response = texts[S.RESPONSE].iloc[0] if S.RESPONSE in texts.columns else None
+        return {"run": self.source, "step": int(step), "file": v.files[v.file_idx[row]],
+                "line": int(v.line_of[row]), "sample_digest": labels_mod.digest(prompt, response)}
+
+    def labels(self, store: labels_mod.LabelStore) -> pd.DataFrame:
+        """Every label of this run with the sample it is on now: ``step, sample, file, line, tag, note, created,
+        updated``; a label whose sample is gone (its log rewritten without it) has no ``sample``."""
+        found = store.of_run(self.source)
+        columns = ["step", "sample", "file", "line", "tag", "note", "created", "updated"]
+        if not found:
+            return pd.DataFrame(columns=columns)
+        v = self._view
+        place = {(int(s), v.files[v.file_idx[r]], int(v.line_of[r])): int(w)
+                 for r, (s, w) in enumerate(zip(v.step_of, v.within, strict=True))}  # fmt: skip
+        rows = [(x.step, place.get((x.step, x.file, x.line)), x.file, x.line, x.tag, x.note, x.created, x.updated)
+                for x in found]  # fmt: skip
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["sample"] = frame["sample"].astype("Int64")
+        return frame
+
+    def with_tags(self, table: pa.Table, store: labels_mod.LabelStore) -> pa.Table:
+        """``table`` (step and sample columns) with a ``tags`` column: each sample's tags, comma-joined."""
+        tags = self.tags_by_sample(store)
+        lookup = {(int(s), int(i)): t for s, i, t in zip(tags["step"], tags["sample"], tags["tags"], strict=True)}
+        steps, samples = table.column(STEP_COL).to_pylist(), table.column(INDEX_COL).to_pylist()
+        values = [lookup.get((s, i)) for s, i in zip(steps, samples, strict=True)]
+        return table.append_column("tags", pa.array(values, pa.string()))
+
+    def tags_by_sample(self, store: labels_mod.LabelStore) -> pd.DataFrame:
+        """``step, sample, tags`` (sorted, comma-joined) for every labelled sample of the run."""
+        frame = self.labels(store).dropna(subset=["sample"])
+        if frame.empty:
+            return pd.DataFrame(columns=["step", "sample", "tags"])
+        grouped = frame.groupby(["step", "sample"])["tag"].agg(lambda t: ", ".join(sorted(set(t))))
+        return grouped.rename("tags").reset_index()
 
     # -- trajectories ------------------------------------------------------
 

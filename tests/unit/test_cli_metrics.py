@@ -111,8 +111,12 @@ def test_check_command_runs_rollout_rules_with_exit_codes(tmp_path):
     write_run(tmp_path / "root" / "ppo_math", DemoSpec(steps=30, samples=24, tokens=48, seed=0))
     code, out, err = rl_board("check", str(tmp_path / "root"), "--json", cache=tmp_path / "cache")
     assert code == 0, err
-    [finding] = json.loads(out)["findings"]
-    assert (finding["rule"], finding["severity"], finding["run"]) == ("length_hacking", "warning", "ppo_math")
+    found = {f["rule"]: f for f in json.loads(out)["findings"]}
+    # the demo's reward hacking (long, repetitive "Great question! Indeed..." answers from mid-run) is seen three
+    # ways: length paid for, a template spreading, and loops
+    assert set(found) == {"length_hacking", "template_spreading", "loops"}
+    assert all((f["severity"], f["run"]) == ("warning", "ppo_math") for f in found.values())
+    finding = found["length_hacking"]
     assert finding["steps"][0] >= 15 and finding["link"]["step"] in finding["steps"]
 
     nan_token_run(tmp_path / "root" / "broken")

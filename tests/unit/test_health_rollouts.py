@@ -42,7 +42,8 @@ def sample(
     ref_logp: float = -1.0,
     **extra: object,
 ) -> dict:
-    record = {"step": step, "prompt": prompt or f"question {step}-{reward}-{n}", "response": "x " * n,
+    record = {"step": step, "prompt": prompt or f"question {step}-{reward}-{n}",
+              "response": " ".join(f"w{k}" for k in range(n)),  # n distinct words: no loop
               "reward": reward, "response_tokens": ["x"] * n, "logprobs": [logp] * n,
               "ref_logprobs": [ref_logp] * n}  # fmt: skip
     if ref is not None:
@@ -61,12 +62,14 @@ def test_rules_are_registered():
     assert REGISTRY["nonfinite_tokens"].severity == "error"
 
 
-def test_the_demo_run_shows_only_its_length_hacking_late(tmp_path, cache_dir):
+def test_the_demo_run_shows_only_its_reward_hacking_late(tmp_path, cache_dir):
+    """The demo plants long, repetitive "Great question! Indeed..." answers from mid-run: length paid for, a
+    template spreading and loops, each from the second half on."""
     run = tmp_path / "ppo"
     write_run(run, DemoSpec(steps=30, samples=24, ranks=2, tokens=48, seed=0))  # as in rollout_samples/
     found = fired(run, cache_dir)
-    assert set(found) == {"length_hacking"}
-    assert min(found["length_hacking"].steps) >= 15  # the demo's reward hacking starts mid-run
+    assert set(found) == {"length_hacking", "template_spreading", "loops"}
+    assert all(min(f.steps) >= 15 for f in found.values())  # the demo's reward hacking starts mid-run
 
 
 def test_kl_negative_fires_on_a_window_of_negative_log_ratios(tmp_path, cache_dir):
@@ -187,7 +190,7 @@ def test_check_rollout_runs_names_runs_relative_to_the_root(tmp_path, cache_dir)
     (tmp_path / "notes" / "empty.jsonl").write_text("not json\n")
     findings, problems = check_rollout_runs(tmp_path, cache_dir=cache_dir)
     assert {(f.run, f.rule) for f in findings} == {
-        ("exp/ppo", "length_hacking"),
+        ("exp/ppo", "length_hacking"), ("exp/ppo", "template_spreading"), ("exp/ppo", "loops"),
         ("broken", "nonfinite_tokens"),
     }
     assert problems == []

@@ -115,7 +115,8 @@ def test_examples_all_run(grpo: RolloutStore) -> None:
 
 def test_schema_names_every_column(grpo: RolloutStore) -> None:
     described = sql.schema(grpo)
-    assert described["samples"]["column"].tolist() == grpo.arrow_samples().column_names
+    assert described["samples"]["column"].tolist() == [*grpo.arrow_samples().column_names, "tags"]
+    assert {"turns", "tool_calls", "patterns", "labels"} <= set(described)
     assert dict(zip(described["samples"]["column"], described["samples"]["type"], strict=True))["reward"] == "DOUBLE"
     assert "zero_variance_share" in described["steps"]["column"].tolist()
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 9  # 8: KL k3 in the right orientation, k2 columns, token_log_ratio; 9: trajectories
+CACHE_VERSION = 10  # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts
 
 
 @dataclass
