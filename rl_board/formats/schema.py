@@ -75,6 +75,10 @@ TOOL_ERRORS = "n_tool_errors"
 TOOLS = "tools"
 FINAL_ANSWER = "final_answer"
 TRAJECTORY_FIELDS = (TURNS, TOOL_CALLS, TOOL_ERRORS, TOOLS, FINAL_ANSWER)
+# Tool calls a log counts without showing them as turns (open-instruct): JSON text, ``[{"name", "error"}, ...]``.
+TOOL_CALL_LOG = "tool_call_log"
+# Whether a rollout counted in training, and why not (``formats.kept``).
+KEPT, DROPPED_REASON = "kept", "dropped_reason"
 
 DERIVED_SAMPLE_FIELDS = (
     N_TOKENS, N_LOGPROBS, LENGTH_MISMATCH, RESPONSE_CHARS, REF_RESPONSE_CHARS,
