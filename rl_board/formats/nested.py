@@ -1,9 +1,11 @@
 """NeMo-RL, prime-rl token exports and ROLL's RLVR dumps: text nested in messages or columns.
 
 These trainers log whole batches (NeMo-RL: id-aligned token arrays with prompt
-and padding positions; ROLL: one object of column lists), so the adapters dig the text out and reduce per-token arrays to
-per-sample scalars instead of passing them through as canonical token fields,
-which would be misaligned with any response text.
+and padding positions; ROLL: one object of column lists), so the adapters dig
+the text out and reduce per-token arrays to per-sample scalars instead of
+passing them through as canonical token fields, which would be misaligned with
+any response text. NeMo-RL's multi-turn samples become turns (``nemo_turns``);
+prime-rl's traces and ROLL's agentic dumps have modules of their own.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ NEMO_RL = Format(
                ("prev_logprobs", "train_logprob_mean")),
     notes="Step from the file name (train_data_step{N}.jsonl); token arrays reduced to per-sample means.",
     kept=("idx", "input_lengths", "advantage", "gen_logprob_mean", "train_logprob_mean",
-          "logprob_mismatch_max"),
+          "logprob_mismatch_max", "kept", "dropped_reason"),
     set_aside=_nemo_validation_aside,
 )  # fmt: skip
 
