@@ -24,7 +24,8 @@ _SEP = pick.SEP
 # --------------------------------------------------------------------------- shared helpers
 
 
-_text, _row, _finite, _int, _str, _key, _set = pick.text, pick.row, pick.finite, pick.whole, pick.scalar, pick.key, pick.put
+# (shared with prime-rl's and ROLL's agentic adapters, in ``pick``)
+_text, _row, _finite, _int, _str, _set = pick.text, pick.row, pick.finite, pick.whole, pick.scalar, pick.put
 _chat_prompt = pick.chat_prompt
 
 

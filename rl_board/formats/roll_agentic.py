@@ -53,16 +53,17 @@ def _samples(record: Record) -> list[Record]:
         cols["global_step"] = [record["global_step"]] * n  # one step for the whole file
     out = []
     for i in range(n):
-        data = pick.loaded(cols["trajectory_data"][i])
+        row = {k: v[i] for k, v in cols.items()}
+        data = pick.loaded(row["trajectory_data"])
         data = data if isinstance(data, dict) else {}
-        chat = _conversation(pick.loaded(cols.get("messages", [None] * n)[i]), data)
+        chat = _conversation(pick.loaded(row.get("messages")), data)
         if not data and not chat:
             continue
         sample: Record = {}
-        pick.put(sample, "step", pick.whole(cols.get("global_step", [None] * n)[i]))
+        pick.put(sample, "step", pick.whole(row.get("global_step")))
         _texts(sample, chat, data)
         _describe(sample, data)
-        pick.put(sample, "exp_name", pick.scalar(cols.get("exp_name", [None] * n)[i]))
+        pick.put(sample, "exp_name", pick.scalar(row.get("exp_name")))
         out.append(sample)
     return out
 
@@ -90,7 +91,8 @@ def _texts(sample: Record, chat: list[dict], data: dict) -> None:
     """Prompt, response and the turns (per-step rewards on the assistant turns)."""
     if not chat:
         return
-    rewards = (data.get("reward_info") or {}).get("step_rewards") if isinstance(data.get("reward_info"), dict) else None
+    info = data.get("reward_info")
+    rewards = info.get("step_rewards") if isinstance(info, dict) else None
     if isinstance(rewards, list):
         pick.end_aligned(chat, [pick.finite(r) for r in rewards])
     sample["prompt"] = pick.chat_prompt(chat) or ""
