@@ -3,8 +3,12 @@
 This package sits below both ``sources`` (which asks "what is this file?")
 and ``rollouts`` (which reads it), so neither imports the other to know a
 format. A new format is a ``Format`` (see ``base.py`` for the contract) in
-``flat.py`` (one sample per record), ``trl.py`` or ``nested.py`` (nested or
-column-list records), and one entry in ``FORMATS``, most specific first.
+``flat.py`` (one sample per record), ``nested.py`` (nested or column-list
+records) or a module of its own (``trl.py``, ``prime.py``, ``roll_agentic.py``,
+``open_instruct.py``), and one entry in ``FORMATS``, most specific first.
+Agent trajectories are handed to the reader as ``messages`` (a list of message
+dicts, see ``trajectory.py``) and ``finish_reason`` (the logged word); whether a
+rollout counted in training as ``kept`` and ``dropped_reason`` (``kept.py``).
 """
 
 from __future__ import annotations

@@ -100,6 +100,15 @@ FIELDS: tuple[Field, ...] = (
        help="The response as token ids; a tokenizer (serve --tokenizer) turns them into text."),
     _f("train_logprobs", SAMPLE, FLOATS, "trainer log-probs",
        help="Per-token log-prob as the trainer computed it (the run's log-probs come from the inference engine)."),
+    # read from trainers that say which rollouts they trained on (prime-rl, NeMo-RL) or log advantages
+    _f("kept", SAMPLE, COUNT, "kept",
+       help="True when the rollout counted in training; False when the trainer left it out (not in prime-rl's "
+            "effective/, masked from the loss, failed) or its group's advantages were all zero."),
+    _f("dropped_reason", SAMPLE, TEXT, "dropped because",
+       help="Why a rollout did not count in training (kept is False)."),
+    _f("tool_call_log", SAMPLE, TEXT, "tool calls logged",
+       help="The tool calls a trainer counted without logging them as turns (open-instruct): JSON, one "
+            "{name, error} per call; counted in tool calls, tool errors and tools used."),
     # -- per sample, derived ---------------------------------------------------------------
     _f("sample", SAMPLE, COUNT, "sample #", help="Index of the sample within its step."),
     _f("file", SAMPLE, TEXT, "file", help="The log file the sample was read from."),

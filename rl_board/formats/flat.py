@@ -111,7 +111,7 @@ AREAL = Format("areal", "AReaL trajectory dump", _is_areal, renames=AREAL_MAP, a
                kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"))  # fmt: skip
 
 # -- SkyRL: dumped_evals/global_step_{N}_evals/{data_source}.jsonl -------------------------------------------
-SKYRL_MAP = {"input_prompt": "prompt", "output_response": "response"}
+SKYRL_MAP = {"input_prompt": "prompt", "output_response": "response", "stop_reason": "finish_reason"}
 
 
 def _is_skyrl(record: Record) -> bool:
@@ -145,4 +145,4 @@ def _score_sum(value: object) -> float | None:
 
 SKYRL = Format("skyrl", "SkyRL evaluation dump", _is_skyrl, renames=SKYRL_MAP, adapt=_skyrl_adapt,
                field_map=(*SKYRL_MAP.items(), ("score", "reward")),
-               kept=("score", "stop_reason", "env_class", "data_source", "env_extras"))  # fmt: skip
+               kept=("score", "env_class", "data_source", "env_extras"))  # fmt: skip

@@ -1,10 +1,11 @@
-"""NeMo-RL, prime-rl and ROLL dumps: text nested in messages, columns or traces.
+"""NeMo-RL, prime-rl token exports and ROLL's RLVR dumps: text nested in messages or columns.
 
 These trainers log whole batches (NeMo-RL: id-aligned token arrays with prompt
-and padding positions; prime-rl: agent traces; ROLL: one object of column
-lists), so the adapters dig the text out and reduce per-token arrays to
-per-sample scalars instead of passing them through as canonical token fields,
-which would be misaligned with any response text.
+and padding positions; ROLL: one object of column lists), so the adapters dig
+the text out and reduce per-token arrays to per-sample scalars instead of
+passing them through as canonical token fields, which would be misaligned with
+any response text. NeMo-RL's multi-turn samples become turns (``nemo_turns``);
+prime-rl's traces and ROLL's agentic dumps have modules of their own.
 """
 
 from __future__ import annotations
@@ -14,36 +15,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rl_board.formats import conversation
+from rl_board.formats import nemo_turns, pick
 from rl_board.formats.base import Format, Probe, Record, first, number
 
-_SEP = "\n\n"
+_SEP = pick.SEP
 
 
 # --------------------------------------------------------------------------- shared helpers
 
 
-_text = conversation.content_text
-
-
-def _row(value: Any) -> list | None:
-    """A per-token array without its batch dimension of 1 (``[[...]]`` -> ``[...]``)."""
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
-        value = value[0]
-    return value if isinstance(value, list) else None
-
-
-def _finite(value: Any) -> float | None:
-    x = number(value)
-    return x if x is not None and math.isfinite(x) else None
-
-
-def _int(value: Any) -> int | None:
-    """An integral number as int (steps); bools and fractions are not steps."""
-    if isinstance(first(value), bool):
-        return None
-    x = _finite(value)
-    return int(x) if x is not None and x == int(x) else None
+# (shared with prime-rl's and ROLL's agentic adapters, in ``pick``)
+_text, _row, _finite, _int, _str, _set = pick.text, pick.row, pick.finite, pick.whole, pick.scalar, pick.put
+_chat_prompt = pick.chat_prompt
 
 
 def _on(mask: list | None) -> list[int]:
@@ -111,45 +94,18 @@ def _advantage(values: Any, positions: list[int]) -> float | None:
     return picked[0] if picked else None
 
 
-def _chat_prompt(messages: list) -> str | None:
-    """What the policy saw: the messages before the first answer, rendered as every conversation is."""
-    chat = [m for m in messages if isinstance(m, dict)]
-    answered = next((i for i, m in enumerate(chat) if m.get("role") == "assistant"), len(chat))
-    prompt = chat[:answered]
-    return conversation.as_text(prompt) if prompt else None
 
 
-def _str(value: Any) -> str | None:
-    """A scalar as a string (ids, answers); containers and bools are left out."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
-    return None
 
 
-def _key(value: Any, order: tuple[str, ...] = ("id", "name", "key")) -> str | None:
-    """A grouping / naming key as a string: a scalar, or the first of a dict's id / name / key."""
-    if isinstance(value, dict):
-        value = next((value[k] for k in order if value.get(k) is not None), None)
-    return _str(value)
 
 
-def _set(sample: Record, key: str, value: Any) -> None:
-    """Keep a field only when it was found: missing beats a column of None."""
-    if value is not None:
-        sample[key] = value
 
 
 def _nemo_validation_aside(path: Path, probe: Probe) -> str:
     """NeMo-RL writes validation samples beside the training ones; a run is the training ones."""
     if path.name.startswith("val_data") and any(n.startswith("train_data_step") for n in probe.names(path.parent)):
         return "NeMo-RL validation samples beside the training ones: not mixed into the training run"
-    return ""
-
-
-def _prime_copy_aside(path: Path, probe: Probe) -> str:
-    """prime-rl writes the trained-on episodes twice: all/ and effective/."""
-    if path.parent.name == "effective" and probe.is_dir(path.parent.parent / "all"):
-        return "repeats the episodes of the all/ folder beside it"
     return ""
 
 
@@ -165,30 +121,17 @@ def _nemo_identify(record: Record) -> bool:
     return isinstance(record, dict) and "content" in record and "rewards" in record
 
 
-def _nemo_texts(content: Any) -> tuple[str | None, str | None, str | None]:
-    """(prompt, response, messages JSON). Train: ``[[prompt str, response str]]``; validation:
-    ``[[{role, content}, ...]]``, a conversation."""
-    messages = _row(content) or ([content] if isinstance(content, str) else [])
-    if any(isinstance(m, dict) for m in messages):
-        answers = [
-            _text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
-        ]
-        chat = [m for m in messages if isinstance(m, dict)]
-        return _chat_prompt(messages), answers[-1] if answers else None, conversation.to_json(chat)
-    strings = [m for m in messages if isinstance(m, str)]
-    return (strings[0] if strings else None), (strings[-1] if len(strings) > 1 else None), None
-
-
 def _nemo_samples(record: Record) -> list[Record]:
     if not isinstance(record, dict):
         return []
     sample: Record = {}
-    prompt, response, chat = _nemo_texts(record.get("content"))
-    _set(sample, "prompt", prompt)
-    _set(sample, "response", response)
-    _set(sample, "messages", chat)
-    _set(sample, "reward", number(record.get("rewards")))
     mask = _row(record.get("token_loss_mask"))
+    turns = nemo_turns.of_content(record.get("content"), mask)
+    _set(sample, "prompt", turns.prompt)
+    _set(sample, "response", turns.response)
+    _set(sample, "messages", turns.messages)
+    _set(sample, "reward", number(record.get("rewards")))
+    _nemo_kept(sample, record.get("sample_loss_mask"))
     positions = _on(mask)
     _set(sample, "advantage", _advantage(record.get("advantages"), positions))
     for key in ("idx", "input_lengths"):
@@ -205,6 +148,17 @@ def _nemo_samples(record: Record) -> list[Record]:
                          _row(record.get("prev_logprobs")), positions)
         _token_signals(sample, positions, advantage=_row(record.get("advantages")))
     return [sample]
+
+
+def _nemo_kept(sample: Record, sample_mask: Any) -> None:
+    """``sample_loss_mask`` 0 takes a sample out of the loss (a prompt too long to train on, or one its
+    environment asked to leave out): shown, marked as not trained on."""
+    value = _finite(sample_mask)
+    if value is None:
+        return
+    sample["kept"] = value != 0.0
+    if value == 0.0:
+        sample["dropped_reason"] = "masked from the loss (sample_loss_mask = 0: too long, or left out by its environment)"
 
 
 def _mismatch(record: Record, positions: list[int]) -> float | None:
@@ -224,82 +178,8 @@ NEMO_RL = Format(
                ("prev_logprobs", "train_logprob_mean")),
     notes="Step from the file name (train_data_step{N}.jsonl); token arrays reduced to per-sample means.",
     kept=("idx", "input_lengths", "advantage", "gen_logprob_mean", "train_logprob_mean",
-          "logprob_mismatch_max"),
+          "logprob_mismatch_max", "kept", "dropped_reason"),
     set_aside=_nemo_validation_aside,
-)  # fmt: skip
-
-
-# --------------------------------------------------------------------------- prime-rl traces
-
-
-def _prime_identify(record: Record) -> bool:
-    return (
-        isinstance(record, dict)
-        and isinstance(record.get("traces"), list)
-        and any(k in record for k in ("env", "group", "task"))
-    )
-
-
-def _prime_reply(message: dict) -> str:
-    """An assistant turn, its reasoning (kept apart by prime-rl) put back inside <think>."""
-    content = _text(message.get("content")) or ""
-    reasoning = (_text(message.get("reasoning_content")) or "").strip()
-    return f"<think>\n{reasoning}\n</think>\n{content}" if reasoning else content
-
-
-def _prime_rewards(trace: dict) -> tuple[float | None, Record]:
-    """reward = Σ score·weight (verifiers' rubric); each component kept as ``reward/<name>``."""
-    rewards = trace.get("rewards")
-    if not isinstance(rewards, dict):
-        return None, {}
-    total, parts = 0.0, {}
-    for name, entry in rewards.items():
-        score = _finite(entry.get("score") if isinstance(entry, dict) else entry)
-        weight = _finite(entry.get("weight")) if isinstance(entry, dict) else None
-        if score is not None:
-            parts[f"reward/{name}"] = score
-            total += score * (1.0 if weight is None else weight)
-    return total, parts
-
-
-def _prime_samples(record: Record) -> list[Record]:
-    if not isinstance(record, dict):
-        return []
-    traces = record.get("traces")
-    trace = traces[0] if isinstance(traces, list) and traces and isinstance(traces[0], dict) else {}
-    nodes = trace.get("nodes") if isinstance(trace.get("nodes"), list) else []
-    nodes = [n for n in nodes if isinstance(n, dict)]
-    messages = [n["message"] for n in nodes if isinstance(n.get("message"), dict)]
-    sample: Record = {}
-    if messages:
-        sample["prompt"] = _chat_prompt(messages) or ""
-        replies = [_prime_reply(m) for m in messages if m.get("role") == "assistant"]
-        sample["response"] = _SEP.join(replies)  # "" for an episode that errored before answering
-        sample["messages"] = conversation.to_json(messages)
-    reward, parts = _prime_rewards(trace)
-    _set(sample, "reward", reward)
-    _set(sample, "group", _key(record.get("group")))
-    _set(sample, "task", _key(record.get("task")))
-    _set(sample, "env", _key(record.get("env"), ("name", "id")))  # name, as token exports' env_name
-    if isinstance(record.get("ok"), bool):
-        sample["ok"] = record["ok"]
-    sample.update(parts)
-    metrics = trace.get("metrics")
-    for name, value in metrics.items() if isinstance(metrics, dict) else ():
-        _set(sample, f"metric/{name}", _finite(value))
-    advantages = [n.get("advantages") for n in nodes if n.get("advantages") is not None]
-    if advantages:  # only in the trained-on ("effective") file
-        _set(sample, "advantage", _advantage(advantages[-1], []))
-    return [sample]
-
-
-PRIME_RL = Format(
-    name="prime-rl", label="prime-rl rollout traces", identify=_prime_identify, nested=_prime_samples,
-    field_map=(("traces[0].nodes", "prompt"), ("traces[0].nodes", "response"),
-               ("traces[0].rewards", "reward"), ("group.id", "group")),
-    notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async).",
-    kept=("group", "task", "env", "ok", "advantage", "reward/<name>", "metric/<name>"),
-    set_aside=_prime_copy_aside,
 )  # fmt: skip
 
 

@@ -44,9 +44,10 @@ _FINISH = {
     "max_turns": "turn_limit", "max_steps": "turn_limit", "turn_limit": "turn_limit",
     "max_assistant_turns": "turn_limit", "max_user_turns": "turn_limit", "max_iterations": "turn_limit",
     "max_tool_calls": "tool_budget", "tool_budget": "tool_budget", "max_tool_calling_iterations": "tool_budget",
-    "timeout": "timeout", "timed_out": "timeout", "time_limit": "timeout",
+    "timeout": "timeout", "timed_out": "timeout", "time_limit": "timeout", "env_timeout": "timeout",
     "error": "error", "failed": "error", "failure": "error", "aborted": "error", "abort": "error",
-    "exception": "error",
+    "exception": "error", "env_reset_failed": "error", "sandbox_init_failed": "error",
+    "llm_generate_failed": "error",
 }  # fmt: skip
 # How tools and environments say a call failed (verl's agent loop, TRL, sandboxes, Python itself).
 _ERROR = re.compile(

@@ -212,7 +212,9 @@ VIEW_HELP = {
             "n_tokens": "The turn's length in tokens, where known.",
             "trained": "Whether the loss counts the turn's tokens, where known."},
     TOOL_CALLS: {"step": "Training step.", "sample": "The sample's index within its step.",
-                 "turn": "The assistant turn that made the call.", "call": "The call's place within its turn, from 0.",
+                 "turn": "The assistant turn that made the call (empty for a call the log counted without turns: "
+                         "open-instruct's tool_call_log).",
+                 "call": "The call's place within its turn (or the sample's logged calls), from 0.",
                  "name": "The tool called.", "arguments": "Its arguments, as JSON text.", "id": "The call's id, if logged.",
                  "answered": "Whether a result answers it.", "error": "Whether the result says the call failed.",
                  "result": "The result's text."},

@@ -434,10 +434,15 @@ class RolloutStore:
                                                                     if c in rewards.columns]])  # fmt: skip
 
     def _messages(self, step: int | None) -> pd.DataFrame:
-        frame = self.samples(step=step, columns=[S.MESSAGES] if self.has(S.MESSAGES) else [])
+        """The samples with turns (``messages``) or with tool calls logged without turns (``tool_call_log``)."""
+        wanted = [c for c in (S.MESSAGES, S.TOOL_CALL_LOG) if self.has(c)]
+        frame = self.samples(step=step, columns=wanted)
         if S.MESSAGES not in frame.columns:
             frame[S.MESSAGES] = pd.Series([None] * len(frame), dtype=object)
-        return frame[frame[S.MESSAGES].notna()]
+        present = frame[S.MESSAGES].notna()
+        if S.TOOL_CALL_LOG in frame.columns:
+            present |= frame[S.TOOL_CALL_LOG].notna()
+        return frame[present]
 
     def _cached(self, what: str, step: int | None, build: Any) -> Any:
         """``build()`` once per state of the run (and step): reading every trajectory's JSON is not free."""

@@ -4,7 +4,10 @@ the tables of turns, tool calls, steps and tools that pages, SQL and health rule
 Derived at ingest with the other per-sample columns, from the ``messages`` a
 sample keeps (``formats.trajectory``). A sample without messages is a
 trajectory of its prompt and its answer: 2 turns (1 when one is missing), no
-tool call, a final answer when it has a response.
+tool call, a final answer when it has a response; when its log counted tool
+calls without showing them as turns (``tool_call_log``, open-instruct), those
+are its calls, tool errors and tools, and rows of the tool-call table (with no
+turn, arguments or result).
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ def columns(table: pa.Table) -> dict[str, pa.Array]:
     turns = pc.add(pc.cast(has_prompt, pa.int64()), pc.cast(has_response, pa.int64())).to_pylist()
     calls, errors, tools, answered = [0] * n, [0] * n, [None] * n, has_response.to_pylist()
     messages = table.column(S.MESSAGES)
-    if messages.null_count < n:
-        for i, raw in enumerate(messages.to_pylist()):
-            listed = trajectory.parsed(raw)
-            if listed is None:
-                continue
-            stats = trajectory.stats(listed)
-            turns[i], calls[i], errors[i] = stats.turns, stats.tool_calls, stats.tool_errors
-            tools[i], answered[i] = stats.tools or None, stats.final_answer
+    logged = _logged_calls(table)
+    if messages.null_count < n or logged is not None:
+        listed_all = messages.to_pylist()
+        for i in range(n):
+            listed = trajectory.parsed(listed_all[i])
+            if listed is not None:
+                stats = trajectory.stats(listed)
+                turns[i], calls[i], errors[i] = stats.turns, stats.tool_calls, stats.tool_errors
+                tools[i], answered[i] = stats.tools or None, stats.final_answer
+            elif logged is not None and logged[i]:
+                calls[i], errors[i], tools[i] = _log_stats(logged[i])
     return {
         S.TURNS: pa.array(turns, pa.int64()),
         S.TOOL_CALLS: pa.array(calls, pa.int64()),
@@ -41,6 +47,26 @@ def columns(table: pa.Table) -> dict[str, pa.Array]:
         S.TOOLS: pa.array(tools, pa.string()),
         S.FINAL_ANSWER: pa.array(answered, pa.bool_()),
     }
+
+
+def _logged_calls(table: pa.Table) -> list[list[dict]] | None:
+    """Each row's calls in ``tool_call_log`` (None when the table has no such column)."""
+    if S.TOOL_CALL_LOG not in table.column_names:
+        return None
+    return [logged_calls(v) for v in table.column(S.TOOL_CALL_LOG).to_pylist()]
+
+
+def _log_stats(calls: list[dict]) -> tuple[int, int, str | None]:
+    """Calls, failed calls and the tools used (sorted, comma-separated) of a logged call list."""
+    names = sorted({c["name"] for c in calls} - {""})
+    return len(calls), sum(bool(c["error"]) for c in calls), ",".join(names) or None
+
+
+def logged_calls(raw: object) -> list[dict]:
+    """The calls of one ``tool_call_log`` value: ``{"name", "error"}`` each (error None when not logged)."""
+    listed = trajectory.parsed(raw) if isinstance(raw, str) else None
+    return [{"name": str(c.get("name") or ""), "error": c.get("error") if isinstance(c.get("error"), bool) else None}
+            for c in listed or () if isinstance(c, dict)]  # fmt: skip
 
 
 TURN_COLUMNS = ("step", "sample", "turn", "role", "content", "tool_name", "tool_call_id", "n_tool_calls", "error",
@@ -64,10 +90,16 @@ def turn_table(frame: pd.DataFrame) -> pa.Table:
 
 
 def call_table(frame: pd.DataFrame) -> pa.Table:
-    """One row per tool call: its turn, name, arguments, and the result that answered it (if one did)."""
+    """One row per tool call: its turn, name, arguments, and the result that answered it (if one did).
+
+    ``frame``: step, sample, messages and, when the run has it, ``tool_call_log`` (calls without turns).
+    """
     rows: dict[str, list] = {name: [] for name in CALL_COLUMNS}
-    for step, sample, raw in zip(frame[S.STEP], frame["sample"], frame[S.MESSAGES], strict=True):
+    logs = frame[S.TOOL_CALL_LOG] if S.TOOL_CALL_LOG in frame.columns else [None] * len(frame)
+    for step, sample, raw, log in zip(frame[S.STEP], frame["sample"], frame[S.MESSAGES], logs, strict=True):
         messages = trajectory.parsed(raw) or []
+        if not messages:
+            _logged_rows(rows, int(step), int(sample), logged_calls(log))
         for turn, m in enumerate(messages):
             for k, call in enumerate(m.get("tool_calls") or ()):
                 result = trajectory.result_of(messages, turn, k)
@@ -77,6 +109,14 @@ def call_table(frame: pd.DataFrame) -> pa.Table:
                 for name, value in zip(CALL_COLUMNS, values, strict=True):
                     rows[name].append(value)
     return pa.table({name: pa.array(values, _CALL_TYPES[name]) for name, values in rows.items()})
+
+
+def _logged_rows(rows: dict[str, list], step: int, sample: int, calls: list[dict]) -> None:
+    """Calls a log counted without turns: name and error only (no turn, arguments, id or result)."""
+    for k, call in enumerate(calls):
+        values = (step, sample, None, k, call["name"], None, None, None, call["error"], None)
+        for name, value in zip(CALL_COLUMNS, values, strict=True):
+            rows[name].append(value)
 
 
 def step_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -54,7 +54,10 @@ source wins; the differences are listed here:
   ``nemo_rl/algorithms/grpo.py``): no step key in the line (only in the file
   name), ``idx`` is the line index. Train ``content`` is ``[[str, ...]]`` (one
   list of message strings; the user string is the whole chat-templated prompt
-  WITH special tokens, the assistant string is decoded without them).
+  WITH special tokens, the assistant string is decoded without them, then the
+  environment's observation: ``experience/rollouts.py`` appends one after every
+  generation, the last included; the math environment's is ``Environment:
+  correct`` / ``incorrect``, tokenized and masked out of the loss).
   Validation ``content`` is ``[[{"role": ..., "content": ...}, ...]]`` (message
   DICTS), with only ``content, rewards, idx``. Token arrays are right-padded to
   the batch's longest sequence; ``advantages`` is the per-sample advantage
@@ -758,30 +761,31 @@ def _nemo(out: Path, steps: int, prompts: int, group: int, seed: int, val_period
         for s in samples:
             user = _chat(s.question, special=True, system=False)
             p_ids, r_ids = _ids(user), _ids(s.response) + [SPECIAL_IDS[IM_END]]
-            seqs.append((s, user, p_ids, r_ids))
-        longest = max(len(p) + len(r) for _, _, p, r in seqs)
+            observation = "Environment: correct" if s.correct else "Environment: incorrect"
+            seqs.append((s, user, p_ids, r_ids, observation, _ids(observation)))
+        longest = max(len(p) + len(r) + len(o) for _, _, p, r, _, o in seqs)
         padded_len = -(-longest // 8) * 8  # make_sequence_length_divisible_by=8
         lines = []
-        for i, (s, user, p_ids, r_ids) in enumerate(seqs):
+        for i, (s, user, p_ids, r_ids, observation, o_ids) in enumerate(seqs):
             grp = [x.reward for x in samples[(i // group) * group : (i // group + 1) * group]]
             mean = sum(grp) / len(grp)
             std = math.sqrt(sum((v - mean) ** 2 for v in grp) / max(len(grp) - 1, 1))
             adv = _r((s.reward - mean) / (std + 1e-6) if std > 0 else 0.0)
-            n_p, n_r = len(p_ids), len(r_ids)
-            pad = padded_len - n_p - n_r
+            n_p, n_r, n_o = len(p_ids), len(r_ids), len(o_ids)
+            pad = padded_len - n_p - n_r - n_o
             gen_lp = _logprobs(rng, n_r)
             prev = [0.0] + _logprobs(rng, n_p - 1) + _near(rng, gen_lp, 0.02)
             lines.append(
                 {
-                    "content": [[user, s.response]],
+                    "content": [[user, s.response, observation]],
                     "rewards": [s.reward],
-                    "input_lengths": [n_p + n_r],
-                    "token_ids": [p_ids + r_ids + [SPECIAL_IDS[EOT]] * pad],
-                    "token_loss_mask": [[0] * n_p + [1] * n_r + [0] * pad],
+                    "input_lengths": [n_p + n_r + n_o],
+                    "token_ids": [p_ids + r_ids + o_ids + [SPECIAL_IDS[EOT]] * pad],
+                    "token_loss_mask": [[0] * n_p + [1] * n_r + [0] * (n_o + pad)],
                     "sample_loss_mask": [1.0],
                     "advantages": [[adv] * padded_len],
-                    "generation_logprobs": [[0.0] * n_p + gen_lp + [0.0] * pad],
-                    "prev_logprobs": [prev + [0.0] * pad],
+                    "generation_logprobs": [[0.0] * n_p + gen_lp + [0.0] * (n_o + pad)],
+                    "prev_logprobs": [prev + [0.0] * (n_o + pad)],
                     "idx": i,
                 }
             )
@@ -825,8 +829,9 @@ def _nemo(out: Path, steps: int, prompts: int, group: int, seed: int, val_period
         train_files,
         train_rows,
         notes=common
-        + "Train: content[0] = [chat-templated user string with special tokens, assistant text]; "
-        "prompt = content[0][0], response = content[0][1], reward = rewards[0]; token arrays padded to the "
+        + "Train: content[0] = [chat-templated user string with special tokens, assistant text, the math "
+        "environment's observation]; prompt = content[0][0], response = content[0][1] (NOT the last string), "
+        "reward = rewards[0]; token arrays padded to the "
         "batch max (input_lengths gives the real length). Steps 1..N.",
     )
     val = _dump(

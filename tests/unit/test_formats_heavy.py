@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from rl_board.formats.base import Format, Record, step_from_name
-from rl_board.formats.nested import NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL
+from rl_board.formats.nested import NEMO_RL, PRIME_RL_TOKENS, ROLL
+from rl_board.formats.open_instruct import OPEN_INSTRUCT
+from rl_board.formats.prime import PRIME_RL
+from rl_board.formats.roll_agentic import ROLL_AGENTIC
 from tests.helpers import trainer_dumps
 
-FORMATS = (NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL)
+FORMATS = (NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL, ROLL_AGENTIC, OPEN_INSTRUCT)
 RL_BOARD_LINE = {"step": 1, "prompt": "p", "response": "r", "reward": 1.0}
 THINK = re.compile(r"^<think>\n.*?\n</think>\n", re.S)
 
@@ -93,7 +96,7 @@ def test_nemo_rl_unwraps_odd_shapes() -> None:
     assert sample == {"prompt": "only a prompt", "reward": 0.5, "advantage": 0.3}
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "u"}]}]
     [sample] = NEMO_RL.nested({"content": [chat], "rewards": [[1]]})
-    assert sample == {"prompt": "system: s\n\nuser: u", "reward": 1.0, "messages": json.dumps(chat)}
+    assert sample == {"prompt": "system: s\n\nuser: u", "reward": 1.0, "messages": chat}  # the reader keeps JSON
 
 
 # --------------------------------------------------------------------------- prime-rl
@@ -217,7 +220,14 @@ ODD = [{}, None, 0, "text", [], [{}], {"content": None, "rewards": None}, {"cont
        {"responses": [], "scores": []},
        {"responses": [None, {}], "scores": "x", "global_step": [math.nan, 1e400]},
        {"responses": ["r"], "scores": [[1, 2]], "difficulty": [[]], "id": [{}],
-        "global_step": [True]}]  # fmt: skip
+        "global_step": [True]},
+       {"trajectory_data": [None, "x", "{}", "[1]"], "messages": ["[[]]", "[1]", None, "{"]},
+       {"trajectory_data": ['{"reward_info": 3, "failure_info": [], "env_info": {"group_id": {}}}'],
+        "messages": ['[[{"role": "assistant", "content": "<tool_call>\\n{"}]]'], "global_step": "x"},
+       {"prompt_tokens": [1], "response_tokens": [True], "finish_reason": None},
+       {"prompt_tokens": [], "response_tokens": [], "request_info": {"tool_call_stats": [None, {"success": "no"}],
+                                                                   "num_calls": "x", "tool_outputs": 5},
+        "logprobs": ["a"], "ground_truth": {"a": [1]}}]  # fmt: skip
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
@@ -227,5 +237,10 @@ def test_odd_input_never_raises(fmt: Format, record: object) -> None:
     samples = fmt.nested(record)  # type: ignore[arg-type]
     assert isinstance(samples, list) and all(isinstance(s, dict) for s in samples)
     for sample in samples:
-        for value in sample.values():
-            assert value is None or isinstance(value, (str, int, float, bool))
+        for name, value in sample.items():
+            if name == "messages":  # a list of message dicts: the reader brings it to one shape
+                assert isinstance(value, list) and all(isinstance(m, dict) for m in value)
+            elif name in ("response_token_ids", "logprobs"):  # token ids and their log-probs
+                assert isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)
+            else:
+                assert value is None or isinstance(value, (str, int, float, bool))

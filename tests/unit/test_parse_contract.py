@@ -60,28 +60,71 @@ areal = st.builds(lambda v, p, r, reward, task: {"task_id": task, "sample_idx": 
 skyrl = st.builds(lambda p, r, score, why: {"input_prompt": p, "output_response": r, "score": score,
                                             "stop_reason": why, "env_class": "gsm8k"},
                   words, words, rewards | st.lists(st.floats(-1, 1, width=32), max_size=3), words)  # fmt: skip
-nemo = st.builds(lambda p, r, reward: {"content": [[p, r]], "rewards": [reward], "idx": 0},
-                 words, words, st.floats(-1, 1, width=32))  # fmt: skip
+nemo = st.builds(lambda p, answers, reward, kept: {
+    "content": [[p, *[t for a in answers for t in (a, "<result>ok</result>")]]], "rewards": [reward], "idx": 0,
+    "token_loss_mask": [[0, 0, *[m for _ in answers for m in (1, 1, 0)]]], "sample_loss_mask": [float(kept)]},
+    words, st.lists(words, min_size=1, max_size=3), st.floats(-1, 1, width=32), st.booleans())  # fmt: skip
 roll = st.builds(lambda n, step: {"global_step": [step] * n, "id": [f"q{i % 2}" for i in range(n)],
                                   "prompt": [f"p{i % 2}" for i in range(n)], "responses": [f"r{i}" for i in range(n)],
                                   "scores": [float(i % 3) for i in range(n)]},
                  st.integers(1, 6), st.integers(0, 3))  # fmt: skip
 
-prime = st.builds(lambda p, r, score, group: {
-    "env": {"id": "math"}, "group": {"id": group}, "ok": True,
-    "traces": [{"nodes": [{"message": {"role": "user", "content": p}, "sampled": False},
-                          {"parent": 0, "message": {"role": "assistant", "content": r}, "sampled": True}],
-                "rewards": {"acc": {"score": score, "weight": 1.0}}}]},
-    words, words, st.floats(0, 1, width=32), st.sampled_from(["g1", "g2"]))  # fmt: skip
+def _prime_nodes(p: str, r: str, tool: str | None, branch: bool) -> list[dict[str, Any]]:
+    """A user turn, an abandoned reply (``branch``), a call and its result (``tool``), the answer."""
+    nodes: list[dict[str, Any]] = [{"message": {"role": "user", "content": p}, "sampled": False}]
+    if branch:
+        nodes.append({"parent": 0, "message": {"role": "assistant", "content": "dropped"}, "sampled": True})
+    at = 0
+    if tool is not None:
+        call = {"id": "c1", "name": tool, "arguments": '{"x": 1}'}
+        nodes.append({"parent": at, "message": {"role": "assistant", "tool_calls": [call]}, "sampled": True})
+        nodes.append({"parent": len(nodes) - 1, "message": {"role": "tool", "tool_call_id": "c1", "content": r}})
+        at = len(nodes) - 1
+    nodes.append({"parent": at, "message": {"role": "assistant", "content": r}, "sampled": True})
+    return nodes
+
+
+prime = st.builds(lambda p, r, score, group, tool, branch, ok, stop: {
+    "id": f"e{len(p)}{len(r)}", "env": {"id": "math"}, "group": {"id": group}, "ok": ok,
+    "errors": [] if ok else [{"type": "Boom", "message": "sandbox"}],
+    "traces": [_maybe({"nodes": _prime_nodes(p, r, tool, branch), "rewards": {"acc": {"score": score, "weight": 1.0}},
+                       "calls": [{"node": 1, "finish_reason": "length"}]}, stop_condition=stop)]},
+    words, words, st.floats(0, 1, width=32), st.sampled_from(["g1", "g2"]), st.none() | st.sampled_from(["py", "web"]),
+    st.booleans(), st.booleans(), st.none() | st.sampled_from(["agent_completed", "max_turns"]))  # fmt: skip
 prime_tokens = st.builds(lambda n, lp: {"step": 2, "rank": 0, "token_ids": list(range(n + 2)),
                                         "loss_mask": [0, 0] + [1] * n, "advantages": [0.5] * (n + 2),
                                         "inference_logprobs": [lp] * (n + 2), "trainer_logprobs": [lp] * (n + 2)},
                          st.integers(1, 4), st.floats(-3, 0, width=32))  # fmt: skip
 
-JSONL = {"prime-rl": prime, "prime-rl-tokens": prime_tokens, "rl-board": native, "verl": verl, "areal": areal, "skyrl": skyrl, "nemo-rl": nemo, "roll": roll}
+roll_chat = st.sampled_from([
+    [{"role": "user", "content": [{"type": "text", "text": "q"}]},
+     {"role": "assistant", "content": [{"type": "text", "text": "a"}],
+      "tool_calls": [{"id": "t1", "index": 0, "type": "function", "function": {"name": "py", "arguments": "{}"}}]},
+     {"role": "tool", "content": [{"type": "text", "text": "Error: no"}], "tool_call_id": "t1", "name": None}],
+    [[{"role": "user", "content": "q"}, {"role": "assistant", "content": 'x\n<tool_call>\n{"name": "web", "arguments": {}}\n</tool_call>'}]],
+])  # fmt: skip
+roll_agentic = st.builds(lambda n, step, chat, why, reward: {
+    "trajectory_data": [json.dumps({"trajectory_id": f"t_{i % 2}_0_1_{i}_20260101_000000_000000",
+                                    "reward_info": {"episode_reward": reward, "step_rewards": [reward]},
+                                    "failure_info": {"stop_reason": why}}) if i % 3 else None for i in range(n)],
+    "messages": [json.dumps(chat) if i % 3 else None for i in range(n)], "tools": ["[]"] * n,
+    "exp_name": ["x"] * n, "global_step": [step] * n},
+    st.integers(1, 6), st.integers(0, 3), roll_chat, st.sampled_from(["FINISH", "MAX_STEPS", "ABORT"]), plain)  # fmt: skip
+open_instruct = st.builds(lambda step, p, n, reward, tools, why: {
+    "step": step, "sample_idx": p, "prompt_idx": p, "prompt_tokens": [5, 6], "response_tokens": list(range(n)),
+    "reward": reward, "advantage": 0.0 if p == 0 else 0.5, "finish_reason": why, "dataset": "d", "ground_truth": "4",
+    "request_info": {"num_calls": len(tools), "timeouts": 0, "tool_errors": "", "tool_outputs": "out",
+                     "tool_call_stats": [{"tool_name": t, "success": ok, "runtime": 0.1} for t, ok in tools]},
+    "logprobs": [-0.5] * n},
+    steps, st.integers(0, 2), st.integers(0, 4), plain, st.lists(st.tuples(st.sampled_from(["py", "web"]), st.booleans()),
+                                                                 max_size=3), st.sampled_from(["stop", "length"]))  # fmt: skip
+
+JSONL = {"prime-rl": prime, "roll-agentic": roll_agentic, "open-instruct": open_instruct, "prime-rl-tokens": prime_tokens, "rl-board": native, "verl": verl, "areal": areal, "skyrl": skyrl, "nemo-rl": nemo, "roll": roll}
 NAMES = {"prime-rl": "rollouts/step_2/train/all/traces.jsonl", "prime-rl-tokens": "token_exports/step_2/rank_0.jsonl",
          "rl-board": "r0.jsonl", "verl": "3.jsonl", "areal": "t1.jsonl", "skyrl": "global_step_3_evals/gsm8k.jsonl",
-         "nemo-rl": "train_data_step2.jsonl", "roll": "rollout_dump_data.step_2.jsonl"}  # fmt: skip
+         "nemo-rl": "train_data_step2.jsonl", "roll": "rollout_dump_data.step_2.jsonl",
+         "roll-agentic": "rollout_dump_data.step_2.jsonl", "open-instruct": "run_rollouts_000000.jsonl"}  # fmt: skip
+ONE_LINE = ("roll", "roll-agentic")  # a file is one object of column lists: a broken line is the whole file
 
 
 def _line(record: dict[str, Any], broken: bool) -> bytes:
@@ -120,7 +163,7 @@ def assert_same(found: dict[str, jsonl.ParsedBlock | None]) -> None:
 def test_every_path_reads_a_block_alike(fmt: str, data: st.DataObject) -> None:
     records = data.draw(st.lists(JSONL[fmt], min_size=1, max_size=6))
     broken = data.draw(st.lists(st.booleans(), min_size=len(records), max_size=len(records)))
-    raw = b"".join(_line(r, b and fmt != "roll") for r, b in zip(records, broken, strict=True))
+    raw = b"".join(_line(r, b and fmt not in ONE_LINE) for r, b in zip(records, broken, strict=True))
     assert_same(ingest.parse_paths(Path(NAMES[fmt]), raw, Reading(fmt)))
 
 

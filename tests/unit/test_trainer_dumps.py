@@ -166,8 +166,9 @@ def read_nemo(run: Path, prefix: str) -> list[Row]:
             assert len(r["content"]) == 1 and len(r["rewards"]) == 1
             if prefix == "train":
                 assert list(r) == NEMO_TRAIN_KEYS
-                user, assistant = r["content"][0]
+                user, assistant, observation = r["content"][0]  # the environment's answer follows the model's
                 assert isinstance(user, str) and isinstance(assistant, str)
+                assert observation.startswith("Environment: ")
                 width = len(r["token_ids"][0])
                 for key in (
                     "token_ids",

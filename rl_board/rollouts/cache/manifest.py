@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 10  # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts
+CACHE_VERSION = 11  # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept, dropped_reason, tool_call_log)
 
 
 @dataclass

@@ -9,7 +9,9 @@ a time, naming every refusal). Either way it then goes through:
   lists rendered as text with the conversation kept in ``messages``;
 - ``finish``: the step from the file name where a line has none, lines without
   a step refused, the reward composed from a field map's sum, the format's own
-  ``adapt``, and one rule for the warnings about missing responses and rewards.
+  ``adapt``, groups with zero advantage marked not kept (``formats.kept``), the
+  trajectories in one shape (``turns``), and one rule for the warnings about
+  missing responses and rewards.
 
 The property test in ``tests/unit/test_parse_contract.py`` holds the paths equal.
 """
@@ -19,12 +21,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.formats import Format, Reading, conversation, fieldmap, rewards
+from rl_board.formats import Format, Reading, conversation, fieldmap, kept, rewards
 from rl_board.formats import schema as S
 from rl_board.rollouts.read import turns
 from rl_board.rollouts.read.jsonl import ParsedBlock, drop_missing_step
 
 _CHAT = (S.PROMPT, S.RESPONSE)
+TOKEN_IDS = "response_token_ids"  # a response logged as token ids only
 
 
 def conform(table: pa.Table) -> pa.Table:
@@ -71,8 +74,8 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
     if named_step is not None and table.column(S.STEP).null_count:
         table = table.set_column(table.schema.get_field_index(S.STEP), S.STEP,
                                  pc.fill_null(table.column(S.STEP), pa.scalar(named_step, pa.int64())))
-    kept = drop_missing_step(table)
-    out = ParsedBlock(kept.table, bad=sorted(parsed.bad + kept.bad), warnings=list(parsed.warnings),
+    stepped = drop_missing_step(table)
+    out = ParsedBlock(stepped.table, bad=sorted(parsed.bad + stepped.bad), warnings=list(parsed.warnings),
                       blank=parsed.blank, lines=parsed.lines)  # fmt: skip
     if not out.table.num_rows:
         return out
@@ -80,7 +83,7 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
     if terms:
         out.table = rewards.with_reward(out.table, terms, "field map")
     adapted = fmt.adapt(out.table, reading.options)
-    out.table = turns.complete(adapted.table)
+    out.table = turns.complete(kept.zero_advantage(adapted.table))
     lines = out.table.column(S.LINE)
     out.warnings += [(lines[row].as_py(), note) for row, note in adapted.notes]
     out.warnings = sorted(out.warnings + missing_response_or_reward(out.table))
@@ -88,12 +91,18 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
 
 
 def missing_response_or_reward(table: pa.Table) -> list[tuple[int, str]]:
-    """One warning per sample without a response or a reward (null, or NaN: a row no function scored)."""
+    """One warning per sample without a response or a reward (null, or NaN: a row no function scored).
+
+    A response logged as token ids only (open-instruct, prime-rl's token exports) is a response: a tokenizer
+    shows it.
+    """
     out = []
     lines = table.column(S.LINE)
     for name in (S.RESPONSE, S.REWARD):
         column = table.column(name)
         missing = column.is_null()
+        if name == S.RESPONSE and TOKEN_IDS in table.column_names:
+            missing = pc.and_(missing, table.column(TOKEN_IDS).is_null())
         if name == S.REWARD:
             missing = pc.or_(missing, pc.fill_null(pc.is_nan(column), False))
         out += [(line, f"no {name} in this sample") for line in lines.filter(missing).to_pylist()]

@@ -11,7 +11,8 @@ Run by ``contract.finish`` on every path, after the format's own ``adapt``:
   only when they hold more than a prompt and one answer (a single-turn sample
   is a trajectory of two turns; nothing about it changes);
 - ``finish_reason`` is put in one vocabulary (``formats.trajectory``), the logged
-  word kept beside it as ``finish_reason_logged`` when it differs.
+  word kept beside it as ``finish_reason_logged`` on the rows where it differs
+  (so a row reads the same whichever rows share its block).
 
 How the turns were found is counted in the table's schema metadata
 (``TURNS_KEY``), so the Fields panel can say it (and why text was kept whole).
@@ -105,8 +106,9 @@ def _finish_reasons(table: pa.Table) -> pa.Table:
     logged = column.to_pylist()
     words = [trajectory.finish_reason(v) for v in logged]
     table = table.set_column(table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(words, pa.string()))
-    if any(w is not None and w != v for w, v in zip(words, logged, strict=True)) and FINISH_LOGGED not in table.column_names:
-        table = table.append_column(FINISH_LOGGED, pa.array([None if v is None else str(v) for v in logged], pa.string()))
+    differs = [None if v is None or w == v else str(v) for w, v in zip(words, logged, strict=True)]
+    if any(d is not None for d in differs) and FINISH_LOGGED not in table.column_names:  # per row: blocks agree
+        table = table.append_column(FINISH_LOGGED, pa.array(differs, pa.string()))
     return table
 
 
