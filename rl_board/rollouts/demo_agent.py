@@ -30,6 +30,11 @@ TOOLS = ("python", "search", "read_file", "shell")
 ERROR_RATE = {"python": (0.35, 0.05), "search": (0.2, 0.05), "read_file": (0.15, 0.1), "shell": (0.6, 0.5)}
 THOUGHT = (" Let", " me", " check", " the", " file", " first", ",", " then", " run", " the", " tests", ".",
            " The", " output", " shows", " a", " failing", " case", " so", " I", " will", " fix", " it")  # fmt: skip
+SNIPPETS = ("print(solve(3))", "import math\nprint(math.gcd(12, 18))", "x = [1, 2, 3]\nprint(sum(x) / 0)",
+            "print(open('data.csv').read()[:80])")
+QUERIES = ("pytest fixture scope", "python gcd of a list", "ZeroDivisionError mean of empty list", "csv header skip")
+PATHS = ("solver.py", "tests/test_solver.py", "utils/stats.py", "README.md")
+COMMANDS = ("pytest -x -q", "git diff --stat", "python -m solver --check", "ls tests")
 OUTPUT = (" ok", " 42", " passed", " line", " 17", ":", " def", " solve", "(", ")", " return", " x", "\n")
 ERRORS = {"python": "Traceback (most recent call last):\n  File \"<cell>\", line 1\nZeroDivisionError: division by zero",
           "search": "Error executing tool 'search': rate limited", "read_file": "Error: no such file 'src/main.py'",
@@ -117,8 +122,9 @@ def _calls(rng: np.random.Generator, key: str, most: int) -> list[dict]:
     out = []
     for j in range(int(rng.integers(1, max(1, most) + 1))):
         name = str(TOOLS[int(rng.choice(len(TOOLS), p=[0.4, 0.25, 0.2, 0.15]))])
-        arguments = {"python": {"code": f"print(solve({j}))"}, "search": {"query": "failing test fix", "top_k": 3},
-                     "read_file": {"path": f"src/module_{j}.py"}, "shell": {"cmd": "pytest -x -q"}}[name]  # fmt: skip
+        pick = int(rng.integers(0, len(SNIPPETS)))
+        arguments = {"python": {"code": SNIPPETS[pick]}, "search": {"query": QUERIES[pick], "top_k": 3},
+                     "read_file": {"path": f"src/{PATHS[pick]}"}, "shell": {"cmd": COMMANDS[pick]}}[name]  # fmt: skip
         out.append({"id": f"call-{key}-{j}", "type": "function",
                     "function": {"name": name, "arguments": json.dumps(arguments)}})  # fmt: skip
     return out

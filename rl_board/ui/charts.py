@@ -136,19 +136,22 @@ def curve_figure(
     title: str,
     y_title: str,
     options: CurveOptions = CurveOptions(),
+    labels: dict[str, str] | None = None,
 ) -> go.Figure:
     """Mean per step with a ±(band_scale·std) band for each series present in ``summary``.
 
     ``summary`` is ``RolloutStore.step_summary()``: columns ``step`` and
     ``{series}_{mean,std,count}``. Steps beyond ``options.max_points`` are
-    down-sampled evenly (last step kept) and the figure says so.
+    down-sampled evenly (last step kept) and the figure says so. ``labels`` names series the step level of
+    the field catalogue does not know (a per-sample column summarised, e.g. ``turns``).
     """
     data = downsample(summary.sort_values("step"), options.max_points)
     fig = go.Figure()
     for k, prefix in enumerate(series):
         if has_series(data, prefix):
             # Names are catalogue fields or the log's own columns (user text): escaped for Plotly's labels.
-            fig.add_traces(_series_traces(data, prefix, label=plotly_text(F.label(prefix, F.STEP)),
+            label = (labels or {}).get(prefix) or F.label(prefix, F.STEP)  # a per-sample column's own label
+            fig.add_traces(_series_traces(data, prefix, label=plotly_text(label),
                                           color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
                                           group=prefix, options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))

@@ -8,6 +8,7 @@ import streamlit as st
 from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
+from rl_board.ui.components.trajectory_curves import render_trajectory_curves
 from rl_board.ui.context import Context
 from rl_board.ui.run_charts import length_figure
 from rl_board.ui.text import escape_markdown
@@ -141,6 +142,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
     _group_curves(ctx)
+    render_trajectory_curves(ctx, _chart)
     _mismatch_curves(ctx, opts)
     _length_distribution(ctx)
     left, right = st.columns(2)

@@ -23,9 +23,15 @@ _ROWS_KEY = "_table_rows"
 TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
 
+TRAJECTORY_COLUMNS = ("turns", "n_tool_calls", "n_tool_errors", "tools", "finish_reason")
+
+
 def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
-    """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields."""
+    """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields; a
+    multi-turn run's trajectory columns (turns, tool calls, tool errors, tools used, finish reason) first."""
     known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
+    if store.multi_turn:
+        known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [c for c in known if c not in TRAJECTORY_COLUMNS]
     return known + [c for c in store.extra_fields if store.has(c)]
 
 
