@@ -104,7 +104,7 @@ def _group_curves(ctx: Context) -> None:
         return
     frame = stats.rename(columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"})
     _chart(charts.curve_figure(frame, ["solved_share", "zero_variance"], title="Groups per step (GRPO)",
-                               y_title="share of groups", options=charts.CurveOptions(band_scale=0.0)),
+                               y_title="share of groups", options=charts.CurveOptions(band=charts.NO_BAND)),
            "chart_groups")
     st.caption("Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
                "Zero variance: groups whose samples all got the same reward (no learning signal). "

@@ -132,22 +132,21 @@ def finish_reasons(store: RolloutStore) -> list[str]:
 def _trajectory_filters(store: RolloutStore, ranges: dict[str, tuple[str, str]]) -> None:
     """Turns and tool calls (ranges), the tools used (text), any tool error, the finish reasons (multi-turn runs)."""
     st.caption("Trajectories")
-    cells = st.columns(len(ranges) * 2 + 3, vertical_alignment="bottom")
+    cells = st.columns(max(4, len(ranges) * 2), vertical_alignment="bottom")
     for k, (name, (_, label)) in enumerate(ranges.items()):
         cells[2 * k].number_input(f"{label} ≥", value=None, min_value=0.0, step=1.0, format="%g", placeholder="min",
                                   **state.bind(f"{name}.lo", _reset_page))
         cells[2 * k + 1].number_input(f"{label} ≤", value=None, min_value=0.0, step=1.0, format="%g", placeholder="max",
                                       **state.bind(f"{name}.hi", _reset_page))
-    rest = len(ranges) * 2
-    cells[rest].text_input(F.sample("tools").title, placeholder="e.g. search", help=F.sample("tools").help,
-                           **state.bind("tools", _reset_page))
-    cells[rest + 1].toggle("Any tool error", help=F.sample("n_tool_errors").help,
-                           **state.bind("tool_errors", _reset_page))
+    tools, errors, finish = st.columns([2, 1, 3], vertical_alignment="bottom")
+    tools.text_input(F.sample("tools").title, placeholder="e.g. search", help=F.sample("tools").help,
+                     **state.bind("tools", _reset_page))
+    errors.toggle("Any tool error", help=F.sample("n_tool_errors").help, **state.bind("tool_errors", _reset_page))
     if store.has("finish_reason"):
         options = finish_reasons(store)
         state.put("finish_reason", [r for r in state.get("finish_reason") or [] if r in options])
-        cells[rest + 2].multiselect(F.sample("finish_reason").title, options, placeholder="any",
-                                    help=F.sample("finish_reason").help, **state.bind("finish_reason", _reset_page))
+        finish.multiselect(F.sample("finish_reason").title, options, placeholder="any",
+                           help=F.sample("finish_reason").help, **state.bind("finish_reason", _reset_page))
 
 
 def _trajectory_choice(store: RolloutStore) -> tuple[dict[str, str], dict[str, list[str]]]:

@@ -138,8 +138,11 @@ def render_sample(ctx: Context) -> None:
     messages = parsed_messages(detail.fields.get("messages"))
     if turns.is_trajectory(messages):
         render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run)
-        with st.expander("Prompt, response and ground truth as text", icon=":material/notes:"):
-            _texts(detail.fields, ctx.settings.text)
+        texts = st.expander("Prompt, response and ground truth as text (the turns joined), built when opened",
+                            icon=":material/notes:", key="texts_open", on_change="rerun")
+        if texts.open:  # every turn again, twice: only drawn when asked for
+            with texts:
+                _texts(detail.fields, ctx.settings.text)
     else:
         if messages is not None:
             render_conversation(messages, ctx.settings.text)

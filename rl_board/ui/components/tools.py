@@ -41,8 +41,7 @@ def examples(calls: pd.DataFrame, tool: str, n: int = EXAMPLES) -> pd.DataFrame:
     mine = calls[calls["name"].fillna("") == tool]
     distinct = mine.drop_duplicates("arguments")
     failed = mine[mine["error"].fillna(False).astype(bool)].head(1)
-    picked = pd.concat([failed, distinct, mine]).drop_duplicates(["step", "sample", "turn", "call"]).head(n)
-    return picked.sort_values(["step", "sample", "turn", "call"])
+    return pd.concat([failed, distinct, mine]).drop_duplicates(["step", "sample", "turn", "call"]).head(n)
 
 
 def _choose_tool() -> None:

@@ -169,16 +169,15 @@ def _header(traj: Trajectory, k: int, focused: bool) -> str:
 
 
 def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_from: int) -> None:
-    """One turn's block; a tool result whose call's card is on this page already shows there in full."""
+    """One turn's block; a tool result whose call's card is on this page already shows there in full (unless it is
+    the focused turn)."""
     m = traj.messages[k]
     with st.container(border=True, key="turn_focus" if focused else f"turn_{k}"):
-        head, badge = st.columns([6, 1], vertical_alignment="center")
-        head.markdown(_header(traj, k, focused))
-        if m.get("role") == "tool" and m.get("error"):
-            badge.badge("error", icon=":material/error:", color="red")
+        failed = " :red-badge[:material/error: error]" if m.get("role") == "tool" and m.get("error") else ""
+        st.markdown(_header(traj, k, focused) + failed)
         content = str(m.get("content") or "")
         call = traj.answers.get(k)
-        if call is not None and call[0] >= shown_from and len(content) <= RESULT_PREVIEW:
+        if call is not None and call[0] >= shown_from and len(content) <= RESULT_PREVIEW and not focused:
             st.caption(f"The result is shown above, in the card of its call (turn {call[0]}).")
         elif content or not m.get("tool_calls"):
             _code(content, display)

@@ -34,7 +34,7 @@ def render_trajectory_curves(ctx: Context, chart: object) -> None:
     with left:
         rate = pd.DataFrame({"step": steps["step"], "tool_error_rate_mean": steps["tool_error_rate"]})
         chart(charts.curve_figure(rate, ["tool_error_rate"], title="Tool error rate per step", y_title="share of calls",
-                                  options=charts.CurveOptions(band_scale=0.0),
+                                  options=charts.CurveOptions(band=charts.NO_BAND),
                                   labels={"tool_error_rate": "tool error rate"}), "chart_tool_errors")
         st.caption("Per step: tool results that say the call failed, over the tool calls made. The Tools page "
                    "shows each tool's own rate.")
