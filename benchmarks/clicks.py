@@ -5,6 +5,7 @@
     python benchmarks/clicks.py --only samples       # just the bundled samples
     python benchmarks/clicks.py --work /tmp/clicks   # keep the generated runs and cache for the next time
     python benchmarks/clicks.py --repeat 5
+    python benchmarks/clicks.py --only agent         # an agent run: 10,000 trajectories of ~20 turns
 
 Starts `rl-board serve` (a subprocess on a free port, its own cache folder) and
 drives Debian's chromium (/usr/bin/chromium, never a downloaded browser)
@@ -16,6 +17,9 @@ through Playwright. Two logs roots are served in turn:
            writes it: 4 ranks, 256 samples per step, ~600 tokens each), a GRPO
            demo run whose longest answer per step is 8,000 tokens, and the same
            150-tag TensorBoard run
+  agent    an agent run of --trajectories trajectories (20 steps, about 20
+           turns each, tool calls that fail, token spans per turn; written by
+           rl_board/rollouts/demo_agent.py) and a small PPO run to switch from
 
 Each click is timed from the click (or the Enter, or the address typed into a
 new tab) until the app's script run it caused has finished (counted on the
@@ -90,6 +94,22 @@ def samples_root(work: Path) -> Path:
     if not root.exists():
         shutil.copytree(REPO / "rollout_samples", root)
     _tags_run(root)
+    return root
+
+
+AGENT_RUN, AGENT_STEPS, AGENT_TURNS = "agent", 20, 24  # a turn limit of 24: about 20 turns on average
+
+
+def agent_root(work: Path, trajectories: int) -> Path:
+    from rl_board.rollouts.demo import DemoSpec, write_run
+    from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
+
+    root = work / f"agent_{trajectories}"
+    if not (root / AGENT_RUN / "rollout_data_rank_0.jsonl").exists():
+        spec = AgentSpec(steps=AGENT_STEPS, trajectories=max(1, trajectories // AGENT_STEPS), turns=AGENT_TURNS,
+                         ranks=4, seed=1)  # fmt: skip
+        write_agent_run(root / AGENT_RUN, spec)
+        write_run(root / "ppo_small", DemoSpec(steps=10, samples=16))
     return root
 
 
@@ -273,6 +293,15 @@ def _row(tab: Tab, row: int) -> Callable[[], None]:
     return lambda: tab.page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 17)
 
 
+def _row_of(tab: Tab, row: int, table: int) -> Callable[[], None]:
+    """Clicking row ``row`` of the page's ``table``-th table."""
+    grid = tab.main().get_by_test_id("stDataFrameResizable").nth(table)
+    grid.scroll_into_view_if_needed()
+    grid.locator('[data-testid="glide-cell-1-0"]').wait_for(state="attached")
+    box = grid.bounding_box()
+    return lambda: tab.page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 17)
+
+
 def _nav(tab: Tab, title: str) -> Callable[[], None]:
     return lambda: tab.page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
 
@@ -418,20 +447,149 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
     ]
 
 
+@dataclass
+class AgentRuns:
+    """What the agent clicks open: the agent run, a step, a sample with a failed call, another run."""
+
+    run: str
+    other: str
+    step: int
+    sample: int  # a trajectory of that step with a failed call
+
+
+def find_agent_runs(root: Path, cache: Path) -> AgentRuns:
+    from rl_board.rollouts.store import RolloutStore
+
+    store = RolloutStore.open(root / AGENT_RUN, cache_dir=cache)
+    RolloutStore.open(root / "ppo_small", cache_dir=cache)
+    step = store.steps[len(store.steps) // 2]
+    frame = store.samples(step=step, columns=["n_tool_errors", "turns"])
+    sample = int(frame.loc[(frame["n_tool_errors"] > 0) & (frame["turns"] >= 18), "sample"].iloc[0])
+    return AgentRuns(AGENT_RUN, "ppo_small", step, sample)
+
+
+def agent_clicks(r: AgentRuns) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
+    """The agent run's clicks, in the order a user goes (see ``clicks`` for how repetitions start)."""
+    main = lambda tab: tab.main()  # noqa: E731
+    table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
+
+    def choose_run(tab: Tab, k: int):
+        sidebar = tab.page.get_by_test_id("stSidebar")
+        if k == 0:
+            tab.go(f"/?run={r.other}")
+        else:
+            timed(tab, _choose(tab, "Run", r.other, re.compile(f"^{r.other} "), scope=sidebar), lambda: main(tab))
+        act = _choose(tab, "Run", r.run, re.compile(f"^{r.run} "), scope=sidebar)
+        return timed(tab, act, lambda: main(tab).get_by_text("Why trajectories ended, per step"))
+
+    def curve_point(tab: Tab, k: int):
+        if k == 0:
+            tab.go(f"/?run={r.run}")
+        else:
+            timed(tab, _nav(tab, "Overview"), lambda: main(tab))
+        points = main(tab).get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
+        points.first.wait_for(state="attached")
+        n = points.count()
+        point = points.nth(min(n - 1, (k + 1) * n // 5))
+        return timed(tab, lambda: point.click(force=True), lambda: table(tab))
+
+    def filter_errors(tab: Tab, k: int):
+        if k == 0:
+            tab.go(f"/steps?run={r.run}&step={r.step}")
+            main(tab).get_by_text("Filter and search").click()
+        toggle = main(tab).get_by_text("Any tool error", exact=True)
+        toggle.wait_for(state="visible")
+        return timed(tab, toggle.click, lambda: table(tab))
+
+    def row_to_sample(tab: Tab, k: int):
+        if k == 0:
+            tab.go(f"/steps?run={r.run}&step={r.step}&sort=turns&descending=1")
+        else:
+            timed(tab, _nav(tab, "Step browser"), lambda: table(tab))
+        return timed(tab, _row(tab, k), lambda: main(tab).locator(".rlb-chip").first)
+
+    def jump(tab: Tab, k: int):
+        tab.go(f"/sample?run={r.run}&step={r.step}&sample={r.sample}" + (f"&turn={k}" if k else ""))
+        button = main(tab).get_by_role("button", name=("Next error ▶", "Next tool call ▶", "Highest-KL turn")[k % 3])
+        return timed(tab, button.click, lambda: main(tab).get_by_text(re.compile(r"^(Next tool|Highest KL)")).first)
+
+    def tools_page(tab: Tab, k: int):
+        if k == 0:
+            tab.go(f"/?run={r.run}")
+        else:
+            timed(tab, _nav(tab, "Overview"), lambda: main(tab))
+        return timed(tab, _nav(tab, "Tools"), lambda: main(tab).get_by_text("Calls per step, per tool"))
+
+    def example_row(tab: Tab, k: int):
+        if k == 0:
+            tab.go(f"/tools?run={r.run}&step={r.step}")
+        else:
+            timed(tab, _nav(tab, "Tools"), lambda: main(tab))
+        return timed(tab, _row_of(tab, k, 1), lambda: main(tab).locator(".rlb-chip").first)
+
+    def fresh_tab(tab: Tab, k: int):
+        page = tab.page.context.new_page()
+        fresh = Tab(page, Traffic(page), tab.url, tab.cpu)
+        try:
+            link = f"{tab.url}/sample?run={r.run}&step={r.step}&sample={r.sample + k}"
+            return timed(fresh, lambda: page.goto(link), lambda: fresh.main().locator(".rlb-chip").first)
+        finally:
+            page.close()
+
+    def reference_row(tab: Tab, k: int):
+        """The same click on the single-turn run beside it: what the machine gives today's sample page."""
+        if k == 0:
+            tab.go(f"/steps?run={r.other}&step=5")
+        else:
+            timed(tab, _nav(tab, "Step browser"), lambda: table(tab))
+        return timed(tab, _row(tab, k), lambda: main(tab).locator(".rlb-chip").first)
+
+    return [
+        ("reference: row → single-turn sample (small PPO run)", CLICK, reference_row),
+        ("choose run → Overview (trajectory curves)", CLICK, choose_run),
+        ("curve point → step browser", CLICK, curve_point),
+        ("filter: any tool error", CLICK, filter_errors),
+        ("row → 20-turn sample", CLICK, row_to_sample),
+        ("jump: next error / next call / highest KL", CLICK, jump),
+        ("Tools page (first: every trajectory read)", CLICK, tools_page),
+        ("tool example → its sample", CLICK, example_row),
+        ("fresh tab, deep link to a 20-turn sample", FRESH_TAB, fresh_tab),
+    ]
+
+
+def measure_agent_root(label: str, root: Path, cache: Path, work: Path, repeat: int, browser,
+                       only: str | None) -> list[str]:  # fmt: skip
+    from rl_board.rollouts.store import RolloutStore
+
+    runs = find_agent_runs(root, cache)  # also builds the cache, so no click pays a first parse
+    store = RolloutStore.open(root / runs.run, cache_dir=cache)
+    turns = store.samples(columns=["turns", "n_tool_calls"])
+    mb = sum(p.stat().st_size for p in (root / runs.run).glob("*.jsonl")) / MB
+    header = (f"## {label}: {store.num_samples} trajectories, {mb:.0f} MB of JSONL, turns mean "
+              f"{turns['turns'].mean():.1f} (max {turns['turns'].max()}), {turns['n_tool_calls'].sum()} tool calls")
+    return _measure(label, root, cache, work, repeat, browser, only, header, (runs.run, runs.other),
+                    agent_clicks(runs))
+
+
 def measure_root(label: str, root: Path, cache: Path, work: Path, repeat: int, browser,
                  only: str | None) -> list[str]:
     runs = find_runs(root, cache)  # also builds the cache, so no click pays a first parse
     mb = sum(p.stat().st_size for p in (root / runs.ppo).glob("*.jsonl")) / MB
+    header = f"## {label}: {runs.ppo} {mb:.0f} MB of JSONL; {runs.grpo} longest answer {runs.long_tokens} tokens"
+    return _measure(label, root, cache, work, repeat, browser, only, header, (runs.ppo, runs.grpo), clicks(runs))
+
+
+def _measure(label: str, root: Path, cache: Path, work: Path, repeat: int, browser, only: str | None, header: str,
+             open_first: tuple[str, ...], click_list: list) -> list[str]:  # fmt: skip
     server = Server(root, cache, work / f"serve-{label.split()[0]}.log")
-    rows = [f"## {label}: {runs.ppo} {mb:.0f} MB of JSONL; {runs.grpo} longest answer {runs.long_tokens} tokens",
-            "", "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages |",
+    rows = [header, "", "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages |",
             "|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(rows), flush=True)
     try:
         tab = new_tab(browser, server)
-        for run in (runs.ppo, runs.grpo):  # open each run once (the server's store registry), not timed
+        for run in open_first:  # open each run once (the server's store registry), not timed
             tab.go(f"/?run={run}")
-        for name, target, measure in clicks(runs):
+        for name, target, measure in click_list:
             if only and not re.search(only, name):
                 continue
             try:
@@ -470,7 +628,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=parse_size, default=1024 * MB, help="size of the large run: 200MB, 1GB")
     parser.add_argument("--repeat", type=int, default=3, help="times each click is measured (default 3)")
-    parser.add_argument("--only", choices=["samples", "big"], help="measure one logs root")
+    parser.add_argument("--only", choices=["samples", "big", "agent"], help="measure one logs root")
+    parser.add_argument("--trajectories", type=int, default=10_000, help="trajectories of the agent run")
     parser.add_argument("--clicks", default=None, help="a regex: measure only the clicks whose name matches")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder, kept (default: a temp dir, removed)")
     ns = parser.parse_args()
@@ -490,10 +649,13 @@ def main() -> int:
             roots.append(("bundled samples", samples_root(work)))
         if ns.only in (None, "big"):
             roots.append((f"large run (--size {ns.size // MB} MB)", big_root(work, ns.size)))
+        if ns.only in (None, "agent"):
+            roots.append((f"agent run ({ns.trajectories} trajectories)", agent_root(work, ns.trajectories)))
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for label, root in roots:
-                measure_root(label, root, work / "cache", work, ns.repeat, browser, ns.clicks)
+                measure = measure_agent_root if label.startswith("agent") else measure_root
+                measure(label, root, work / "cache", work, ns.repeat, browser, ns.clicks)
                 print(f"(load average after: {os.getloadavg()[0]:.1f})\n", flush=True)
             browser.close()
     finally:

@@ -19,6 +19,8 @@ from rl_board.formats.conversation import content_text as message_text
 from rl_board.formats.conversation import parsed as parsed_messages
 from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
 from rl_board.formats.fieldmap import parse_option as parse_field_option
+from rl_board.formats.trajectory import FINISH_REASONS
+from rl_board.formats.trajectory import result_of as tool_result
 from rl_board.health.checks import (
     REGISTRY,
     SETTINGS_FILE,
@@ -61,6 +63,7 @@ __all__ = [
 ]
 
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
+__all__ += ["FINISH_REASONS", "tool_result"]  # a trajectory: why it ended, the result that answered a call
 __all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
 
 Progress = Callable[[int, int], None]

@@ -1,4 +1,5 @@
-"""`rl-board demo OUT_DIR`: synthetic runs (PPO with planted reward hacking, an eval run, a GRPO run)."""
+"""`rl-board demo OUT_DIR`: synthetic runs (PPO with planted reward hacking, an eval run, a GRPO run; an agent
+run of tool-calling trajectories on request)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group-size", type=int, default=8, help="GRPO run: answers per prompt")
     p.add_argument("--long-tokens", type=int, default=1500, help="GRPO run: one answer per step this long")
-    p.add_argument("--only", choices=["train", "eval", "grpo"], default=None, help="write just one of the runs")
+    p.add_argument("--only", choices=["train", "eval", "grpo", "agent"], default=None,
+                   help="write just one of the runs (agent: multi-turn trajectories that call tools, only on request)")
     p.set_defaults(func=run)
 
 
@@ -36,5 +38,11 @@ def run(ns: argparse.Namespace) -> int:
     if ns.only in (None, "grpo"):
         spec = GrpoSpec(group_size=ns.group_size, long_tokens=ns.long_tokens, seed=ns.seed + 2)
         for p in write_grpo_run(out / "grpo_math", spec):
+            print(p)
+    if ns.only == "agent":
+        from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
+
+        for p in write_agent_run(out / "agent_tools", AgentSpec(steps=ns.steps, trajectories=ns.samples,
+                                                                ranks=ns.ranks, seed=ns.seed + 3)):  # fmt: skip
             print(p)
     return 0

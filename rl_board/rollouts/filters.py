@@ -35,6 +35,8 @@ class SampleFilter:
     case_sensitive: bool = False
     text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
     steps: tuple[int, ...] = field(default=())
+    contains: tuple[tuple[str, str], ...] = ()  # (column, text): the column holds the text (any case)
+    one_of: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, values): the column is one of them
 
     @classmethod
     def build(
@@ -45,20 +47,32 @@ class SampleFilter:
         regex: bool = False,
         case_sensitive: bool = False,
         text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS,
+        contains: dict[str, str] | None = None,
+        one_of: dict[str, list[str] | tuple[str, ...]] | None = None,
     ) -> SampleFilter:
-        """Build from a dict of ranges; checks the search text early so the message is clear."""
-        if text:
-            check_search(text, regex=regex, case_sensitive=case_sensitive)
+        """Build from a dict of ranges; checks the search text early so the message is clear.
+
+        ``contains`` keeps the samples whose column holds a text (plain, any case; e.g. ``tools``: "search"),
+        ``one_of`` those whose column is one of some values (e.g. ``finish_reason``: length, turn_limit); an
+        empty text or list keeps everything.
+        """
+        for name, value in (("search text", text), *((f"text for {k}", v) for k, v in (contains or {}).items())):
+            if value:
+                check_search(value, regex=regex and name == "search text", case_sensitive=case_sensitive)
         items = tuple((k, lo, hi) for k, (lo, hi) in sorted((ranges or {}).items()))
-        return cls(items, text, regex, case_sensitive, tuple(text_fields))
+        held = tuple((k, v) for k, v in sorted((contains or {}).items()) if v)
+        among = tuple((k, tuple(v)) for k, v in sorted((one_of or {}).items()) if v)
+        return cls(items, text, regex, case_sensitive, tuple(text_fields), contains=held, one_of=among)
 
     @property
     def is_empty(self) -> bool:
-        return not self.text and all(lo is None and hi is None for _, lo, hi in self.ranges)
+        return (not self.text and not self.contains and not self.one_of
+                and all(lo is None and hi is None for _, lo, hi in self.ranges))  # fmt: skip
 
     def columns(self) -> list[str]:
         """Columns the filter reads."""
         cols = [name for name, lo, hi in self.ranges if lo is not None or hi is not None]
+        cols += [name for name, _ in (*self.contains, *self.one_of) if name not in cols]
         return cols + (list(self.text_fields) if self.text else [])
 
 
@@ -103,7 +117,22 @@ def mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:
                 keep &= values <= hi
     if flt.text:
         keep &= _text_mask(table, flt)
+    for name, text in flt.contains:
+        found = _match(_column(table, name), text, regex=False, ignore_case=True)
+        keep &= pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+    for name, values in flt.one_of:
+        found = pc.is_in(_column(table, name), value_set=pa.array(list(values), pa.string()))
+        keep &= pc.fill_null(found, False).to_numpy(zero_copy_only=False)
     return keep
+
+
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """A text column to match in (a missing one is an InvalidArgumentError, as for ranges)."""
+    if name not in table.column_names:
+        raise InvalidArgumentError(f"cannot filter on unknown column {name!r}")
+    column = table.column(name)
+    return column if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) else pc.cast(
+        column, pa.string())
 
 
 def _text_mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:

@@ -19,6 +19,7 @@ from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.rollouts import (
+    calls,
     derive,
     groups,
     lazy,
@@ -409,9 +410,13 @@ class RolloutStore:
 
     @property
     def multi_turn(self) -> bool:
-        """Whether any sample is more than a prompt and one answer (it keeps its turns as messages)."""
-        return self.has(S.MESSAGES) and self.has(S.TURNS) and bool(
-            pc.max(self._view.table.column(S.TURNS)).as_py() or 0) > 2
+        """Whether any sample is more than a prompt and one answer (it keeps its turns as messages): it called a
+        tool, or it has more turns than a system prompt, a question and an answer."""
+        if not (self.has(S.MESSAGES) and self.has(S.TURNS)):
+            return False
+        table = self._view.table
+        n_calls = pc.max(table.column(S.TOOL_CALLS)).as_py() if self.has(S.TOOL_CALLS) else 0
+        return (n_calls or 0) > 0 or (pc.max(table.column(S.TURNS)).as_py() or 0) > 3
 
     def turns(self, *, step: int | None = None) -> pa.Table:
         """One row per message: ``step, sample, turn`` (0-based) ``, role, content, tool_name, tool_call_id,
@@ -422,6 +427,19 @@ class RolloutStore:
         """One row per tool call: ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
         return self._cached("tool_calls", step, lambda: trajectories.call_table(self._messages(step)))
 
+    def tool_usage(self, *, step: int | None = None) -> pa.Table:
+        """Per trajectory and tool it used: ``step, sample, tool, calls, errors`` (errors: the tool's results that
+        say the call failed). Read for every trajectory at once (``calls.py``), far faster than ``tool_calls``."""
+        return self._cached("tool_usage", step, lambda: self._tool_usage(step))
+
+    def _tool_usage(self, step: int | None) -> pa.Table:
+        """Calls in turns (read by DuckDB) and calls logged without turns (``tool_call_log``), together."""
+        usage = calls.usage_table(self._message_table(step))
+        if not self.has(S.TOOL_CALL_LOG):
+            return usage
+        logs = self.samples(step=step, columns=[S.TOOL_CALL_LOG])
+        return calls.with_logged(usage, logs[S.STEP], logs["sample"], logs[S.TOOL_CALL_LOG])
+
     def trajectory_summary(self) -> pd.DataFrame:
         """Per step: turns and tool calls per trajectory, tool error rate, finish-reason shares."""
         wanted = [c for c in (*S.TRAJECTORY_FIELDS, S.FINISH_REASON) if c in self._view.names]
@@ -430,7 +448,7 @@ class RolloutStore:
     def tools_summary(self) -> pd.DataFrame:
         """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward."""
         rewards = self.samples(columns=[S.REWARD] if self.has(S.REWARD) else [])
-        return trajectories.tool_table(self.tool_calls(), rewards[[c for c in (S.STEP, "sample", S.REWARD)
+        return trajectories.tool_table(self.tool_usage(), rewards[[c for c in (S.STEP, "sample", S.REWARD)
                                                                     if c in rewards.columns]])  # fmt: skip
 
     def _messages(self, step: int | None) -> pd.DataFrame:
@@ -443,6 +461,17 @@ class RolloutStore:
         if S.TOOL_CALL_LOG in frame.columns:
             present |= frame[S.TOOL_CALL_LOG].notna()
         return frame[present]
+
+    def _message_table(self, step: int | None) -> pa.Table:
+        """step, sample, messages of the samples that keep messages, as Arrow (no frame of 10,000 JSON texts)."""
+        v = self._view
+        rows = v.rows(step)
+        if not self.has(S.MESSAGES):
+            rows = rows[:0]
+        table = v.take([S.MESSAGES], rows) if S.MESSAGES in v.names else pa.table({S.MESSAGES: pa.nulls(0, pa.string())})
+        table = pa.table({S.STEP: pa.array(v.step_of[rows], pa.int64()), "sample": pa.array(v.within[rows], pa.int64()),
+                          S.MESSAGES: pc.cast(table.column(S.MESSAGES), pa.string())})  # fmt: skip
+        return table.filter(pc.is_valid(table.column(S.MESSAGES)))
 
     def _cached(self, what: str, step: int | None, build: Any) -> Any:
         """``build()`` once per state of the run (and step): reading every trajectory's JSON is not free."""

@@ -135,23 +135,23 @@ def step_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def tool_table(calls: pa.Table, rewards: pd.DataFrame) -> pd.DataFrame:
-    """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward.
+def tool_table(usage: pa.Table, rewards: pd.DataFrame) -> pd.DataFrame:
+    """Per tool and step: calls, errors, error rate, trajectories that called it and their mean reward.
 
+    ``usage``: per trajectory and tool, ``step, sample, tool, calls, errors`` (``calls.usage_table``);
     ``rewards``: step, sample, reward of every sample (the reward of a trajectory that used the tool).
     """
-    frame = calls.select(["step", "sample", "name", "error"]).to_pandas()
+    frame = usage.select(["step", "sample", "tool", "calls", "errors"]).to_pandas()
     if frame.empty:
         return pd.DataFrame(columns=["tool", "step", "calls", "errors", "error_rate", "trajectories", "reward_mean"])
-    frame["name"] = frame["name"].fillna("").replace("", "(no name)")
-    grouped = frame.groupby(["name", "step"], sort=True)
-    out = pd.DataFrame({"calls": grouped.size(), "errors": grouped["error"].sum(min_count=1).fillna(0).astype(int)})
-    out["error_rate"] = out["errors"] / out["calls"]
-    used = frame[["name", "step", "sample"]].drop_duplicates().merge(rewards, on=["step", "sample"], how="left")
-    per = used.groupby(["name", "step"], sort=True)
-    out["trajectories"] = per.size()
-    out["reward_mean"] = per[S.REWARD].mean() if S.REWARD in used.columns else np.nan
-    return out.reset_index().rename(columns={"name": "tool"})
+    grouped = frame.groupby(["tool", "step"], sort=True)
+    out = pd.DataFrame({"calls": grouped["calls"].sum(), "errors": grouped["errors"].sum()})
+    out["error_rate"] = (out["errors"] / out["calls"]).where(out["calls"] > 0)
+    used = frame.loc[frame["calls"] > 0, ["tool", "step", "sample"]].merge(rewards, on=["step", "sample"], how="left")
+    per = used.groupby(["tool", "step"], sort=True)
+    out["trajectories"] = per.size().reindex(out.index, fill_value=0)
+    out["reward_mean"] = per[S.REWARD].mean().reindex(out.index) if S.REWARD in used.columns else np.nan
+    return out.reset_index()
 
 
 def _number(value: object) -> float | None:
@@ -176,3 +176,4 @@ _TURN_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "ro
 _CALL_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "call": pa.int64(),
                "name": pa.string(), "arguments": pa.string(), "id": pa.string(), "answered": pa.bool_(),
                "error": pa.bool_(), "result": pa.string()}  # fmt: skip
+CALL_TYPES = _CALL_TYPES  # the types of the call table, for other builders of it

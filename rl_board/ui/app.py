@@ -23,6 +23,7 @@ PAGES = (
     ("groups", "views/groups.py", "Groups", ":material/workspaces:"),
     ("prompts", "views/prompts.py", "Prompts", ":material/history:"),
     ("matchup", "views/matchup.py", "Same prompts", ":material/compare_arrows:"),
+    ("tools", "views/tools.py", "Tools", ":material/build:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
     ("query", "views/query.py", "SQL", ":material/database:"),

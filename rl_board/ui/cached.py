@@ -177,3 +177,21 @@ def step_frame(run_path: str, signature: str, step: int, columns: tuple[str, ...
     """Numeric per-sample columns of one step (for the step charts and metrics)."""
     present = [c for c in columns if _store.has(c)]
     return _store.samples(step=step, columns=present)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trajectory_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per step of an agent run: turns and tool calls per trajectory, tool error rate, finish-reason shares."""
+    return _store.trajectory_summary()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def tools_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per tool and step of an agent run: calls, errors, error rate, trajectories, their mean reward."""
+    return _store.tools_summary()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def tool_calls(run_path: str, signature: str, step: int, _store: RolloutStore) -> pd.DataFrame:
+    """Every tool call of one step, with its arguments and the result that answered it."""
+    return _store.tool_calls(step=step).to_pandas()

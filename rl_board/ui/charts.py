@@ -41,6 +41,7 @@ class CurveOptions:
 
 
 # band -> (lower column suffix, upper column suffix, words for the note); "std" is computed from the mean
+NO_BAND = "none"  # a line alone (a share per step has no spread of samples to show)
 BANDS = {"p10-p90": ("p10", "p90", "10th–90th percentile of the step's samples"),
          "min-max": ("min", "max", "lowest to highest sample of the step"), "std": ("", "", "")}
 
@@ -100,6 +101,8 @@ def _series_traces(data: pd.DataFrame, prefix: str, *, label: str, color: str, g
 def _band(data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray,
           options: CurveOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The band's lower and upper edge: percentiles or extremes of the step's samples, or mean ± k·std."""
+    if options.band == NO_BAND:
+        return mean, mean
     lo_col, hi_col, _ = BANDS.get(options.band, BANDS["std"])
     if lo_col and f"{prefix}_{lo_col}" in data.columns and f"{prefix}_{hi_col}" in data.columns:
         return (data[f"{prefix}_{lo_col}"].to_numpy(dtype=np.float64),
@@ -108,13 +111,15 @@ def _band(data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray,
 
 
 def _band_note(options: CurveOptions) -> str:
+    if options.band == NO_BAND:
+        return ""
     words = BANDS.get(options.band, BANDS["std"])[2]
     return f"band = {words}" if words else f"band = mean ± {options.band_scale:g}·std"
 
 
 def _curve_layout(fig: go.Figure, *, title: str, y_title: str, options: CurveOptions,
                   shown: int, total: int) -> None:
-    notes = [_band_note(options)]
+    notes = [_band_note(options)] if options.band != NO_BAND else []
     if options.zero_shift:
         notes.append("each curve shifted to start at 0")
     if shown < total:
@@ -136,19 +141,22 @@ def curve_figure(
     title: str,
     y_title: str,
     options: CurveOptions = CurveOptions(),
+    labels: dict[str, str] | None = None,
 ) -> go.Figure:
     """Mean per step with a ±(band_scale·std) band for each series present in ``summary``.
 
     ``summary`` is ``RolloutStore.step_summary()``: columns ``step`` and
     ``{series}_{mean,std,count}``. Steps beyond ``options.max_points`` are
-    down-sampled evenly (last step kept) and the figure says so.
+    down-sampled evenly (last step kept) and the figure says so. ``labels`` names series the step level of
+    the field catalogue does not know (a per-sample column summarised, e.g. ``turns``).
     """
     data = downsample(summary.sort_values("step"), options.max_points)
     fig = go.Figure()
     for k, prefix in enumerate(series):
         if has_series(data, prefix):
             # Names are catalogue fields or the log's own columns (user text): escaped for Plotly's labels.
-            fig.add_traces(_series_traces(data, prefix, label=plotly_text(F.label(prefix, F.STEP)),
+            label = (labels or {}).get(prefix) or F.label(prefix, F.STEP)  # a per-sample column's own label
+            fig.add_traces(_series_traces(data, prefix, label=plotly_text(label),
                                           color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
                                           group=prefix, options=options))
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))

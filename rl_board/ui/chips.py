@@ -81,18 +81,23 @@ def chips_html(
     *,
     hidden: Sequence[str] = (),
     max_tokens: int = 4000,
+    scale: Scale | None = None,
+    untrained: Sequence[bool] | None = None,
 ) -> str:
     """Response tokens as coloured chips; hover (title) lists every metric of the token.
 
     ``tokens`` has a ``token`` column and one column per metric (the store's
-    per-token table). Tokens listed in ``hidden`` are left out.
+    per-token table). Tokens listed in ``hidden`` are left out. ``scale`` colours them (default: over these
+    tokens); ``untrained`` marks, per row, the tokens the loss skips (default: a ``loss_mask`` of 0).
     """
     metrics = [c for c in tokens.columns if c != "token"]
     hide = set(hidden)
     rows = tokens.to_dict("records")
-    scale = scale_for([r.get(metric) for r in rows if r.get("token") not in hide], metric)
+    if scale is None:
+        scale = scale_for([r.get(metric) for r in rows if r.get("token") not in hide], metric)
+    skipped = [r.get("loss_mask") == 0.0 for r in rows] if untrained is None else list(untrained)
     spans = []
-    for position, row in zip(tokens.index, rows, strict=True):
+    for position, row, untrained_token in zip(tokens.index, rows, skipped, strict=True):
         token = "" if row.get("token") is None else str(row["token"])
         if token in hide:
             continue
@@ -100,7 +105,7 @@ def chips_html(
             break
         value = row.get(metric)
         color = scale.color(float(value) if value is not None else math.nan)
-        untrained = row.get("loss_mask") == 0.0  # shown, but the loss does not count it
+        untrained = bool(untrained_token)  # shown, but the loss does not count it
         title = html.escape(_title(position, token, row, metrics) + ("  (not trained on)" if untrained else ""),
                             quote=True)
         text = html.escape(token_label(token), quote=True)
@@ -133,3 +138,16 @@ def diverging(metric: str) -> bool:
     """Whether a per-token metric's colour scale is centred on 0 (the catalogue says)."""
     field = F.token(metric)
     return bool(field and field.diverging)
+
+
+def turn_chips_html(tokens: pd.DataFrame, metric: str, groups: Sequence[tuple[str, pd.DataFrame, Sequence[bool]]],
+                    scale: Scale) -> str:
+    """Chips split at turn boundaries: each group (its label, its tokens, which of them the loss skips) under a
+    header line, all coloured on one ``scale``. Labels are model-free text (roles, numbers) and are escaped too."""
+    blocks = []
+    for label, part, untrained in groups:
+        head = html.escape(label, quote=True)
+        blocks.append(f'<div class="rlb-turn" style="font-size:0.8rem;opacity:0.75;margin:6px 0 0 0;'
+                      f'border-top:1px solid rgba(0,0,0,0.15);padding-top:2px">{head}</div>'
+                      + chips_html(part, metric, scale=scale, untrained=untrained))
+    return "".join(blocks) or chips_html(tokens, metric, scale=scale)

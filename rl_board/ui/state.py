@@ -74,7 +74,12 @@ PARAMS = (
     Param("one_copy", "bool", True, ("mone",)),
     Param("kl_estimator", "str", F.DEFAULT_KL_ESTIMATOR, choices=tuple(e.name for e in F.KL_ESTIMATORS)),
     Param("sql", "str", "SELECT * FROM samples ORDER BY step, sample LIMIT 100"),
+    # trajectories: the step browser's filters, the sample's focused turn, the Tools page's tool
+    Param("turns", "range"), Param("tool_calls", "range"), Param("tools", "str", ""),
+    Param("tool_errors", "bool", False), Param("finish_reason", "list", ()),
+    Param("turn", "int"), Param("tool", "str"),
 )
+TRAJECTORY_RANGES = ("turns", "tool_calls")  # range filters shown for multi-turn runs only
 _BY_NAME = {p.name: p for p in PARAMS}
 RENAMED = {old: p.name for p in PARAMS for old in p.old}  # a short name of an older link -> today's name
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
@@ -249,7 +254,8 @@ def write_url() -> None:
 def show(where: Where) -> None:
     """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
     put_many(run=where.run, step=where.step, sample=where.sample, table_page=1, search=where.text, regex=False,
-             match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc))
+             match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc),
+             tools="", tool_errors=False, finish_reason=[], turn=None)
     for name in RANGE_PARAMS:
         low, high = where.ranges.get(name, (None, None))
         put_many(**{f"{name}__lo": low, f"{name}__hi": high})

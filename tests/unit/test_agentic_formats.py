@@ -115,6 +115,9 @@ def test_open_instruct(tmp_path: Path) -> None:
     assert Counter(calls["name"]) == sum((w.calls for w in expected), Counter())
     assert int(calls["error"].sum()) == sum(w.errors for w in expected) and calls["turn"].isna().all()
     assert len(store.turns()) == 0  # calls are counted, not shown as turns
+    tools = store.tools_summary().groupby("tool")[["calls", "errors"]].sum()  # the Tools page counts them too
+    assert tools["calls"].to_dict() == dict(sum((w.calls for w in expected), Counter()))
+    assert int(tools["errors"].sum()) == sum(w.errors for w in expected)
     detail = store.sample(step=1, index=0)
     assert detail is not None
 

@@ -8,6 +8,7 @@ import streamlit as st
 from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
+from rl_board.ui.components.trajectory_curves import render_trajectory_curves
 from rl_board.ui.context import Context
 from rl_board.ui.run_charts import length_figure
 from rl_board.ui.text import escape_markdown
@@ -103,7 +104,7 @@ def _group_curves(ctx: Context) -> None:
         return
     frame = stats.rename(columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"})
     _chart(charts.curve_figure(frame, ["solved_share", "zero_variance"], title="Groups per step (GRPO)",
-                               y_title="share of groups", options=charts.CurveOptions(band_scale=0.0)),
+                               y_title="share of groups", options=charts.CurveOptions(band=charts.NO_BAND)),
            "chart_groups")
     st.caption("Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
                "Zero variance: groups whose samples all got the same reward (no learning signal). "
@@ -141,6 +142,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
     _group_curves(ctx)
+    render_trajectory_curves(ctx, _chart)
     _mismatch_curves(ctx, opts)
     _length_distribution(ctx)
     left, right = st.columns(2)

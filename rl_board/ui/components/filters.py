@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from rl_board import api
 from rl_board.api import RolloutStore, SampleFilter
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields as F
@@ -23,10 +24,23 @@ class FilterChoice:
 
 
 def range_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> dict[str, tuple[str, str]]:
-    """URL name -> (per-sample column, label) for the ranges this run can filter on (KL: ``kl``'s mean)."""
+    """URL name -> (per-sample column, label) for the ranges this run can filter on (KL: ``kl``'s mean); the
+    trajectory ranges (turns, tool calls) are ``trajectory_ranges``'."""
     estimator = kl.name if kl else None
     present = {f.name for f in F.at(F.SAMPLE) if store.has(f.name)} | {"reward"}
-    found = {key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS}
+    found = {key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS if key not in TRAJECTORY_KEYS}
+    return {key: (f.name, f.title) for key, f in found.items() if f is not None}
+
+
+TRAJECTORY_KEYS = (*state.TRAJECTORY_RANGES, "tool_errors")  # "any tool error" is a toggle, not a range
+
+
+def trajectory_ranges(store: RolloutStore) -> dict[str, tuple[str, str]]:
+    """The ranges of a multi-turn run: turns and tool calls per trajectory (none for a single-turn run)."""
+    if not store.multi_turn:
+        return {}
+    present = {f.name for f in F.at(F.SAMPLE) if store.has(f.name)}
+    found = {key: F.filter_field(key, present) for key in state.TRAJECTORY_RANGES}
     return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 
@@ -54,11 +68,13 @@ def _reset_page() -> None:
 
 
 def _is_active() -> bool:
-    return bool(state.get("search")) or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS)
+    return (bool(state.get("search") or state.get("tools") or state.get("tool_errors") or state.get("finish_reason"))
+            or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS))  # fmt: skip
 
 
 def _clear() -> None:
-    state.put_many(search="", regex=False, match_case=False, table_page=1, filter_column="")
+    state.put_many(search="", regex=False, match_case=False, table_page=1, filter_column="", tools="",
+                   tool_errors=False, finish_reason=[])
     for name in state.RANGE_PARAMS:
         state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
 
@@ -85,16 +101,55 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
             cells[2 * k + 1].number_input(f"{label} ≤", value=None, format="%.4g", placeholder="max",
                                           **state.bind(f"{name}.hi", _reset_page))
         extra = _extra_range(store)
+        trajectory = trajectory_ranges(store)
+        if trajectory:
+            _trajectory_filters(store, trajectory)
         if not store.has("kl_mean"):
             st.caption("No KL filter: this run has no log-probs.")
         st.button("Clear filters", on_click=_clear, key="clear_filters")
-    ranges = {col: state.get_range(name) for name, (col, _) in columns.items()}
+    ranges = {col: state.get_range(name) for name, (col, _) in (columns | trajectory).items()}
     if extra:
         ranges[extra] = state.get_range("filter_range")
+    if trajectory and state.get("tool_errors"):
+        ranges["n_tool_errors"] = (1.0, None)
+    held, among = _trajectory_choice(store) if trajectory else ({}, {})
     try:
         flt = SampleFilter.build(ranges=ranges, text=state.get("search") or "", regex=bool(state.get("regex")),
-                                 case_sensitive=bool(state.get("match_case")))
+                                 case_sensitive=bool(state.get("match_case")), contains=held, one_of=among)
     except InvalidArgumentError as exc:
         st.error(f"{escape_markdown(str(exc))} — the search is ignored until it is fixed.")
-        flt = SampleFilter.build(ranges=ranges)
+        flt = SampleFilter.build(ranges=ranges, one_of=among)
     return FilterChoice(None if flt.is_empty else flt, bool(state.get("all_steps")), not flt.is_empty)
+
+
+def finish_reasons(store: RolloutStore) -> list[str]:
+    """The finish reasons a run can have: the vocabulary's, in its order (the log's odd ones last)."""
+    logged = store.samples(columns=["finish_reason"])["finish_reason"].dropna().unique().tolist() if store.has(
+        "finish_reason") else []
+    return [*api.FINISH_REASONS, *sorted(set(map(str, logged)) - set(api.FINISH_REASONS))]
+
+
+def _trajectory_filters(store: RolloutStore, ranges: dict[str, tuple[str, str]]) -> None:
+    """Turns and tool calls (ranges), the tools used (text), any tool error, the finish reasons (multi-turn runs)."""
+    st.caption("Trajectories")
+    cells = st.columns(max(4, len(ranges) * 2), vertical_alignment="bottom")
+    for k, (name, (_, label)) in enumerate(ranges.items()):
+        cells[2 * k].number_input(f"{label} ≥", value=None, min_value=0.0, step=1.0, format="%g", placeholder="min",
+                                  **state.bind(f"{name}.lo", _reset_page))
+        cells[2 * k + 1].number_input(f"{label} ≤", value=None, min_value=0.0, step=1.0, format="%g", placeholder="max",
+                                      **state.bind(f"{name}.hi", _reset_page))
+    tools, errors, finish = st.columns([2, 1, 3], vertical_alignment="bottom")
+    tools.text_input(F.sample("tools").title, placeholder="e.g. search", help=F.sample("tools").help,
+                     **state.bind("tools", _reset_page))
+    errors.toggle("Any tool error", help=F.sample("n_tool_errors").help, **state.bind("tool_errors", _reset_page))
+    if store.has("finish_reason"):
+        options = finish_reasons(store)
+        state.put("finish_reason", [r for r in state.get("finish_reason") or [] if r in options])
+        finish.multiselect(F.sample("finish_reason").title, options, placeholder="any",
+                           help=F.sample("finish_reason").help, **state.bind("finish_reason", _reset_page))
+
+
+def _trajectory_choice(store: RolloutStore) -> tuple[dict[str, str], dict[str, list[str]]]:
+    held = {"tools": (state.get("tools") or "").strip()} if store.has("tools") else {}
+    among = {"finish_reason": list(state.get("finish_reason") or [])} if store.has("finish_reason") else {}
+    return held, among

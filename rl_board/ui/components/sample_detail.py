@@ -9,10 +9,11 @@ import streamlit as st
 
 from rl_board.api import RolloutStore, SampleDetail, parsed_messages
 from rl_board.formats import fields as F
-from rl_board.ui import cached, state
+from rl_board.ui import cached, state, turns
 from rl_board.ui.components.conversation import render_conversation
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
+from rl_board.ui.components.trajectory import render_trajectory
 from rl_board.ui.context import Context
 from rl_board.ui.text import (
     TextDisplay,
@@ -135,8 +136,16 @@ def render_sample(ctx: Context) -> None:
     parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
     _scores(detail.fields, parts, ctx.settings.kl)
     messages = parsed_messages(detail.fields.get("messages"))
-    if messages is not None:
-        render_conversation(messages, ctx.settings.text)
-    _texts(detail.fields, ctx.settings.text)
+    if turns.is_trajectory(messages):
+        render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run)
+        texts = st.expander("Prompt, response and ground truth as text (the turns joined), built when opened",
+                            icon=":material/notes:", key="texts_open", on_change="rerun")
+        if texts.open:  # every turn again, twice: only drawn when asked for
+            with texts:
+                _texts(detail.fields, ctx.settings.text)
+    else:
+        if messages is not None:
+            render_conversation(messages, ctx.settings.text)
+        _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text, ctx.settings.kl)

@@ -18,19 +18,42 @@ from rl_board.ui.text import TextDisplay, escape_markdown, shown_column, visible
 
 PAGE_ROWS = 1000
 CELL_CHARS = 1000
+TRAJECTORY_CELL_CHARS = 300  # an agent run's prompt and response are every turn joined: a cell shows the start
 TABLE_KEY = "sample_table"
 _ROWS_KEY = "_table_rows"
 TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
 
+TRAJECTORY_COLUMNS = ("turns", "n_tool_calls", "n_tool_errors", "tools", "finish_reason")
+
+
 def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
-    """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields."""
+    """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields; a
+    multi-turn run's trajectory columns (turns, tool calls, tool errors, tools used, finish reason) first."""
     known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
+    if store.multi_turn:
+        known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [c for c in known if c not in TRAJECTORY_COLUMNS]
     return known + [c for c in store.extra_fields if store.has(c)]
 
 
 def _nested(values: pd.Series) -> bool:
     return any(isinstance(v, list | tuple | dict | np.ndarray) for v in values.dropna().head(20))
+
+
+def _numbers_per_token(values: pd.Series) -> bool:
+    """A column of number arrays (a per-token loss mask, advantages...): the token view's, too long for a cell."""
+    first = next((v for v in values.dropna().head(20) if isinstance(v, list | tuple | np.ndarray)), None)
+    return first is not None and len(first) > 0 and all(
+        isinstance(x, int | float | np.number) and not isinstance(x, bool) for x in list(first)[:50])
+
+
+def shown_columns(store: RolloutStore, columns: list[str]) -> list[str]:
+    """The table's columns without the log's per-token number arrays (exports keep them)."""
+    extras = [c for c in columns if c in store.extra_fields]
+    if not extras:
+        return columns
+    probe = store.samples(columns=extras, limit=20)
+    return [c for c in columns if c not in extras or not _numbers_per_token(probe[c])]
 
 
 def sort_options(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
@@ -80,12 +103,13 @@ def column_order(columns: list[str], sort: str) -> list[str]:
     return head + [c for c in columns if c not in head]
 
 
-def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool) -> pd.DataFrame:
+def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool,
+                  max_chars: int = CELL_CHARS) -> pd.DataFrame:  # fmt: skip
     """Table cells: pads/system prompt hidden, long text clipped, bidi controls shown, bookkeeping last."""
     out = frame.copy()
     for name in TEXT_COLUMNS:
         if name in out.columns:
-            out[name] = visible_bidi_column(shown_column(out[name], text, max_chars=CELL_CHARS))
+            out[name] = visible_bidi_column(shown_column(out[name], text, max_chars=max_chars))
     if not show_step:
         out = out.drop(columns=["step"])
     for name in out.columns:
@@ -148,19 +172,20 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
         return
     page = _page(total)
     columns = table_columns(store, kl)
-    frame = store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt,
-                          offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    frame = store.samples(step=scope, columns=shown_columns(store, columns), sort_by=sort, descending=desc,
+                          filters=flt, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
     st.session_state[_ROWS_KEY] = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))
     right.button("Open top sample", key="open_top", icon=":material/open_in_new:",
                  on_click=open_sample, args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
                  help="Open the first row of the table as sorted")
-    shown = display_frame(frame, text, show_step=scope is None)
+    clip = TRAJECTORY_CELL_CHARS if store.multi_turn else CELL_CHARS
+    shown = display_frame(frame, text, show_step=scope is None, max_chars=clip)
     st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
                  column_order=column_order(list(shown.columns), sort),
                  on_select=_open_selected, selection_mode=["single-row", "single-cell"],
                  height="auto" if len(shown) <= 12 else 460)
     st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
-               f"{CELL_CHARS} characters are clipped here; the sample view shows them whole.")
+               f"{clip} characters are clipped here; the sample view shows them whole.")
     _export_buttons(store, scope, columns, sort, desc, flt, run)
 
 

@@ -8,19 +8,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from rl_board.api import SampleDetail
+from rl_board.api import SampleDetail, parsed_messages
 from rl_board.formats import fields as F
-from rl_board.ui import charts, state
+from rl_board.ui import charts, state, turns
 from rl_board.ui.boundary import boundary
 from rl_board.ui.chips import (
     chips_html,
     diverging,
     legend_html,
     scale_for,
+    turn_chips_html,
 )
 from rl_board.ui.components.page import missing
 from rl_board.ui.text import TextDisplay, escape_markdown, token_label
-from rl_board.ui.token_heatmap import WRAP_FROM, wrapped_heatmap_figure
+from rl_board.ui.token_heatmap import WRAP_FROM, mark_turns, turn_wrapped_figure, wrapped_heatmap_figure
 
 TOP_TOKENS = 10
 CHIP_PAGE = 500
@@ -192,13 +193,23 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
         return
     options = colour_metrics(metrics, kl)
     metric = valid_metric(options, kl)
+    parts = turns.of_sample(parsed_messages(detail.fields.get("messages")), tokens)
+    split = turns.groups(shown, parts)
+    untrained = turns.untrained(shown, parts) if split else None
     left, right = st.columns([3, 1])
     with left:
         st.segmented_control("Colour tokens by", options, format_func=lambda m: F.token(m).brief,
                              required=True, **state.bind("token_metric"))
         metric = state.get("token_metric") or metric
         page = _chip_page(shown, kl)
-        st.html(legend_html(scale_for(shown[metric].tolist(), metric), metric) + chips_html(page, metric))
+        scale = scale_for(shown[metric].tolist(), metric)
+        if split:  # a trajectory: the chips under a line per turn, untrained tokens struck through
+            at = shown.index.get_indexer(page.index)
+            body = turn_chips_html(page, metric, [(label, page.iloc[s:e], untrained[at[s:e]])
+                                                  for label, s, e in turns.groups(page, parts)], scale)
+        else:
+            body = chips_html(page, metric)
+        st.html(legend_html(scale, metric) + body)
         st.caption("Hover a token to see all its metrics." + (
             f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
             "shows them all." if len(page) < len(shown) else ""))
@@ -208,11 +219,15 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
         st.dataframe(top_tokens(shown, metric), hide_index=True,
                      column_config={metric: st.column_config.NumberColumn(format="%.4g")})
     _token_table(shown, metrics, metric)
-    if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text
-        st.plotly_chart(wrapped_heatmap_figure(shown, metric), key="chart_heatmap", config={"displaylogo": False})
+    if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text (a turn per block)
+        figure = (turn_wrapped_figure(shown, metric, split, untrained) if split
+                  else wrapped_heatmap_figure(shown, metric))  # fmt: skip
+        st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
         return
     chosen = st.multiselect("Heatmap rows", metrics, default=options, key="heatmap_rows",
                             format_func=lambda m: F.label(m, F.TOKEN))
     if chosen:
-        st.plotly_chart(charts.token_heatmap_figure(shown, chosen), key="chart_heatmap",
-                        config={"displaylogo": False})
+        figure = charts.token_heatmap_figure(shown, chosen)
+        if split:
+            mark_turns(figure, shown, split, untrained)
+        st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})

@@ -1,0 +1,47 @@
+"""Agent runs on the Overview: turns and tool calls per trajectory, the tool error rate, and why trajectories
+ended (a stacked area: truncation by cause). Shown for multi-turn runs only; a click opens that step."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rl_board import api
+from rl_board.formats import fields as F
+from rl_board.ui import cached, charts
+from rl_board.ui.context import Context
+from rl_board.ui.trajectory_charts import finish_figure
+
+PER_TRAJECTORY = ("turns", "n_tool_calls")
+
+
+def render_trajectory_curves(ctx: Context, chart: object) -> None:
+    """``chart(figure, key)`` draws a figure whose points open their step (the Overview's own helper)."""
+    store = ctx.store
+    if store is None or not store.multi_turn:
+        return
+    st.subheader("Trajectories")
+    opts = ctx.settings.curves
+    counts = cached.column_summary(str(ctx.run_path), store.signature, PER_TRAJECTORY, store)
+    steps = cached.trajectory_summary(str(ctx.run_path), store.signature, store)
+    left, right = st.columns(2)
+    for col, name in zip((left, right), PER_TRAJECTORY, strict=True):
+        with col:
+            label = F.label(name)
+            chart(charts.curve_figure(counts, [name], title=f"{label[:1].upper()}{label[1:]} per trajectory",
+                                      y_title=label, options=opts, labels={name: label}), f"chart_{name}")
+    left, right = st.columns(2)
+    with left:
+        rate = pd.DataFrame({"step": steps["step"], "tool_error_rate_mean": steps["tool_error_rate"]})
+        chart(charts.curve_figure(rate, ["tool_error_rate"], title="Tool error rate per step", y_title="share of calls",
+                                  options=charts.CurveOptions(band=charts.NO_BAND),
+                                  labels={"tool_error_rate": "tool error rate"}), "chart_tool_errors")
+        st.caption("Per step: tool results that say the call failed, over the tool calls made. The Tools page "
+                   "shows each tool's own rate.")
+    with right:
+        if any(c.startswith("finish_") for c in steps.columns):
+            chart(finish_figure(steps, api.FINISH_REASONS), "chart_finish")
+            st.caption("Each step's trajectories by why they ended: stop is an answer; length (out of tokens), "
+                       "turn_limit, tool_budget, timeout and error cut them short.")
+        else:
+            st.caption(f"No {F.label('finish_reason')} in this log: why trajectories ended is not known.")
