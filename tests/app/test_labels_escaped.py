@@ -43,6 +43,8 @@ TB_TAGS = ["![G](https:/evil.example/g.png)", "<img src=evil>", "`evil`", "$evil
 JSONL_TAGS = ["![K](https:/evil.example/k.png)", "<img src=evilk>", "`evilk`", "$evilk$", f"evilk{RLO}"]
 JSONL_RUN_DIR = "logs/![J](https:/evil.example/j.png)"
 DI_RUN = f"di/![D](https:/evil.example/d.png) <img src=d> {RLO}"
+AGENT_RUN = "agent ![A](https:/evil.example/a.png)"
+TOOL = f"![T](https:/evil.example/tool.png) <img src=t> `t` $t$ {RLO}"
 
 BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 CODE_SPAN = re.compile(r"(?<!\\)`[^`\n]*`")
@@ -64,7 +66,23 @@ def hostile_root(tmp_path_factory) -> Path:
     rows = [{"step": s, **{tag: float(s) for tag in JSONL_TAGS}} for s in range(5)]  # no time: no wall times
     (root / JSONL_RUN_DIR / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     write_di_engine_folder(root / DI_RUN)
+    _write_agent_run(root / AGENT_RUN)
     return root
+
+
+def _write_agent_run(run: Path) -> None:
+    """Trajectories whose tool name, arguments and results are attacks (the Tools page names tools in labels)."""
+    run.mkdir(parents=True)
+    lines = []
+    for step in (1, 2):
+        for i in range(3):
+            call = {"id": f"c{i}", "type": "function", "function": {"name": TOOL, "arguments": json.dumps({"q": TOOL})}}
+            messages = [{"role": "user", "content": f"task {i}"},
+                        {"role": "assistant", "content": "calling", "tool_calls": [call]},
+                        {"role": "tool", "tool_call_id": f"c{i}", "name": TOOL, "content": f"Error: {TOOL}"},
+                        {"role": "assistant", "content": f"done {TOOL}"}]
+            lines.append({"step": step, "messages": messages, "reward": float(i), "finish_reason": "stop"})
+    (run / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +203,7 @@ def markdown_with(page: Shown, *needles: str) -> list[str]:
 
 
 def test_the_visits_below_cover_every_page():
-    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health"}
+    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health", "tools"}
     assert set(PAGES) == visited
 
 
@@ -226,6 +244,15 @@ def test_groups_prompts_and_same_prompts(visit, run):
     check(visit("prompts", run))
     check(visit("matchup", run, versus=run))
 
+
+
+def test_agent_run_pages_with_a_hostile_tool(visit):
+    """The tool's name is a label, an option and a chart's text on the Tools page, and a card on the Sample page."""
+    page = check(visit("tools", AGENT_RUN))
+    assert any("evil.example/tool.png" in text for _, text in page.markdown + page.plain)
+    check(visit("sample", AGENT_RUN))
+    check(visit("steps", AGENT_RUN))
+    check(visit("overview", AGENT_RUN))
 
 
 @pytest.mark.parametrize("run", [RUN_A, RUN_B])
