@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the test needs (venv with the `test` and `real` extras, Debian's chromium) and run
-# the whole suite. Extra arguments go to pytest.
+# Install the test needs (venv with the `test`, `real` and `spark` extras, Debian's chromium and,
+# for PySpark, a Java runtime) and run the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,15 +10,23 @@ fi
 stamp=.venv/.rl-board-test-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip setuptools
-  .venv/bin/python -m pip install --quiet -e ".[test,real]"
+  .venv/bin/python -m pip install --quiet -e ".[test,real,spark]"
   touch "$stamp"
 fi
 
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+apt_updated=""
+apt_install() {  # Debian packages the tests need: chromium (browser tier), a JRE (spark tier)
+  if [ -z "$apt_updated" ]; then $SUDO apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   echo "installing Debian's chromium for the browser tests..."
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
+fi
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  echo "installing Debian's Java runtime for the spark tests (pyspark 4 needs Java 17+)..."
+  apt_install default-jre-headless
 fi
 
 export RL_BOARD_CACHE_DIR="${RL_BOARD_CACHE_DIR:-$(mktemp -d)}"

@@ -51,6 +51,9 @@ class Probe:
         raise NotImplementedError
 Options = Mapping[str, Any]  # JSON-able facts about a file found beside it (see ``Reading``)
 _STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-=]?(\d+)", re.I), re.compile(r"^(\d+)$"))
+# A Hive partition folder as Spark names it: step=-1, step=3.0 (a double step column), and the folder of rows
+# whose step was null (no step in the folder name, nor in the names above it).
+HIVE_STEP = re.compile(r"^step=(?:(-?\d+)(?:\.0+)?|__HIVE_DEFAULT_PARTITION__)$")
 
 
 @dataclass
@@ -130,6 +133,9 @@ class Reading:
 def step_from_name(path: Path) -> int | None:
     """A step number in a file's or its folders' names: ``12.jsonl``, ``step_12``, ``train_data_step12``."""
     for part in (path.stem, *(p.name for p in list(path.parents)[:3])):  # the nearest folders only
+        hive = HIVE_STEP.match(part)
+        if hive:
+            return int(hive[1]) if hive[1] is not None else None
         for pattern in _STEP_IN_NAME:
             found = pattern.search(part)
             if found:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rl_board import formats
 from rl_board.formats import Reading, fieldmap
-from rl_board.formats.base import Probe
+from rl_board.formats.base import HIVE_STEP, Probe
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources import companions, settings, sniff
 from rl_board.sources.remote import IN_PLACE
@@ -36,7 +36,8 @@ from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
-SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board"})  # _rl_board: a dataset's index
+# _rl_board: a dataset's index; _temporary: a Spark/Hadoop job's uncommitted output (moved into place at its commit)
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board", "_temporary"})
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
 TRAINER_STATE = "trainer-state"  # a metric source: checkpoint-N/trainer_state.json
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
@@ -134,11 +135,12 @@ def run_of(source: Source) -> str:
     """The run a rollout file belongs to: its folder, or the folder above its step folders.
 
     Trainers that write a folder per step (``step_12/``, ``global_step_12_evals/``,
-    AReaL's ``rollout/12/``) make one run of all of them.
+    AReaL's ``rollout/12/``) make one run of all of them, as do Spark's partitions
+    (``step=-1/``, ``step=3.0/``, ``step=__HIVE_DEFAULT_PARTITION__/``).
     """
     parts = [] if source.folder == "." else source.folder.split("/")
     for k in range(len(parts) - 1, -1, -1):
-        if STEP_FOLDER.match(parts[k]) or (source.format == "areal" and parts[k].isdigit()):
+        if STEP_FOLDER.match(parts[k]) or HIVE_STEP.match(parts[k]) or (source.format == "areal" and parts[k].isdigit()):
             return "/".join(parts[:k]) or "."
     return source.folder
 
