@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import agentic_dumps
 from tests.helpers import trainer_dumps as T
 from tests.helpers.apptest import assert_clean, open_page, table, texts
 
@@ -44,6 +45,20 @@ def test_trl_reward_components_are_columns(dumps_root: Path) -> None:
     at = open_page("steps", run="trl/completions", step="2")
     frame = table(at)
     assert {"accuracy_reward", "think_format_reward", "advantage"} <= set(frame.columns)
+
+
+def test_rollouts_left_out_of_training_are_shown_with_their_reason(tmp_path: Path, serve) -> None:
+    """prime-rl's all/ beside effective/: every episode is a row, the dropped ones say why."""
+    expected = agentic_dumps.write_prime_rl(tmp_path / "served" / "out")
+    serve(tmp_path / "served")
+    at = open_page("steps", run="out/rollouts", step="1")
+    assert_clean(at)
+    frame = table(at)
+    want = [w for w in expected if w.step == 1]
+    assert len(frame) == len(want) and {"kept", "dropped_reason"} <= set(frame.columns)
+    dropped = frame[~frame["kept"].astype(bool)]
+    assert len(dropped) == sum(w.kept is False for w in want) > 0
+    assert dropped["dropped_reason"].notna().all() and frame.loc[frame["kept"].astype(bool), "dropped_reason"].isna().all()
 
 
 def test_root_with_nothing_readable_says_so(tmp_path: Path, serve) -> None:

@@ -25,15 +25,18 @@ TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.so
 
 
 TRAJECTORY_COLUMNS = ("turns", "n_tool_calls", "n_tool_errors", "tools", "finish_reason")
+KEPT_COLUMNS = ("kept", "dropped_reason")  # where the log says a rollout was left out of training, and why
 
 
 def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[str]:
     """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields; a
-    multi-turn run's trajectory columns (turns, tool calls, tool errors, tools used, finish reason) first."""
+    multi-turn run's trajectory columns (turns, tool calls, tool errors, tools used, finish reason) first; a
+    rollout the trainer left out of training shown, with its reason, not hidden."""
     known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
     if store.multi_turn:
         known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [c for c in known if c not in TRAJECTORY_COLUMNS]
-    return known + [c for c in store.extra_fields if store.has(c)]
+    known += [c for c in KEPT_COLUMNS if store.has(c)]
+    return list(dict.fromkeys(known + [c for c in store.extra_fields if store.has(c)]))
 
 
 def _nested(values: pd.Series) -> bool:
