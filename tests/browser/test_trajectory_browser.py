@@ -83,6 +83,20 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     expect(page.locator('[data-testid="glide-cell-2-0"]')).to_have_text(str(len(lines[longest]["messages"])))
     save_screenshot(page, "trajectory-steps.png")
 
+    # the panel opened by hand stays open while filters come and go (it folded when the last one went)
+    runs.goto(f"{srv.url}/steps?run=agent&step={STEP}")
+    main.get_by_text("Filter and search").click()
+    toggle = main.get_by_text("Any tool error", exact=True)
+    for _ in range(3):  # on, off, on
+        with runs.expect_rerun():
+            toggle.click()
+        expect(toggle).to_be_visible()
+    with runs.expect_rerun():
+        main.get_by_role("button", name="Clear filters").click()
+    expect(toggle).to_be_visible()
+    runs.goto(f"{srv.url}/steps?run=agent&step={STEP}&tool_errors=1&finish_reason=stop,length&sort=turns"
+              "&descending=1")  # fmt: skip
+
     # a row opens the sample: the conversation turn by turn, tool calls as cards with their results
     _click_row(page, runs, 0)
     page.wait_for_url(re.compile(r"/sample\?"))

@@ -83,8 +83,10 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
     """Draw the filter panel (the KL range on ``kl``'s per-sample mean); an invalid regex is reported and its
     search ignored."""
     columns = range_columns(store, kl)
+    # keyed: its identity must not change with ``expanded``, or unticking the last filter would fold the panel
+    # under the user's pointer (``expanded`` only opens it on a link that carries filters)
     with st.expander("Filter and search", expanded=_is_active() or bool(state.get("all_steps")),
-                     icon=":material/filter_alt:"):
+                     key="filter_panel", icon=":material/filter_alt:"):
         search, toggles = st.columns([3, 2], vertical_alignment="bottom")
         search.text_input("Search prompt, response and ground truth", placeholder="text or regular expression",
                           **state.bind("search", _reset_page))
