@@ -49,6 +49,8 @@ class LoadReport:
     _field_map: dict[str, str] = field(default_factory=dict)
     mapped: str = ""  # the field map the user gave, in words
     notice: str = ""  # the cache folder could not be written: what was done instead
+    turns_how: dict[str, int] = field(default_factory=dict)  # samples whose turns were split from text, by how
+    turns_whole: dict[str, int] = field(default_factory=dict)  # samples whose text was kept whole, by why
 
     @property
     def format(self) -> str:
@@ -64,6 +66,20 @@ class LoadReport:
     def read_as(self) -> str:
         """How the run was read, in words, for the sidebar and the load report."""
         return "; ".join([*self.formats.values(), *([self.mapped] if self.mapped else [])])
+
+    @property
+    def turns_read(self) -> str:
+        """How trajectories were found in decoded chat text, and where text was kept as one turn, in words."""
+        parts = []
+        if self.turns_how:
+            how = ", ".join(f"{name} {n}" for name, n in sorted(self.turns_how.items()))
+            n = sum(self.turns_how.values())
+            parts.append(f"turns split from the chat text of {n} sample{'s' * (n != 1)} ({how})")
+        if self.turns_whole:
+            why = "; ".join(f"{name} ({n})" for name, n in sorted(self.turns_whole.items()))
+            n = sum(self.turns_whole.values())
+            parts.append(f"{n} sample{'s' * (n != 1)} that looked like chat not split: {why}")
+        return "; ".join(parts)
 
     @property
     def bad_line_count(self) -> int:
@@ -91,6 +107,9 @@ def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] 
             report._field_map.update({dst: src for src, dst in fmt.field_map if src != dst})
         report.bad_lines += [BadLine(e.name, int(line), str(reason)) for line, reason in e.bad]
         report.warnings += [BadLine(e.name, int(line), str(reason)) for line, reason in e.warnings]
+        for mine, counts in ((report.turns_how, e.turns.get("how", {})), (report.turns_whole, e.turns.get("kept whole", {}))):
+            for name, n in counts.items():
+                mine[name] = mine.get(name, 0) + int(n)
     if user_map:
         report._field_map.update({k: v for k, v in user_map.items() if k != v})
         mapped = ", ".join(f"{src} → {dst.replace('_', ' ')}" for dst, src in user_map.items())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import agentic_dumps
+from tests.helpers import agentic_dumps, agentic_text_dumps
 from tests.helpers import trainer_dumps as T
 from tests.helpers.apptest import assert_clean, open_page, table, texts
 
@@ -59,6 +59,16 @@ def test_rollouts_left_out_of_training_are_shown_with_their_reason(tmp_path: Pat
     dropped = frame[~frame["kept"].astype(bool)]
     assert len(dropped) == sum(w.kept is False for w in want) > 0
     assert dropped["dropped_reason"].notna().all() and frame.loc[frame["kept"].astype(bool), "dropped_reason"].isna().all()
+
+
+def test_fields_panel_says_how_turns_were_split(tmp_path: Path, serve) -> None:
+    """verl's agent-loop dump decodes without chat markers: the Fields panel says the turns came from role lines."""
+    agentic_text_dumps.write_verl_agent_loop(tmp_path / "served" / "verl")
+    serve(tmp_path / "served")
+    at = open_page("steps", run="verl")
+    assert_clean(at)
+    said = [t for t in texts(at.sidebar.caption) if t.startswith("Turns split from the chat text of")]
+    assert said and "role lines" in said[0], texts(at.sidebar.caption)
 
 
 def test_root_with_nothing_readable_says_so(tmp_path: Path, serve) -> None:

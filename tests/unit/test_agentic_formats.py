@@ -4,6 +4,7 @@ disk (``tests/helpers/agentic_dumps.py``, ``tests/helpers/agentic_text_dumps.py`
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -156,3 +157,20 @@ def test_decoded_text_splits_into_turns(writer: str, run: str, tmp_path: Path) -
     check_samples(store, expected)
     check_tables(store, expected)
     assert any(w.calls for w in expected) and any(w.errors for w in expected)
+    split = int(store.samples(columns=["messages"])["messages"].notna().sum())  # the Fields panel says how
+    assert split and store.report.turns_read.startswith(f"turns split from the chat text of {split} samples (")
+
+
+def test_text_not_split_with_confidence_says_why(tmp_path: Path) -> None:
+    """A marker with no role after it is no template: one prompt and one answer, and the report says so."""
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [{"step": 1, "prompt": "<|im_start|>\nWhat is 2+2?", "response": "4", "reward": 0.0},
+             {"step": 1, "prompt": "Plain question", "response": "Plain answer", "reward": 1.0}]
+    (run / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
+    assert store.samples(columns=["messages"])["messages"].isna().all() and store.num_samples == 2
+    assert store.report.turns_read == ("1 sample that looked like chat not split: no chat markers or role lines: "
+                                       "kept as one prompt and one response (1)")
+    reopened = RolloutStore.open(run, cache_dir=tmp_path / "cache")  # from the cache: the counts are kept
+    assert reopened.report.from_cache and reopened.report.turns_read == store.report.turns_read

@@ -57,6 +57,7 @@ class FileEntry:
     error: str = ""
     format: str = ""  # the format the file was read as
     reading: str = ""  # digest of how it was read (field map, options found beside it): another one reads it again
+    turns: dict = field(default_factory=dict)  # how its turns were found: {"how": {..: n}, "kept whole": {..: n}}
 
     @classmethod
     def from_json(cls, data: dict) -> FileEntry:

@@ -339,5 +339,6 @@ def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
     entry.bad.extend([[offset + n, reason] for n, reason in result.bad[:room]])
     room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)
     entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
+    ingest.add_turns(entry.turns, result.turns.get("how", {}), result.turns.get("kept whole", {}))
 
 

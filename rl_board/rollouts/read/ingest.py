@@ -30,7 +30,7 @@ from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables
+from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables, turns
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the environment.
@@ -48,6 +48,15 @@ class BlockResult:
     segment: dict | None = None
     bad: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[tuple[int, str]] = field(default_factory=list)
+    turns: dict[str, dict[str, int]] = field(default_factory=dict)  # how turns were found: ``add_turns``
+
+
+def add_turns(into: dict[str, dict[str, int]], how: dict[str, int], whole: dict[str, int]) -> None:
+    """Add counts of how a block's turns were found (and why text was kept whole) to ``into``."""
+    for part, counts in (("how", how), ("kept whole", whole)):
+        mine = into.setdefault(part, {})
+        for name, n in counts.items():
+            mine[name] = mine.get(name, 0) + int(n)
 
 
 def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> jsonl.ParsedBlock:
@@ -189,6 +198,7 @@ def ingest_block(path: str, start: int, end: int, directory: str, reading: Readi
             result.blank += parsed.blank
             result.bad += parsed.bad
             result.warnings += parsed.warnings
+            add_turns(result.turns, *turns.read_how(parsed.table.schema))
             parts.append(parsed.table)
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")

@@ -90,6 +90,8 @@ def render_field_map(store: api.RolloutStore) -> None:
     with st.expander("Fields: how this run is read", icon=":material/swap_horiz:", expanded=bool(fmap)):
         if store.report.read_as:
             st.caption(escape_markdown(store.report.read_as))
+        if store.report.turns_read:
+            st.caption(escape_markdown(store.report.turns_read[0].upper() + store.report.turns_read[1:] + "."))
         columns = [c for c in store.fields if c not in ("step",) and (F.sample(c) is None or F.sample(c).sortable)]
         for field in CHOICES:
             options = [AS_READ, *sorted(set(columns) - {field} | ({fmap[field]} if field in fmap else set()))]
