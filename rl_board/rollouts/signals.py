@@ -17,6 +17,7 @@ load little (both cores parse and derive in parallel):
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,7 +43,7 @@ def columns(table: pa.Table) -> dict[str, pa.Array]:
 
 def repetition(text: str) -> float:
     """One answer's ``repetition`` (see the module docstring)."""
-    words = text[-_TAIL_CHARS:].split()[-WINDOW:]
+    words = text[-_TAIL_CHARS:].rsplit(None, WINDOW)[-WINDOW:]  # split from the end: only the words kept
     grams = len(words) - 2
     if len(words) < MIN_WORDS:
         return 0.0
@@ -57,7 +58,10 @@ def _repetition(response: pa.ChunkedArray) -> pa.Array:
 def _scripts(response: pa.ChunkedArray) -> pa.Array:
     """The scripts of each answer: RE2 over the column; per script only for answers beyond Latin."""
     text = pc.fill_null(response, "")
-    other = pc.match_substring_regex(text, _OTHER).to_numpy(zero_copy_only=False)
+    other = np.zeros(len(text), bool)  # ASCII is Latin and Common only: RE2 reads the rest
+    beyond = np.flatnonzero(~pc.string_is_ascii(text).to_numpy(zero_copy_only=False))
+    if len(beyond):
+        other[beyond] = pc.match_substring_regex(text.take(pa.array(beyond)), _OTHER).to_numpy(zero_copy_only=False)
     letters = pc.match_substring_regex(text, _ANY_LETTER).to_numpy(zero_copy_only=False)
     out: list[str | None] = ["Latin" if letters[i] else None for i in range(len(letters))]
     rows = [i for i in range(len(other)) if other[i]]
