@@ -92,13 +92,26 @@ def _show_said(prefix: str) -> None:
         st.success(escape_markdown(text), icon=":material/label:")
 
 
+MAX_PICKS = 16  # tags offered as one-click suggestions (the suggested ones, then the run's)
+
+
+def _pick(prefix: str) -> None:
+    """A suggestion clicked: it becomes the tag (and can still be edited)."""
+    picked = st.session_state.get(f"{prefix}_pick")
+    if picked:
+        st.session_state[f"{prefix}_tag"] = picked
+    st.session_state[f"{prefix}_pick"] = None
+
+
 def _inputs(store: RolloutStore, prefix: str) -> None:
-    """A tag (one of the suggestions or the run's tags, or typed) and an optional note."""
-    options = api.label_store().tags(store.source)
+    """A tag (typed, or one of the suggestions and the run's tags, clicked) and an optional note."""
     left, right = st.columns([2, 3])
-    left.selectbox("Tag", options, index=None, accept_new_options=True, key=f"{prefix}_tag",
-                   placeholder="Choose or type a tag…",
-                   help=f"Pick a suggestion or type your own (at most {api.MAX_TAG} characters).")  # fmt: skip
+    with left:
+        st.text_input("Tag", key=f"{prefix}_tag", placeholder="type a tag, or click one below",
+                      help=f"Free text, at most {api.MAX_TAG} characters.")
+        st.pills("Suggested tags", api.label_store().tags(store.source)[:MAX_PICKS], key=f"{prefix}_pick",
+                 format_func=escape_markdown, on_change=_pick, args=(prefix,),  # pills read Markdown: a tag is text
+                 label_visibility="collapsed")  # fmt: skip
     right.text_area("Note (optional)", key=f"{prefix}_note", height=68, placeholder="Why: what you saw",
                     help=f"Free text, at most {api.MAX_NOTE} characters; kept with the tag.")
 
@@ -126,7 +139,7 @@ def _apply(store: RolloutStore, pairs: list[tuple[int, int]], prefix: str, remov
         _say(prefix, "ok", f"Tagged {done} sample(s) “{shown}”.")
         st.session_state[f"{prefix}_note"] = ""
         if not keep_tag:
-            st.session_state[f"{prefix}_tag"] = None
+            st.session_state[f"{prefix}_tag"] = ""
 
 
 def _remove_one(store: RolloutStore, step: int, index: int, tag: str, prefix: str) -> None:
@@ -148,8 +161,8 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
         for k, label in enumerate(found):
             name, note, button = st.columns([2, 6, 1], vertical_alignment="center")
             name.markdown(f":material/label: **{escape_markdown(label.tag)}**")
-            if label.note:
-                note.text(label.note)  # the user's text, as text
+            if label.note:  # the user's text: shown as itself (Markdown escaped, bidi controls shown)
+                note.caption(escape_markdown(label.note))
             button.button("Remove", key=f"label_remove_{k}", icon=":material/close:", on_click=_remove_one,
                           args=(store, step, index, label.tag, prefix), help="Take this tag off the sample")
         _inputs(store, prefix)
