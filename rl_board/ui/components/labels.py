@@ -106,14 +106,13 @@ def _pick(prefix: str) -> None:
 def _inputs(store: RolloutStore, prefix: str) -> None:
     """A tag (typed, or one of the suggestions and the run's tags, clicked) and an optional note."""
     left, right = st.columns([2, 3])
-    with left:
-        st.text_input("Tag", key=f"{prefix}_tag", placeholder="type a tag, or click one below",
-                      help=f"Free text, at most {api.MAX_TAG} characters.")
-        st.pills("Suggested tags", api.label_store().tags(store.source)[:MAX_PICKS], key=f"{prefix}_pick",
-                 format_func=escape_markdown, on_change=_pick, args=(prefix,),  # pills read Markdown: a tag is text
-                 label_visibility="collapsed")  # fmt: skip
+    left.text_input("Tag", key=f"{prefix}_tag", placeholder="type a tag, or click one below",
+                    help=f"Free text, at most {api.MAX_TAG} characters.")
     right.text_area("Note (optional)", key=f"{prefix}_note", height=68, placeholder="Why: what you saw",
                     help=f"Free text, at most {api.MAX_NOTE} characters; kept with the tag.")
+    st.pills("Suggested tags", api.label_store().tags(store.source)[:MAX_PICKS], key=f"{prefix}_pick",
+             format_func=escape_markdown, on_change=_pick, args=(prefix,),  # pills read Markdown: a tag is text
+             label_visibility="collapsed")  # fmt: skip
 
 
 def _keys(store: RolloutStore, pairs: list[tuple[int, int]]) -> list[dict]:
@@ -159,11 +158,11 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
                     help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
                          "the step browser filters by them, `rl-board labels RUN` lists them.")
         for k, label in enumerate(found):
-            name, note, button = st.columns([2, 6, 1], vertical_alignment="center")
+            name, note, button = st.columns([3, 8, 2], vertical_alignment="center")
             name.markdown(f":material/label: **{escape_markdown(label.tag)}**")
             if label.note:  # the user's text: shown as itself (Markdown escaped, bidi controls shown)
                 note.caption(escape_markdown(label.note))
-            button.button("Remove", key=f"label_remove_{k}", icon=":material/close:", on_click=_remove_one,
+            button.button("Remove", key=f"label_remove_{k}", icon=":material/close:", on_click=_remove_one, width="stretch",
                           args=(store, step, index, label.tag, prefix), help="Take this tag off the sample")
         _inputs(store, prefix)
         st.button("Add label", key="label_add", icon=":material/new_label:", on_click=_apply,

@@ -192,6 +192,7 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
     frame = with_tags(frame, tags_by_sample(store))
     clip = TRAJECTORY_CELL_CHARS if store.multi_turn else CELL_CHARS
     shown = display_frame(frame, text, show_step=scope is None, max_chars=clip)
+    shown[tags] = shown[tags].fillna("")  # an untagged sample: an empty cell, not "None"
     config = _column_config(shown) | {tags: st.column_config.TextColumn(
         tags, help="The labels people put on the sample (on the Sample page, or on ticked rows here)")}
     order = column_order(list(shown.columns), sort, tags)
