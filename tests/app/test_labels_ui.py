@@ -161,3 +161,6 @@ def test_signal_filters_of_the_step_browser(root):
     assert table(at)["sample"].tolist() == great and set(table(at)["template"]) == {"T1"}
     at.button(key="clear_filters").click().run()
     assert len(table(at)) == 12 and "template" not in at.query_params and "scripts" not in at.query_params
+    at = open_page("steps", run="run", step="3", template="0")  # no family has number 0: a message, no filter
+    assert_clean(at)
+    assert len(table(at)) == 12 and any("numbered from 1" in str(w.value) for w in at.warning)

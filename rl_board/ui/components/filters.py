@@ -172,6 +172,10 @@ def _pattern_filters(store: RolloutStore) -> None:
                            help=F.sample("scripts").help + " Matches a part of the name: `+` finds every mix.",
                            **state.bind("scripts", _reset_page))  # fmt: skip
     if store.has("response"):
+        family = state.get("template")
+        if family is not None and family < 1:  # a link's family 0 or below: none has that number
+            st.warning(f"Ignored the template family {family}: families are numbered from 1 (T1 the largest).")
+            state.put("template", None)
         template.number_input("Template family (T…)", min_value=1, step=1, value=None, format="%d",
                               placeholder="any", help=F.sample("template").help, **state.bind("template", _reset_page))
     options = ["", *tags_in_run(store)]

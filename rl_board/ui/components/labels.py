@@ -24,12 +24,9 @@ OWN_TAGS = "labels"  # our column's name when the log has a "tags" field of its 
 _SAID = "_labels_said."
 
 
-def version(store: RolloutStore) -> str:
-    """Changes with every label of the run added, removed or noted (by this app, another tab or the CLI)."""
-    return api.label_store().version(store.source)
-
-
 def _cache_key(store: RolloutStore) -> tuple[str, str, str, str]:
+    """The run, its state, the labels file and its version for the run (which changes with every label added,
+    removed or noted, by this app, another tab or the CLI): the tables below are read once per change."""
     labels = api.label_store()
     return store.source, store.signature, str(labels.path), labels.version(store.source)
 
