@@ -37,6 +37,13 @@ def written_response(root: Path, step: int, sample: int) -> str:
     return [x for x in rows if x["step"] == step][sample]["response"]
 
 
+def tick(at, rows: list[int]) -> None:
+    """Tick rows of the step browser's table in tagging mode (as the browser sends a multi-row selection)."""
+    [key] = [d.key for d in at.dataframe if (d.key or "").startswith("sample_table_tagging")]
+    at.session_state[key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    at.run()
+
+
 def test_tag_and_note_a_sample_from_the_sample_page(root, own_labels_file):
     at = open_page("sample", run="run", step="2", sample="5")
     assert_clean(at)
@@ -102,8 +109,7 @@ def test_tag_ticked_rows_in_the_step_browser_then_filter_by_tag(root):
     assert "tags" in table(at).columns and (table(at)["tags"] == "").all()
     at.toggle(key="w.tag_rows").set_value(True).run()
     assert at.button(key="rows_label_add").disabled  # nothing ticked yet
-    at.session_state["sample_table_tagging"] = {"selection": {"rows": [1, 4, 6], "columns": [], "cells": []}}
-    at.run()
+    tick(at, [1, 4, 6])
     at.text_input(key="rows_label_tag").input("loop").run()
     at.text_area(key="rows_label_note").input("repeats itself").run()
     at.button(key="rows_label_add").click().run()
@@ -128,16 +134,16 @@ def test_tag_ticked_rows_in_the_step_browser_then_filter_by_tag(root):
 def test_remove_a_tag_from_ticked_rows(root):
     at = open_page("steps", run="run", step="1")
     at.toggle(key="w.tag_rows").set_value(True).run()
-    at.session_state["sample_table_tagging"] = {"selection": {"rows": [0, 2], "columns": [], "cells": []}}
-    at.run()
+    tick(at, [0, 2])
     at.text_input(key="rows_label_tag").input("good").run()
     at.button(key="rows_label_add").click().run()
-    at.session_state["sample_table_tagging"] = {"selection": {"rows": [2, 5], "columns": [], "cells": []}}
-    at.run()
+    tick(at, [2, 5])
     at.button(key="rows_label_remove").click().run()
     assert_clean(at)
     assert said(at) == ["Removed “good” from 1 of 2 sample\\(s\\)\\."]
     assert [(x.step, x.tag) for x in labels().of_run(str(root / "run"))] == [(1, "good")]
+    at.slider(key="w.step").set_value(2).run()  # other samples shown: no tick carries over to them
+    assert at.button(key="rows_label_add").disabled and at.button(key="rows_label_add").label == "Tag 0 row(s)"
     at.toggle(key="w.tag_rows").set_value(False).run()  # a click opens a sample again
     assert [d.key for d in at.dataframe if d.key] == ["sample_table"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -21,7 +22,7 @@ PAGE_ROWS = 1000
 CELL_CHARS = 1000
 TRAJECTORY_CELL_CHARS = 300  # an agent run's prompt and response are every turn joined: a cell shows the start
 TABLE_KEY = "sample_table"
-TAGGING_KEY = "sample_table_tagging"  # the same table while rows are being ticked to tag them
+TAGGING_KEY = "sample_table_tagging"  # the same table while rows are ticked to tag them (+ the rows it shows)
 _ROWS_KEY = "_table_rows"
 TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
@@ -198,7 +199,7 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
     order = column_order(list(shown.columns), sort, tags)
     height = "auto" if len(shown) <= 12 else 460
     if state.get("tag_rows", False):
-        event = st.dataframe(shown, hide_index=True, column_config=config, key=TAGGING_KEY, column_order=order,
+        event = st.dataframe(shown, hide_index=True, column_config=config, key=tagging_key(pairs), column_order=order,
                              on_select="rerun", selection_mode="multi-row", height=height)
         ticked = [pairs[k] for k in event.selection.rows if k < len(pairs)]
         st.caption("Tick the rows to tag (the boxes at their left; the header's box ticks the whole page), then "
@@ -210,6 +211,12 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
         st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
                    f"{clip} characters are clipped here; the sample view shows them whole.")
     _export_buttons(store, scope, columns, sort, desc, flt, run)
+
+
+def tagging_key(pairs: list[tuple[int, int]]) -> str:
+    """The ticking table's key, new whenever it shows other samples (another step, filter, sort or page): ticks
+    stand for rows by position, so they must not carry over to samples the user did not tick."""
+    return f"{TAGGING_KEY}.{hashlib.sha1(repr(pairs).encode()).hexdigest()[:12]}"
 
 
 def _export_buttons(store: RolloutStore, scope: int | None, columns: list[str], sort: str, desc: bool,
