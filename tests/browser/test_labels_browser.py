@@ -13,6 +13,7 @@ import urllib.request
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from rl_board.rollouts import planted
@@ -75,6 +76,24 @@ def tab(chromium_browser, served):
     context.close()
 
 
+def _choose(page, runs, box, typed: str, option: str) -> None:
+    """Pick an option of a selectbox: its list opens as one types into it (typing again if the first keys
+    arrived before the box had the focus, while the expander around it was still opening)."""
+    combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
+    for _ in range(3):
+        expect(combobox).to_be_visible()
+        combobox.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(typed)
+        try:
+            wanted.first.wait_for(state="visible", timeout=3000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    with runs.expect_rerun():
+        wanted.first.click()
+
+
 def _tick_rows(page, runs, rows: list[int]) -> None:
     """Tick rows of the step browser's table by their selection boxes (the grid is a canvas)."""
     grid = page.get_by_test_id("stMain").get_by_test_id("stDataFrameResizable").first
@@ -125,10 +144,7 @@ def test_patterns_then_a_label_found_again_by_its_tag(tab, served):
     # the step browser finds it by its tag
     runs.goto(f"{url}/steps?run=planted&step=0")
     main.get_by_text("Filter and search").click()
-    main.get_by_test_id("stSelectbox").filter(has_text="Tag").get_by_role("combobox").click()
-    page.keyboard.type("reward")  # the list opens as one types
-    with runs.expect_rerun():
-        page.get_by_role("option", name="reward hack").click()
+    _choose(page, runs, main.get_by_test_id("stSelectbox").filter(has_text="Tag"), "reward", "reward hack")
     assert _params(page)["tag"] == "reward hack"
     expect(main.get_by_text("0 of ")).to_be_visible()  # not at step 0
     with runs.expect_rerun():
