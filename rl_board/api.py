@@ -40,6 +40,11 @@ from rl_board.metrics.reader import metric_catalogue as catalogue
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
 from rl_board.rollouts.filters import SampleFilter
+from rl_board.rollouts.labels import MAX_NOTE, MAX_TAG, Label, LabelStore
+from rl_board.rollouts.labels import SUGGESTED as SUGGESTED_TAGS
+from rl_board.rollouts.patterns import LOOP as LOOP_REPETITION
+from rl_board.rollouts.patterns import MIN_FAMILY
+from rl_board.rollouts.patterns import MIN_SHARE as MIN_FAMILY_SHARE
 from rl_board.rollouts.prompts import prompt_id
 from rl_board.rollouts.report import BadLine, LoadReport
 from rl_board.rollouts.sql import DEFAULT_TIMEOUT as QUERY_TIMEOUT
@@ -64,6 +69,8 @@ __all__ = [
 
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
 __all__ += ["FINISH_REASONS", "tool_result"]  # a trajectory: why it ended, the result that answered a call
+__all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size
+__all__ += ["Label", "LabelStore", "MAX_NOTE", "MAX_TAG", "SUGGESTED_TAGS", "label_store"]  # labels on samples
 __all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
 
 Progress = Callable[[int, int], None]
@@ -85,6 +92,14 @@ def read_metrics(root: Path | str, *, cache_dir: Path | str,
                  allowed_roots: list[Path] | None = None) -> MetricsBundle:  # fmt: skip
     """Every metric source under a root, through the metrics cache; a server passes its served roots."""
     return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots)
+
+
+def label_store() -> LabelStore:
+    """The labels file this process was configured with (``Settings.labels``: $RL_BOARD_LABELS, ``serve
+    --labels``, else the user's data folder), never a file beside the logs unless chosen so."""
+    from rl_board import config
+
+    return LabelStore(config.settings().labels)
 
 
 def check_metrics(bundle: MetricsBundle, settings: Settings) -> list[Finding]:

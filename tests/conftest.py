@@ -20,6 +20,15 @@ def fresh_server_config():
     config.reset()
 
 
+@pytest.fixture(autouse=True)
+def own_labels_file(monkeypatch, tmp_path_factory) -> Path:
+    """Labels a test puts on samples go to a file of its own, never the user's data folder."""
+    path = tmp_path_factory.mktemp("labels") / "labels.sqlite"
+    monkeypatch.setenv("RL_BOARD_LABELS", str(path))
+    config.reset()
+    return path
+
+
 @pytest.fixture
 def set_sizes(monkeypatch):
     """Set byte sizes as a user would (``RL_BOARD_<NAME>``); workers started after it inherit them too."""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rl_board.config import LOOPBACK_HOSTS, REMOTE_EVERY_ENV, ServerConfig, default_cache_dir
+from rl_board.config import LABELS_ENV, LOOPBACK_HOSTS, REMOTE_EVERY_ENV, ServerConfig, default_cache_dir
 from rl_board.errors import RLBoardError
 from rl_board.rollouts.tokens import TokenText
 from rl_board.sources import remote
@@ -36,6 +36,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cache-dir", default=None, help="cache folder (default $RL_BOARD_CACHE_DIR or ~/.cache/rl-board)")
     p.add_argument("--remote-every", type=float, default=15.0, metavar="SECONDS",
                    help="how often remote roots are listed again for new and grown files (default 15)")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="the SQLite file labels on samples are kept in, e.g. one a team shares (default "
+                        "$RL_BOARD_LABELS, else $XDG_DATA_HOME/rl-board/labels.sqlite)")
     p.set_defaults(func=run)
 
 
@@ -92,6 +95,8 @@ def run(ns: argparse.Namespace) -> int:
                           allowed_hosts=allowed_hosts(ns.host, ns.allow_host),
                           remotes=tuple((local.resolve(), url) for local, url in remotes))
     env = {**os.environ, **config.to_env(), REMOTE_EVERY_ENV: str(ns.remote_every)}
+    if ns.labels:
+        env[LABELS_ENV] = str(Path(ns.labels).expanduser().resolve())
     cmd = [sys.executable, "-m", "rl_board.server", "run", str(APP),
            "--server.address", ns.host, "--server.port", str(ns.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",

@@ -162,6 +162,10 @@ FIELDS: tuple[Field, ...] = (
     _f("scripts", SAMPLE, TEXT, "scripts",
        help="The writing systems the answer uses (Latin, Han, Cyrillic...), digits and punctuation left out; "
             "two or more (Latin+Han) is language mixing."),
+    _f("template", SAMPLE, COUNT, "template family",
+       help="The family of near-identical answers the answer belongs to in this run (T1 is the largest; empty: "
+            "none): a template the policy repeats, often to please the reward. Worked out over the whole run when "
+            "first asked for (the Patterns page, the template filter)."),
     _f("nonfinite_tokens", SAMPLE, COUNT, "non-finite token values",
        help="How many NaN or infinite values the token arrays hold."),
     # -- per token ---------------------------------------------------------------------------
@@ -228,8 +232,8 @@ PARSED = frozenset({"prompt", "response", "ref_response", "ground_truth", "messa
 # the chosen estimator's (``table_columns``).
 TABLE_COLUMNS = (
     "prompt", "response", "reward", "ground_truth", "valid_reward",
-    "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars",
-    "ref_response", "ref_reward", "ref_valid_reward", "reward_gap", "valid_reward_gap",
+    "log_ratio_mean", "log_ratio_sum", "kl_mean", "kl_sum", "n_tokens", "response_chars", "repetition", "scripts",
+    "template", "ref_response", "ref_reward", "ref_valid_reward", "reward_gap", "valid_reward_gap",
 )
 # Cards above a step's batch: step-level fields, each with how its change is coloured.
 STEP_CARDS = (("reward", "normal"), ("ref_reward", "normal"), ("length", "off"), ("length_chars", "off"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,6 +38,7 @@ class SampleFilter:
     steps: tuple[int, ...] = field(default=())
     contains: tuple[tuple[str, str], ...] = ()  # (column, text): the column holds the text (any case)
     one_of: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, values): the column is one of them
+    only: tuple[tuple[int, int], ...] | None = None  # (step, sample) pairs to keep (the samples with a tag); None: any
 
     @classmethod
     def build(
@@ -49,12 +51,14 @@ class SampleFilter:
         text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS,
         contains: dict[str, str] | None = None,
         one_of: dict[str, list[str] | tuple[str, ...]] | None = None,
+        only: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
     ) -> SampleFilter:
         """Build from a dict of ranges; checks the search text early so the message is clear.
 
         ``contains`` keeps the samples whose column holds a text (plain, any case; e.g. ``tools``: "search"),
         ``one_of`` those whose column is one of some values (e.g. ``finish_reason``: length, turn_limit); an
-        empty text or list keeps everything.
+        empty text or list keeps everything. ``only`` keeps just the samples named by (step, sample) (what a
+        label store says carries a tag: labels live outside the run's columns); an empty list keeps none.
         """
         for name, value in (("search text", text), *((f"text for {k}", v) for k, v in (contains or {}).items())):
             if value:
@@ -62,12 +66,22 @@ class SampleFilter:
         items = tuple((k, lo, hi) for k, (lo, hi) in sorted((ranges or {}).items()))
         held = tuple((k, v) for k, v in sorted((contains or {}).items()) if v)
         among = tuple((k, tuple(v)) for k, v in sorted((one_of or {}).items()) if v)
-        return cls(items, text, regex, case_sensitive, tuple(text_fields), contains=held, one_of=among)
+        pairs = None if only is None else tuple(sorted({(int(s), int(i)) for s, i in only}))
+        return cls(items, text, regex, case_sensitive, tuple(text_fields), contains=held, one_of=among, only=pairs)
 
     @property
     def is_empty(self) -> bool:
-        return (not self.text and not self.contains and not self.one_of
+        return (not self.text and not self.contains and not self.one_of and self.only is None
                 and all(lo is None and hi is None for _, lo, hi in self.ranges))  # fmt: skip
+
+    def among(self, steps: np.ndarray, samples: np.ndarray) -> np.ndarray:
+        """Which of the samples (their steps and indices within the step) ``only`` keeps (all when it is None)."""
+        if self.only is None:
+            return np.ones(len(steps), dtype=bool)
+        if not self.only:
+            return np.zeros(len(steps), dtype=bool)
+        wanted = np.array(self.only, dtype=np.int64)
+        return pd.MultiIndex.from_arrays([steps, samples]).isin(pd.MultiIndex.from_arrays(wanted.T))
 
     def columns(self) -> list[str]:
         """Columns the filter reads."""

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rl_board.errors import InvalidArgumentError
+from rl_board.errors import InvalidArgumentError, RLBoardError
 
 MAX_TAG = 64
 MAX_NOTE = 4000
@@ -90,12 +90,19 @@ class LabelStore:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path, timeout=10)
+        """A connection in one transaction; a file that cannot be made, opened or written is the user's to fix
+        (RLBoardError naming it), not a crash."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=10)
+        except (OSError, sqlite3.Error) as exc:
+            raise RLBoardError(f"cannot open the labels file {self.path}: {exc}") from None
         try:
             con.executescript(_SCHEMA)
             with con:
                 yield con
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            raise RLBoardError(f"cannot use the labels file {self.path}: {exc}") from None
         finally:
             con.close()
 
@@ -112,6 +119,29 @@ class LabelStore:
         return next(x for x in self.of_sample(run=run, step=step, file=file, line=line, sample_digest=sample_digest)
                     if x.tag == tag)  # fmt: skip
 
+    def put_many(self, keys: list[dict], *, tag: str, note: str | None = None) -> int:
+        """Tag several samples at once (each key as ``RolloutStore.label_key`` gives it), in one transaction:
+        the step browser's selected rows. Returns how many were tagged."""
+        tag, text, now = checked_tag(tag), checked_note(note), time.time()
+        rows = [(k["run"], int(k["step"]), k["file"], int(k["line"]), k["sample_digest"], tag, text, now, now,
+                 note is not None) for k in keys]  # fmt: skip
+        with self._db() as con:
+            con.executemany(
+                "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, tag) "
+                "DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = excluded.digest, "
+                "updated = excluded.updated", rows)
+        return len(rows)
+
+    def remove_many(self, keys: list[dict], *, tag: str) -> int:
+        """Take a tag off several samples in one transaction; how many had it."""
+        tag = checked_tag(tag)
+        gone = 0
+        with self._db() as con:
+            for k in keys:
+                gone += con.execute("DELETE FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? "
+                                    "AND tag = ?", (k["run"], int(k["step"]), k["file"], int(k["line"]), tag)).rowcount
+        return gone
+
     def remove(self, *, run: str, step: int, file: str, line: int, tag: str) -> bool:
         """Take a tag off a sample; False when it did not have it."""
         with self._db() as con:
@@ -121,12 +151,16 @@ class LabelStore:
 
     def of_run(self, run: str) -> list[Label]:
         """Every label of a run, by step, file, line and tag."""
+        if not self.path.exists():  # reading never makes the file: only a first label does
+            return []
         with self._db() as con:
             rows = con.execute("SELECT * FROM labels WHERE run = ? ORDER BY step, file, line, tag", (run,)).fetchall()
         return [Label(*row) for row in rows]
 
     def of_sample(self, *, run: str, step: int, file: str, line: int, sample_digest: str) -> list[Label]:
         """A sample's labels: by its place, else (its log rewritten) by what it says within its step."""
+        if not self.path.exists():
+            return []
         with self._db() as con:
             rows = con.execute("SELECT * FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? "
                                "ORDER BY tag", (run, int(step), file, int(line))).fetchall()  # fmt: skip
@@ -135,8 +169,20 @@ class LabelStore:
                                    (run, int(step), sample_digest)).fetchall()  # fmt: skip
         return [Label(*row) for row in rows]
 
+    def version(self, run: str) -> str:
+        """Changes whenever a label of ``run`` is added, removed or given a new note (by any process): what
+        views that show tags cache on, so they ask the file once per change, not once per click."""
+        if not self.path.exists():
+            return "none"
+        with self._db() as con:
+            count, newest, total = con.execute("SELECT count(*), max(updated), total(updated) FROM labels "
+                                               "WHERE run = ?", (run,)).fetchone()  # fmt: skip
+        return f"{count}:{newest!r}:{total!r}"
+
     def tags(self, run: str | None = None) -> list[str]:
         """Tags in use (of one run, or of all), the suggested ones first."""
+        if not self.path.exists():
+            return list(SUGGESTED)
         with self._db() as con:
             query = "SELECT DISTINCT tag FROM labels" + (" WHERE run = ?" if run else "")
             used = [r[0] for r in con.execute(query, (run,) if run else ()).fetchall()]

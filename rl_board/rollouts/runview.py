@@ -9,6 +9,7 @@ another thread always sees one consistent state.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
@@ -109,6 +110,12 @@ class RunView:
         rows = self.rows(step)
         if filters is None or filters.is_empty:
             return rows
+        if filters.only is not None:  # named samples (a tag's): chosen by step and index, not by a column
+            rows = rows[filters.among(self.step_of[rows], self.within[rows])]
+            filters = dataclasses.replace(filters, only=None)
+            if filters.is_empty or not len(rows):
+                return rows
+            return rows[mask(self.take(filters.columns(), rows), filters)]
         cols = filters.columns()
         if step is None:
             keep = np.concatenate([mask(piece, filters) for piece in self.pieces(cols)] or [np.zeros(0, bool)])

@@ -202,7 +202,7 @@ class RolloutStore:
     @property
     def fields(self) -> list[str]:
         """Log fields that hold at least one value (derived columns excluded)."""
-        derived = set(S.DERIVED_SAMPLE_FIELDS) | set(S.DERIVED_TOKEN_LISTS) | {S.LINE}
+        derived = set(S.DERIVED_SAMPLE_FIELDS) | set(S.DERIVED_TOKEN_LISTS) | {S.LINE, patterns.TEMPLATE}
         v = self._view
         return sorted(n for n in v.names if n not in derived and v.has(n))
 
@@ -352,6 +352,19 @@ class RolloutStore:
         mixed = int(frame[S.SCRIPTS].str.contains("+", regex=False).sum()) if S.SCRIPTS in frame.columns else 0
         return {"loops": loops, "mixed_scripts": mixed}
 
+    def signals_by_step(self) -> pd.DataFrame:
+        """Per step: ``samples``, ``loops`` (``repetition`` at or above ``patterns.LOOP``) and ``mixed_scripts``
+        (answers in two or more scripts): where in training those failures start."""
+        frame = self.samples(columns=[c for c in (S.REPETITION, S.SCRIPTS) if self.has(c)])
+        loops = frame[S.REPETITION] >= patterns.LOOP if S.REPETITION in frame.columns else False
+        mixed = frame[S.SCRIPTS].str.contains("+", regex=False).fillna(False).astype(bool) \
+            if S.SCRIPTS in frame.columns else False
+        marks = pd.DataFrame({S.STEP: frame[S.STEP], "loops": loops, "mixed_scripts": mixed}).astype(
+            {"loops": "int64", "mixed_scripts": "int64"})
+        out = marks.groupby(S.STEP, sort=True).agg(samples=("loops", "size"), loops=("loops", "sum"),
+                                                   mixed_scripts=("mixed_scripts", "sum"))  # fmt: skip
+        return out.reset_index()
+
     def family_shares(self) -> pd.DataFrame:
         """Per step, each family's share of the step's answers."""
         self.find_templates()
@@ -382,13 +395,19 @@ class RolloutStore:
         if not found:
             return pd.DataFrame(columns=columns)
         v = self._view
-        place = {(int(s), v.files[v.file_idx[r]], int(v.line_of[r])): int(w)
-                 for r, (s, w) in enumerate(zip(v.step_of, v.within, strict=True))}  # fmt: skip
-        rows = [(x.step, place.get((x.step, x.file, x.line)), x.file, x.line, x.tag, x.note, x.created, x.updated)
-                for x in found]  # fmt: skip
-        frame = pd.DataFrame(rows, columns=columns)
-        frame["sample"] = frame["sample"].astype("Int64")
-        return frame
+        frame = pd.DataFrame([(x.step, x.file, x.line, x.tag, x.note, x.created, x.updated) for x in found],
+                             columns=[c for c in columns if c != "sample"])  # fmt: skip
+        # where each label's (step, file, line) is now, over every row at once (a run has many rows, few labels)
+        files = pd.Series(range(len(v.files)), index=list(v.files), dtype="int64")
+        frame_file = frame["file"].map(files).fillna(-1).astype("int64")
+        here = pd.DataFrame({"step": v.step_of.astype("int64"), "file_idx": v.file_idx.astype("int64"),
+                             "line": v.line_of.astype("int64"), "sample": v.within.astype("int64")})  # fmt: skip
+        keys = pd.DataFrame({"step": frame["step"].astype("int64"), "file_idx": frame_file,
+                             "line": frame["line"].astype("int64")})  # fmt: skip
+        placed = keys.merge(here.drop_duplicates(["step", "file_idx", "line"]), how="left",
+                            on=["step", "file_idx", "line"])  # fmt: skip
+        frame.insert(1, "sample", placed["sample"].astype("Int64").to_numpy())
+        return frame[columns]
 
     def with_tags(self, table: pa.Table, store: labels_mod.LabelStore) -> pa.Table:
         """``table`` (step and sample columns) with a ``tags`` column: each sample's tags, comma-joined."""
@@ -397,6 +416,12 @@ class RolloutStore:
         steps, samples = table.column(STEP_COL).to_pylist(), table.column(INDEX_COL).to_pylist()
         values = [lookup.get((s, i)) for s, i in zip(steps, samples, strict=True)]
         return table.append_column("tags", pa.array(values, pa.string()))
+
+    def tagged(self, store: labels_mod.LabelStore, tag: str) -> list[tuple[int, int]]:
+        """The (step, sample) of every sample of the run carrying ``tag`` (for ``SampleFilter.build(only=...)``)."""
+        frame = self.labels(store).dropna(subset=["sample"])
+        frame = frame[frame["tag"] == tag]
+        return [(int(s), int(i)) for s, i in zip(frame["step"], frame["sample"], strict=True)]
 
     def tags_by_sample(self, store: labels_mod.LabelStore) -> pd.DataFrame:
         """``step, sample, tags`` (sorted, comma-joined) for every labelled sample of the run."""

@@ -24,6 +24,7 @@ PAGES = (
     ("prompts", "views/prompts.py", "Prompts", ":material/history:"),
     ("matchup", "views/matchup.py", "Same prompts", ":material/compare_arrows:"),
     ("tools", "views/tools.py", "Tools", ":material/build:"),
+    ("patterns", "views/patterns.py", "Patterns", ":material/pattern:"),
     ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
     ("health", "views/health.py", "Health", ":material/health_and_safety:"),
     ("query", "views/query.py", "SQL", ":material/database:"),

@@ -195,3 +195,41 @@ def tools_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.Dat
 def tool_calls(run_path: str, signature: str, step: int, _store: RolloutStore) -> pd.DataFrame:
     """Every tool call of one step, with its arguments and the result that answered it."""
     return _store.tool_calls(step=step).to_pandas()
+
+
+# -- failure patterns: worked out once per state of the run (the store memoises the families too) ------------
+
+
+@st.cache_data(show_spinner="Finding families of near-identical answers…", max_entries=16)
+def pattern_families(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """The run's template families, largest first (size, share, first and last step, rewards, an example)."""
+    return _store.pattern_families()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def family_shares(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per step, each template family's share of the step's answers."""
+    return _store.family_shares()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def signals_by_step(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
+    """Per step: samples, loops and mixed-script answers."""
+    return _store.signals_by_step()
+
+
+# -- labels: cached on the labels file's version of the run, so a click reads the file once -------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def run_labels(run_path: str, signature: str, labels_file: str, version: str, _store: RolloutStore,
+               _labels: api.LabelStore) -> pd.DataFrame:  # fmt: skip
+    """Every label of the run with the sample it is on now (``RolloutStore.labels``)."""
+    return _store.labels(_labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def tags_by_sample(run_path: str, signature: str, labels_file: str, version: str, _store: RolloutStore,
+                   _labels: api.LabelStore) -> pd.DataFrame:  # fmt: skip
+    """``step, sample, tags`` (comma-joined) of every labelled sample of the run."""
+    return _store.tags_by_sample(_labels)

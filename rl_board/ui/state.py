@@ -1,6 +1,6 @@
 """The view state of a session and its mirror in the URL.
 
-The state (run, step, sample, sort, filters, token metric, table page) lives
+The state (run, step, sample, sort, filters, token metric, table page...) lives
 in ``st.session_state`` under ``view.<name>`` keys, so it survives page
 switches (widgets are dropped when their page is not shown). It is read from
 the URL once, at the first run of a session (a copied link restores the view
@@ -78,6 +78,9 @@ PARAMS = (
     Param("turns", "range"), Param("tool_calls", "range"), Param("tools", "str", ""),
     Param("tool_errors", "bool", False), Param("finish_reason", "list", ()),
     Param("turn", "int"), Param("tool", "str"),
+    # failure patterns and labels: the step browser's filters, the Patterns page's family
+    Param("repetition", "range"), Param("scripts", "str", ""), Param("template", "int"), Param("tag", "str", ""),
+    Param("family", "int"),
 )
 TRAJECTORY_RANGES = ("turns", "tool_calls")  # range filters shown for multi-turn runs only
 _BY_NAME = {p.name: p for p in PARAMS}
@@ -255,7 +258,7 @@ def show(where: Where) -> None:
     """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
     put_many(run=where.run, step=where.step, sample=where.sample, table_page=1, search=where.text, regex=False,
              match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc),
-             tools="", tool_errors=False, finish_reason=[], turn=None)
+             tools="", tool_errors=False, finish_reason=[], turn=None, scripts="", template=None, tag="")
     for name in RANGE_PARAMS:
         low, high = where.ranges.get(name, (None, None))
         put_many(**{f"{name}__lo": low, f"{name}__hi": high})

@@ -58,7 +58,7 @@ def test_mismatch_notice(open_app, store_of):
 def test_token_metric_from_link_and_chooser(open_app):
     at = open_app("sample", run="ppo", step="1", sample="0", token_metric="logp")
     assert_clean(at)
-    assert at.get("button_group")[0].value == "logp"
+    assert at.button_group(key="w.token_metric").value == "logp"
     assert any("Top tokens by log-prob" in t for t in texts(at.markdown))
 
 

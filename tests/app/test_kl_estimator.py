@@ -65,7 +65,7 @@ def test_sample_page_cards_and_token_colours_use_the_estimator(open_app, store_o
     assert float(cards["KL (k2, mean)"]) == pytest.approx(row["kl_k2_mean"], rel=1e-3)
     assert float(cards["KL (k2, sum)"]) == pytest.approx(row["kl_k2_sum"], rel=1e-3)
     assert not {"KL (k3, mean)", "KL (k3, sum)"} & set(cards)
-    colour = at.get("button_group")[0]
+    colour = at.button_group(key="w.token_metric")
     assert colour.value == "kl_k2" and "KL (k2)" in colour.options and "KL (k3)" not in colour.options
     assert any("Top tokens by KL (k2)" in t for t in texts(at.markdown))
     assert _param(at, "token_metric") == "kl_k2"

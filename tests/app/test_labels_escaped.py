@@ -30,6 +30,8 @@ from streamlit.testing.v1 import AppTest
 from rl_board import config
 from rl_board.metrics.reader import load_metrics
 from rl_board.rollouts.demo import DemoSpec, write_run
+from rl_board.rollouts.labels import LabelStore
+from rl_board.rollouts.store import RolloutStore
 from tests.helpers.apptest import APP, PAGES, assert_clean
 from tests.helpers.metric_fixtures import write_di_engine_folder, write_tensorboard_run
 
@@ -203,7 +205,8 @@ def markdown_with(page: Shown, *needles: str) -> list[str]:
 
 
 def test_the_visits_below_cover_every_page():
-    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health", "tools"}
+    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health", "tools",
+               "patterns"}  # fmt: skip
     assert set(PAGES) == visited
 
 
@@ -253,6 +256,27 @@ def test_agent_run_pages_with_a_hostile_tool(visit):
     check(visit("sample", AGENT_RUN))
     check(visit("steps", AGENT_RUN))
     check(visit("overview", AGENT_RUN))
+
+
+@pytest.mark.parametrize("run", [RUN_A, RUN_B])
+def test_tools_and_patterns_pages(visit, run):
+    check(visit("tools", run))
+    check(visit("patterns", run))
+
+
+def test_tags_and_notes_are_text_on_the_sample_page_and_in_the_step_browser(visit, hostile_root, tmp_path):
+    """Tags and notes are the user's text: as hostile as a file name, shown the same way."""
+    store = RolloutStore.open(hostile_root / RUN_B, cache_dir=tmp_path / "cache")
+    labels = LabelStore(config.settings().labels)
+    for tag in (RUN_A, FILE_B[:60]):
+        labels.put(**store.label_key(step=0, index=0), tag=tag, note=RUN_B)
+    page = check(visit("sample", RUN_B, step=0, sample=0))
+    assert markdown_with(page, ":material/label:", "\\!\\[I\\]\\(https\\:/evil\\.example/run\\.png\\)")
+    assert markdown_with(page, ":material/label:", "⟨U\\+202E⟩")  # the file name's bidi control, shown
+    assert markdown_with(page, "\\<img src\\=x onerror\\=alert\\(1\\)\\>", "⟨U\\+202E⟩evil")  # the note
+    page = check(visit("steps", RUN_B, step=0, tag=RUN_A))
+    cells = [text for where, text in page.plain if where == "Dataframe.cell"]
+    assert any(RUN_A in c and "⟨U+202E⟩" in c for c in cells)  # the tags cell: both tags, as text
 
 
 @pytest.mark.parametrize("run", [RUN_A, RUN_B])

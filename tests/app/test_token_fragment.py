@@ -13,8 +13,8 @@ from tests.helpers.apptest import APP, assert_clean, texts
 
 def test_colour_change_redraws_the_tokens_and_the_link(open_app):
     at = open_app("sample", run="ppo", step="1", sample="0")
-    assert at.get("button_group")[0].value == "kl"
-    at.get("button_group")[0].set_value("logp").run()
+    assert at.button_group(key="w.token_metric").value == "kl"
+    at.button_group(key="w.token_metric").set_value("logp").run()
     assert_clean(at)
     assert any("Top tokens by log-prob" in t for t in texts(at.markdown))
     legend = " ".join(str(h.proto.body) for h in at.get("html"))

@@ -52,6 +52,7 @@ def server(browser_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server")
     srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={  # REPO: the project's config.toml
         "RL_BOARD_ROOTS": str(browser_root), "RL_BOARD_CACHE_DIR": str(logs / "cache"),
+        "RL_BOARD_LABELS": str(logs / "labels.sqlite"),  # never the user's data folder
     })
     yield srv
     stop_streamlit(srv.proc)

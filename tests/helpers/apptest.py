@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
 PAGES = {name: f"views/{name}.py" for name in ("overview", "steps", "sample", "groups", "prompts", "matchup",
-                                                "metrics", "health", "tools")}
+                                                "metrics", "health", "tools", "patterns")}
 
 
 def decode(value):

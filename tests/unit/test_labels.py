@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rl_board.errors import InvalidArgumentError
+from rl_board.errors import InvalidArgumentError, RLBoardError
 from rl_board.rollouts.labels import MAX_NOTE, LabelStore
 from rl_board.rollouts.sql import run_query
 from rl_board.rollouts.store import RolloutStore
@@ -98,3 +98,54 @@ def test_label_text_is_bounded(tmp_path: Path) -> None:
                           "0", "--tag", "x" * 70, "--cache-dir", str(tmp_path / "c")], capture_output=True, text=True,
                          env=env)  # fmt: skip
     assert out.returncode == 2 and "a tag is at most 64 characters" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_version_changes_with_every_label_and_reading_never_makes_the_file(tmp_path: Path) -> None:
+    """The pages cache the run's labels on ``version``: it must change on every add, note and removal."""
+    labels = LabelStore(tmp_path / "data" / "labels.sqlite")
+    assert labels.of_run("r") == [] and labels.version("r") == "none" and not labels.path.exists()
+    keys = [{"run": "r", "step": 1, "file": "f", "line": n, "sample_digest": f"d{n}"} for n in (1, 2, 3)]
+    seen = [labels.version("r")]
+    assert labels.put_many(keys, tag="loop") == 3
+    seen.append(labels.version("r"))
+    labels.put_many(keys[:1], tag="loop", note="why")  # a new note on a tag it has
+    seen.append(labels.version("r"))
+    assert labels.remove_many(keys[1:], tag="loop") == 2 and labels.remove_many(keys[1:], tag="loop") == 0
+    seen.append(labels.version("r"))
+    assert len(set(seen)) == len(seen)
+    [left] = labels.of_run("r")
+    assert (left.line, left.note) == (1, "why") and labels.version("other") != seen[-1]
+    with pytest.raises(InvalidArgumentError, match="at least one"):
+        labels.put_many(keys, tag=" ")
+
+
+def test_an_unusable_labels_file_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "labels.sqlite").write_text("not a database" * 100)
+    with pytest.raises(RLBoardError, match="labels file"):
+        LabelStore(tmp_path / "labels.sqlite").of_run("r")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RLBoardError, match="cannot open the labels file"):
+        LabelStore(tmp_path / "file" / "labels.sqlite").put(run="r", step=0, file="f", line=1, sample_digest="d",
+                                                            tag="t")  # fmt: skip
+
+
+def test_samples_by_tag_and_the_signals_per_step(tmp_path: Path) -> None:
+    from rl_board.rollouts.filters import SampleFilter
+
+    run, labels = tmp_path / "run", LabelStore(tmp_path / "l.sqlite")
+    write(run, 0, range(3))
+    with RolloutWriter(run, rank=0) as writer:
+        writer.write(1, "q", " ".join(["again and again"] * 30), 0.0)  # a loop
+        writer.write(2, "q", "mostly English 然后检查结果 then more", 0.0)  # a mix of scripts
+    store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
+    for step, sample in ((1, 3), (2, 0), (2, 2)):
+        labels.put(**store.label_key(step=step, index=sample), tag="odd")
+    assert sorted(store.tagged(labels, "odd")) == [(1, 3), (2, 0), (2, 2)] and store.tagged(labels, "x") == []
+    only = SampleFilter.build(only=store.tagged(labels, "odd"))
+    assert store.samples(filters=only)[["step", "sample"]].values.tolist() == [[1, 3], [2, 0], [2, 2]]
+    assert store.count(step=2, filters=only) == 2 and store.count(filters=SampleFilter.build(only=[])) == 0
+    both = SampleFilter.build(only=store.tagged(labels, "odd"), ranges={"reward": (0.5, None)})
+    assert store.samples(filters=both)[["step", "sample"]].values.tolist() == [[2, 2]]  # answer k scores k
+    signals = store.signals_by_step()
+    assert signals.to_dict("list") == {"step": [0, 1, 2], "samples": [3, 4, 4], "loops": [0, 1, 0],
+                                       "mixed_scripts": [0, 0, 1]}  # fmt: skip

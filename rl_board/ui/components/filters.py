@@ -1,4 +1,5 @@
-"""Sample filters: reward / KL / length ranges and a text or regex search, optionally over all steps."""
+"""Sample filters: reward / KL / length / repetition ranges, a text or regex search, optionally over all steps;
+an agent run's trajectory filters; the failure-pattern and label filters (scripts, template family, tag)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from rl_board.api import RolloutStore, SampleFilter
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields as F
 from rl_board.ui import state
-from rl_board.ui.text import escape_markdown
+from rl_board.ui.components.labels import tagged, tags_in_run
+from rl_board.ui.text import display_name, escape_markdown
 
 
 @dataclass(frozen=True)
@@ -69,12 +71,14 @@ def _reset_page() -> None:
 
 def _is_active() -> bool:
     return (bool(state.get("search") or state.get("tools") or state.get("tool_errors") or state.get("finish_reason"))
+            or bool(state.get("scripts") or state.get("template") is not None or state.get("tag"))
             or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS))  # fmt: skip
 
 
-def _clear() -> None:
+def clear_filters() -> None:
+    """Every filter off (a link from another page then sets only its own)."""
     state.put_many(search="", regex=False, match_case=False, table_page=1, filter_column="", tools="",
-                   tool_errors=False, finish_reason=[])
+                   tool_errors=False, finish_reason=[], scripts="", template=None, tag="")
     for name in state.RANGE_PARAMS:
         state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
 
@@ -106,21 +110,25 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
         trajectory = trajectory_ranges(store)
         if trajectory:
             _trajectory_filters(store, trajectory)
+        _pattern_filters(store)
         if not store.has("kl_mean"):
             st.caption("No KL filter: this run has no log-probs.")
-        st.button("Clear filters", on_click=_clear, key="clear_filters")
+        st.button("Clear filters", on_click=clear_filters, key="clear_filters")
     ranges = {col: state.get_range(name) for name, (col, _) in (columns | trajectory).items()}
     if extra:
         ranges[extra] = state.get_range("filter_range")
     if trajectory and state.get("tool_errors"):
         ranges["n_tool_errors"] = (1.0, None)
     held, among = _trajectory_choice(store) if trajectory else ({}, {})
+    held, only = held | _scripts_choice(store), _tag_choice(store)
+    ranges |= _template_choice(store)
     try:
         flt = SampleFilter.build(ranges=ranges, text=state.get("search") or "", regex=bool(state.get("regex")),
-                                 case_sensitive=bool(state.get("match_case")), contains=held, one_of=among)
+                                 case_sensitive=bool(state.get("match_case")), contains=held, one_of=among,
+                                 only=only)  # fmt: skip
     except InvalidArgumentError as exc:
         st.error(f"{escape_markdown(str(exc))} — the search is ignored until it is fixed.")
-        flt = SampleFilter.build(ranges=ranges, one_of=among)
+        flt = SampleFilter.build(ranges=ranges, one_of=among, only=only)
     return FilterChoice(None if flt.is_empty else flt, bool(state.get("all_steps")), not flt.is_empty)
 
 
@@ -155,3 +163,48 @@ def _trajectory_choice(store: RolloutStore) -> tuple[dict[str, str], dict[str, l
     held = {"tools": (state.get("tools") or "").strip()} if store.has("tools") else {}
     among = {"finish_reason": list(state.get("finish_reason") or [])} if store.has("finish_reason") else {}
     return held, among
+
+
+def _pattern_filters(store: RolloutStore) -> None:
+    """The scripts an answer uses (text), its template family (the Patterns page's T-number) and a tag."""
+    st.caption("Failure patterns and labels (repetition is a range above)")
+    scripts, template, tag = st.columns([2, 1, 2], vertical_alignment="bottom")
+    if store.has("scripts"):
+        scripts.text_input(F.sample("scripts").title, placeholder="e.g. Han, or + for any mix",
+                           help=F.sample("scripts").help + " Matches a part of the name: `+` finds every mix.",
+                           **state.bind("scripts", _reset_page))  # fmt: skip
+    if store.has("response"):
+        family = state.get("template")
+        if family is not None and family < 1:  # a link's family 0 or below: none has that number
+            st.warning(f"Ignored the template family {family}: families are numbered from 1 (T1 the largest).")
+            state.put("template", None)
+        template.number_input("Template family (T…)", min_value=1, step=1, value=None, format="%d",
+                              placeholder="any", help=F.sample("template").help, **state.bind("template", _reset_page))
+    options = ["", *tags_in_run(store)]
+    wanted = state.get("tag") or ""
+    if wanted not in options:  # a link's tag no sample carries (any more): kept, so the table says none match
+        options.append(wanted)
+    tag.selectbox("Tag", options, format_func=lambda t: display_name(t) if t else "any (or none)",
+                  help="Only the samples carrying this label (see the Sample page to add one)",
+                  **state.bind("tag", _reset_page))  # fmt: skip
+
+
+def _scripts_choice(store: RolloutStore) -> dict[str, str]:
+    text = (state.get("scripts") or "").strip()
+    return {"scripts": text} if text and store.has("scripts") else {}
+
+
+def _template_choice(store: RolloutStore) -> dict[str, tuple[float | None, float | None]]:
+    """The family's range (its number both ends); the families are worked out first if they were not yet."""
+    family = state.get("template")
+    if family is None or not store.has("response"):
+        return {}
+    if not store.has("template"):  # once per state of the run (the Patterns page may have asked already)
+        with st.spinner("Finding families of near-identical answers…"):
+            store.find_templates()
+    return {"template": (float(family), float(family))} if store.has("template") else {}
+
+
+def _tag_choice(store: RolloutStore) -> list[tuple[int, int]] | None:
+    tag = state.get("tag") or ""
+    return tagged(store, tag) if tag else None

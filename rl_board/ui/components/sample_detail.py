@@ -1,4 +1,4 @@
-"""One sample: navigation, scores, the four texts side by side (as text), other fields, tokens."""
+"""One sample: navigation, scores, its labels, the four texts side by side (as text), other fields, tokens."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rl_board.api import RolloutStore, SampleDetail, parsed_messages
 from rl_board.formats import fields as F
 from rl_board.ui import cached, state, turns
 from rl_board.ui.components.conversation import render_conversation
+from rl_board.ui.components.labels import render_sample_labels
 from rl_board.ui.components.step_picker import valid_step
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.components.trajectory import render_trajectory
@@ -135,6 +136,7 @@ def render_sample(ctx: Context) -> None:
     st.markdown(f"#### Step {step} · sample {index}")
     parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
     _scores(detail.fields, parts, ctx.settings.kl)
+    render_sample_labels(store, step, index)
     messages = parsed_messages(detail.fields.get("messages"))
     if turns.is_trajectory(messages):
         render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run)

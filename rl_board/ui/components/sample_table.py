@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -13,6 +14,7 @@ from rl_board.api import RolloutStore, SampleFilter
 from rl_board.formats import fields as F
 from rl_board.ui import state
 from rl_board.ui.components.filters import FilterChoice
+from rl_board.ui.components.labels import render_rows_labels, tag_column, tags_by_sample, with_tags
 from rl_board.ui.components.selection import selected_item
 from rl_board.ui.text import TextDisplay, escape_markdown, shown_column, visible_bidi_column
 
@@ -20,6 +22,7 @@ PAGE_ROWS = 1000
 CELL_CHARS = 1000
 TRAJECTORY_CELL_CHARS = 300  # an agent run's prompt and response are every turn joined: a cell shows the start
 TABLE_KEY = "sample_table"
+TAGGING_KEY = "sample_table_tagging"  # the same table while rows are ticked to tag them (+ the rows it shows)
 _ROWS_KEY = "_table_rows"
 TEXT_COLUMNS = tuple(f.name for f in F.at(F.SAMPLE) if f.kind == F.TEXT and f.source)
 
@@ -89,7 +92,7 @@ def _column_config(frame: pd.DataFrame) -> dict:
         if name in TEXT_COLUMNS:
             wide = name in ("prompt", "response")  # the texts people read: wide enough for a sentence
             config[name] = st.column_config.TextColumn(label, width="large" if wide else "medium", help=help_text)
-        elif field is not None and field.kind == F.COUNT:
+        elif field is not None and field.kind == F.COUNT and pd.api.types.is_numeric_dtype(frame[name].dtype):
             config[name] = st.column_config.NumberColumn(label, format="%d", width="small", help=help_text)
         elif pd.api.types.is_float_dtype(frame[name].dtype):
             config[name] = st.column_config.NumberColumn(label, format="%.4f", help=help_text)
@@ -98,11 +101,13 @@ def _column_config(frame: pd.DataFrame) -> dict:
     return config
 
 
-def column_order(columns: list[str], sort: str) -> list[str]:
-    """Step and sample first, then the sorted column (so the ranking is visible), then the rest."""
+def column_order(columns: list[str], sort: str, tags: str = "") -> list[str]:
+    """Step and sample first, then the sorted column (so the ranking is visible), the samples' tags, the rest."""
     head = [c for c in ("step", "sample") if c in columns]
     if sort in columns and sort not in head:
         head.append(sort)
+    if tags in columns and tags not in head:
+        head.append(tags)
     return head + [c for c in columns if c not in head]
 
 
@@ -115,6 +120,8 @@ def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool,
             out[name] = visible_bidi_column(shown_column(out[name], text, max_chars=max_chars))
     if not show_step:
         out = out.drop(columns=["step"])
+    if "template" in out.columns:  # a family by its name on the Patterns page (T1 the largest); none left empty
+        out["template"] = out["template"].map(lambda v: f"T{int(v)}" if pd.notna(v) and v > 0 else None)
     for name in out.columns:
         column = out[name]
         if pd.api.types.is_object_dtype(column.dtype):  # user fields holding lists or dicts: show as text
@@ -177,25 +184,49 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
     columns = table_columns(store, kl)
     frame = store.samples(step=scope, columns=shown_columns(store, columns), sort_by=sort, descending=desc,
                           filters=flt, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
-    st.session_state[_ROWS_KEY] = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))
-    right.button("Open top sample", key="open_top", icon=":material/open_in_new:",
-                 on_click=open_sample, args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
-                 help="Open the first row of the table as sorted")
+    pairs = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))
+    st.session_state[_ROWS_KEY] = pairs
+    top, tagging = right.columns([1, 1], vertical_alignment="bottom")
+    top.button("Open top sample", key="open_top", icon=":material/open_in_new:",
+               on_click=open_sample, args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
+               help="Open the first row of the table as sorted")
+    tagging.toggle("Tag rows", help="Tick several rows and tag them at once (a click then ticks a row instead of "
+                   "opening its sample)", **state.bind("tag_rows", default=False))  # fmt: skip
+    tags = tag_column(frame)
+    frame = with_tags(frame, tags_by_sample(store))
     clip = TRAJECTORY_CELL_CHARS if store.multi_turn else CELL_CHARS
     shown = display_frame(frame, text, show_step=scope is None, max_chars=clip)
-    st.dataframe(shown, hide_index=True, column_config=_column_config(shown), key=TABLE_KEY,
-                 column_order=column_order(list(shown.columns), sort),
-                 on_select=_open_selected, selection_mode=["single-row", "single-cell"],
-                 height="auto" if len(shown) <= 12 else 460)
-    st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
-               f"{clip} characters are clipped here; the sample view shows them whole.")
+    shown[tags] = shown[tags].fillna("")  # an untagged sample: an empty cell, not "None"
+    config = _column_config(shown) | {tags: st.column_config.TextColumn(
+        tags, help="The labels people put on the sample (on the Sample page, or on ticked rows here)")}
+    order = column_order(list(shown.columns), sort, tags)
+    height = "auto" if len(shown) <= 12 else 460
+    if state.get("tag_rows", False):
+        event = st.dataframe(shown, hide_index=True, column_config=config, key=tagging_key(pairs), column_order=order,
+                             on_select="rerun", selection_mode="multi-row", height=height)
+        ticked = [pairs[k] for k in event.selection.rows if k < len(pairs)]
+        st.caption("Tick the rows to tag (the boxes at their left; the header's box ticks the whole page), then "
+                   "tag them below. Turn off **Tag rows** to open samples with a click again.")
+        render_rows_labels(store, ticked)
+    else:
+        st.dataframe(shown, hide_index=True, column_config=config, key=TABLE_KEY, column_order=order,
+                     on_select=_open_selected, selection_mode=["single-row", "single-cell"], height=height)
+        st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
+                   f"{clip} characters are clipped here; the sample view shows them whole.")
     _export_buttons(store, scope, columns, sort, desc, flt, run)
+
+
+def tagging_key(pairs: list[tuple[int, int]]) -> str:
+    """The ticking table's key, new whenever it shows other samples (another step, filter, sort or page): ticks
+    stand for rows by position, so they must not carry over to samples the user did not tick."""
+    return f"{TAGGING_KEY}.{hashlib.sha1(repr(pairs).encode()).hexdigest()[:12]}"
 
 
 def _export_buttons(store: RolloutStore, scope: int | None, columns: list[str], sort: str, desc: bool,
                     flt: SampleFilter | None, run: str) -> None:
-    def rows() -> pd.DataFrame:
-        return store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt)
+    def rows() -> pd.DataFrame:  # with the samples' tags, as `rl-board export` writes them
+        frame = store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt)
+        return with_tags(frame, store.tags_by_sample(api.label_store()))
 
     a, b, _ = st.columns([1, 1, 3])
     a.download_button("Export CSV", data=lambda: api.to_csv_bytes(rows()), mime="text/csv",
