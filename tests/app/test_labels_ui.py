@@ -48,6 +48,8 @@ def test_tag_and_note_a_sample_from_the_sample_page(root, own_labels_file):
     at = open_page("sample", run="run", step="2", sample="5")
     assert_clean(at)
     assert any(t.startswith("**Labels** · none yet") for t in texts(at.markdown))
+    assert "sample_label_tag" not in [w.key for w in at.text_input]  # no inputs until asked for
+    at.toggle(key="sample_label_open").set_value(True).run()  # the inputs, drawn only when asked for
     at.button_group(key="sample_label_pick").set_value("reward hack").run()  # a suggestion clicked
     assert at.text_input(key="sample_label_tag").value == "reward hack"
     at.text_area(key="sample_label_note").input("says <b>great</b> [x](https:/evil.example)").run()
@@ -74,6 +76,7 @@ def test_tag_and_note_a_sample_from_the_sample_page(root, own_labels_file):
 
 def test_a_refused_tag_or_note_is_a_message_not_a_traceback(root):
     at = open_page("sample", run="run", step="1", sample="0")
+    at.toggle(key="sample_label_open").set_value(True).run()
     at.button(key="label_add").click().run()  # no tag chosen
     assert_clean(at)
     assert said(at) == ["Not saved\\: a tag needs at least one character\\."]
@@ -91,6 +94,7 @@ def test_a_refused_tag_or_note_is_a_message_not_a_traceback(root):
 
 def test_a_typed_tag_is_text_everywhere(root):
     at = open_page("sample", run="run", step="0", sample="3")
+    at.toggle(key="sample_label_open").set_value(True).run()
     at.text_input(key="sample_label_tag").input(HOSTILE_TAG).run()
     at.button(key="label_add").click().run()
     assert_clean(at)

@@ -127,6 +127,9 @@ def test_patterns_then_a_label_found_again_by_its_tag(tab, served):
     runs.goto(f"{url}/sample?run=planted&step={step}&sample={sample}")
     panel = page.locator(".st-key-sample_labels")
     expect(panel.get_by_text("none yet")).to_be_visible()
+    expect(panel.get_by_role("textbox", name="Tag", exact=True)).to_have_count(0)  # drawn only when asked for
+    with runs.expect_rerun():
+        panel.get_by_text("Add a label", exact=True).click()
     with runs.expect_rerun():
         panel.get_by_test_id("stButtonGroup").get_by_role("radio", name="reward hack").click()
     expect(panel.get_by_role("textbox", name="Tag", exact=True)).to_have_value("reward hack")

@@ -151,9 +151,13 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
     key = store.label_key(step=step, index=index)
     found = api.label_store().of_sample(**key)
     with st.container(border=True, key="sample_labels"):
-        st.markdown("**Labels**" if found else "**Labels** · none yet",
-                    help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
-                         "the step browser filters by them, `rl-board labels RUN` lists them.")
+        head, opener = st.columns([5, 2], vertical_alignment="center")
+        head.markdown("**Labels**" if found else "**Labels** · none yet",
+                      help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
+                           "the step browser filters by them, `rl-board labels RUN` lists them.")
+        # the inputs are drawn only when asked for: they cost every sample page a fifth of a second in the browser
+        opener.toggle("Add a label", key=f"{prefix}_open", help="Show the tag and note inputs (they stay open "
+                      "from sample to sample until turned off).")
         for k, label in enumerate(found):
             name, note, button = st.columns([3, 8, 2], vertical_alignment="center")
             name.markdown(f":material/label: **{escape_markdown(label.tag)}**")
@@ -161,9 +165,10 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
                 note.caption(escape_markdown(label.note))
             button.button("Remove", key=f"label_remove_{k}", icon=":material/close:", on_click=_remove_one, width="stretch",
                           args=(store, step, index, label.tag, prefix), help="Take this tag off the sample")
-        _inputs(store, prefix)
-        st.button("Add label", key="label_add", icon=":material/new_label:", on_click=_apply,
-                  args=(store, [(step, index)], prefix, False, False))
+        if st.session_state.get(f"{prefix}_open"):
+            _inputs(store, prefix)
+            st.button("Add label", key="label_add", icon=":material/new_label:", on_click=_apply,
+                      args=(store, [(step, index)], prefix, False, False))
         _show_said(prefix)
 
 
