@@ -3,7 +3,8 @@ and what the signals cost a cold load. Prints figures beside targets; asserts no
 
     .venv/bin/python benchmarks/patterns.py [--seeds 3] [--size-mb 200]
 
-Clean runs: the bundled samples (rollout_samples/) and generated runs with nothing planted. Planted runs: one
+Clean runs: the bundled samples (rollout_samples/) but the demo PPO run, whose reward hacking is planted, and
+generated runs with nothing planted. Planted runs: one
 failure each (a reward-hacking template spreading, loops, mixed scripts, answers cut at the length cap), its
 rate growing over the steps (``rl_board/rollouts/planted.py``). A rule that fires on a clean run is a bug.
 """
@@ -26,6 +27,8 @@ from rl_board.rollouts.store import RolloutStore  # noqa: E402
 
 RULES = {"template": "template_spreading", "loops": "loops", "mixed": "mixed_scripts", "cut": "cut_at_length"}
 PATTERN_RULES = set(RULES.values())
+# Bundled runs that are not clean: `rl-board demo` plants a repeated "Great question!" reward hack in ppo_math
+PLANTED_DEMO = {"ppo_math": "the demo's planted reward hacking: a repeated 'Great question!' answer"}
 
 
 def fired(store: RolloutStore, name: str) -> set[str]:
@@ -55,7 +58,8 @@ def main() -> int:
     ns = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="patterns-"))
     print("False alarms on clean runs (target: none)")
-    for run in sorted(p for p in (REPO / "rollout_samples").iterdir() if p.is_dir()):
+    bundled = sorted(p for p in (REPO / "rollout_samples").iterdir() if p.is_dir())
+    for run in (p for p in bundled if p.name not in PLANTED_DEMO):
         store = RolloutStore.open(run, cache_dir=tmp / "cache")
         print(f"  bundled {run.name:<12} rules fired: {sorted(fired(store, run.name)) or 'none'}; "
               f"families: {len(store.pattern_families())}")
@@ -65,6 +69,10 @@ def main() -> int:
         print(f"  generated clean seed {seed}: rules fired: {sorted(fired(store, 'clean')) or 'none'}; "
               f"families: {len(store.pattern_families())}, {store.signal_counts()}")
     print("\nPlanted runs: separation of the planted answers (target: precision and recall near 1) and rules fired")
+    for run in (p for p in bundled if p.name in PLANTED_DEMO):  # the demo's own planted hacking
+        store = RolloutStore.open(run, cache_dir=tmp / "cache")
+        print(f"  bundled {run.name} ({PLANTED_DEMO[run.name]}): rules fired: "
+              f"{sorted(fired(store, run.name)) or 'none'}; families: {len(store.pattern_families())}")
     plans = {"template": {"template": 0.5}, "loops": {"loops": 0.4}, "mixed": {"mixed": 0.4}, "cut": {"cut": 0.5}}
     for kind, rates in plans.items():
         for seed in range(ns.seeds):
