@@ -71,7 +71,7 @@ def _mixed_scripts(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         worst = int(share[steps].idxmax())
         message = (f"{share[worst]:.0%} of the answers at step {worst} use more than one writing system; the rolling "
                    f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s).")  # fmt: skip
-        yield ctx.finding(data.run, steps, message, _link(worst, sort=S.SCRIPTS, desc=True))
+        yield ctx.finding(data.run, steps, message, _link(worst, sort=S.SCRIPTS, desc=True, contains={S.SCRIPTS: "+"}))
 
 
 @rollout_rule("cut_at_length", "warning", "Answers the generation cut at the length cap, without an end "

@@ -86,6 +86,7 @@ TRAJECTORY_RANGES = ("turns", "tool_calls")  # range filters shown for multi-tur
 _BY_NAME = {p.name: p for p in PARAMS}
 RENAMED = {old: p.name for p in PARAMS for old in p.old}  # a short name of an older link -> today's name
 RANGE_PARAMS = tuple(p.name for p in PARAMS if p.kind == "range")
+CONTAINS_PARAMS = ("tools", "scripts")  # the step browser's text filters a link may set (``Where.contains``)
 
 
 def _default(name: str) -> Any:
@@ -259,16 +260,18 @@ def show(where: Where) -> None:
     put_many(run=where.run, step=where.step, sample=where.sample, table_page=1, search=where.text, regex=False,
              match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc),
              tools="", tool_errors=False, finish_reason=[], turn=None, scripts="", template=None, tag="")
+    put_many(**{name: text for name, text in where.contains.items() if name in CONTAINS_PARAMS})
     for name in RANGE_PARAMS:
         low, high = where.ranges.get(name, (None, None))
         put_many(**{f"{name}__lo": low, f"{name}__hi": high})
 
 
 def where() -> Where:
-    """The view state as a ``Where`` (run, step, sample, sort, text search and ranges)."""
+    """The view state as a ``Where`` (run, step, sample, sort, text search, ranges and text filters)."""
     ranges = {name: get_range(name) for name in RANGE_PARAMS if get_range(name) != (None, None)}
+    contains = {name: get(name) for name in CONTAINS_PARAMS if get(name)}
     return Where(run=get("run"), step=get("step"), sample=get("sample"), sort=get("sort"),
-                 desc=bool(get("descending")), text=get("search") or "", ranges=ranges)
+                 desc=bool(get("descending")), text=get("search") or "", ranges=ranges, contains=contains)
 
 
 # -- messages, navigation requests and the shared context ------------------

@@ -158,3 +158,20 @@ def test_a_clean_run_has_no_family_no_loop_no_mix(planted_root):
     assert {m.label: m.value for m in at.metric}["Loops"] == "0 (0.0%)"
     assert "No loops in this run." in texts(at.caption)
     assert "No mixed-script answers in this run." in texts(at.caption)
+
+
+def test_the_health_finding_on_mixed_scripts_opens_just_those_answers(planted_root):
+    """The Health link filters the step browser to the mixed answers of its step, not only sorts by scripts."""
+    _, truth = planted_root
+    at = open_page("health")
+    assert_clean(at)
+    [card] = [t for t in texts(at.markdown) if "use more than one writing system" in t]
+    step = int(card.split(" of the answers at step ")[1].split(" ")[0])
+    [key] = [b.key for b in at.button if b.key and b.key.startswith("hlink.") and b.label == f"Open step {step}"
+             and any("scripts contains" in c for c in texts(at.caption))]  # fmt: skip
+    at.button(key=key).click().run()
+    at.switch_page("views/steps.py").run()
+    assert_clean(at)
+    assert at.query_params["scripts"] in ("+", ["+"])
+    assert at.slider(key="w.step").value == step
+    assert {int(i) for i in table(at)["sample"]} == {i for s, i in truth.mixed if s == step}
