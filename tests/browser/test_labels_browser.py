@@ -80,13 +80,14 @@ def _choose(page, runs, box, typed: str, option: str) -> None:
     """Pick an option of a selectbox: its list opens as one types into it (typing again if the first keys
     arrived before the box had the focus, while the expander around it was still opening)."""
     combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
-    for _ in range(3):
+    for attempt in range(4):  # under load (CI beside other work) the list can be slow to open
         expect(combobox).to_be_visible()
         combobox.click()
+        expect(combobox).to_be_focused()
         page.keyboard.press("Control+A")
-        page.keyboard.type(typed)
+        page.keyboard.type(typed, delay=20)
         try:
-            wanted.first.wait_for(state="visible", timeout=3000)
+            wanted.first.wait_for(state="visible", timeout=3000 + 3000 * attempt)
             break
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
