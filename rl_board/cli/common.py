@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,15 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _UNSAFE = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 _UNSAFE.update({cp: f"\\u{cp:04x}" for cp in _BIDI})
+
+
+def json_value(value: Any) -> Any:
+    """A table cell as plain JSON: numpy scalars unwrapped, NaN / infinity / pandas' NA as null."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if value is None or (isinstance(value, float) and not math.isfinite(value)) or str(value) == "<NA>":
+        return None
+    return value
 
 
 def terminal_safe(text: object) -> str:

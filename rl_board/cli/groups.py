@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
-from rl_board.cli.common import fields_of, run_arguments
+from rl_board.cli.common import fields_of, json_value, run_arguments
 
 JSON_KEYS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved", "zero_variance",
              "best_sample", "worst_sample")  # fmt: skip
@@ -28,20 +27,13 @@ def run(ns: argparse.Namespace) -> int:
 
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     table = store.groups(step=ns.step, threshold=ns.threshold)
-    rows = [{k: _plain(row[k]) for k in JSON_KEYS} for row in table.to_dict("records")]
+    rows = [{k: json_value(row[k]) for k in JSON_KEYS} for row in table.to_dict("records")]
     if ns.json:
         print(json.dumps({"groups": rows}, allow_nan=False))
     else:
         print(_text(table))
     return 0
 
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _text(table: Any) -> str:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
-from rl_board.cli.common import fields_of, run_arguments, terminal_safe
+from rl_board.cli.common import fields_of, json_value, run_arguments, terminal_safe
 
 
 def add_parser(sub: Any) -> None:
@@ -56,7 +55,7 @@ def _said(data: dict, removed: bool) -> str:
 def run_labels(ns: argparse.Namespace) -> int:
     store, labels = _opened(ns)
     frame = store.labels(labels)
-    rows = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    rows = [{k: json_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
     if ns.json:
         print(json.dumps({"run": store.source, "labels": rows}, allow_nan=False))
     elif not rows:
@@ -66,14 +65,6 @@ def run_labels(ns: argparse.Namespace) -> int:
             where = f"step {row['step']} sample {row['sample'] if row['sample'] is not None else '(gone)'}"
             print(terminal_safe(f"{where}  {row['tag']}" + (f"  {row['note']}" if row["note"] else "")))
     return 0
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if value is None or (isinstance(value, float) and not math.isfinite(value)) or str(value) == "<NA>":
-        return None
-    return value
 
 
 __all__ = ["add_parser", "run_label", "run_labels"]

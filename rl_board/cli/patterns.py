@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
-from rl_board.cli.common import fields_of, run_arguments, terminal_safe
+from rl_board.cli.common import fields_of, json_value, run_arguments, terminal_safe
 
 JSON_KEYS = ("template", "samples", "first_step", "reward_mean", "example")
 
@@ -25,7 +24,7 @@ def run(ns: argparse.Namespace) -> int:
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     families = store.pattern_families()
     signals = store.signal_counts()
-    rows = [{k: _plain(row[k]) for k in (*JSON_KEYS, "share", "last_step", "reward_rest", "example_step",
+    rows = [{k: json_value(row[k]) for k in (*JSON_KEYS, "share", "last_step", "reward_rest", "example_step",
                                          "example_sample")} for row in families.to_dict("records")]  # fmt: skip
     if ns.json:
         print(json.dumps({"run": store.source, "patterns": rows, **signals}, allow_nan=False))
@@ -38,13 +37,6 @@ def run(ns: argparse.Namespace) -> int:
                             f"reward {row['reward_mean']:.3f}  {example}"))  # fmt: skip
     return 0
 
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 __all__ = ["add_parser", "run"]

@@ -22,6 +22,20 @@ WIDTH = 100
 WRAP_FROM = 300  # shorter responses keep one row per metric (charts.token_heatmap_figure)
 
 
+
+def colour_range(metric: str, values: np.ndarray) -> dict:
+    """``zmin`` / ``zmax`` of a token metric's colours: symmetric about 0 for a diverging metric (log-ratio),
+    else the finite values' range (empty when there are none)."""
+    finite = values[np.isfinite(values)]
+    field = F.token(metric)
+    if field and field.diverging:
+        bound = float(np.max(np.abs(finite))) if len(finite) else 1.0
+        return {"zmin": -(bound or 1.0), "zmax": bound or 1.0}
+    if len(finite):
+        lo, hi = float(finite.min()), float(finite.max())
+        return {"zmin": lo, "zmax": hi if hi > lo else lo + 1.0}
+    return {}
+
 def wrapped_heatmap_figure(tokens: pd.DataFrame, metric: str, *, width: int = WIDTH) -> go.Figure:
     """``metric`` of every token, ``width`` tokens per row; hover shows position, token and value."""
     n = len(tokens)
@@ -33,15 +47,9 @@ def wrapped_heatmap_figure(tokens: pd.DataFrame, metric: str, *, width: int = WI
     positions = np.full(rows * width, -1)
     positions[:n] = tokens.index.to_numpy()
     field = F.token(metric)
-    finite = values[np.isfinite(values)]
     trace = {"colorscale": "RdBu_r" if field and field.diverging else "Oranges",
-             "colorbar": {"title": {"text": html.escape(F.label(metric, F.TOKEN), quote=False)}, "thickness": 12}}
-    if field and field.diverging:
-        bound = float(np.max(np.abs(finite))) if len(finite) else 1.0
-        trace.update(zmin=-(bound or 1.0), zmax=bound or 1.0)
-    elif len(finite):
-        lo, hi = float(finite.min()), float(finite.max())
-        trace.update(zmin=lo, zmax=hi if hi > lo else lo + 1.0)
+             "colorbar": {"title": {"text": html.escape(F.label(metric, F.TOKEN), quote=False)}, "thickness": 12},
+             **colour_range(metric, values)}
     grid = (rows, width)
     fig = go.Figure(go.Heatmap(
         z=values.reshape(grid), customdata=np.dstack([positions.reshape(grid), labels.reshape(grid)]),
@@ -93,14 +101,7 @@ def turn_wrapped_figure(tokens: pd.DataFrame, metric: str, groups: list[tuple[st
         labels[r, :n] = texts[s:e]
         positions[r, :n] = index[s:e]
     field = F.token(metric)
-    finite = all_values[np.isfinite(all_values)]
-    scale: dict = {}
-    if field and field.diverging:
-        bound = float(np.max(np.abs(finite))) if len(finite) else 1.0
-        scale.update(zmin=-(bound or 1.0), zmax=bound or 1.0)
-    elif len(finite):
-        lo, hi = float(finite.min()), float(finite.max())
-        scale.update(zmin=lo, zmax=hi if hi > lo else lo + 1.0)
+    scale = colour_range(metric, all_values)
     custom = np.dstack([positions, labels])
     name = html.escape(metric, quote=False)
     fig = go.Figure([

@@ -8,6 +8,7 @@ import streamlit as st
 from rl_board.formats import fields as F
 from rl_board.ui import cached, charts, state
 from rl_board.ui.components.page import missing
+from rl_board.ui.components.selection import clicked_step
 from rl_board.ui.components.trajectory_curves import render_trajectory_curves
 from rl_board.ui.context import Context
 from rl_board.ui.run_charts import length_figure
@@ -18,13 +19,8 @@ REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")
 
 def _open_step_from(chart_key: str) -> None:
     """Chart selection callback: the clicked point's step opens in the step browser."""
-    event = st.session_state.get(chart_key) or {}
-    points = (event.get("selection") or {}).get("points") or []
-    if not points:
-        return
-    try:
-        step = int(round(float(points[0]["x"])))
-    except (KeyError, TypeError, ValueError):
+    step = clicked_step(chart_key)
+    if step is None:
         return
     state.put_many(step=step, sample=None, table_page=1)
     state.request_page("steps")

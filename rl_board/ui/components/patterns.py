@@ -19,7 +19,7 @@ from rl_board.ui import cached, state
 from rl_board.ui.components.filters import clear_filters
 from rl_board.ui.components.page import missing
 from rl_board.ui.components.sample_table import open_sample
-from rl_board.ui.components.selection import selected_item
+from rl_board.ui.components.selection import clicked_point, clicked_step, selected_item
 from rl_board.ui.context import Context
 from rl_board.ui.pattern_charts import shares_figure, signal_figure
 from rl_board.ui.text import TextDisplay, shown, visible_bidi, visible_bidi_column
@@ -66,24 +66,14 @@ def _choose_family() -> None:
 
 def _open_point(key: str, names: list[str]) -> None:
     """A point of the share chart opens its step in the step browser, filtered to its family."""
-    points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
-    if not points:
-        return
-    try:
-        step, curve = int(round(float(points[0]["x"]))), int(points[0].get("curve_number", 0))
-    except (KeyError, TypeError, ValueError):
-        return
-    if curve < len(names):
-        open_in_steps(step, template=number(names[curve]))
+    point = clicked_point(key)
+    if point is not None and point[1] < len(names):
+        open_in_steps(int(round(point[0])), template=number(names[point[1]]))
 
 
 def _open_signal(key: str, column: str) -> None:
     """A bar of a loops or mixed-scripts chart opens its step, filtered to those answers."""
-    points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
-    try:
-        step = int(round(float(points[0]["x"]))) if points else None
-    except (KeyError, TypeError, ValueError):
-        step = None
+    step = clicked_step(key)
     if step is not None:
         open_in_steps(step, **signal_filter(column))
 

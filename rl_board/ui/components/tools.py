@@ -10,7 +10,7 @@ from rl_board.api import RolloutStore
 from rl_board.formats import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.components.page import missing
-from rl_board.ui.components.selection import selected_item
+from rl_board.ui.components.selection import clicked_point, selected_item
 from rl_board.ui.context import Context
 from rl_board.ui.text import display_name, visible_bidi_column
 from rl_board.ui.trajectory_charts import tool_figure
@@ -60,13 +60,10 @@ def _open_example() -> None:
 
 def _open_step(key: str, names: list[str]) -> None:
     """A chart point opens its step in the step browser, filtered to the trajectories that called its tool."""
-    points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
-    if not points:
+    point = clicked_point(key)
+    if point is None:
         return
-    try:
-        step, curve = int(round(float(points[0]["x"]))), int(points[0].get("curve_number", 0))
-    except (KeyError, TypeError, ValueError):
-        return
+    step, curve = int(round(point[0])), point[1]
     state.put_many(step=step, sample=None, table_page=1, tools=names[curve] if curve < len(names) else "")
     state.request_page("steps")
 
