@@ -33,9 +33,21 @@ from rl_board.health.checks import (
     duplicate_copies,
     load_settings,
 )
+from rl_board.metrics.background import IndexBuild, index_build
 from rl_board.metrics.dilogs import evaluation_summary
 from rl_board.metrics.glossary import GlossaryEntry, explain
-from rl_board.metrics.reader import MetricsBundle, RunInfo, load_metrics, metrics_signature
+from rl_board.metrics.index import MetricsIndex
+from rl_board.metrics.reader import (
+    OUTSIDE_KIND,
+    MetricsBundle,
+    RunInfo,
+    RunSource,
+    discover,
+    load_metrics,
+    metrics_signature,
+    sources_signature,
+    split_refused,
+)
 from rl_board.metrics.reader import metric_catalogue as catalogue
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
@@ -67,6 +79,7 @@ __all__ = [
     "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
 ]
 
+__all__ += ["IndexBuild", "MetricsIndex", "OUTSIDE_KIND", "RunSource", "metric_runs", "metric_runs_signature", "refused_metric_runs", "metrics_index_build"]  # sweeps
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
 __all__ += ["FINISH_REASONS", "tool_result"]  # a trajectory: why it ended, the result that answered a call
 __all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size
@@ -88,10 +101,34 @@ def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | No
                              fields=fields)
 
 
-def read_metrics(root: Path | str, *, cache_dir: Path | str,
-                 allowed_roots: list[Path] | None = None) -> MetricsBundle:  # fmt: skip
-    """Every metric source under a root, through the metrics cache; a server passes its served roots."""
-    return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots)
+def read_metrics(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None,
+                 sources: list[RunSource] | None = None) -> MetricsBundle:  # fmt: skip
+    """The metric runs under a root (all, or the given ones of ``metric_runs``), through the metrics cache;
+    a server passes its served roots."""
+    return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots, sources=sources)
+
+
+def refused_metric_runs(sources: list[RunSource]) -> list[Problem]:
+    """The runs ``metric_runs`` found behind links out of the served folders: named, never read."""
+    return split_refused(sources, None)[0]
+
+
+def metric_runs_signature(root: Path | str, sources: list[RunSource], *,
+                          allowed_roots: list[Path] | None = None) -> str:  # fmt: skip
+    """A digest of the files of these runs (``metrics_signature`` of part of a root): stats, no reads."""
+    return sources_signature(Path(root), sources, allowed_roots)
+
+
+def metric_runs(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None) -> list[RunSource]:
+    """The metric runs under a root, found by walking it (nothing is read: a run list shows at once)."""
+    return discover(Path(root), skip=(Path(cache_dir),), allowed=allowed_roots)
+
+
+def metrics_index_build(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None,
+                        sources: list[RunSource] | None = None) -> IndexBuild:  # fmt: skip
+    """The background build of a root's metrics index (every run's tags), started if none is under way;
+    ``sources`` are its runs as ``metric_runs`` just found them."""
+    return index_build(Path(root), Path(cache_dir), allowed_roots, sources)
 
 
 def label_store() -> LabelStore:

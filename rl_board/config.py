@@ -38,6 +38,12 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".cache") / "rl-board"
 
 
+def metrics_cache_dir(cache_dir: str | Path | None = None) -> Path:
+    """Parsed metric tables live beside the rollout cache (``--cache-dir`` or the default), in their own
+    folder: the server and the CLI share them."""
+    return (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / "metrics"
+
+
 KB, MB = 1024, 1024 * 1024
 
 
@@ -96,7 +102,7 @@ class ServerConfig:
     @property
     def metrics_cache_dir(self) -> Path:
         """Parsed metric tables live beside the rollout cache, in their own folder."""
-        return self.cache_dir / "metrics"
+        return metrics_cache_dir(self.cache_dir)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:

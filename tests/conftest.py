@@ -29,6 +29,16 @@ def own_labels_file(monkeypatch, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def own_cache_folder(monkeypatch, tmp_path_factory) -> Path:
+    """Commands run without --cache-dir (metrics now cache by default, as rollouts do) keep their tables
+    in a folder of the test's own, never the user's cache."""
+    path = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(path))
+    config.reset()
+    return path
+
+
 @pytest.fixture
 def set_sizes(monkeypatch):
     """Set byte sizes as a user would (``RL_BOARD_<NAME>``); workers started after it inherit them too."""

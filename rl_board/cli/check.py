@@ -44,11 +44,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(ns: argparse.Namespace) -> int:
     """Scalar rules on metric runs, rollout rules on rollout runs."""
     ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
+    from rl_board.config import metrics_cache_dir
     from rl_board.health.checks import check_rollout_runs, check_scalars, load_settings, parse_set_option
     from rl_board.metrics.reader import load_metrics
     from rl_board.metrics.reader import metric_catalogue as catalogue
 
-    bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
+    bundle = load_metrics(ns.path, cache_dir=metrics_cache_dir(ns.cache_dir))
     settings, setting_problems = load_settings(Path(ns.path))
     for text in ns.settings:
         parse_set_option(settings, text)

@@ -17,7 +17,7 @@ from rl_board.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from rl_board.metrics.reader import MetricsBundle
+    from rl_board.metrics.index import MetricsIndex
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -31,10 +31,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(ns: argparse.Namespace) -> int:
     """List runs and tags; exit 0 whenever PATH was readable (damage is reported, not fatal)."""
     ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
-    from rl_board.metrics.reader import load_metrics
+    from rl_board.config import metrics_cache_dir
+    from rl_board.metrics.index import metrics_index
 
-    bundle = load_metrics(ns.path, cache_dir=ns.cache_dir)
-    report = scalars_report(bundle)
+    index = metrics_index(ns.path, cache_dir=metrics_cache_dir(ns.cache_dir))
+    report = scalars_report(index)
     if ns.json:
         print(json.dumps(report, default=json_default))
     else:
@@ -42,31 +43,10 @@ def run(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def scalars_report(bundle: MetricsBundle) -> dict[str, Any]:
+def scalars_report(index: MetricsIndex) -> dict[str, Any]:
     """The `scalars --json` object: per run its kind, tag summaries, histogram tags and problems."""
-    stats = (
-        bundle.scalars.groupby(["run", "tag"], sort=True)["step"].agg(["size", "min", "max"])
-        if len(bundle.scalars)
-        else None
-    )
-    runs = []
-    for info in bundle.runs:
-        tags: dict[str, dict[str, int]] = {}
-        if stats is not None and info.run in stats.index.get_level_values(0):
-            for tag, row in stats.loc[info.run].iterrows():
-                tags[str(tag)] = {
-                    "points": int(row["size"]),
-                    "first_step": int(row["min"]),
-                    "last_step": int(row["max"]),
-                }
-        hist = bundle.histograms
-        runs.append({
-            "run": info.run,
-            "kind": info.kind,
-            "tags": tags,
-            "histograms": sorted(set(hist.loc[hist["run"] == info.run, "tag"])),
-            "problems": [problem_dict(p, bundle.root) for p in info.problems],
-        })  # fmt: skip
+    runs = [{"run": info.run, "kind": info.kind, "tags": info.tags, "histograms": info.histogram_tags,
+             "problems": [problem_dict(p, index.root) for p in info.problems]} for info in index.runs]  # fmt: skip
     return {"runs": runs}
 
 

@@ -28,14 +28,15 @@ from rl_board.metrics.table import (
     TEXT_COLUMNS,
     Problem,
     ReadResult,
-    typed_frame,
+    empty_frame,
+    from_arrow,
+    to_arrow,
 )
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bump when a reader's output changes, so older entries are ignored."""
 TABLES = {"scalars": SCALAR_COLUMNS, "histograms": HISTOGRAM_COLUMNS, "texts": TEXT_COLUMNS,
           "episodes": EPISODE_COLUMNS}  # fmt: skip
-LIST_COLUMNS = ("left", "right", "count")
 
 
 def signature(files: tuple[Path, ...] | list[Path]) -> list[list[Any]]:
@@ -57,12 +58,21 @@ def entry_dir(cache_dir: Path, kind: str, unit: Path) -> Path:
     return cache_dir / digest
 
 
-def load_entry(folder: Path) -> tuple[ReadResult, dict[str, Any]] | None:
-    """The cached result and its meta, or None when absent or unreadable."""
+def load_meta(folder: Path) -> dict[str, Any] | None:
+    """An entry's meta alone (its tables unread), or None when absent, unreadable or of another version."""
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-        if meta.get("version") != CACHE_VERSION:
-            return None
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("version") == CACHE_VERSION else None
+
+
+def load_entry(folder: Path) -> tuple[ReadResult, dict[str, Any]] | None:
+    """The cached result and its meta, or None when absent or unreadable."""
+    meta = load_meta(folder)
+    if meta is None:
+        return None
+    try:
         frames = {name: _read_table(folder / f"{name}.arrow", schema) for name, schema in TABLES.items()}
     except (OSError, ValueError, KeyError, pa.ArrowException):
         return None
@@ -75,10 +85,10 @@ def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
-        for name in TABLES:
-            feather.write_feather(
-                getattr(result, name), str(tmp / f"{name}.arrow"), compression="uncompressed"
-            )
+        for name in TABLES:  # an empty table is no file (most runs have three): a miss reads as empty
+            if len(getattr(result, name)):
+                table = to_arrow(getattr(result, name), TABLES[name])
+                feather.write_feather(table, str(tmp / f"{name}.arrow"), compression="uncompressed")
         full = {**meta, "version": CACHE_VERSION, "problems": [p.to_dict() for p in result.problems],
                 "extras": result.extras}  # fmt: skip
         (tmp / "meta.json").write_text(json.dumps(full, default=str), encoding="utf-8")
@@ -91,12 +101,10 @@ def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
 
 
 def _read_table(path: Path, schema: dict[str, str]) -> Any:
-    """Read one Arrow file back with the schema's dtypes (list cells as Python lists)."""
-    frame = feather.read_feather(str(path))
-    for name in LIST_COLUMNS:
-        if name in frame.columns and name in schema:
-            frame[name] = [list(cell) if cell is not None else [] for cell in frame[name]]
-    return typed_frame(frame, schema)
+    """Read one Arrow file back with the schema's dtypes (list cells as Python lists); none is empty."""
+    if not path.exists():
+        return empty_frame(schema)
+    return from_arrow(feather.read_table(str(path)), schema)
 
 
 def prefix_digest(path: Path, offset: int, span: int = 4096) -> str:

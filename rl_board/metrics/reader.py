@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from rl_board.errors import NotFoundError
-from rl_board.metrics.cache import entry_dir, load_entry, prefix_digest, save_entry, signature
+from rl_board.metrics.cache import entry_dir, load_entry, load_meta, prefix_digest, save_entry, signature
 from rl_board.metrics.dilogs import read_di_engine_texts
+from rl_board.metrics.parallel import Progress, map_batches
 from rl_board.metrics.stdout import JSONL_SOURCE, TextProgress, read_text_metrics, why_no_metric_lines
 from rl_board.metrics.table import (
     EPISODE_COLUMNS,
@@ -111,6 +114,17 @@ class RunInfo:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    tags: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Scalar tag -> points, first_step, last_step: what a run list shows without its points."""
+    histogram_tags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly, for the cache (``from_dict`` reads it back)."""
+        return {**asdict(self), "problems": [p.to_dict() for p in self.problems]}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RunInfo:
+        return cls(**{**raw, "problems": [Problem(**p) for p in raw.get("problems", [])]})
 
 
 @dataclass
@@ -146,28 +160,34 @@ class MetricsBundle:
 
 
 def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
-                 allowed_roots: list[Path] | None = None) -> MetricsBundle:  # fmt: skip
-    """Read every metric run under `path` (a folder or one file); with `allowed_roots`, nothing outside."""
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise NotFoundError(f"path not found: {root}")
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else None
-    skip = (cache,) if cache is not None else ()
-    runs: list[RunInfo] = []
+                 allowed_roots: list[Path] | None = None, runs: Collection[str] | None = None,
+                 sources: list[RunSource] | None = None, workers: int | None = None,
+                 progress: Progress | None = None) -> MetricsBundle:  # fmt: skip
+    """Read the metric runs under `path` (a folder or one file); with `allowed_roots`, nothing outside.
+
+    ``runs`` names the runs to read, or ``sources`` gives them as ``discover``
+    found them (the others are not opened: a chart needs only its runs'
+    points). Many runs are read in worker processes
+    (``parallel.map_batches``); ``progress`` hears (done, total).
+    """
+    root, cache = root_and_cache(path, cache_dir)
+    if sources is None:
+        sources = discover(root, skip=(cache,) if cache is not None else (), allowed=allowed_roots)
+    if runs is not None:
+        wanted = set(runs)
+        sources = [s for s in sources if s.run in wanted]
+    refused, readable = split_refused(sources, allowed_roots)
+    jobs = [(source, cache, allowed_roots) for source in readable]
+    reads = map_batches(read_batch, jobs, workers=workers, progress=progress)
+    infos: list[RunInfo] = []
     parts: list[ReadResult] = []
     skipped: list[Problem] = []
-    refused: list[Problem] = []
-    for source in discover(root, skip=skip, allowed=allowed_roots):
-        if source.kind == OUTSIDE_KIND or not _source_allowed(source, allowed_roots):
-            refused.append(Problem(str(source.path), OUTSIDE))
-            continue
-        read = _read_source(source, cache, allowed_roots)
+    for source, read in zip(readable, reads, strict=True):
         if read is None:
             skipped.append(Problem(str(source.path), NO_METRIC_LINES))
             continue
-        info, result = read
-        runs.append(info)
-        parts.append(result)
+        infos.append(read[0])
+        parts.append(read[1])
     merged = merge_results(parts) if parts else None
     return MetricsBundle(
         root=root.resolve(),
@@ -175,10 +195,45 @@ def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
         histograms=merged.histograms if merged else concat_frames([], HISTOGRAM_COLUMNS),
         texts=merged.texts if merged else concat_frames([], TEXT_COLUMNS),
         episodes=merged.episodes if merged else concat_frames([], EPISODE_COLUMNS),
-        runs=runs,
-        problems=refused + [p for info in runs for p in info.problems],
+        runs=infos,
+        problems=refused + [p for info in infos for p in info.problems],
         skipped=skipped,
     )
+
+
+Job = tuple[RunSource, "Path | None", "list[Path] | None"]
+"""One run to read: its source, the cache folder and the allowed roots (picklable, for workers)."""
+
+
+def read_batch(jobs: list[Job]) -> list[tuple[RunInfo, ReadResult] | None]:
+    """Read runs with their tables (``parallel.map_batches`` calls it in workers)."""
+    return [_read_source(source, cache, allowed) for source, cache, allowed in jobs]
+
+
+def info_batch(jobs: list[Job]) -> list[RunInfo | None]:
+    """The facts of runs, from their cache entries' meta when fresh, else read (and cached) in full."""
+    out: list[RunInfo | None] = []
+    for source, cache, allowed in jobs:
+        known = _cached_info(source, cache, allowed)
+        if known is None:
+            read = _read_source(source, cache, allowed)
+            known = read[0] if read is not None else None
+        out.append(known)
+    return out
+
+
+def root_and_cache(path: Path | str, cache_dir: Path | str | None) -> tuple[Path, Path | None]:
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise NotFoundError(f"path not found: {root}")
+    return root, Path(cache_dir).expanduser() if cache_dir is not None else None
+
+
+def split_refused(sources: list[RunSource], allowed_roots: list[Path] | None) -> tuple[list[Problem], list[RunSource]]:
+    """Sources outside the allowed roots (named, never read) and the rest."""
+    refused = [s for s in sources if s.kind == OUTSIDE_KIND or not _source_allowed(s, allowed_roots)]
+    gone = {id(s) for s in refused}
+    return [Problem(str(s.path), OUTSIDE) for s in refused], [s for s in sources if id(s) not in gone]
 
 
 def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None,
@@ -189,13 +244,16 @@ def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None,
     answer, so callers can key their own caches on it; it only stats files
     (never one outside `allowed_roots`: such a file counts by its name alone).
     """
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise NotFoundError(f"path not found: {root}")
-    skip = (Path(cache_dir).expanduser(),) if cache_dir is not None else ()
+    root, cache = root_and_cache(path, cache_dir)
+    sources = discover(root, skip=(cache,) if cache is not None else (), allowed=allowed_roots)
+    return sources_signature(root, sources, allowed_roots)
+
+
+def sources_signature(root: Path, sources: list[RunSource], allowed_roots: list[Path] | None) -> str:
+    """``metrics_signature`` of sources already discovered."""
     files: list[Path] = []
     outside: list[str] = []
-    for source in discover(root, skip=skip, allowed=allowed_roots):
+    for source in sources:
         if source.kind == OUTSIDE_KIND or not _source_allowed(source, allowed_roots):
             outside.append(str(source.path))
             continue
@@ -221,22 +279,38 @@ def _read_source(source: RunSource, cache: Path | None,
     elif source.kind == TRAINER_STATE:
         result, kind = read_trainer_state(source.path, source.run), TRAINER_STATE
     else:
-        result, kind = _cached(source, cache, allowed_roots), source.kind
-    info = RunInfo(
+        return _cached(source, cache, allowed_roots)
+    return run_info(source, kind, result), result
+
+
+def run_info(source: RunSource, kind: str, result: ReadResult) -> RunInfo:
+    """What a run is, from what was read of it (its tags summarised, not its points)."""
+    frames = (result.scalars, result.histograms, result.texts)
+    return RunInfo(
         run=source.run,
         kind=kind,
         path=str(source.path),
-        sources=sorted(
-            set(result.scalars["source"]) | set(result.histograms["source"]) | set(result.texts["source"])
-        ),
+        sources=sorted({str(v) for frame in frames for v in frame["source"].unique()}),
         hparams=result.extras.get("hparams", {}),
         config_text=result.extras.get("config_text", ""),
         network_text=result.extras.get("network_text", ""),
         checkpoints=result.extras.get("checkpoints", []),
         files=result.extras.get("files", []),
         problems=list(result.problems),
+        tags=tag_summary(result.scalars),
+        histogram_tags=sorted(str(t) for t in result.histograms["tag"].unique()),
     )
-    return info, result
+
+
+def tag_summary(scalars: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per tag: how many points and the first and last step (one group-by, not a loop over tags)."""
+    if not len(scalars):
+        return {}
+    table = pa.table({"tag": pa.array(scalars["tag"].array, pa.string()), "step": pa.array(scalars["step"].array)})
+    stats = table.group_by("tag").aggregate([("step", "count"), ("step", "min"), ("step", "max")]).to_pydict()
+    rows = zip(stats["tag"], stats["step_count"], stats["step_min"], stats["step_max"], strict=True)
+    return {str(tag): {"points": int(n), "first_step": int(lo), "last_step": int(hi)}
+            for tag, n, lo, hi in sorted(rows, key=lambda row: str(row[0]))}  # fmt: skip
 
 
 def _read_folder(source: RunSource, allowed_roots: list[Path] | None = None) -> ReadResult:
@@ -264,24 +338,43 @@ def _unit_files(source: RunSource, allowed_roots: list[Path] | None = None) -> t
     return [f for f in files if f not in out and (f in events or f.is_file())], refused
 
 
-def _cached(source: RunSource, cache: Path | None, allowed_roots: list[Path] | None = None) -> ReadResult:
-    """Use the cache entry when its signature matches; otherwise build and store.
+def _cached(source: RunSource, cache: Path | None,
+            allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult]:  # fmt: skip
+    """A folder run: the cache entry when its signature matches; otherwise read, then stored.
 
     The signature names the allowed roots and the refused files, so an entry
-    read without confinement (the CLI) is never served as a confined one.
+    read without confinement (the CLI) is never served as a confined one. The
+    entry's meta keeps the run's facts, so an index needs no table of it.
     """
     if cache is None:
-        return _read_folder(source, allowed_roots)
-    folder = entry_dir(cache, source.kind, source.path)
+        result = _read_folder(source, allowed_roots)
+        return run_info(source, source.kind, result), result
+    folder, sig = _entry_key(source, cache, allowed_roots)
+    hit = load_entry(folder)
+    if hit is not None and hit[1].get("signature") == sig and "info" in hit[1]:
+        return RunInfo.from_dict(hit[1]["info"]), hit[0]
+    result = _read_folder(source, allowed_roots)
+    info = run_info(source, source.kind, result)
+    save_entry(folder, result, {"signature": sig, "info": info.to_dict()})
+    return info, result
+
+
+def _cached_info(source: RunSource, cache: Path | None, allowed_roots: list[Path] | None) -> RunInfo | None:
+    """A folder run's facts from its fresh cache entry's meta alone; None when it must be read."""
+    if cache is None or source.kind in ("text", TRAINER_STATE):
+        return None
+    folder, sig = _entry_key(source, cache, allowed_roots)
+    meta = load_meta(folder)
+    if meta is None or meta.get("signature") != sig or "info" not in meta:
+        return None
+    return RunInfo.from_dict(meta["info"])
+
+
+def _entry_key(source: RunSource, cache: Path, allowed_roots: list[Path] | None) -> tuple[Path, list[Any]]:
+    """A folder run's cache entry and the signature it must carry to be fresh (JSON-shaped, as stored)."""
     kept, refused = _unit_files(source, allowed_roots)
     roots = None if allowed_roots is None else sorted(str(r) for r in allowed_roots)
-    sig = [signature(kept), [str(f) for f in refused], roots]
-    hit = load_entry(folder)
-    if hit is not None and hit[1].get("signature") == sig:
-        return hit[0]
-    result = _read_folder(source, allowed_roots)
-    save_entry(folder, result, {"signature": sig})
-    return result
+    return entry_dir(cache, source.kind, source.path), [signature(kept), [str(f) for f in refused], roots]
 
 
 def _read_text(source: RunSource, cache: Path | None) -> tuple[ReadResult, str | None]:

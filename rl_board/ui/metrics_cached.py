@@ -20,9 +20,11 @@ import streamlit as st
 from rl_board import api
 from rl_board.api import (
     Finding,
+    IndexBuild,
     MetricsBundle,
     Problem,
     RolloutStore,
+    RunSource,
     Settings,
     load_settings,
     metrics_signature,
@@ -52,6 +54,39 @@ def bundle(root: str, files_signature: str) -> MetricsBundle:
 def metrics_under(root: Path) -> MetricsBundle:
     """The metrics under a (served) root, up to date within a few seconds."""
     return bundle(str(root), signature(str(root)))
+
+
+@st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
+def run_list(root: str) -> list[RunSource]:
+    """The metric runs under a root, found by a walk (re-taken every few seconds); nothing is read."""
+    return api.metric_runs(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
+
+
+@st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=64)
+def runs_signature(root: str, runs: tuple[str, ...]) -> str:
+    """The signature of the chosen runs' files alone (a sweep's other runs are not stat-ed)."""
+    sources = [s for s in run_list(root) if s.run in set(runs)]
+    return api.metric_runs_signature(root, sources, allowed_roots=list(server_config().roots))
+
+
+@st.cache_data(show_spinner="Reading the chosen runs…", max_entries=16)
+def runs_bundle(root: str, runs: tuple[str, ...], files_signature: str) -> MetricsBundle:
+    """The chosen runs' points (a chart needs no other run's), through the on-disk cache."""
+    sources = [s for s in run_list(root) if s.run in set(runs)]
+    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots),
+                            sources=sources)  # fmt: skip
+
+
+def chosen_runs(root: Path, runs: list[str]) -> MetricsBundle:
+    """The metrics of the chosen runs under a (served) root, up to date within a few seconds."""
+    key = tuple(runs)
+    return runs_bundle(str(root), key, runs_signature(str(root), key))
+
+
+def index_build(root: Path) -> IndexBuild:
+    """The background build of every run's tags under a root (shared by every session; never waited for)."""
+    return api.metrics_index_build(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots),
+                                   sources=run_list(str(root)))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,5 +121,5 @@ def rollout_findings(run_path: str, store_signature: str, run: str, settings_key
 
 def clear() -> None:
     """Forget every cached metric table and finding (tests, and a manual refresh)."""
-    for fn in (signature, bundle, scalar_findings, rollout_findings):
+    for fn in (signature, bundle, run_list, runs_signature, runs_bundle, scalar_findings, rollout_findings):
         fn.clear()

@@ -225,3 +225,25 @@ def test_metrics_page_state_is_in_the_link(metrics_root, tmp_path, serve):
     assert_clean(at)
     assert at.text_input(key="w.metric_filter").value == "loss" and at.query_params["metric_filter"] in ("loss", ["loss"])
     assert at.query_params["smoothing"] in ("0.3", ["0.3"]) and at.query_params["x_axis"] in ("relative", ["relative"])
+
+
+def test_a_sweep_lists_every_run_and_reads_only_the_chosen_ones(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    for k in range(12):
+        write_many_tags_run(root / "sweep" / f"seed_{k:02d}", groups=2, per_group=3, steps=5)
+    cache = tmp_path / "cache"
+    at = open_metrics(root, cache, monkeypatch)
+    box = at.multiselect(key="w.metric_runs")
+    assert box.label == "Metric runs (12)" and len(box.options) == 12
+    assert box.value == ["sweep/seed_00"]
+    assert len(at.get("plotly_chart")) == 3  # the first group of the one chosen run
+    from rl_board.ui import metrics_cached
+
+    build = metrics_cached.index_build(root)  # the background index of every run (started by the page)
+    build.thread.join(timeout=60)
+    assert build.index is not None and len(build.index.runs) == 12
+    at.run()
+    assert_clean(at)
+    labels = at.multiselect(key="w.metric_runs").options
+    assert all(label.endswith("· 6 tags") for label in labels), labels
+    assert not at.get("progress")

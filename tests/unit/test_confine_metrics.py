@@ -227,4 +227,4 @@ def test_metrics_page_config_tab_never_shows_a_file_outside(places, tmp_path, mo
     warnings = " ".join(str(w.value) for w in at.warning)
     assert "formatted_total_config.py" in warnings and "v.log" in warnings
     assert "links outside the served folders" in warnings
-    assert [o for o in at.multiselect(key="w.metric_runs").options] == ["x · DI-engine"]
+    assert [o for o in at.multiselect(key="w.metric_runs").options] == ["x · DI-engine · 13 tags"]

@@ -10,13 +10,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rl_board.api import MetricsBundle, Problem, RunInfo
-from rl_board.ui import cached, state
+from rl_board.api import IndexBuild, MetricsBundle, MetricsIndex, Problem, RunInfo, RunSource
+from rl_board.ui import cached, metrics_cached, state
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
 from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
 
-KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL"}
+KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL",
+               "text": "text log"}  # fmt: skip
+PROGRESS_EVERY_S = 1.0
+INDEX_WAIT_S = 0.3  # what the page waits for the index before it shows a progress bar instead
 MAX_PROBLEM_WARNINGS = 5
 RUNS = "metric_runs"
 
@@ -36,24 +39,63 @@ def code_span(text: str) -> str:
     return "`" + display_name(text).replace("`", "'").replace("\n", " ") + "`"
 
 
-def run_label(info: RunInfo) -> str:
+def run_label(info: RunSource | RunInfo) -> str:
     """A metric run as plain text (select options); Markdown places pass it through ``escape_markdown``."""
     name = "(the logs root itself)" if info.run == "." else display_name(info.run)
     return f"{name} · {KIND_LABELS.get(info.kind, info.kind)}"
 
 
-def pick_runs(bundle: MetricsBundle) -> list[str]:
-    """A multiselect of the metric runs (curves of several runs overlay); the first run by default."""
-    labels = {info.run: run_label(info) for info in bundle.runs}
+def pick_runs(runs: Sequence[RunSource], index: MetricsIndex | None = None) -> list[str]:
+    """A multiselect of the metric runs (curves of several runs overlay); the first run by default.
+
+    The list comes from a walk of the root, so it shows at once; once the
+    index is built each run also says how many tags it holds.
+    """
+    known = {info.run: info for info in index.runs} if index is not None else {}
+    labels = {}
+    for source in runs:
+        info = known.get(source.run)
+        labels[source.run] = run_label(info or source) + (f" · {len(info.tags)} tags" if info is not None else "")
     previous = state.get(RUNS)
     kept = [r for r in previous or [] if r in labels]
     if not kept:  # first visit, none chosen, or the chosen runs are gone: the first run
         kept = list(labels)[:1]
     state.put(RUNS, kept)
-    chosen = st.multiselect("Metric runs", list(labels), format_func=labels.get, placeholder="Choose runs…",
-                            help="Several runs draw on the same charts, one colour per run.",
-                            **state.bind(RUNS))  # fmt: skip
+    chosen = st.multiselect(f"Metric runs ({len(labels):,})", list(labels), format_func=labels.get,
+                            placeholder="Choose runs…", help="Several runs draw on the same charts, one colour per "
+                            "run. Type to search a long list.", **state.bind(RUNS))  # fmt: skip
     return [r for r in chosen or [] if r in labels]
+
+
+def render_index_progress(root: Path) -> MetricsIndex | None:
+    """The index of every run under the root as far as it is known, with a progress bar while it fills.
+
+    A small root's index is waited for (a fraction of a second); a big one's
+    bar redraws itself every second (a fragment) and the page reruns once when
+    the index is complete, so the run list gains its tag counts.
+    """
+    build = metrics_cached.index_build(root)
+    if build.running and build.index is None:
+        build.wait(INDEX_WAIT_S)  # a small root is indexed before the page draws
+    if _indexing(build):
+        st.fragment(_progress_bar, run_every=PROGRESS_EVERY_S)(root)
+    elif build.error:
+        st.warning(f"The run index could not be built: {escape_markdown(build.error)}", icon=":material/warning:")
+    return build.index
+
+
+def _indexing(build: IndexBuild) -> bool:
+    """Runs are being read (not a quick re-check of the files of a known index)."""
+    return build.running and (build.index is None or build.done < build.total)
+
+
+def _progress_bar(root: Path) -> None:
+    build = metrics_cached.index_build(root)
+    if not _indexing(build):
+        st.rerun()  # the index is complete: draw the whole page with it
+    share = build.done / build.total if build.total else 0.0
+    st.progress(share, text=f"Indexing metric runs in the background: {build.done:,} of {build.total:,} read. "
+                "Charts of the chosen runs do not wait for it.")  # fmt: skip
 
 
 def rollout_runs_beside(bundle: MetricsBundle, root: Path) -> dict[str, Path]:

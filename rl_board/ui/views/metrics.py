@@ -6,15 +6,19 @@ from dataclasses import replace
 
 import streamlit as st
 
+from rl_board.api import OUTSIDE_KIND, refused_metric_runs
 from rl_board.ui import metrics_cached
 from rl_board.ui.components import metrics_runs, metrics_tags
 from rl_board.ui.context import Context
 
 
 def render(ctx: Context) -> None:
-    bundle = metrics_cached.metrics_under(ctx.root)
-    metrics_runs.render_problems(bundle.problems, bundle.root)
-    if not bundle.runs:
+    found = metrics_cached.run_list(str(ctx.root))
+    listed = [s for s in found if s.kind != OUTSIDE_KIND]
+    index = metrics_runs.render_index_progress(ctx.root)
+    refused = refused_metric_runs(found)
+    if not listed:
+        metrics_runs.render_problems(index.problems if index is not None else refused, ctx.root.resolve())
         st.info(
             "No training metrics under this logs root. The Metrics page reads TensorBoard event files "
             "(`events.out.tfevents.*`), DI-engine / LightZero experiment folders, ROLL and verl console "
@@ -22,8 +26,11 @@ def render(ctx: Context) -> None:
             icon=":material/monitoring:",
         )
         return
-    runs = metrics_runs.pick_runs(bundle)
-    if not runs:
+    runs = metrics_runs.pick_runs(listed, index)
+    bundle = metrics_cached.chosen_runs(ctx.root, runs) if runs else None
+    problems = index.problems if index is not None else refused + (bundle.problems if bundle is not None else [])
+    metrics_runs.render_problems(problems, ctx.root.resolve())
+    if bundle is None:
         st.info("Choose one or more runs above.")
         return
     colors = metrics_runs.run_colors(runs)
