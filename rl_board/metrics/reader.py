@@ -38,7 +38,6 @@ from rl_board.metrics.table import (
     concat_frames,
     merge_results,
 )
-from rl_board.metrics.tensorboard import read_event_files
 from rl_board.metrics.trainer_state import read_trainer_state
 from rl_board.sources.catalogue import (
     METRICS,
@@ -315,6 +314,9 @@ def tag_summary(scalars: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 def _read_folder(source: RunSource, allowed_roots: list[Path] | None = None) -> ReadResult:
     """A TensorBoard run, or a DI-engine experiment (text loggers plus its event files)."""
+    # imported here: TensorBoard's modules take ~0.3 s, which an index served from the cache never needs
+    from rl_board.metrics.tensorboard import read_event_files
+
     events = read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
     if source.kind != "di-engine":
         return events

@@ -163,17 +163,19 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
+    looked: dict[str, int] = {}
     for current, dirs, files in os.walk(root, followlinks=False):
         here = Path(current)
         depth = len(here.parts) - base
         folder = _relative(here, root)
+        has_log = "log" in dirs  # a DI-engine experiment's loggers are under log/: no stat for other folders
         dirs[:] = sorted(d for d in dirs if _walkable(here / d, skipped)) if depth < MAX_DEPTH else []
         if IN_PLACE in files:  # the mirror of a bucket's Parquet dataset: one run, read in the bucket
             found.sources.append(Source(here, folder, ROLLOUT, "rl-board-parquet",
                                         "Parquet dataset read in place from object storage"))
             dirs[:] = []
             continue
-        if is_di_engine_folder(here):
+        if has_log and is_di_engine_folder(here):
             found.sources.append(Source(here, folder, METRICS, "di-engine", "DI-engine experiment folder",
                                         tuple(_di_engine_event_files(here))))
             dirs[:] = []
@@ -182,7 +184,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         events = tuple(p for p in paths if is_event_file(p))
         if events:
             found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
-        fmap = settings.for_file(here, fields)  # one look for rl-board.toml files per folder, not per file
+        fmap = settings.for_file(here, fields, seen=looked)  # one look per folder (and its parents once)
         options = _FolderOptions(here, limits, text_logs)  # one look beside the folder per format, not per file
         for path in paths:
             if path in events:
@@ -340,7 +342,7 @@ def _walkable(folder: Path, skipped: set[Path]) -> bool:
     """Hidden folders, package caches, folder links and the caller's skip list are not searched."""
     if folder.name.startswith(".") or folder.name in SKIP_DIRS or folder.is_symlink():
         return False
-    return folder.resolve() not in skipped
+    return folder not in skipped  # already resolved: the walk starts at a resolved root and follows no link
 
 
 def _di_engine_event_files(folder: Path) -> list[Path]:

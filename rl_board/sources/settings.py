@@ -10,6 +10,8 @@ over the files.
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from pathlib import Path
 
 from rl_board.formats.fieldmap import MAPPABLE, FieldMap
@@ -18,16 +20,36 @@ SETTINGS_FILE = "rl-board.toml"
 SEARCH_UP = 6
 
 
-def for_file(path: Path, overrides: FieldMap | None = None) -> FieldMap:
-    """The effective map of one file: rl-board.toml files above it, then the caller's overrides."""
+def for_file(path: Path, overrides: FieldMap | None = None, *, seen: dict[str, int] | None = None) -> FieldMap:
+    """The effective map of one file: rl-board.toml files above it, then the caller's overrides.
+
+    ``seen`` remembers, for one walk, which folders hold a settings file (its mtime, or -1 for none):
+    the folders of a big tree share their parents, which need not be looked at again.
+    """
     merged: FieldMap = {}
-    folder = path if path.is_dir() else path.parent
-    for parent in reversed([folder, *list(folder.parents)[: SEARCH_UP - 1]]):
-        settings = parent / SETTINGS_FILE
-        if settings.is_file():
-            merged.update(_from_toml(str(settings), settings.stat().st_mtime_ns))
+    folder = str(path if path.is_dir() else path.parent)
+    chain = [folder]
+    while len(chain) < SEARCH_UP and os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    for parent in reversed(chain):
+        mtime = seen.get(parent) if seen is not None else None
+        if mtime is None:
+            mtime = _settings_mtime(os.path.join(parent, SETTINGS_FILE))
+            if seen is not None:
+                seen[parent] = mtime
+        if mtime >= 0:
+            merged.update(_from_toml(os.path.join(parent, SETTINGS_FILE), mtime))
     merged.update(overrides or {})
     return merged
+
+
+def _settings_mtime(path: str) -> int:
+    """The settings file's mtime, or -1 when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return -1
+    return st.st_mtime_ns if stat.S_ISREG(st.st_mode) else -1
 
 
 @functools.lru_cache(maxsize=256)
