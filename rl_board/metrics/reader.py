@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,9 @@ class RunInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly, for the cache (``from_dict`` reads it back)."""
-        return {**asdict(self), "problems": [p.to_dict() for p in self.problems]}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: asdict deep-copies every tag
+        out["problems"] = [p.to_dict() for p in self.problems]
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunInfo:
