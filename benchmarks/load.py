@@ -549,7 +549,7 @@ def report(results: dict[str, dict]) -> str:
 
 def main() -> int:
     global WAIT_IDLE
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
     parser.add_argument("--wait-idle", type=float, default=WAIT_IDLE, metavar="S",
