@@ -1,4 +1,5 @@
-"""Load benchmark: rl-board's store against a naive loader and orjson's bare parse, each figure by its target.
+"""Load benchmark: rl-board's store against the reference board's own loader, a naive loader and orjson's bare
+parse, each figure by its target.
 
     python benchmarks/load.py                 # 60MB and 1GB, 3 runs of each timed phase
     python benchmarks/load.py --size 100MB    # one size (repeatable)
@@ -13,8 +14,12 @@ that phase's own:
   2. cold load with the worker pool already warm (a server's second open)
   3. warm reopen of the unchanged run
   4. `rl-board summary RUN` on the cached run, the whole process timed
-  5. the naive loader (json.loads per line, numpy per sample, per-step Python
-     lists: how the reference board loads) and orjson's bare parse as a floor
+  5. the reference board's own loader (RLLoggingBoard's load_log_file redone
+     without Streamlit: see phase_reference; ujson when installed, as there),
+     3 times up to 256 MB, once up to 1.5 GB, skipped past that (it holds ~6x
+     the logs in memory); the naive loader (json.loads per line, numpy per
+     sample, per-step lists: lighter than the reference), skipped past 4 GB;
+     and orjson's bare parse as a floor
   6. query latencies, a full rerun of the step browser, a refresh after
      appending ~1 MB
 Timed phases run ``--repeat`` times (interleaved, so a busy moment hits all
@@ -141,6 +146,110 @@ def phase_naive(run: str, cache_dir: str) -> dict:
     return {"seconds": time.perf_counter() - t, "rss_mb": peak_rss_mb(), "steps": len(steps)}
 
 
+# The lists RLLoggingBoard keeps for each step, in its order: a record's field of the same name is appended
+# to its list; kl, log_ratio, probs and their means and sums are computed from the log-probs.
+REFERENCE_STEP_LISTS = (
+    "prompt", "response", "ref_response", "reward", "ref_reward", "response_tokens", "logprobs", "ref_logprobs",
+    "probs", "ref_probs", "values", "token_rewards", "kl", "avg_kl", "sum_kl", "log_ratio", "avg_log_ratio",
+    "sum_log_ratio", "valid_reward", "ref_valid_reward", "response_tokens_len", "ground_truth",
+)
+REFERENCE_CAP = 128  # its sidebar's "Max Samples Each Step" default
+# It keeps 8 Python float lists per token, ~6x the logs in RSS (430 MB for 69 MB): run 3 times up to 256 MB,
+# once up to 1.5 GB (the 1 GB run: ~8 GB, ~20 s), and past that not at all.
+REFERENCE_MAX_BYTES = 1536 * MB
+
+
+def reference_json():
+    """The JSON module the reference board parses with: ujson (pinned in its requirements) when importable."""
+    try:
+        import ujson
+    except ImportError:
+        return json, "json (stdlib; ujson not installed, so slower than the real board)"
+    return ujson, f"ujson {getattr(ujson, '__version__', '?')}"
+
+
+def phase_reference(run: str, cache_dir: str, cap: int = REFERENCE_CAP) -> dict:
+    """The reference board's own loader, redone here step for step (our code, not a copy of its).
+
+    Follows ``load_log_file(logdir, max_samples_each_step)`` of ``rl_logging_board.py`` in
+    HarderThenHarder/RLLoggingBoard (commit cf56d5d): every ``*.jsonl`` name from ``os.listdir``, opened
+    as text (utf8, errors ignored), per line: ``ujson.loads`` (stdlib ``json`` without ujson), ``int(step)``,
+    a dict of the 22 per-step lists on a new step, each of the record's fields that has such a list appended
+    as parsed (Python lists of floats kept), the token count, and when both log-prob lists are there:
+    ``np.array`` of each, log_ratio = logp - ref_logp, kl = exp(log_ratio) - 1 - log_ratio, ``nanmean`` and
+    ``nansum`` of both, and ``.tolist()`` of log_ratio, kl, exp(logp) and exp(ref_logp) kept; a bad line is
+    counted and its traceback formatted (printed to stderr here, to the console there). After all files:
+    sorted steps, min/max/gap, per step the mean reward, mean response and reference response length in
+    characters, mean ref_reward, and the step-by-reward pandas DataFrame indexed by step.
+
+    The down-sampling cap: there, a step already at the cap only updates the progress bar and then
+    appends the sample all the same (no ``continue``), so the cap changes no work; it is kept as that
+    check. Left out: the Streamlit calls (session_state writes are plain dict writes here, the per-line
+    ``st.progress`` updates, ``st.toast``, ``st.warning``/``st.stop`` on an empty folder).
+    """
+    import traceback
+
+    import numpy as np
+    import pandas as pd
+
+    loads, parser = reference_json()
+    loads = loads.loads
+    t = time.perf_counter()
+    data: dict[int, dict[str, list]] = {}
+    ok = bad = capped = 0
+    for name in os.listdir(run):
+        if not name.endswith(".jsonl"):
+            continue
+        with open(os.path.join(run, name), encoding="utf8", errors="ignore") as f:
+            for line in f:
+                try:
+                    rec = loads(line)
+                    step = rec["step"] = int(rec["step"])
+                    lists = data.get(step)
+                    if lists is None:
+                        lists = data[step] = {key: [] for key in REFERENCE_STEP_LISTS}
+                    elif len(lists["prompt"]) >= cap:
+                        capped += 1  # there: a progress bar update, and the sample is still kept
+                    for key, values in lists.items():
+                        if key in rec:
+                            values.append(rec[key])
+                    if "response_tokens" in rec:
+                        lists["response_tokens_len"].append(len(rec["response_tokens"]))
+                    if "logprobs" in rec and "ref_logprobs" in rec:
+                        logp, ref_logp = np.array(rec["logprobs"]), np.array(rec["ref_logprobs"])
+                        log_ratio = logp - ref_logp
+                        kl = np.exp(log_ratio) - 1 - log_ratio
+                        lists["log_ratio"].append(log_ratio.tolist())
+                        lists["avg_log_ratio"].append(np.nanmean(log_ratio))
+                        lists["sum_log_ratio"].append(np.nansum(log_ratio))
+                        lists["kl"].append(kl.tolist())
+                        lists["avg_kl"].append(np.nanmean(kl))
+                        lists["sum_kl"].append(np.nansum(kl))
+                        lists["probs"].append(np.exp(logp).tolist())
+                        lists["ref_probs"].append(np.exp(ref_logp).tolist())
+                    ok += 1
+                except Exception:  # the reference has a bare except
+                    print(traceback.format_exc(), file=sys.stderr)
+                    bad += 1
+    steps = sorted(data)
+    summary = {"max_step": steps[-1], "min_step": steps[0], "step_gap": steps[1] - steps[0] if len(steps) > 1 else 1}
+    by_step: dict[str, list] = {"step": [], "reward": [], "ref_reward": []}
+    for step, lists in data.items():
+        lists["avg_reward"] = sum(lists["reward"]) / len(lists["reward"])
+        lengths = [len(text) for text in lists["response"]]
+        lists["avg_length"] = int(sum(lengths) / len(lengths))
+        ref_lengths = [len(text) for text in lists["ref_response"]]
+        lists["avg_ref_length"] = int(sum(ref_lengths) / len(ref_lengths)) if ref_lengths else 0
+        refs = lists["ref_reward"]
+        lists["avg_ref_reward"] = sum(refs) / len(refs) if refs else 0
+        by_step["step"].append(step)
+        by_step["reward"].append(lists["avg_reward"])
+        by_step["ref_reward"].append(lists["avg_ref_reward"])
+    summary["reward_df"] = pd.DataFrame.from_dict(by_step).set_index("step")
+    return {"seconds": time.perf_counter() - t, "rss_mb": peak_rss_mb(), "steps": len(steps), "samples": ok,
+            "error_lines": bad, "over_cap": capped, "parser": parser}
+
+
 def phase_orjson(run: str, cache_dir: str) -> dict:
     """orjson parsing every line and throwing the result away: a floor for any Python loader."""
     import orjson
@@ -226,7 +335,7 @@ def best_ms(fn, repeat: int = 5) -> float:
 
 
 PHASES = {"cold": phase_cold, "pooled": phase_pooled, "warm": phase_warm, "naive": phase_naive,
-          "orjson": phase_orjson, "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
+          "reference": phase_reference, "orjson": phase_orjson, "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
 
 
 WAIT_IDLE = 60.0  # seconds to wait for idle CPUs before each timed phase (--wait-idle)
@@ -256,7 +365,7 @@ def wait_idle(limit: float) -> None:
 
 
 def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
-    if name in ("cold", "pooled", "orjson", "naive", "warm"):
+    if name in ("cold", "pooled", "orjson", "naive", "reference", "warm"):
         wait_idle(WAIT_IDLE)
     out = subprocess.run([sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
                          capture_output=True, text=True, check=True)
@@ -315,19 +424,23 @@ def bench(size: int, work: Path, repeat: int) -> dict:
     run = make_run(size, work)
     data_mb = sum(p.stat().st_size for p in run.glob("*.jsonl")) / MB
     cache_dir = work / f"cache_{size // MB}MB"
-    r: dict = {"data_mb": data_mb, "cold": [], "pooled": [], "orjson": [], "naive": [], "warm": [], "cli": []}
+    r: dict = {"data_mb": data_mb, "cold": [], "pooled": [], "orjson": [], "naive": [], "reference": [], "warm": [],
+              "cli": []}
     for path in run.glob("*.jsonl"):  # every phase reads from the page cache, the first cold load too
         with open(path, "rb") as f:
             while f.read(64 * MB):
                 pass
     # The naive loader holds ~1.6 GB per GB of logs: past 4 GB it would eat the machine; past 256 MB once.
     naive_rounds = 0 if size > 4096 * MB else (repeat if size <= 256 * MB else 1)
+    reference_rounds = 0 if size > REFERENCE_MAX_BYTES else (repeat if size <= 256 * MB else 1)
     for k in range(repeat):
         r["cold"].append(run_phase("cold", run, fresh_cache(cache_dir)))
         r["orjson"].append(run_phase("orjson", run, cache_dir))
         r["pooled"].append(run_phase("pooled", run, fresh_cache(cache_dir)))
         if k < naive_rounds:
             r["naive"].append(run_phase("naive", run, cache_dir))
+        if k < reference_rounds:
+            r["reference"].append(run_phase("reference", run, cache_dir))
     for _ in range(repeat):
         r["warm"].append(run_phase("warm", run, cache_dir))
     cli_seconds(run, cache_dir)  # the first start after a build compiles .pyc files: not counted
@@ -344,10 +457,10 @@ def bench(size: int, work: Path, repeat: int) -> dict:
 
 # -- report ------------------------------------------------------------------
 
-# Targets of the "Speed, round two" issue: (figure, limit, "<=" | ">=").
+# Targets of the "Speed, round two" issue and of issue 23 (small_vs_reference): (figure, limit, "<=" | ">=").
 TARGETS = {
     "small_cold_s": (0.45, "<="), "small_vs_naive": (5.0, ">="), "cli_s": (0.5, "<="),
-    "big_cold_s": (6.0, "<="), "big_vs_orjson": (1.3, "<="), "big_rss_mb": (1536, "<="), "warm_s": (0.1, "<"),
+    "small_vs_reference": (5.0, ">="), "big_cold_s": (6.0, "<="), "big_vs_orjson": (1.3, "<="), "big_rss_mb": (1536, "<="), "warm_s": (0.1, "<"),
 }
 
 
@@ -367,6 +480,13 @@ def verdict(key: str, value: float) -> str:
     return f"{op} {limit:g}: {'met' if met else 'missed'}"
 
 
+def reference_note(r: dict) -> str:
+    """The reference loader's time and what it parsed with, or why it was not run."""
+    if not r["reference"]:
+        return f"not run: past {REFERENCE_MAX_BYTES // MB} MB it would hold ~6x the logs in memory"
+    return f"{spread([n['seconds'] for n in r['reference']])}, {r['reference'][0]['parser']}"
+
+
 def report(results: dict[str, dict]) -> str:
     rows = []
     for label, r in results.items():
@@ -379,12 +499,14 @@ def report(results: dict[str, dict]) -> str:
         warm = [w["seconds"] for w in r["warm"]]
         vs_orjson = [c / o for c, o in zip(cold, floor, strict=False)]
         vs_naive = [n / c for n, c in zip(naive, cold, strict=False)]
+        reference = [n["seconds"] for n in r["reference"]]
+        vs_reference = [n / c for n, c in zip(reference, cold, strict=False)]
         pooled_vs_orjson = [c / o for c, o in zip(pooled, floor, strict=False)]
         total_rss = [c["rss_mb"] + sum(c["worker_rss_mb"]) for c in r["cold"]]
         workers = max(len(c["worker_rss_mb"]) for c in r["cold"])
 
         def target(key: str, values: list[float], small: bool = small, big: bool = big) -> str:
-            applies = (small and key in ("small_cold_s", "small_vs_naive")) or key in ("cli_s", "warm_s") or (
+            applies = (small and key in ("small_cold_s", "small_vs_naive", "small_vs_reference")) or key in ("cli_s", "warm_s") or (
                 big and key in ("big_cold_s", "big_vs_orjson", "big_rss_mb"))
             return verdict(key, statistics.median(values)) if applies and values else ""
 
@@ -397,6 +519,8 @@ def report(results: dict[str, dict]) -> str:
             f"| cold load, fresh process (s) | {spread(cold)} | {target(cold_key, cold)} |",
             f"| cold load, MB/s | {mb / statistics.median(cold):.0f} | |",
             f"| cold load, worker pool already warm (s) | {spread(pooled)} | |",
+            f"| cold load vs the reference board's own loader (x faster) | {spread(vs_reference, 1)} "
+            f"| {target('small_vs_reference', vs_reference)} |",
             f"| cold load vs the naive loader (x faster) | {spread(vs_naive, 1)} | {target('small_vs_naive', vs_naive)} |",
             f"| cold load vs orjson's bare parse (x its time) | {spread(vs_orjson)} "
             f"| {target('big_vs_orjson', vs_orjson)} |",
@@ -405,6 +529,8 @@ def report(results: dict[str, dict]) -> str:
             f"| peak RSS, main alone (MB) | {spread([c['rss_mb'] for c in r['cold']], 0)} | |",
             f"| warm reopen (s) | {spread(warm, 3)} | {target('warm_s', warm)} |",
             f"| `rl-board summary RUN`, whole process, cached (s) | {spread(r['cli'])} | {target('cli_s', r['cli'])} |",
+            f"| reference board's loader (s) | {reference_note(r)} | |",
+            f"| reference board's loader, peak RSS (MB) | {spread([n['rss_mb'] for n in r['reference']], 0)} | |",
             f"| naive loader (s) | {spread(naive)} | |",
             f"| orjson bare parse (s) | {spread(floor)} | |",
             "",
@@ -423,7 +549,7 @@ def report(results: dict[str, dict]) -> str:
 
 def main() -> int:
     global WAIT_IDLE
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
     parser.add_argument("--wait-idle", type=float, default=WAIT_IDLE, metavar="S",
