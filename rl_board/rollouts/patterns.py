@@ -22,7 +22,6 @@ import re
 
 import numpy as np
 import pandas as pd
-from datasketch import MinHash, MinHashLSH
 
 from rl_board.formats import schema as S
 
@@ -50,6 +49,9 @@ def template_ids(responses: list[str | None]) -> np.ndarray:
     keep = [i for i, w in enumerate(words) if len(w) >= MIN_WORDS]
     if len(keep) < MIN_FAMILY:
         return np.zeros(len(responses), dtype=np.int64)
+    # imported here: datasketch pulls in scipy (~0.35 s), which opening or summarising a run never needs
+    from datasketch import MinHash, MinHashLSH
+
     shingles = [[" ".join(g).encode() for g in zip(w, w[1:], w[2:], strict=False)] for w in (words[i] for i in keep)]
     hashes = MinHash.bulk(shingles, num_perm=NUM_PERM)
     lsh = MinHashLSH(threshold=SIMILARITY, num_perm=NUM_PERM)
