@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rl_board import api
 from rl_board.api import IndexBuild, MetricsBundle, MetricsIndex, Problem, RunInfo, RunSource
 from rl_board.ui import cached, metrics_cached, state
 from rl_board.ui.context import Context
@@ -75,7 +76,7 @@ def render_index_progress(root: Path) -> MetricsIndex | None:
     the index is complete, so the run list gains its tag counts.
     """
     build = metrics_cached.index_build(root)
-    if build.running and build.index is None:
+    if build.running and build.index is None and build.total < api.MIN_PARALLEL:
         build.wait(INDEX_WAIT_S)  # a small root is indexed before the page draws
     if _indexing(build):
         st.fragment(_progress_bar, run_every=PROGRESS_EVERY_S)(root)
