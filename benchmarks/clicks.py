@@ -146,7 +146,8 @@ def wait_settled(page, timeout_ms: float = 120_000) -> None:
 class Server:
     """`rl-board serve ROOT` on a free loopback port; output to a log file; stopped by its PID."""
 
-    def __init__(self, root: Path, cache: Path, log: Path) -> None:
+    def __init__(self, root: Path, cache: Path, log: Path, cwd: Path = REPO) -> None:
+        """``cwd``: the checkout whose rl_board runs (``python -m`` imports from the working folder)."""
         import urllib.request
 
         self.port = free_port()
@@ -154,7 +155,7 @@ class Server:
         cmd = [sys.executable, "-m", "rl_board", "serve", str(root), "--port", str(self.port),
                "--cache-dir", str(cache)]
         with open(log, "w") as out:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -131,12 +131,11 @@ def page_figures(tree: Path, root: Path, repeat: int, work: Path) -> dict[str, l
     from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, Server, _nav, new_tab, timed
 
     out: dict[str, list[float]] = {"page": [], "load": []}
-    os.environ["PYTHONPATH"] = str(tree)  # the server subprocess runs this checkout
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for k in range(repeat):
             cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-bench-"))
-            server = Server(root, cache, work / f"serve-{k}.log")
+            server = Server(root, cache, work / f"serve-{k}.log", cwd=tree)  # the server runs this checkout
             try:
                 tab = new_tab(browser, server)
                 tab.go("/")  # the Overview page: no rollout runs here, nothing of the metrics read
