@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -439,15 +440,16 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
 
 
 def batches(jobs: list[tuple[Path, int, int]], readings: dict[str, Reading]) -> list[list[int]]:
-    """The jobs in order as units of work: a run of small blocks of one reading together (``ingest_batch``,
-    up to ``Sizes.batch_bytes``), every other block alone."""
+    """The jobs in order as units of work: a run of small files (what each gained: one small block) of one
+    reading together (``ingest_batch``, up to ``Sizes.batch_bytes``), every other block alone."""
     sizes = config.sizes()
+    blocks_of = Counter(str(path) for path, _, _ in jobs)
     units: list[list[int]] = []
     open_unit: list[int] = []
     held = 0
     for i, (path, s, e) in enumerate(jobs):
         reading = readings[str(path)]
-        if not batchable(path, e - s, reading):
+        if blocks_of[str(path)] > 1 or not batchable(path, e - s, reading):
             open_unit, held = [], 0
             units.append([i])
             continue
