@@ -87,6 +87,7 @@ def largest_gap(a: np.ndarray | None, b: np.ndarray | None, positions: np.ndarra
     if a is None or b is None:
         return None
     inside = positions[positions < min(len(a), len(b))]
-    gaps = np.abs(a[inside] - b[inside])
+    with np.errstate(over="ignore"):  # a gap past the largest float is inf, as in Python
+        gaps = np.abs(a[inside] - b[inside])
     gaps = gaps[~np.isnan(gaps)]
     return float(gaps.max()) if len(gaps) else None
