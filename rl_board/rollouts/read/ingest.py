@@ -314,15 +314,30 @@ def _same_alone(kind: pa.DataType) -> bool:
 def _own_columns(part: pa.Table, data: bytes) -> pa.Table | None:
     """One file's rows of a shared parse with only the log keys the file has: a column it never names
     (null in all its rows) is dropped; None when a null column's key does appear in it (logged as null,
-    or only inside a text: the shared parse cannot tell)."""
+    or only inside a text: the shared parse cannot tell), or when its floats may have been integers."""
     drop = []
     for name in part.column_names:
-        if name in S.KNOWN_FIELDS or part.column(name).null_count < part.num_rows:
+        if name in S.KNOWN_FIELDS:
+            continue
+        if part.column(name).null_count < part.num_rows:
+            if _maybe_whole_numbers(part.column(name)):
+                return None
             continue
         if not name.isascii() or json.dumps(name)[1:-1] != name or f'"{name}"'.encode() in data:
             return None
         drop.append(name)
     return part.drop_columns(drop) if drop else part
+
+
+def _maybe_whole_numbers(column: pa.ChunkedArray) -> bool:
+    """Whether a float column's rows in one file hold only whole numbers: the file alone may have been read
+    as integers (the shared parse widened them), which a run whose column ends up as text shows differently."""
+    while pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        column = pc.list_flatten(column)
+    if not pa.types.is_floating(column.type):
+        return False
+    values = column.drop_null()
+    return len(values) > 0 and bool(pc.all(pc.equal(values, pc.floor(values))).as_py())
 
 
 def _derived_together(results: list[BlockResult], parts: list[pa.Table], directory: str) -> None:
