@@ -247,18 +247,23 @@ def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Read
     except OSError:
         return [read() for read in alone]
     parsed = _parsed_together(datas, [Path(p) for p, _, _ in jobs], reading)
-    if parsed is None and len(jobs) >= _HALVED_FROM:  # one odd file: the others still share a parse
+    if parsed is None and len(jobs) >= _HALVED_FROM:  # a line that needs the careful path: halves, then alone
         half = len(jobs) // 2
         return ingest_batch(jobs[:half], directory, reading, max_line) + \
             ingest_batch(jobs[half:], directory, reading, max_line)
     if parsed is None:
         return [read() for read in alone]
-    results = []
-    for data, block in zip(datas, parsed, strict=True):
+    results: list[BlockResult] = []
+    shared: list[tuple[BlockResult, pa.Table]] = []
+    for data, block, read in zip(datas, parsed, alone, strict=True):
+        if block is None:  # this file's columns would differ from its own parse's: read alone
+            results.append(read())
+            continue
         result = BlockResult(lines=data.count(b"\n"), blank=block.blank, bad=block.bad, warnings=block.warnings)
         add_turns(result.turns, *turns.read_how(block.table.schema))
         results.append(result)
-    _derived_together(results, [block.table for block in parsed], directory)
+        shared.append((result, block.table))
+    _derived_together([r for r, _ in shared], [t for _, t in shared], directory)
     return results
 
 
@@ -273,8 +278,10 @@ def batchable(path: Path, size: int, reading: Reading) -> bool:
     return fmt.flat or (fmt.name == formats.NATIVE and not reading.fields)
 
 
-def _parsed_together(datas: list[bytes], paths: list[Path], reading: Reading) -> list[jsonl.ParsedBlock] | None:
-    """Each block's ``parse_any`` result from one parse of all their lines; None when that would differ."""
+def _parsed_together(datas: list[bytes], paths: list[Path],
+                     reading: Reading) -> list[jsonl.ParsedBlock | None] | None:  # fmt: skip
+    """Each block's ``parse_any`` result from one parse of all their lines (None for a block whose columns
+    there may differ from its own parse's); None when the lines cannot be parsed together."""
     fmt = formats.by_name(reading.format)
     native = fmt.name == formats.NATIVE and not reading.fields
     counts = [data.count(b"\n") for data in datas]
@@ -286,14 +293,14 @@ def _parsed_together(datas: list[bytes], paths: list[Path], reading: Reading) ->
         return None
     if not all(_same_alone(f.type) for f in table.schema if f.name not in S.KNOWN_FIELDS):
         return None
-    out = []
+    out: list[jsonl.ParsedBlock | None] = []
     at = 0
     for path, n, own in zip(paths, counts, datas, strict=True):
         part = _own_columns(table.slice(at, n), own)
         at += n
         if part is None:
-            return None
-        if native:
+            out.append(None)
+        elif native:
             lines = pa.array(range(1, n + 1), pa.int64())
             raw = jsonl.drop_missing_step(jsonl.with_lines(part, lines))
             out.append(contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path)))
