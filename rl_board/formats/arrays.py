@@ -12,6 +12,8 @@ caller reads the record by the per-value rules, so odd logs read as before.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _PLAIN = frozenset({int, float, bool, type(None)})
@@ -54,22 +56,21 @@ def at(values: np.ndarray | None, positions: np.ndarray) -> np.ndarray:
     return picked[~np.isnan(picked)]
 
 
-def aligned(values: np.ndarray | None, positions: np.ndarray) -> list[float] | None:
-    """Values at these positions, position for position (out of range or missing -> NaN); None without values."""
+def aligned(values: np.ndarray | None, start: int, stop: int) -> list[float] | None:
+    """Values of the span ``[start, stop)``, position for position (past the row's end or missing -> NaN);
+    None without values."""
     if values is None:
         return None
-    out = np.full(len(positions), np.nan)
-    inside = positions < len(values)
-    out[inside] = values[positions[inside]]
-    return out.tolist()
+    inside = values[start:stop].tolist() if start < stop else []
+    return inside + [math.nan] * (stop - start - len(inside))
 
 
-def whole(values: np.ndarray, positions: np.ndarray) -> list[int] | None:
-    """Token ids at these positions as ints; None when one is out of range, missing or not integral (a
-    response with such an id has no token ids)."""
-    if len(positions) and positions[-1] >= len(values):
+def whole(values: np.ndarray, start: int, stop: int) -> list[int] | None:
+    """Token ids of the span ``[start, stop)`` as ints; None when one is past the row's end, missing or not
+    integral (a response with such an id has no token ids)."""
+    if stop > len(values):
         return None
-    picked = values[positions]
+    picked = values[start:stop]
     if np.isnan(picked).any() or (picked != np.floor(picked)).any():
         return None
     if len(picked) and np.abs(picked).max() >= 2.0**63:  # past int64: Python ints, as the per-value rules

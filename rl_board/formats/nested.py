@@ -190,28 +190,28 @@ _FIRST = np.zeros(1, np.intp)
 
 def _response_tokens_of(sample: Record, rows: dict[str, Any], positions: np.ndarray, ids_key: str,
                         infer: np.ndarray | None, train: np.ndarray | None) -> None:  # fmt: skip
-    """``_response_tokens`` on plain rows."""
+    """``_response_tokens`` on plain rows: the span from the first to the last trained position."""
     ids = rows[ids_key]
     if ids is None or not len(positions):
         return
-    span = np.arange(positions[0], positions[-1] + 1)
-    picked = arrays.whole(ids, span)
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    picked = arrays.whole(ids, start, stop)
     if picked is None:
         return
     sample["response_token_ids"] = picked
-    _set(sample, "logprobs", arrays.aligned(infer, span))
-    _set(sample, "train_logprobs", arrays.aligned(train, span))
-    if len(positions) < len(span):
-        sample["token_loss_mask"] = (rows["mask"][span] == 1.0).astype(np.float64).tolist()
+    _set(sample, "logprobs", arrays.aligned(infer, start, stop))
+    _set(sample, "train_logprobs", arrays.aligned(train, start, stop))
+    if len(positions) < stop - start:
+        sample["token_loss_mask"] = (rows["mask"][start:stop] == 1.0).astype(np.float64).tolist()
 
 
 def _token_signals_of(sample: Record, positions: np.ndarray, **rows: np.ndarray | None) -> None:
     """``_token_signals`` on plain rows."""
     if "response_token_ids" not in sample:
         return
-    span = np.arange(positions[0], positions[-1] + 1) if len(positions) else _NO_POSITIONS
+    start, stop = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
     for name, values in rows.items():
-        aligned = arrays.aligned(values, span)
+        aligned = arrays.aligned(values, start, stop)
         if aligned is not None and any(math.isfinite(v) for v in aligned):
             sample[f"token_{name}"] = aligned
 
