@@ -25,13 +25,15 @@ def plain(values: list | None, *, bools: bool = True) -> np.ndarray | None:
     NaN; None for anything else."""
     if not isinstance(values, list):
         return None
-    if not set(map(type, values)) <= (_PLAIN if bools else _NO_BOOLS):  # one C pass over the types
+    kinds = set(map(type, values))  # one C pass over the types
+    if not kinds <= (_PLAIN if bools else _NO_BOOLS):
         return None
     try:
         array = np.array(values, dtype=np.float64)
     except OverflowError:  # an integer beyond any float: the per-value rules say what it is
         return None
-    array[~np.isfinite(array)] = np.nan
+    if float in kinds:  # only a float can be infinite (null is NaN already)
+        array[~np.isfinite(array)] = np.nan
     return array
 
 
@@ -50,10 +52,17 @@ def runs(mask: np.ndarray) -> int:
 
 def at(values: np.ndarray | None, positions: np.ndarray) -> np.ndarray:
     """The finite values at these positions (missing entries and out-of-range positions skipped)."""
-    if values is None:
-        return np.zeros(0)
-    picked = values[positions[positions < len(values)]]
+    if values is None or not len(positions):
+        return _NONE
+    first, last = int(positions[0]), int(positions[-1])
+    if last - first + 1 == len(positions):  # one run (a single answer): a slice, no gather
+        picked = values[first : last + 1]
+    else:
+        picked = values[positions[positions < len(values)]]
     return picked[~np.isnan(picked)]
+
+
+_NONE = np.zeros(0)
 
 
 def aligned(values: np.ndarray | None, start: int, stop: int) -> list[float] | None:
