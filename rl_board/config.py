@@ -57,6 +57,8 @@ class Sizes:
     pool_min_bytes: int = 160 * MB  # a load this big starts the worker pool
     warm_pool_min_bytes: int = 8 * MB  # a warm pool is used from two blocks of this much
     json_block_bytes: int = 4 * MB  # pyarrow.json's parse task size (one per core at a time)
+    batch_block_bytes: int = 256 * KB  # blocks this small (one per small file) are parsed several at once
+    batch_bytes: int = 4 * MB  # up to this much of them together
     scan_bytes: int = MB  # reads that look for newlines or skip an over-long line
     structure_scan_bytes: int = 256 * KB  # a line's brackets are counted in passes of this much (bounds memory)
     path_choice_bytes: int = MB  # bytes of a block looked at to choose its parse path

@@ -32,16 +32,18 @@ class Turns:
     messages: list[dict[str, Any]] | None  # the turns: with roles logged, or more than one generation
 
 
-def of_content(content: Any, mask: list | None) -> Turns:
-    """The turns of a line's ``content``; ``mask`` is its ``token_loss_mask`` row (None when not logged)."""
+def of_content(content: Any, mask: list | None, runs: int | None = None) -> Turns:
+    """The turns of a line's ``content``; ``mask`` is its ``token_loss_mask`` row (None when not logged);
+    ``runs``: its ``generations``, when the caller has counted them already (with numpy)."""
     listed = pick.row(content) or ([content] if isinstance(content, str) else [])
     if any(isinstance(m, dict) for m in listed):
         return _with_roles(pick.dicts(listed))
     strings = [m for m in listed if isinstance(m, str)]
     if not strings:
         return Turns(None, None, None)
-    messages = [{"role": role, "content": text} for role, text in zip(roles(len(strings), generations(mask)),
-                                                                       strings, strict=True)]  # fmt: skip
+    found = generations(mask) if runs is None else runs
+    messages = [{"role": role, "content": text}
+                for role, text in zip(roles(len(strings), found), strings, strict=True)]  # fmt: skip
     answers = [m["content"] for m in messages if m["role"] == "assistant"]
     prompt = [m for m in messages if m["role"] in ("system", "user")]
     prompt_text = strings[0] if len(prompt) == 1 else conversation.as_text(prompt)

@@ -15,7 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rl_board.formats import nemo_turns, pick
+import numpy as np
+
+from rl_board.formats import arrays, nemo_turns, pick
 from rl_board.formats.base import Format, Probe, Record, first, number
 
 _SEP = pick.SEP
@@ -126,18 +128,106 @@ def _nemo_samples(record: Record) -> list[Record]:
         return []
     sample: Record = {}
     mask = _row(record.get("token_loss_mask"))
-    turns = nemo_turns.of_content(record.get("content"), mask)
+    rows = _plain_rows(record, mask, _NEMO_ROWS)
+    turns = nemo_turns.of_content(record.get("content"), mask,
+                                  None if rows is None or mask is None else arrays.runs(rows["mask"]))  # fmt: skip
     _set(sample, "prompt", turns.prompt)
     _set(sample, "response", turns.response)
     _set(sample, "messages", turns.messages)
     _set(sample, "reward", number(record.get("rewards")))
     _nemo_kept(sample, record.get("sample_loss_mask"))
-    positions = _on(mask)
-    _set(sample, "advantage", _advantage(record.get("advantages"), positions))
+    if rows is not None:
+        _nemo_tokens_vectorised(sample, record, rows, mask is not None)
+    else:
+        _nemo_tokens_per_value(sample, record, mask)
+    return [sample]
+
+
+_NEMO_ROWS = ("advantages", "generation_logprobs", "prev_logprobs", "token_ids")
+
+
+def _plain_rows(record: Record, mask: list | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The record's per-token rows as float arrays (``mask`` under "mask"; a row not logged is None), or None
+    when one holds anything but numbers: then the record is read value by value (``arrays``)."""
+    rows: dict[str, Any] = {}
+    for key, row in (("mask", mask), *((k, _row(record.get(k))) for k in keys)):
+        if row is None:
+            rows[key] = None
+            continue
+        rows[key] = arrays.plain(row, bools=key != "token_ids")  # a boolean is no token id
+        if rows[key] is None:
+            return None
+    return rows
+
+
+def _nemo_tokens_vectorised(sample: Record, record: Record, rows: dict[str, Any], masked: bool) -> None:
+    """``_nemo_tokens_per_value`` on rows of plain numbers, as array operations (same fields, same order)."""
+    positions = arrays.on(rows["mask"]) if masked else _NO_POSITIONS
+    _set(sample, "advantage", _advantage_of(record.get("advantages"), rows["advantages"], positions))
+    _nemo_ids(sample, record)
+    if masked:  # without a mask the arrays mix prompt, response and padding positions
+        gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
+        _set(sample, "gen_logprob_mean", arrays.mean(arrays.at(gen, positions)))
+        _set(sample, "train_logprob_mean", arrays.mean(arrays.at(prev, positions)))
+        _set(sample, "logprob_mismatch_max", arrays.largest_gap(gen, prev, positions))
+        _response_tokens_of(sample, rows, positions, "token_ids", gen, prev)
+        _token_signals_of(sample, positions, advantage=rows["advantages"])
+
+
+_NO_POSITIONS = np.zeros(0, np.intp)
+
+
+def _advantage_of(value: Any, row: np.ndarray | None, positions: np.ndarray) -> float | None:
+    """``_advantage`` on a plain row: at the first response position, or the first if no mask."""
+    if row is None:
+        return _finite(value)
+    picked = arrays.at(row, positions if len(positions) else _FIRST)
+    return float(picked[0]) if len(picked) else None
+
+
+_FIRST = np.zeros(1, np.intp)
+
+
+def _response_tokens_of(sample: Record, rows: dict[str, Any], positions: np.ndarray, ids_key: str,
+                        infer: np.ndarray | None, train: np.ndarray | None) -> None:  # fmt: skip
+    """``_response_tokens`` on plain rows: the span from the first to the last trained position."""
+    ids = rows[ids_key]
+    if ids is None or not len(positions):
+        return
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    picked = arrays.whole(ids, start, stop)
+    if picked is None:
+        return
+    sample["response_token_ids"] = picked
+    _set(sample, "logprobs", arrays.aligned(infer, start, stop))
+    _set(sample, "train_logprobs", arrays.aligned(train, start, stop))
+    if len(positions) < stop - start:
+        sample["token_loss_mask"] = (rows["mask"][start:stop] == 1.0).astype(np.float64).tolist()
+
+
+def _token_signals_of(sample: Record, positions: np.ndarray, **rows: np.ndarray | None) -> None:
+    """``_token_signals`` on plain rows."""
+    if "response_token_ids" not in sample:
+        return
+    start, stop = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
+    for name, values in rows.items():
+        aligned = arrays.aligned(values, start, stop)
+        if aligned is not None and any(math.isfinite(v) for v in aligned):
+            sample[f"token_{name}"] = aligned
+
+
+def _nemo_ids(sample: Record, record: Record) -> None:
     for key in ("idx", "input_lengths"):
         value = first(record.get(key))
         if isinstance(value, (int, float, str)):
             sample[key] = value
+
+
+def _nemo_tokens_per_value(sample: Record, record: Record, mask: list | None) -> None:
+    """The token fields of a record whose rows hold more than plain numbers, read value by value."""
+    positions = _on(mask)
+    _set(sample, "advantage", _advantage(record.get("advantages"), positions))
+    _nemo_ids(sample, record)
     if mask is not None:  # without a mask the arrays mix prompt, response and padding positions
         gen = _at(_row(record.get("generation_logprobs")), positions)
         prev = _at(_row(record.get("prev_logprobs")), positions)
@@ -147,7 +237,6 @@ def _nemo_samples(record: Record) -> list[Record]:
         _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("generation_logprobs")),
                          _row(record.get("prev_logprobs")), positions)
         _token_signals(sample, positions, advantage=_row(record.get("advantages")))
-    return [sample]
 
 
 def _nemo_kept(sample: Record, sample_mask: Any) -> None:
@@ -195,11 +284,15 @@ def _tokens_samples(record: Record) -> list[Record]:
     if not isinstance(record, dict):
         return []
     mask = _row(record.get("loss_mask"))
-    positions = _on(mask)
     sample: Record = {}
     _set(sample, "step", _int(record.get("step")))  # written by the trainer itself, matches step_N/
     _set(sample, "rank", _int(record.get("rank")))
     _set(sample, "env", _str(record.get("env_name")))
+    rows = _plain_rows(record, mask, _TOKEN_ROWS)
+    if rows is not None:
+        _tokens_vectorised(sample, record, rows, mask is not None)
+        return [sample]
+    positions = _on(mask)
     if mask is not None:
         sample["n_response_tokens"] = len(positions)
     _set(sample, "advantage", _advantage(record.get("advantages"), positions))
@@ -213,6 +306,26 @@ def _tokens_samples(record: Record) -> list[Record]:
         _token_signals(sample, positions, advantage=_row(record.get("advantages")),
                        entropy=_row(record.get("entropy")))
     return [sample]
+
+
+_TOKEN_ROWS = ("advantages", "mismatch_kl", "entropy", "token_ids", "inference_logprobs", "trainer_logprobs")
+
+
+def _tokens_vectorised(sample: Record, record: Record, rows: dict[str, Any], masked: bool) -> None:
+    """The token fields of ``_tokens_samples`` on rows of plain numbers, as array operations (same order)."""
+    positions = arrays.on(rows["mask"]) if masked else _NO_POSITIONS
+    if masked:
+        sample["n_response_tokens"] = len(positions)
+    _set(sample, "advantage", _advantage_of(record.get("advantages"), rows["advantages"], positions))
+    for key in ("mismatch_kl", "entropy"):
+        name = key if key == "mismatch_kl" else f"{key}_mean"
+        values = rows[key]
+        _set(sample, name, arrays.mean(arrays.at(values, positions)) if values is not None
+             else _finite(record.get(key)))  # fmt: skip
+    if masked:
+        _response_tokens_of(sample, rows, positions, "token_ids", rows["inference_logprobs"],
+                            rows["trainer_logprobs"])
+        _token_signals_of(sample, positions, advantage=rows["advantages"], entropy=rows["entropy"])
 
 
 PRIME_RL_TOKENS = Format(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -203,6 +204,12 @@ def ingest_block(path: str, start: int, end: int, directory: str, reading: Readi
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
+    _derived_and_written(result, table, directory)
+    return result
+
+
+def _derived_and_written(result: BlockResult, table: pa.Table, directory: str) -> None:
+    """A block's samples derived and written as its segment (with the note on renamed keys)."""
     result.samples = table.num_rows
     if table.num_rows:
         table, renamed = derive.clashes_renamed(table)
@@ -210,7 +217,156 @@ def ingest_block(path: str, start: int, end: int, directory: str, reading: Readi
         if note:
             result.warnings.append(note)
         result.segment = write_segment(Path(directory), derive.with_sample_metrics(table))
-    return result
+
+
+# ---------------------------------------------------------------- many small files at once
+#
+# A trainer that writes one file per task (AReaL: ~4 KB each) paid every fixed cost of a block per file: a
+# pyarrow.json call (~1 ms), ~30 Arrow calls to derive (~1.3 ms), a job of its own. Small blocks of one
+# reading are therefore parsed as one table and derived once; each file's rows still go through
+# ``contract.finish`` on their own (its step from its name, the format's table rules, its line numbers and
+# notes) and are written as the file's own segment, so the manifest and a file's re-read are as before.
+
+
+def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Reading | None = None,
+                 max_line: int | None = None) -> list[BlockResult]:  # fmt: skip
+    """``ingest_block`` of each small (file, start, end) block of one reading, parsed and derived together.
+
+    Whatever a shared parse cannot give exactly as a block of its own would be read (a line for the careful
+    path, a key logged in one file only that another leaves null, an unreadable file), and each block is
+    read alone instead.
+    """
+    reading = reading or Reading(formats.NATIVE)
+    alone = [lambda p=p, s=s, e=e: ingest_block(p, s, e, directory, reading, max_line) for p, s, e in jobs]
+    try:
+        datas = []
+        for path, start, end in jobs:
+            with open(path, "rb") as f:
+                f.seek(start)
+                datas.append(f.read(end - start))
+    except OSError:
+        return [read() for read in alone]
+    parsed = _parsed_together(datas, [Path(p) for p, _, _ in jobs], reading)
+    if parsed is None and len(jobs) >= _HALVED_FROM:  # a line that needs the careful path: halves, then alone
+        half = len(jobs) // 2
+        return ingest_batch(jobs[:half], directory, reading, max_line) + \
+            ingest_batch(jobs[half:], directory, reading, max_line)
+    if parsed is None:
+        return [read() for read in alone]
+    results: list[BlockResult] = []
+    shared: list[tuple[BlockResult, pa.Table]] = []
+    for data, block, read in zip(datas, parsed, alone, strict=True):
+        if block is None:  # this file's columns would differ from its own parse's: read alone
+            results.append(read())
+            continue
+        result = BlockResult(lines=data.count(b"\n"), blank=block.blank, bad=block.bad, warnings=block.warnings)
+        add_turns(result.turns, *turns.read_how(block.table.schema))
+        results.append(result)
+        shared.append((result, block.table))
+    _derived_together([r for r, _ in shared], [t for _, t in shared], directory)
+    return results
+
+
+_HALVED_FROM = 8  # a batch of this many blocks that cannot be parsed together is halved, a smaller one read alone
+
+
+def batchable(path: Path, size: int, reading: Reading) -> bool:
+    """Whether a block may share a batch: small JSON lines of a flat format (or rl-board's own)."""
+    if size > config.sizes().batch_block_bytes or path.suffix.lower() == ".parquet":
+        return False
+    fmt = formats.by_name(reading.format)
+    return fmt.flat or (fmt.name == formats.NATIVE and not reading.fields)
+
+
+def _parsed_together(datas: list[bytes], paths: list[Path],
+                     reading: Reading) -> list[jsonl.ParsedBlock | None] | None:  # fmt: skip
+    """Each block's ``parse_any`` result from one parse of all their lines (None for a block whose columns
+    there may differ from its own parse's); None when the lines cannot be parsed together."""
+    fmt = formats.by_name(reading.format)
+    native = fmt.name == formats.NATIVE and not reading.fields
+    counts = [data.count(b"\n") for data in datas]
+    if not all(counts) or any(len(d) / n >= LONG_LINE for d, n in zip(datas, counts, strict=True)):
+        return None  # a block of long lines is read by the bulk path
+    data = b"".join(datas)
+    table = jsonl.fast_parse(data) if native else tables.read_renamed(data, fmt=fmt, reading=reading)
+    if table is None or table.num_rows != sum(counts):
+        return None
+    if not all(_same_alone(f.type) for f in table.schema if f.name not in S.KNOWN_FIELDS):
+        return None
+    out: list[jsonl.ParsedBlock | None] = []
+    at = 0
+    for path, n, own in zip(paths, counts, datas, strict=True):
+        part = _own_columns(table.slice(at, n), own)
+        at += n
+        if part is None:
+            out.append(None)
+        elif native:
+            lines = pa.array(range(1, n + 1), pa.int64())
+            raw = jsonl.drop_missing_step(jsonl.with_lines(part, lines))
+            out.append(contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path)))
+        else:
+            out.append(tables.finish_renamed(part, 1, path, fmt, reading))
+    return out
+
+
+def _same_alone(kind: pa.DataType) -> bool:
+    """Whether a log's own column of this type in a shared parse holds what each file's parse would, once the
+    run's segments are unified (numbers widen alike; objects' fields and dates read from text do not)."""
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _same_alone(kind.value_type)
+    return any(test(kind) for test in (pa.types.is_null, pa.types.is_boolean, pa.types.is_integer,
+                                       pa.types.is_floating, pa.types.is_string, pa.types.is_large_string))
+
+
+def _own_columns(part: pa.Table, data: bytes) -> pa.Table | None:
+    """One file's rows of a shared parse with only the log keys the file has: a column it never names
+    (null in all its rows) is dropped; None when a null column's key does appear in it (logged as null,
+    or only inside a text: the shared parse cannot tell), or when its floats may have been integers."""
+    drop = []
+    for name in part.column_names:
+        if name in S.KNOWN_FIELDS:
+            continue
+        if part.column(name).null_count < part.num_rows:
+            if _maybe_whole_numbers(part.column(name)):
+                return None
+            continue
+        if not name.isascii() or json.dumps(name)[1:-1] != name or f'"{name}"'.encode() in data:
+            return None
+        drop.append(name)
+    return part.drop_columns(drop) if drop else part
+
+
+def _maybe_whole_numbers(column: pa.ChunkedArray) -> bool:
+    """Whether a float column's rows in one file hold only whole numbers: the file alone may have been read
+    as integers (the shared parse widened them), which a run whose column ends up as text shows differently."""
+    while pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        column = pc.list_flatten(column)
+    if not pa.types.is_floating(column.type):
+        return False
+    values = column.drop_null()
+    return len(values) > 0 and bool(pc.all(pc.equal(values, pc.floor(values))).as_py())
+
+
+def _derived_together(results: list[BlockResult], parts: list[pa.Table], directory: str) -> None:
+    """Each block's rows derived in one table and written as its own segment (as ``_derived_and_written``)."""
+    try:
+        whole = pa.concat_tables([t for t in parts if t.num_rows], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+        whole = None
+    if whole is None or records.logged_name(S.LINE, ()) in whole.column_names or derive.clashes_renamed(whole)[1]:
+        for result, table in zip(results, parts, strict=True):  # a renamed key is noted per block
+            _derived_and_written(result, table, directory)
+        return
+    derived = derive.with_sample_metrics(whole).combine_chunks()  # a segment is one record batch
+    added = [name for name in derived.column_names if name not in whole.column_names]
+    at = 0
+    for result, table in zip(results, parts, strict=True):
+        result.samples = table.num_rows
+        if table.num_rows:  # the block's own columns, in its order, then the derived ones: as derived alone
+            own = derived.slice(at, table.num_rows).select(table.column_names + added)
+            own = own.replace_schema_metadata(table.schema.metadata)
+            result.segment = write_segment(Path(directory), own)
+            at += table.num_rows
 
 
 def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, int, bool]]:
@@ -276,26 +432,76 @@ def run_blocks(
 def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
          readings: dict[str, Reading], max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
     total = sum(e - s for _, s, e in jobs)
+    units = batches(jobs, readings)
 
-    def local(i: int) -> BlockResult:
-        path, s, e = jobs[i]
-        return ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=readings[str(path)])
+    def local(u: int) -> list[BlockResult]:
+        unit = units[u]
+        reading = readings[str(jobs[unit[0]][0])]
+        if len(unit) == 1:
+            path, s, e = jobs[unit[0]]
+            return [ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=reading)]
+        return ingest_batch([(str(p), s, e) for p, s, e in (jobs[i] for i in unit)], str(directory), reading,
+                            max_line)  # fmt: skip
 
     cores = os.cpu_count() or 1
     sizes = config.sizes()
     start = total >= sizes.pool_min_bytes
-    if len(jobs) >= 2 and cores >= 2 and (start or (total >= sizes.warm_pool_min_bytes and pool.running())):
+    if len(units) >= 2 and cores >= 2 and (start or (total >= sizes.warm_pool_min_bytes and pool.running())):
         with pool.borrowed(min(cores, 4), start=start) as workers:
             if workers is not None:
-                requests = [json.dumps([str(path), s, e, str(directory), readings[str(path)].to_json(), max_line])
-                            for path, s, e in jobs]  # fmt: skip
-                for (_, s, e), result in zip(jobs, workers.run(requests, local, result_from_json), strict=True):
-                    yield result
-                    on_done(e - s)
+                requests = [_request(jobs, unit, directory, readings, max_line) for unit in units]
+                for unit, results in zip(units, workers.run(requests, local, results_from_json), strict=True):
+                    for i, result in zip(unit, results, strict=True):
+                        yield result
+                        on_done(jobs[i][2] - jobs[i][1])
                 return
-    for i, (_, s, e) in enumerate(jobs):
-        yield local(i)
-        on_done(e - s)
+    for u, unit in enumerate(units):
+        for i, result in zip(unit, local(u), strict=True):
+            yield result
+            on_done(jobs[i][2] - jobs[i][1])
+
+
+def batches(jobs: list[tuple[Path, int, int]], readings: dict[str, Reading]) -> list[list[int]]:
+    """The jobs in order as units of work: a run of small files (what each gained: one small block) of one
+    reading together (``ingest_batch``, up to ``Sizes.batch_bytes``), every other block alone."""
+    sizes = config.sizes()
+    blocks_of = Counter(str(path) for path, _, _ in jobs)
+    units: list[list[int]] = []
+    open_unit: list[int] = []
+    held = 0
+    for i, (path, s, e) in enumerate(jobs):
+        reading = readings[str(path)]
+        if blocks_of[str(path)] > 1 or not batchable(path, e - s, reading):
+            open_unit, held = [], 0
+            units.append([i])
+            continue
+        same = open_unit and readings[str(jobs[open_unit[0]][0])] == reading
+        if not same or held + (e - s) > sizes.batch_bytes:
+            open_unit, held = [], 0
+            units.append(open_unit)
+        open_unit.append(i)
+        held += e - s
+    return units
+
+
+def _request(jobs: list[tuple[Path, int, int]], unit: list[int], directory: Path, readings: dict[str, Reading],
+             max_line: int | None) -> str:  # fmt: skip
+    """A worker's request line: one block (as before), or a batch of small ones."""
+    path, s, e = jobs[unit[0]]
+    reading = readings[str(path)].to_json()
+    if len(unit) == 1:
+        return json.dumps([str(path), s, e, str(directory), reading, max_line])
+    return json.dumps([BATCH, [[str(p), s, e] for p, s, e in (jobs[i] for i in unit)], str(directory), reading,
+                       max_line])  # fmt: skip
+
+
+BATCH = "batch"  # the first item of a worker request for ``ingest_batch``
+
+
+def results_from_json(line: str) -> list[BlockResult]:
+    """A worker's answer: one result, or a batch's list of them."""
+    data = json.loads(line)
+    return [_result(d) for d in data] if isinstance(data, list) else [_result(data)]
 
 
 def result_to_json(result: BlockResult) -> str:
@@ -303,7 +509,10 @@ def result_to_json(result: BlockResult) -> str:
 
 
 def result_from_json(line: str) -> BlockResult:
-    data = json.loads(line)
+    return _result(json.loads(line))
+
+
+def _result(data: dict) -> BlockResult:
     data["bad"] = [tuple(b) for b in data["bad"]]
     data["warnings"] = [tuple(w) for w in data["warnings"]]
     return BlockResult(**data)

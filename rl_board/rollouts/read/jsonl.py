@@ -56,14 +56,14 @@ def parse_block(data: bytes, *, first_line: int) -> ParsedBlock:
     n_lines = data.count(b"\n")
     if first_line == 1 and data.startswith(BOM):
         data = data[len(BOM) :]
-    table = _fast_parse(data)
+    table = fast_parse(data)
     if table is not None and table.num_rows == n_lines:
         lines = pa.array(range(first_line, first_line + n_lines), pa.int64())
         return drop_missing_step(with_lines(table, lines))
     return _parse_pieces(data, first_line)
 
 
-def _fast_parse(data: bytes) -> pa.Table | None:
+def fast_parse(data: bytes) -> pa.Table | None:
     """Columns from pyarrow.json, or None if any line needs the careful path.
 
     pyarrow copies invalid UTF-8 into string columns unchecked; a full
@@ -136,7 +136,7 @@ def _parse_pieces(data: bytes, first_line: int) -> ParsedBlock:
     tables = []
     for start in range(0, len(numbered), _PIECE_LINES):
         piece = numbered[start : start + _PIECE_LINES]
-        table = _fast_parse(b"\n".join(raw for _, raw in piece) + b"\n")
+        table = fast_parse(b"\n".join(raw for _, raw in piece) + b"\n")
         if table is not None and table.num_rows == len(piece):
             lines_col = pa.array([n for n, _ in piece], pa.int64())
             part = drop_missing_step(with_lines(table, lines_col))

@@ -31,6 +31,14 @@ _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError
 def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
                   reading: Reading) -> jsonl.ParsedBlock | None:  # fmt: skip
     """A block of JSON lines of a flat format; None when a line needs the careful path."""
+    table = read_renamed(data, fmt=fmt, reading=reading)
+    return None if table is None else finish_renamed(table, first_line, path, fmt, reading)
+
+
+def read_renamed(data: bytes, *, fmt: Format, reading: Reading) -> pa.Table | None:
+    """JSON lines of a flat format as one conformed table under rl-board's names, one row per line, before
+    ``finish`` (several small files' lines at once: ``ingest.ingest_batch``); None when a line needs the
+    careful path."""
     if jsonl.not_all_objects(data) or deep_lines(data):  # pyarrow.json crashes on deep nesting
         return None
     renames = reading.renames(fmt)
@@ -41,10 +49,9 @@ def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
                 column.validate(full=True)
         if table.num_rows != data.count(b"\n") or not jsonl.token_strings_whole(table):
             return None
-        table = contract.conform(_renamed(table, renames))
+        return contract.conform(_renamed(table, renames))
     except _ARROW_ERRORS:
         return None
-    return _finish(table, first_line, path, fmt, reading)
 
 
 def parse_table(table: pa.Table, *, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock | None:
@@ -55,7 +62,7 @@ def parse_table(table: pa.Table, *, path: Path, fmt: Format, reading: Reading) -
         return None
     if not jsonl.token_strings_whole(table):
         return None
-    return _finish(table, 1, path, fmt, reading)
+    return finish_renamed(table, 1, path, fmt, reading)
 
 
 def read_parquet(path: Path) -> pa.Table:
@@ -68,7 +75,8 @@ def read_parquet(path: Path) -> pa.Table:
         return file.read(use_threads=False)
 
 
-def _finish(table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock:
+def finish_renamed(table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock:
+    """A conformed table of one file's lines (from ``first_line``) through ``contract.finish``."""
     lines = pa.array(range(first_line, first_line + table.num_rows), pa.int64())
     parsed = jsonl.ParsedBlock(jsonl.with_lines(table, lines))
     return contract.finish(parsed, fmt=fmt, reading=reading, named_step=step_from_name(path))

@@ -50,15 +50,22 @@ def main(argv: list[str]) -> int:
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
     from rl_board.formats import Reading
-    from rl_board.rollouts.read.ingest import ingest_block, result_to_json
+    from rl_board.rollouts.read.ingest import BATCH, ingest_batch, ingest_block, result_to_json
 
     out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
     for line in _lines(sys.stdin.fileno(), idle):
-        path, start, end, directory, reading, max_line = json.loads(line)  # max_line None: the default
-        result = ingest_block(path, start, end, directory, Reading.from_json(reading), max_line=max_line)
-        out.write(result_to_json(result).encode() + b"\n")
+        job = json.loads(line)
+        if job[0] == BATCH:  # several small blocks: a JSON list of their results
+            _, blocks, directory, reading, max_line = job
+            results = ingest_batch([tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line)
+            answer = "[" + ",".join(result_to_json(r) for r in results) + "]"
+        else:
+            path, start, end, directory, reading, max_line = job  # max_line None: the default
+            answer = result_to_json(ingest_block(path, start, end, directory, Reading.from_json(reading),
+                                                 max_line=max_line))  # fmt: skip
+        out.write(answer.encode() + b"\n")
         out.flush()
     return 0
 

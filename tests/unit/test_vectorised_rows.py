@@ -1,0 +1,186 @@
+"""NeMo-RL's and prime-rl's per-token rows read as numpy arrays give exactly what the per-value rules give.
+
+The per-value rules (``pick``) are the reference: forcing every row down them
+(``arrays.plain`` answering None) must read the same store, sample for sample,
+token for token, on the trainer dumps and on lines whose rows hold nulls,
+text, booleans, nested lists, infinities and integers past 64 bits, with a
+broken line in the middle of each file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rl_board.formats import arrays
+from rl_board.formats.nested import NEMO_RL, PRIME_RL_TOKENS
+from rl_board.rollouts.store import RolloutStore
+from tests.helpers import trainer_dumps as T
+
+BROKEN = '{"content": [["broken"]], "rewards": [1.0], "token_ids": [[1, 2,'
+
+
+def _odd(record: dict[str, Any], k: int) -> dict[str, Any]:
+    """Line ``k`` of a NeMo-RL file with one of the odd values real logs hold (or none)."""
+    r = json.loads(json.dumps(record))
+    answer = [i for i, m in enumerate(r["token_loss_mask"][0]) if m == 1]  # the response's positions
+    case = k % 12
+    if case == 1:
+        r["generation_logprobs"][0][5] = None
+        r["generation_logprobs"][0][answer[1]] = None
+        r["advantages"][0][answer[0]] = None
+    elif case == 2:
+        r["token_ids"][0][3] = "12"
+    elif case == 3:
+        r["token_loss_mask"][0] = [float(x) for x in r["token_loss_mask"][0]]
+    elif case == 4:
+        r["token_loss_mask"][0] = [bool(x) for x in r["token_loss_mask"][0]]
+    elif case == 5:
+        del r["token_loss_mask"]
+    elif case == 6:
+        r["token_loss_mask"][0][2] = [1]
+    elif case == 7:
+        r["prev_logprobs"][0][-1] = math.inf
+        r["generation_logprobs"][0][-3] = math.nan
+        r["prev_logprobs"][0][answer[2]] = -math.inf
+        r["generation_logprobs"][0][answer[3]] = math.nan
+    elif case == 8:
+        r["token_ids"][0][1] = 2**70
+        r["sample_loss_mask"] = [0.0]
+    elif case == 9:
+        r["token_ids"][0] = [float(x) for x in r["token_ids"][0]]
+        r["advantages"] = [1.5]
+    elif case == 10:
+        r["token_loss_mask"][0][4] = "1"
+        r["advantages"][0][0] = None
+    elif case == 0 and k:
+        r["token_loss_mask"][0][answer[4]] = 0  # a position inside the answer not trained on
+        r["generation_logprobs"][0][answer[-1]] = 1e308
+        r["prev_logprobs"][0][answer[-1]] = -1e308
+    elif case == 11:
+        r["generation_logprobs"][0] = r["generation_logprobs"][0][:20]
+        r["token_ids"][0][0] = True
+    return r
+
+
+def _nemo_dump(out: Path, *, odd: bool) -> Path:
+    """A NeMo-RL run (odd values on most lines and a broken line mid-file when ``odd``); its run folder."""
+    dump = T.write_nemo_rl(out, steps=3, prompts=4, group=4, seed=5)
+    if odd:
+        for path in dump.files:
+            lines = [json.dumps(_odd(json.loads(line), k)) for k, line in enumerate(path.read_text().splitlines())]
+            lines.insert(len(lines) // 2, BROKEN)
+            path.write_text("\n".join(lines) + "\n")
+    return dump.files[0].parent
+
+
+def _open(run: Path, cache: Path) -> RolloutStore:
+    return RolloutStore.open(run, cache_dir=cache)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values and types, NaN equal to NaN, arrays item by item."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return type(a) is type(b) and a.dtype == b.dtype and _same(a.tolist(), b.tolist())
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    assert list(a.columns) == list(b.columns)
+    assert list(a.dtypes) == list(b.dtypes)
+    for column in a.columns:
+        assert _same(a[column].tolist(), b[column].tolist()), column
+
+
+def _read(run: Path, cache: Path) -> tuple[pd.DataFrame, list, list, dict]:
+    store = _open(run, cache)
+    report = store.report
+    detail = store.sample(step=store.steps[0], index=3)
+    tokens = detail.tokens.to_dict("list")
+    return store.samples(), [(b.file, b.line, b.reason) for b in report.bad_lines], \
+        [(w.file, w.line, w.reason) for w in report.warnings], {"fields": detail.fields, "tokens": tokens}
+
+
+@pytest.mark.parametrize("odd", [False, True], ids=["as written", "odd values and a broken line"])
+def test_nemo_rl_store_equals_the_per_value_rules(odd: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _nemo_dump(tmp_path / "out", odd=odd)
+    fast = _read(run, tmp_path / "cache-arrays")
+    with monkeypatch.context() as m:
+        m.setattr(arrays, "plain", lambda values, *, bools=True: None)
+        slow = _read(run, tmp_path / "cache-per-value")
+    _frames_equal(fast[0], slow[0])
+    assert fast[1:3] == slow[1:3]
+    assert _same(fast[3], slow[3])
+    assert fast[3]["tokens"]["token"] and "response_token_ids" in fast[3]["fields"]
+    if odd:  # the broken line is named by file and line, and every other line of its file loads
+        assert [(f, n) for f, n, _ in fast[1]] == [(f"train_data_step{s}.jsonl", 9) for s in (1, 2, 3)]
+        assert all("not valid JSON" in reason for _, _, reason in fast[1])
+        assert len(fast[0]) == 3 * 16
+
+
+def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adapter level: the same sample dict (keys in the same order, values and types) for every line."""
+    run = _nemo_dump(tmp_path / "out", odd=True)
+    records = [json.loads(line) for path in sorted(run.glob("train_data_step*.jsonl"))
+               for line in path.read_text().splitlines() if line != BROKEN]  # fmt: skip
+    fast = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
+    monkeypatch.setattr(arrays, "plain", lambda values, *, bools=True: None)
+    slow = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
+    assert len(fast) == len(slow) == 48
+    for k, (a, b) in enumerate(zip(fast, slow, strict=True)):
+        assert _same(a, b), k
+    assert any("token_loss_mask" in s[0] for s in fast)  # the fast path did hit every branch it has
+    assert any("response_token_ids" not in s[0] for s in fast)
+
+
+def test_prime_rl_token_exports_equal_the_per_value_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    T.write_prime_rl_token_exports(tmp_path / "out", steps=3, prompts=4, group=4)
+    run = tmp_path / "out" / "token_exports"
+    path = sorted(run.rglob("rank_0.jsonl"))[0]
+    lines = path.read_text().splitlines()
+    odd = json.loads(lines[0])
+    odd["entropy"] = [None] * len(odd["entropy"])  # an optional stream written as nulls
+    odd["inference_logprobs"][-1] = None
+    lines[0] = json.dumps(odd)
+    path.write_text("\n".join(lines) + "\n")
+    records = [json.loads(line) for p in sorted(run.rglob("*.jsonl")) for line in p.read_text().splitlines()]
+    fast = _read(run, tmp_path / "cache-arrays")
+    fast_samples = [PRIME_RL_TOKENS.nested(r) for r in records]  # type: ignore[misc]
+    monkeypatch.setattr(arrays, "plain", lambda values, *, bools=True: None)
+    slow = _read(run, tmp_path / "cache-per-value")
+    slow_samples = [PRIME_RL_TOKENS.nested(r) for r in records]  # type: ignore[misc]
+    _frames_equal(fast[0], slow[0])
+    assert fast[1:3] == slow[1:3]
+    assert _same(fast[3], slow[3])
+    assert _same(fast_samples, slow_samples)
+
+
+@pytest.mark.parametrize("values", [[1, 2.5, True, None], [], [math.inf, -math.inf, 0], [2**62, 3]])
+def test_plain_rows_are_floats_with_missing_as_nan(values: list) -> None:
+    row = arrays.plain(values)
+    assert row is not None and row.dtype == np.float64 and len(row) == len(values)
+    for got, value in zip(row.tolist(), values, strict=True):
+        finite = value is not None and math.isfinite(float(value))
+        assert (got == float(value)) if finite else math.isnan(got)
+
+
+@pytest.mark.parametrize("values", [[1, "2"], [1, [2]], [{"a": 1}], [10**400], "123", None])
+def test_rows_holding_more_than_numbers_are_left_to_the_per_value_rules(values: Any) -> None:
+    assert arrays.plain(values) is None
+
+
+def test_a_boolean_is_no_token_id() -> None:
+    assert arrays.plain([True, 3], bools=False) is None
+    assert arrays.plain([True, 3]) is not None
