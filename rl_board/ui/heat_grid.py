@@ -22,7 +22,10 @@ from rl_board.formats import fields as F
 from rl_board.ui.chips import Scale, legend_html, scale_for
 
 WIDTH = 100  # tokens per row of a wrapped grid (as token_heatmap.WIDTH)
-_UNTRAINED = ";opacity:0.35;outline:1px dashed #666;outline-offset:-1px"
+# Cells are styled by class, one rule per colour (inline styles on thousands of cells cost the browser
+# twice the time); a colour's channels are rounded to a multiple of 4, so a scale has at most ~64 colours.
+_RULES = (".rlb-heat i.u{opacity:0.35;outline:1px dashed #666;outline-offset:-1px}"
+          ".rlb-heat i.t{box-shadow:inset 2px 0 0 #333}")
 _LABEL = ("font-size:0.7rem;opacity:0.75;text-align:right;padding-right:4px;white-space:nowrap;overflow:hidden;"
           "text-overflow:ellipsis;line-height:1")
 
@@ -32,20 +35,25 @@ def _number(value: float) -> str:
 
 
 def _hex(color: str) -> str:
-    """``rgb(r,g,b)`` (the chips' colours) as ``#rrggbb``: a third of the bytes, for thousands of cells."""
-    if not color.startswith("rgb("):
-        return color
-    r, g, b = (int(x) for x in color[4:-1].split(","))
-    return f"#{r:02x}{g:02x}{b:02x}"
+    """``rgb(r,g,b)`` (the chips' colours) as ``rrggbb``, each channel rounded to a multiple of 4."""
+    if color.startswith("#"):
+        return color[1:]
+    r, g, b = (min(255, round(int(x) / 4) * 4) for x in color[4:-1].split(","))
+    return f"{r:02x}{g:02x}{b:02x}"
 
 
-def _cell(position: int, metric: str, value: float, scale: Scale, untrained: bool = False, first: bool = False) -> str:
+def _cell(position: int, metric: str, value: float, scale: Scale, colours: set[str], untrained: bool = False,
+          first: bool = False) -> str:  # fmt: skip
     # as short as it can be said: an 8k-token answer has 8k of these
     title = f"#{position} {metric}={_number(value)}" + (" (not trained)" if untrained else "")
-    style = f"background:{_hex(scale.color(value))}" + (_UNTRAINED if untrained else "")
-    if first:  # a turn starts here
-        style += ";box-shadow:inset 2px 0 0 #333"
-    return f'<i style="{style}" title="{html.escape(title, quote=True)}"></i>'
+    colour = _hex(scale.color(value))
+    colours.add(colour)
+    kind = f"c{colour}" + (" u" if untrained else "") + (" t" if first else "")  # t: a turn starts here
+    return f'<i class="{kind}" title="{html.escape(title, quote=True)}"></i>'
+
+
+def _style(colours: set[str]) -> str:
+    return "<style>" + _RULES + "".join(f".rlb-heat i.c{c}{{background:#{c}}}" for c in sorted(colours)) + "</style>"
 
 
 def _label(text: str) -> str:
@@ -73,21 +81,20 @@ def wrapped_grid_html(tokens: pd.DataFrame, metric: str, *, groups: Sequence[tup
     scale = scale_for(values.tolist(), metric)
     spans = list(groups) or [("", 0, len(tokens))]
     cells: list[str] = []
-    rows = 0
+    colours: set[str] = set()
     for label, start, end in spans:
         for k, first in enumerate(range(start, max(end, start + 1), width)):
             last = min(end, first + width)
             head = label if k == 0 and label else str(int(positions[first])) if first < len(positions) else ""
             cells.append(_label(head))
-            cells += [_cell(int(positions[i]), metric, float(values[i]), scale, bool(skipped[i]))
+            cells += [_cell(int(positions[i]), metric, float(values[i]), scale, colours, bool(skipped[i]))
                       for i in range(first, last)]
             cells += ["<i></i>"] * (width - (last - first))
-            rows += 1
     name = F.label(metric, F.TOKEN)
     what = "one turn per block of rows; faded: not trained (masked)" if groups else "the first token's position"
     title = (f"{name} of all {len(tokens)} tokens, {width} per row ({what}); one cell per token, hover for its "
              "position and value")
-    return (f'<div class="rlb-heat">{_title(title)}{legend_html(scale, metric)}'
+    return (f'{_style(colours)}<div class="rlb-heat">{_title(title)}{legend_html(scale, metric)}'
             f'{_grid(cells, width, 12, "9em" if groups else "3.5em")}</div>')
 
 
@@ -100,12 +107,13 @@ def metric_rows_html(tokens: pd.DataFrame, metrics: Sequence[str], *, groups: Se
     skipped = np.zeros(len(tokens), dtype=bool) if untrained is None else np.asarray(untrained, dtype=bool)
     starts = {start for _, start, _ in list(groups)[1:]}
     cells: list[str] = []
+    colours: set[str] = set()
     for metric in present:
         values = tokens[metric].to_numpy(dtype=np.float64)
         scale = scale_for(values.tolist(), metric)
         cells.append(_label(F.label(metric, F.TOKEN)))
-        cells += [_cell(int(positions[i]), metric, float(values[i]), scale, bool(skipped[i]), i in starts)
+        cells += [_cell(int(positions[i]), metric, float(values[i]), scale, colours, bool(skipped[i]), i in starts)
                   for i in range(len(tokens))]
     title = ("Token × metric (each row coloured on its own scale" + ("; a line where a turn starts, faded: not "
              "trained" if groups else "") + "; hover a cell for its position and value)")
-    return f'<div class="rlb-heat">{_title(title)}{_grid(cells, max(len(tokens), 1), 22, "9em")}</div>'
+    return f'{_style(colours)}<div class="rlb-heat">{_title(title)}{_grid(cells, max(len(tokens), 1), 22, "9em")}</div>'
