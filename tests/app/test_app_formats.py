@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import agentic_dumps, agentic_text_dumps
 from tests.helpers import trainer_dumps as T
-from tests.helpers.apptest import assert_clean, open_page, table, texts
+from tests.helpers.apptest import assert_clean, open_page, plain_texts, table, texts
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_step_browser_shows_prompt_response_reward(dumps_root: Path, run: str, s
 def test_sample_view_of_a_verl_dump(dumps_root: Path) -> None:
     at = open_page("sample", run="verl", step="2", sample="0")
     assert_clean(at)
-    codes = [c.value for c in at.code]
+    codes = plain_texts(at)
     assert len(codes) >= 3 and all(codes[:2])  # prompt and response as plain text
     assert any(m.label == "Reward" for m in at.metric)
     assert not any("not in this log" in t for t in texts(at.caption)[:2])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from rl_board.formats import fields as F
 from rl_board.rollouts.demo import EOD, SYSTEM
-from tests.helpers.apptest import assert_clean, figures, texts
+from tests.helpers.apptest import assert_clean, figures, heat_grid, plain_texts, texts
 
 
 def _mismatched(store) -> tuple[int, int]:
@@ -21,7 +22,7 @@ def test_sample_page_shows_texts_scores_and_tokens(open_app, store_of):
     assert_clean(at)
     detail = store_of("ppo").sample(step=2, index=1)
     assert any("Step 2 · sample 1" in t for t in texts(at.markdown))
-    codes = texts(at.code)
+    codes = plain_texts(at)
     assert detail.fields["response"].replace("<PAD>", "").replace(EOD, "") in codes
     assert detail.fields["ground_truth"] in codes
     prompt = detail.fields["prompt"]
@@ -30,8 +31,15 @@ def test_sample_page_shows_texts_scores_and_tokens(open_app, store_of):
     assert {"Reward", "Ref reward", "Reward gap"} <= set(labels)
     chips = " ".join(str(h.proto.body) for h in at.get("html"))
     assert 'class="rlb-chip"' in chips
+    grid = heat_grid(at)  # drawn as cells with the page: one row per metric, hover for position and value
+    assert all(f'title="{F.label(m, F.TOKEN)}"' in grid for m in ("kl", "log_ratio", "logp"))
+    assert grid.count('title="#') == grid.count("<i ") - grid.count("<i></i>")
+    assert "<i></i>" not in grid
+    at.toggle(key="heatmap_interactive").set_value(True).run()  # the Plotly heatmap, on request
+    assert_clean(at)
     heat = next(spec for title, spec in figures(at).items() if title.startswith("Token × metric"))
     assert {t["name"] for t in heat["data"]} >= {"kl", "log_ratio", "logp"}
+    assert not heat_grid(at)
     tokens = next(f.value for f in at.dataframe if {"position", "token", "logp"} <= set(f.value.columns))
     visible = detail.tokens[~detail.tokens["token"].isin(["<PAD>", EOD])]
     assert list(tokens["position"]) == list(visible.index)
@@ -45,7 +53,7 @@ def test_hiding_can_be_switched_off(open_app, store_of):
     at.sidebar.toggle(key="hide_pads").set_value(False).run()
     assert_clean(at)
     detail = store_of("ppo").sample(step=2, index=1)
-    assert detail.fields["prompt"] in texts(at.code)
+    assert detail.fields["prompt"] in plain_texts(at)
 
 
 def test_mismatch_notice(open_app, store_of):
@@ -74,7 +82,7 @@ def test_next_sample_crosses_into_next_step(open_app):
 def test_hostile_text_is_shown_as_text(open_app):
     at = open_app("sample", run="hostile", step="0", sample="0")
     assert_clean(at)
-    assert "<script>alert(1)</script><img src=x onerror=alert(2)>" in texts(at.code)
+    assert "<script>alert(1)</script><img src=x onerror=alert(2)>" in plain_texts(at)
     chips = " ".join(str(h.proto.body) for h in at.get("html"))
     assert "<script>" not in chips and "&lt;script&gt;" in chips
     assert 'onmouseover="' not in chips

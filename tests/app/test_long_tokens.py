@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.store import RolloutStore
 from rl_board.ui.token_heatmap import wrapped_heatmap_figure
-from tests.helpers.apptest import APP, assert_clean
+from tests.helpers.apptest import APP, assert_clean, heat_grid
 
 
 @pytest.fixture
@@ -41,8 +42,9 @@ def test_sample_page_with_a_long_response(long_root: Path) -> None:
     assert_clean(at)
     chips = [h.proto.body for h in at.get("html") if "rlb-chip" in h.proto.body]
     assert chips and chips[0].count('class="rlb-chip"') == 500  # one page of chips, not thousands
-    heat = [c for c in at.get("plotly_chart") if "one cell per token" in c.proto.spec]
-    assert heat
+    grid = heat_grid(at)
+    assert "one cell per token" in grid
+    assert grid.count('title="#') == int(re.search(r"of all (\d+) tokens", grid).group(1))  # every token a cell
     at.text_input(key="token_find").input("Indeed").run()  # the planted reward-hacking words, if any
     assert_clean(at)
     at.button(key="token_jump_0").click().run()

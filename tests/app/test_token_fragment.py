@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.demo import DemoSpec, write_run
-from tests.helpers.apptest import APP, assert_clean, texts
+from tests.helpers.apptest import APP, assert_clean, heat_grid, texts
 
 
 def test_colour_change_redraws_the_tokens_and_the_link(open_app):
@@ -44,7 +44,7 @@ def test_long_answer_token_table_is_built_when_opened(long_run):
     label = next(e.label for e in at.expander if e.label.startswith("Token table"))
     assert "built when opened" in label
     assert _token_tables(at) == []  # closed: thousands of rows are not sent
-    assert [c for c in at.get("plotly_chart") if "one cell per token" in c.proto.spec]  # the heatmap still is
+    assert "one cell per token" in heat_grid(at)  # the heatmap still is
     at.session_state["token_table_open"] = True  # the user opens the expander
     at.run()
     assert_clean(at)

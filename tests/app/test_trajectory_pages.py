@@ -16,7 +16,7 @@ from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
 from rl_board.rollouts.store import RolloutStore
 from rl_board.writer import RolloutWriter
-from tests.helpers.apptest import assert_clean, decode, figures, open_page, table, texts, trace
+from tests.helpers.apptest import assert_clean, decode, figures, heat_grid, open_page, table, texts, trace
 
 SPEC = AgentSpec(steps=4, trajectories=10, turns=16, seed=11)
 
@@ -117,6 +117,12 @@ def test_tokens_split_at_turns_untrained_struck_through(agent_root):
     assert chips.count('class="rlb-turn"') == len(response_turns)
     untrained = sum(m["tokens"][1] - m["tokens"][0] for m in response_turns if not m["trained"])
     assert chips.count("rlb-chip rlb-untrained") == untrained
+    grid = heat_grid(at)  # the grid: a turn per block of rows (long) or a line where a turn starts (short)
+    assert "one turn per block" in grid or "a line where a turn starts" in grid
+    metric_rows = max(1, grid.count('<span style=') if "a line where a turn starts" in grid else 1)
+    assert grid.count("(not trained)") == untrained * metric_rows
+    at.toggle(key="heatmap_interactive").set_value(True).run()
+    assert_clean(at)
     heat = next(spec for title, spec in figures(at).items() if "by turn" in title or "one turn per block" in title)
     if "shapes" in heat["layout"]:  # a short answer: turn lines and grey spans over the untrained tokens
         rects = [s for s in heat["layout"]["shapes"] if s["type"] == "rect"]

@@ -55,7 +55,7 @@ def test_dump_reads_in_the_browser(chromium_browser, dumps, run, name):
         best = max(range(len(dump.rewards[step])), key=lambda k: dump.rewards[step][k])
         runs.goto(f"{srv.url}/sample?run={run}&step={step}&sample={best}")
         expect(main.get_by_text(f"Step {step} · sample {best}")).to_be_visible()
-        code = main.get_by_test_id("stCode")
+        code = main.get_by_test_id("stText")
         expect(code.nth(0)).to_contain_text(dump.prompts[step][best].strip().splitlines()[-1][:40])
         expect(code.nth(1)).to_contain_text(dump.responses[step][best].strip().splitlines()[-1][:40])
         reward = main.get_by_test_id("stMetric").filter(has_text="Reward").first

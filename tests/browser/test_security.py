@@ -131,6 +131,12 @@ def test_no_view_runs_or_renders_model_text(watched, hostile_server):
     expect(chips.first).to_be_visible()
     for k in range(min(chips.count(), 6)):
         chips.nth(k).hover()
+    cells = page.locator('.rlb-heat [title^="#"]')  # the heatmap grid: numbers only, hover each kind of cell
+    expect(cells.first).to_be_visible()
+    for k in range(0, cells.count(), max(1, cells.count() // 6)):
+        cells.nth(k).hover()
+    with runs.expect_rerun():  # the Plotly heatmap, whose hover shows the token's text
+        page.get_by_text("Interactive heatmap", exact=False).click()
     heatmap = page.locator('[data-testid="stPlotlyChart"]').last
     heatmap.scroll_into_view_if_needed()
     box = heatmap.bounding_box()

@@ -47,6 +47,17 @@ def texts(elements) -> list[str]:
     return [str(e.value) for e in elements]
 
 
+def heat_grid(at: AppTest) -> str:
+    """The HTML of the sample page's token heatmap grid ('' when there is none)."""
+    return next((str(h.proto.body) for h in at.get("html") if 'class="rlb-heat"' in str(h.proto.body)), "")
+
+
+def plain_texts(at: AppTest) -> list[str]:
+    """The model texts a page shows with ``st.text`` (text_block), without the zero-width spaces that keep their
+    edges."""
+    return [str(e.value).strip("\u200b") for e in at.text]
+
+
 def assert_clean(at: AppTest) -> None:
     """No exception reached the page, and no bug was caught at the page boundary."""
     assert not at.exception, [e.value for e in at.exception]

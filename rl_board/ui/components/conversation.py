@@ -5,9 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from rl_board.api import message_text
-from rl_board.ui.text import TextDisplay, escape_markdown, shown, visible_bidi
-
-SHORT = 400
+from rl_board.ui.components.text_block import text_block
+from rl_board.ui.text import TextDisplay, escape_markdown, shown
 
 
 def render_conversation(messages: list[dict], display: TextDisplay) -> None:
@@ -17,5 +16,4 @@ def render_conversation(messages: list[dict], display: TextDisplay) -> None:
         text = shown(message_text(message.get("content")) or "", display)
         role = str(message.get("role", "?"))
         st.caption(f"{escape_markdown(role)} · {len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
-        short = len(text.text) < SHORT and text.text.count("\n") < 12
-        st.code(visible_bidi(text.text) or " ", language=None, wrap_lines=True, height="content" if short else 240)
+        text_block(text.text, height=240)

@@ -13,6 +13,7 @@ from rl_board.ui import cached, state, turns
 from rl_board.ui.components.conversation import render_conversation
 from rl_board.ui.components.labels import render_sample_labels
 from rl_board.ui.components.step_picker import valid_step
+from rl_board.ui.components.text_block import text_block
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.components.trajectory import render_trajectory
 from rl_board.ui.context import Context
@@ -21,7 +22,6 @@ from rl_board.ui.text import (
     display_name,
     escape_markdown,
     shown,
-    visible_bidi,
     visible_bidi_column,
 )
 
@@ -29,7 +29,6 @@ TEXTS = tuple(F.sample(name) for name in ("prompt", "response", "ref_response", 
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 _KL_SCORES = frozenset(name for e in F.KL_ESTIMATORS for name in (e.mean, e.sum))  # one estimator's are shown
 TEXT_HEIGHT = 360
-SHORT_TEXT = 400
 
 
 def valid_sample(count: int) -> int:
@@ -110,9 +109,7 @@ def _texts(fields: dict, display: TextDisplay) -> None:
                 st.caption("not in this log")
                 continue
             text = shown(value, display)
-            short = len(text.text) < SHORT_TEXT and text.text.count("\n") < 12
-            st.code(visible_bidi(text.text) or " ", language=None, wrap_lines=True,
-                    height="content" if short else TEXT_HEIGHT)  # fmt: skip
+            text_block(text.text, height=TEXT_HEIGHT)
             st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from rl_board.api import SampleDetail, parsed_messages
 from rl_board.formats import fields as F
-from rl_board.ui import charts, state, turns
+from rl_board.ui import charts, heat_grid, state, turns
 from rl_board.ui.boundary import boundary
 from rl_board.ui.chips import (
     chips_html,
@@ -26,6 +26,7 @@ from rl_board.ui.token_heatmap import WRAP_FROM, mark_turns, turn_wrapped_figure
 TOP_TOKENS = 10
 CHIP_PAGE = 500
 TABLE_EXPANDER = "token_table_open"
+INTERACTIVE = "heatmap_interactive"
 _FOUND = "_token_found"
 # jump target -> (metric, highest?)
 JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
@@ -219,15 +220,32 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
         st.dataframe(top_tokens(shown, metric), hide_index=True,
                      column_config={metric: st.column_config.NumberColumn(format="%.4g")})
     _token_table(shown, metrics, metric)
+    _heatmap(shown, metrics, options, metric, split, untrained)
+
+
+def _heatmap(shown: pd.DataFrame, metrics: list[str], options: list[str], metric: str,
+             split: list[tuple[str, int, int]], untrained: np.ndarray | None) -> None:  # fmt: skip
+    """Every token's value as a grid of cells drawn with the page (no chart script to load: a new tab on a
+    sample link shows it with the text); the Plotly heatmap (zoom, the token's text on hover) on request."""
+    interactive = st.toggle("Interactive heatmap (zoom; the token's text on hover)", key=INTERACTIVE,
+                            help="Draws the heatmap with Plotly instead of as plain cells. Its code is loaded "
+                                 "the first time a tab shows it.")  # fmt: skip
     if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text (a turn per block)
+        if not interactive:
+            st.html(heat_grid.wrapped_grid_html(shown, metric, groups=split, untrained=untrained))
+            return
         figure = (turn_wrapped_figure(shown, metric, split, untrained) if split
                   else wrapped_heatmap_figure(shown, metric))  # fmt: skip
         st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
         return
     chosen = st.multiselect("Heatmap rows", metrics, default=options, key="heatmap_rows",
                             format_func=lambda m: F.label(m, F.TOKEN))
-    if chosen:
-        figure = charts.token_heatmap_figure(shown, chosen)
-        if split:
-            mark_turns(figure, shown, split, untrained)
-        st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
+    if not chosen:
+        return
+    if not interactive:
+        st.html(heat_grid.metric_rows_html(shown, chosen, groups=split, untrained=untrained))
+        return
+    figure = charts.token_heatmap_figure(shown, chosen)
+    if split:
+        mark_turns(figure, shown, split, untrained)
+    st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
