@@ -370,7 +370,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
 
     def sort_column(tab: Tab, k: int):
         start(tab, k, f"/steps?run={r.ppo}&step={r.step}")
-        label = ("KL (mean)", "reward", "length (tokens)")[k % 3]
+        label = ("KL (k3, mean)", "reward", "length (tokens)")[k % 3]
         act = _choose(tab, "Sort by", label)
         return timed(tab, act, lambda: main(tab).get_by_test_id("stDataFrameResizable").first)
 
