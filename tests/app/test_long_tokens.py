@@ -43,8 +43,9 @@ def test_sample_page_with_a_long_response(long_root: Path) -> None:
     chips = [h.proto.body for h in at.get("html") if "rlb-chip" in h.proto.body]
     assert chips and chips[0].count('class="rlb-chip"') == 500  # one page of chips, not thousands
     grid = heat_grid(at)
-    assert "one cell per token" in grid
-    assert grid.count('title="#') == int(re.search(r"of all (\d+) tokens", grid).group(1))  # every token a cell
+    assert "one band per token" in grid
+    tokens = int(re.search(r"of all (\d+) tokens", grid).group(1))
+    assert grid.count('<div title="tokens ') == -(-tokens // 100)  # every token in a row of 100
     at.text_input(key="token_find").input("Indeed").run()  # the planted reward-hacking words, if any
     assert_clean(at)
     at.button(key="token_jump_0").click().run()

@@ -44,7 +44,7 @@ def test_long_answer_token_table_is_built_when_opened(long_run):
     label = next(e.label for e in at.expander if e.label.startswith("Token table"))
     assert "built when opened" in label
     assert _token_tables(at) == []  # closed: thousands of rows are not sent
-    assert "one cell per token" in heat_grid(at)  # the heatmap still is
+    assert "one band per token" in heat_grid(at)  # the heatmap still is
     at.session_state["token_table_open"] = True  # the user opens the expander
     at.run()
     assert_clean(at)
