@@ -16,7 +16,17 @@ from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
 from rl_board.rollouts.store import RolloutStore
 from rl_board.writer import RolloutWriter
-from tests.helpers.apptest import assert_clean, decode, figures, heat_grid, open_page, table, texts, trace
+from tests.helpers.apptest import (
+    assert_clean,
+    decode,
+    figures,
+    heat_grid,
+    open_page,
+    plain_texts,
+    table,
+    texts,
+    trace,
+)
 
 SPEC = AgentSpec(steps=4, trajectories=10, turns=16, seed=11)
 
@@ -74,9 +84,9 @@ def test_a_trajectory_turn_by_turn_with_its_tool_cards(agent_root):
     first_page_calls = [c for m in messages[:10] for c in m.get("tool_calls", ())]
     assert [re.search(r"\*\*(.+?)\*\*", t).group(1).replace("\\_", "_") for t in cards] == [
         c["function"]["name"] for c in first_page_calls]
-    codes = texts(at.code)
+    boxes = plain_texts(at)
     for c in first_page_calls:  # arguments pretty-printed as JSON text
-        assert json.dumps(json.loads(c["function"]["arguments"]), indent=2) in codes
+        assert json.dumps(json.loads(c["function"]["arguments"]), indent=2) in boxes
     assert not at.button(key="jump_error").disabled
 
 
@@ -119,8 +129,10 @@ def test_tokens_split_at_turns_untrained_struck_through(agent_root):
     assert chips.count("rlb-chip rlb-untrained") == untrained
     grid = heat_grid(at)  # the grid: a turn per block of rows (long) or a line where a turn starts (short)
     assert "one turn per block" in grid or "a line where a turn starts" in grid
-    metric_rows = max(1, grid.count('<span style=') if "a line where a turn starts" in grid else 1)
-    assert grid.count("(not trained)") == untrained * metric_rows
+    if "one turn per block" in grid:  # a long answer: a row of bands per 100 tokens, untrained ones faded
+        assert "faded: not trained" in grid and grid.count('<div title="') >= len(response_turns)
+    else:  # a short one: a cell per token and metric, each untrained cell says so
+        assert grid.count("(not trained)") == untrained * grid.count("<span style=")
     at.toggle(key="heatmap_interactive").set_value(True).run()
     assert_clean(at)
     heat = next(spec for title, spec in figures(at).items() if "by turn" in title or "one turn per block" in title)

@@ -18,11 +18,11 @@ import streamlit as st
 from rl_board.api import SampleDetail
 from rl_board.formats import fields as F
 from rl_board.ui import state, turns
+from rl_board.ui.components.text_block import text_block
 from rl_board.ui.components.token_view import CHIP_PAGE
 from rl_board.ui.text import TextDisplay, escape_markdown, shown, visible_bidi
 
 TURN_PAGE = 10
-SHORT = 400
 RESULT_PREVIEW = 600
 _JUMPED = "_turn_jumped"
 _SAMPLE_KEY = "_turn_sample"
@@ -120,10 +120,10 @@ def _pretty(arguments: Any) -> str:
         return text
 
 
-def _code(text: str, display: TextDisplay, *, language: str | None = None) -> None:
-    value = shown(text, display).text
-    short = len(value) < SHORT and value.count("\n") < 12
-    st.code(visible_bidi(value) or " ", language=language, wrap_lines=True, height="content" if short else 240)
+def _code(text: str, display: TextDisplay) -> None:
+    """A turn's text, a call's arguments or its result as plain text in a box (``text_block``: no code
+    viewer, whose script a new tab on a trajectory link would load first)."""
+    text_block(shown(text, display).text, height=240)
 
 
 def _call_card(traj: Trajectory, turn: int, k: int, call: dict[str, Any], display: TextDisplay) -> None:
@@ -132,7 +132,7 @@ def _call_card(traj: Trajectory, turn: int, k: int, call: dict[str, Any], displa
         ident = f" · id {escape_markdown(str(call['id']))}" if call.get("id") else ""
         st.markdown(f":material/build: **{name}**{ident}")
         st.caption("arguments")
-        _code(_pretty(call.get("arguments")), display, language="json")
+        _code(_pretty(call.get("arguments")), display)
         answer = traj.result_turn(turn, k)
         if answer is None:
             st.caption("no result: the trajectory has no tool message answering this call")
