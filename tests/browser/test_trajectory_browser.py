@@ -119,7 +119,7 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     focused = page.locator(".st-key-turn_focus")
     expect(focused).to_contain_text(f"turn {error_turn}")
     expect(focused).to_contain_text("error")
-    expect(focused.locator("code").first).to_contain_text(messages[error_turn]["content"].splitlines()[0])
+    expect(focused.get_by_test_id("stText").first).to_contain_text(messages[error_turn]["content"].splitlines()[0])
 
     # the Overview: turns, tool calls, tool error rate and finish reasons per step
     runs.goto(f"{srv.url}/?run=agent")
