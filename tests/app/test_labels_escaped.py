@@ -173,6 +173,8 @@ def shown(at: AppTest) -> Shown:
                 last = name.rsplit(".", 1)[-1]
                 if last == "spec":  # a Plotly figure as JSON
                     out.chart += list(_json_strings(json.loads(text)))
+                elif kind == "Text" and last == "body":  # st.text: shown as text, never read as Markdown
+                    out.plain.append((f"{kind}.{name}", text))
                 elif last in MARKDOWN_FIELDS or (last == "options" and kind in MARKDOWN_OPTIONS):
                     out.markdown.append((f"{kind}.{name}", text))
                 else:
