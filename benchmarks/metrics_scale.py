@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,37 +92,44 @@ def env_for(tree: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def index_figures(tree: Path, root: Path, repeat: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"index_cold": [], "index_warm": [], "load": []}
+def cold_then_warm(name: str, repeat: int, once: Callable[[Path], float]) -> dict[str, list[float]]:
+    """``once(cache)`` twice per repetition on a fresh cache folder: cold, then warm; with the load average."""
+    out: dict[str, list[float]] = {f"{name}_cold": [], f"{name}_warm": [], "load": []}
     for _ in range(repeat):
         cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-bench-"))
         try:
             out["load"].append(load_average())
-            for key in ("index_cold", "index_warm"):
-                done = subprocess.run([sys.executable, "-c", INDEX_PHASE, str(root), str(cache)], env=env_for(tree),
-                                      cwd=tree, capture_output=True, text=True, check=True)  # fmt: skip
-                seconds, runs, how = done.stdout.split(maxsplit=2)
-                out[key].append(float(seconds))
-                out.setdefault("how", []).append(how.strip())  # type: ignore[arg-type]
+            for key in (f"{name}_cold", f"{name}_warm"):
+                out[key].append(once(cache))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     return out
+
+
+def index_figures(tree: Path, root: Path, repeat: int) -> tuple[dict[str, list[float]], str]:
+    """The index timed inside a fresh process (INDEX_PHASE), and how the checkout got it."""
+    how: list[str] = []
+
+    def once(cache: Path) -> float:
+        done = subprocess.run([sys.executable, "-c", INDEX_PHASE, str(root), str(cache)], env=env_for(tree),
+                              cwd=tree, capture_output=True, text=True, check=True)  # fmt: skip
+        seconds, _runs, said = done.stdout.split(maxsplit=2)
+        how.append(said.strip())
+        return float(seconds)
+
+    return cold_then_warm("index", repeat, once), how[0]
 
 
 def scalars_figures(tree: Path, root: Path, repeat: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"scalars_cold": [], "scalars_warm": [], "load": []}
-    for _ in range(repeat):
-        cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-bench-"))
-        try:
-            out["load"].append(load_average())
-            for key in ("scalars_cold", "scalars_warm"):
-                t = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "rl_board", "scalars", str(root), "--json", "--cache-dir",
-                                str(cache)], env=env_for(tree), cwd=tree, stdout=subprocess.DEVNULL, check=True)  # fmt: skip
-                out[key].append(time.perf_counter() - t)
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-    return out
+    """``rl-board scalars ROOT --json``, the whole process."""
+
+    def once(cache: Path) -> float:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "rl_board", "scalars", str(root), "--json", "--cache-dir", str(cache)],
+                       env=env_for(tree), cwd=tree, stdout=subprocess.DEVNULL, check=True)  # fmt: skip
+        return time.perf_counter() - t
+
+    return cold_then_warm("scalars", repeat, once)
 
 
 def page_figures(tree: Path, root: Path, repeat: int, work: Path) -> dict[str, list[float]]:
@@ -174,8 +182,7 @@ def main() -> int:
     root = write_root(ns.work / f"root-{ns.runs}x{ns.steps}", ns.runs, ns.steps)
     print(f"root: {ns.runs} runs x {TAGS} tags x {ns.steps} steps ({time.perf_counter() - t:.0f} s to have it); "
           f"tree: {ns.tree}; {os.cpu_count()} cores")  # fmt: skip
-    figures = {**index_figures(ns.tree, root, ns.repeat)}
-    how = figures.pop("how", ["?"])[0]
+    figures, how = index_figures(ns.tree, root, ns.repeat)
     loads = figures.pop("load")
     scalars = scalars_figures(ns.tree, root, ns.repeat)
     loads += scalars.pop("load")

@@ -65,16 +65,20 @@ def run_list(root: str) -> list[RunSource]:
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=64)
 def runs_signature(root: str, runs: tuple[str, ...]) -> str:
     """The signature of the chosen runs' files alone (a sweep's other runs are not stat-ed)."""
-    sources = [s for s in run_list(root) if s.run in set(runs)]
-    return api.metric_runs_signature(root, sources, allowed_roots=list(server_config().roots))
+    return api.metric_runs_signature(root, _sources(root, runs), allowed_roots=list(server_config().roots))
 
 
 @st.cache_data(show_spinner="Reading the chosen runs…", max_entries=16)
 def runs_bundle(root: str, runs: tuple[str, ...], files_signature: str) -> MetricsBundle:
     """The chosen runs' points (a chart needs no other run's), through the on-disk cache."""
-    sources = [s for s in run_list(root) if s.run in set(runs)]
     return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots),
-                            sources=sources)  # fmt: skip
+                            sources=_sources(root, runs))  # fmt: skip
+
+
+def _sources(root: str, runs: tuple[str, ...]) -> list[RunSource]:
+    """The chosen runs as the walk found them."""
+    chosen = set(runs)
+    return [s for s in run_list(root) if s.run in chosen]
 
 
 def chosen_runs(root: Path, runs: list[str]) -> MetricsBundle:

@@ -9,18 +9,16 @@ and the cache's answers to a file that changed and to files that appeared.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from rl_board.rollouts.read import ingest, pool
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
+from tests.helpers.same import assert_frames_same, same
 
 FILE_BY_FILE = {"batch_block_bytes": 1}
 
@@ -71,18 +69,6 @@ def _own(run: Path) -> Path:
     return run
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return type(a) is type(b) and a.dtype == b.dtype and _same(a.tolist(), b.tolist())
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and a == b
-
-
 def _read(store: RolloutStore) -> dict[str, Any]:
     frame = store.samples()
     report = store.report
@@ -95,13 +81,9 @@ def _read(store: RolloutStore) -> dict[str, Any]:
 
 
 def _assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
-    fa, fb = a.pop("frame"), b.pop("frame")
-    assert isinstance(fa, pd.DataFrame)
-    assert list(fa.columns) == list(fb.columns) and list(fa.dtypes) == list(fb.dtypes)
-    for column in fa.columns:
-        assert _same(fa[column].tolist(), fb[column].tolist()), column
+    assert_frames_same(a.pop("frame"), b.pop("frame"))
     for key in a:
-        assert _same(a[key], b[key]), key
+        assert same(a[key], b[key]), key
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:

@@ -22,6 +22,7 @@ from rl_board.formats import arrays
 from rl_board.formats.nested import NEMO_RL, PRIME_RL_TOKENS
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
+from tests.helpers.same import assert_frames_same, same
 
 BROKEN = '{"content": [["broken"]], "rewards": [1.0], "token_ids": [[1, 2,'
 
@@ -84,26 +85,6 @@ def _open(run: Path, cache: Path) -> RolloutStore:
     return RolloutStore.open(run, cache_dir=cache)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal values and types, NaN equal to NaN, arrays item by item."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return type(a) is type(b) and a.dtype == b.dtype and _same(a.tolist(), b.tolist())
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and a == b
-
-
-def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    assert list(a.columns) == list(b.columns)
-    assert list(a.dtypes) == list(b.dtypes)
-    for column in a.columns:
-        assert _same(a[column].tolist(), b[column].tolist()), column
-
-
 def _read(run: Path, cache: Path) -> tuple[pd.DataFrame, list, list, dict]:
     store = _open(run, cache)
     report = store.report
@@ -120,9 +101,9 @@ def test_nemo_rl_store_equals_the_per_value_rules(odd: bool, tmp_path: Path, mon
     with monkeypatch.context() as m:
         m.setattr(arrays, "plain", lambda values, *, bools=True: None)
         slow = _read(run, tmp_path / "cache-per-value")
-    _frames_equal(fast[0], slow[0])
+    assert_frames_same(fast[0], slow[0])
     assert fast[1:3] == slow[1:3]
-    assert _same(fast[3], slow[3])
+    assert same(fast[3], slow[3])
     assert fast[3]["tokens"]["token"] and "response_token_ids" in fast[3]["fields"]
     if odd:  # the broken line is named by file and line, and every other line of its file loads
         assert [(f, n) for f, n, _ in fast[1]] == [(f"train_data_step{s}.jsonl", 9) for s in (1, 2, 3)]
@@ -140,7 +121,7 @@ def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(tmp_path: Path, monk
     slow = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
     assert len(fast) == len(slow) == 48
     for k, (a, b) in enumerate(zip(fast, slow, strict=True)):
-        assert _same(a, b), k
+        assert same(a, b), k
     assert any("token_loss_mask" in s[0] for s in fast)  # the fast path did hit every branch it has
     assert any("response_token_ids" not in s[0] for s in fast)
 
@@ -161,10 +142,10 @@ def test_prime_rl_token_exports_equal_the_per_value_rules(tmp_path: Path, monkey
     monkeypatch.setattr(arrays, "plain", lambda values, *, bools=True: None)
     slow = _read(run, tmp_path / "cache-per-value")
     slow_samples = [PRIME_RL_TOKENS.nested(r) for r in records]  # type: ignore[misc]
-    _frames_equal(fast[0], slow[0])
+    assert_frames_same(fast[0], slow[0])
     assert fast[1:3] == slow[1:3]
-    assert _same(fast[3], slow[3])
-    assert _same(fast_samples, slow_samples)
+    assert same(fast[3], slow[3])
+    assert same(fast_samples, slow_samples)
 
 
 @pytest.mark.parametrize("values", [[1, 2.5, True, None], [], [math.inf, -math.inf, 0], [2**62, 3]])
