@@ -13,22 +13,13 @@ from playwright.sync_api import expect
 
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers.screens import save_screenshot
+from tests.helpers.streamlit_browser import choose_option
 
 pytestmark = pytest.mark.browser
 
 
 def _params(page) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
-
-
-def _choose(page, runs, label: str, option: re.Pattern, typed: str = "", scope=None) -> None:
-    """Pick an option of the selectbox labelled ``label`` (typing first filters long lists)."""
-    where = scope or page
-    where.get_by_test_id("stSelectbox").filter(has_text=label).click()
-    if typed:
-        page.keyboard.type(typed)
-    with runs.expect_rerun():
-        page.get_by_role("option", name=option).first.click()
 
 
 def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser_root, tmp_path):
@@ -38,7 +29,8 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     save_screenshot(page, "start.png")
 
     # choose the training run
-    _choose(page, runs, "Run", re.compile(r"^ppo_math"), scope=page.get_by_test_id("stSidebar"))
+    choose_option(page, runs, page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run"),
+                  re.compile(r"^ppo_math"))
     expect(page.get_by_text("Reward per step")).to_be_visible()
     assert _params(page)["run"] == "ppo_math"
     save_screenshot(page, "overview.png")
@@ -55,7 +47,8 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     expect(page.get_by_test_id("stMain").get_by_test_id("stSlider")).to_contain_text(str(step))
 
     # sort by KL, descending
-    _choose(page, runs, "Sort by", re.compile(r"^KL \(k3, mean\)$"), typed="KL (k3, mean)")
+    choose_option(page, runs, page.get_by_test_id("stSelectbox").filter(has_text="Sort by"), re.compile(r"^KL \(k3, mean\)$"),
+                  typed="KL (k3, mean)")
     with runs.expect_rerun():
         page.get_by_test_id("stCheckbox").filter(has_text="Descending").locator("label").click()
     assert _params(page)["sort"] == "kl_mean" and _params(page)["descending"] == "1"

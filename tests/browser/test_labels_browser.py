@@ -13,14 +13,13 @@ import urllib.request
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from rl_board.rollouts import planted
 from rl_board.rollouts.labels import LabelStore
 from rl_board.writer import RolloutWriter
 from tests.helpers.screens import REPO, save_screenshot
-from tests.helpers.streamlit_browser import StreamlitRuns, free_port, stop_streamlit
+from tests.helpers.streamlit_browser import StreamlitRuns, choose_option, free_port, stop_streamlit
 
 pytestmark = pytest.mark.browser
 STEPS, SAMPLES = 24, 32
@@ -76,25 +75,6 @@ def tab(chromium_browser, served):
     context.close()
 
 
-def _choose(page, runs, box, typed: str, option: str) -> None:
-    """Pick an option of a selectbox: its list opens as one types into it (typing again if the first keys
-    arrived before the box had the focus, while the expander around it was still opening)."""
-    combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
-    for attempt in range(4):  # under load (CI beside other work) the list can be slow to open
-        expect(combobox).to_be_visible()
-        combobox.click()
-        expect(combobox).to_be_focused()
-        page.keyboard.press("Control+A")
-        page.keyboard.type(typed, delay=20)
-        try:
-            wanted.first.wait_for(state="visible", timeout=3000 + 3000 * attempt)
-            break
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    with runs.expect_rerun():
-        wanted.first.click()
-
-
 def _tick_rows(page, runs, rows: list[int]) -> None:
     """Tick rows of the step browser's table by their selection boxes (the grid is a canvas)."""
     grid = page.get_by_test_id("stMain").get_by_test_id("stDataFrameResizable").first
@@ -148,7 +128,7 @@ def test_patterns_then_a_label_found_again_by_its_tag(tab, served):
     # the step browser finds it by its tag
     runs.goto(f"{url}/steps?run=planted&step=0")
     main.get_by_text("Filter and search").click()
-    _choose(page, runs, main.get_by_test_id("stSelectbox").filter(has_text="Tag"), "reward", "reward hack")
+    choose_option(page, runs, main.get_by_test_id("stSelectbox").filter(has_text="Tag"), "reward hack", typed="reward")
     assert _params(page)["tag"] == "reward hack"
     expect(main.get_by_text("0 of ")).to_be_visible()  # not at step 0
     with runs.expect_rerun():

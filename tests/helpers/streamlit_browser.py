@@ -155,13 +155,18 @@ class StreamlitRuns:
         # Server-side run time (exec_time, microseconds -> ms) from PageProfile messages.
         # Streamlit only sends these when browser.gatherUsageStats is true.
         self.exec_ms: list[float] = []
+        self.sockets = 0  # app sockets opened: one per page load
+        self.runs_on_newest = 0  # runs finished on the newest socket (the page now shown)
         page.on("websocket", self._on_ws)
 
     def _on_ws(self, ws):
         if ws.url.endswith("/_stcore/stream"):
-            ws.on("framereceived", self._on_frame)
+            self.sockets += 1
+            self.runs_on_newest = 0
+            number = self.sockets
+            ws.on("framereceived", lambda payload: self._on_frame(payload, number))
 
-    def _on_frame(self, payload):
+    def _on_frame(self, payload, socket: int = 0):
         if isinstance(payload, str):
             return
         msg = self._ForwardMsg()
@@ -171,6 +176,8 @@ class StreamlitRuns:
         if (msg.WhichOneof("type") == "script_finished"
                 and msg.script_finished != self._ForwardMsg.FINISHED_EARLY_FOR_RERUN):
             self.completed += 1
+            if socket == self.sockets:
+                self.runs_on_newest += 1
 
     POLL_MS = 20  # how often finished runs are counted (a benchmark may want finer)
 
@@ -194,9 +201,16 @@ class StreamlitRuns:
         self.wait_for_runs(target, timeout_ms)
 
     def goto(self, url: str, timeout_ms: float = 30_000) -> None:
-        target = self.completed + 1
+        """Load ``url`` and wait for its first run on the page's own socket: a run of the page before it,
+        whose frame is handed over late (events arrive while Playwright is called), does not count."""
+        before = self.sockets
         self.page.goto(url)
-        self.wait_for_runs(target, timeout_ms)
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.sockets == before or self.runs_on_newest < 1:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not finish a script run in {timeout_ms / 1000:.0f} s")
+            self.page.wait_for_timeout(self.POLL_MS)
+        self.settle(timeout_ms)
 
 
 def full_app_screenshot(page, path, max_height: int = 20_000) -> dict:
@@ -215,3 +229,37 @@ def full_app_screenshot(page, path, max_height: int = 20_000) -> dict:
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(vp)
     return size
+
+
+def choose_option(page, runs: StreamlitRuns, box, option, typed: str = "", attempts: int = 4) -> None:
+    """Pick ``option`` (a name or a pattern) of the selectbox ``box``: its list opens on a click, and typing
+    filters a long one. Tried again when the list does not show the option in time: under load (CI beside other
+    work) a click or the first keys can land while the box is still being drawn. A failure says what the list
+    offered, so it can be told from a slow list."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
+    offered: list[str] = []
+    for attempt in range(attempts):
+        expect(combobox).to_be_visible()
+        combobox.click()
+        if typed:
+            expect(combobox).to_be_focused()
+            page.keyboard.press("Control+A")
+            page.keyboard.type(typed, delay=20)
+        try:
+            wanted.first.wait_for(state="visible", timeout=3000 + 3000 * attempt)
+        except PlaywrightTimeout:
+            offered = page.get_by_role("option").all_inner_texts()
+            page.keyboard.press("Escape")
+            continue
+        target = runs.completed + 1
+        try:  # the list can still close under the pointer (a redraw): then it is opened again
+            wanted.first.click(timeout=5000)
+        except PlaywrightTimeout:
+            offered = ["(closed before the click)"]
+            continue
+        runs.wait_for_runs(target)
+        return
+    raise AssertionError(f"the selectbox never offered {option!r} in {attempts} tries; it last offered {offered}")
