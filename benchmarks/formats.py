@@ -32,9 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from rl_board.rollouts.read import pool  # noqa: E402
 from rl_board.rollouts.store import RolloutStore  # noqa: E402
 from rl_board.sources.catalogue import catalogue  # noqa: E402
 from tests.helpers import trainer_dumps as T  # noqa: E402
@@ -54,7 +57,10 @@ def run_of(root: Path, dump: T.Dump) -> Path:
 
 
 def cold_load(run: Path) -> float:
+    """A first open in a fresh server: empty cache, no worker pool running (a load that pays for the pool
+    starts it itself), so neither side of a comparison inherits the other's warm workers."""
     cache = Path(tempfile.mkdtemp(prefix="rlb-bench-cache-"))
+    pool.shutdown()
     try:
         t0 = time.perf_counter()
         RolloutStore.open(run, cache_dir=cache)
@@ -76,6 +82,10 @@ def same_samples_as_rl_board(run: Path, out: Path) -> None:
 
 
 def _plain(value: object) -> object:
+    """A value as the trainer logged it: a float32 token value at its own shortest digits (``-0.2312``), not
+    widened to float64's (``-0.23119999468326569``), which would pad the twin with digits no log has."""
+    if getattr(value, "dtype", None) == np.float32:
+        return [float(x) for x in np.asarray(value).astype(str)]
     if hasattr(value, "tolist"):
         return value.tolist()
     if isinstance(value, float) and math.isnan(value):

@@ -186,3 +186,28 @@ def test_a_worker_whose_parent_is_gone_leaves() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_load_read_record_by_record_starts_the_pool_sooner(tmp_path: Path, set_sizes) -> None:
+    """A nested format (NeMo-RL here) is parsed in Python, ~8x the cost per byte of a table path: a load of
+    it pays for the pool at an eighth of the size (the pool's threshold is in table-path bytes)."""
+    from tests.helpers import trainer_dumps as T
+
+    def size(name: str) -> int:
+        return sum(f.stat().st_size for f in (tmp_path / name).rglob("*.jsonl"))
+
+    dump = T.ALL_WRITERS["nemo_rl"](tmp_path / "nemo", steps=2, prompts=4, group=2)
+    _write_run(tmp_path / "own", n=1200)
+    _write_run(tmp_path / "own", n=int(1200 * 1.5 * size("nemo") / size("own")))  # 1.5x NeMo-RL's bytes
+    threshold = 2 * size("nemo")  # above either load's bytes, below eight times NeMo-RL's
+    assert size("nemo") < size("own") < threshold
+    frames = {}
+    for name in ("own", "nemo"):
+        pool.shutdown()
+        set_sizes(block_bytes=2048, pool_min_bytes=threshold)
+        run = dump.files[0].parent if name == "nemo" else tmp_path / name  # NeMo-RL's run: its exp_NNN folder
+        store = RolloutStore.open(run, cache_dir=tmp_path / f"cache-{name}")
+        frames[name] = (pool.running() is not None, store.num_samples)
+    pool.shutdown()
+    assert frames["own"][0] is False and frames["nemo"][0] is True
+    assert frames["nemo"][1] == dump.samples

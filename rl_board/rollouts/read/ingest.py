@@ -431,7 +431,6 @@ def run_blocks(
 
 def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
          readings: dict[str, Reading], max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
-    total = sum(e - s for _, s, e in jobs)
     units = batches(jobs, readings)
 
     def local(u: int) -> list[BlockResult]:
@@ -445,8 +444,9 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
 
     cores = os.cpu_count() or 1
     sizes = config.sizes()
-    start = total >= sizes.pool_min_bytes
-    if len(units) >= 2 and cores >= 2 and (start or (total >= sizes.warm_pool_min_bytes and pool.running())):
+    work = sum((e - s) * cost_per_byte(readings[str(p)]) for p, s, e in jobs)
+    start = work >= sizes.pool_min_bytes
+    if len(units) >= 2 and cores >= 2 and (start or (work >= sizes.warm_pool_min_bytes and pool.running())):
         with pool.borrowed(min(cores, 4), start=start) as workers:
             if workers is not None:
                 requests = [_request(jobs, unit, directory, readings, max_line) for unit in units]
@@ -459,6 +459,15 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
         for i, result in zip(unit, local(u), strict=True):
             yield result
             on_done(jobs[i][2] - jobs[i][1])
+
+
+RECORD_PATH_COST = 8  # a byte read record by record costs about this many of a table path's (18 vs 150 MB/s)
+
+
+def cost_per_byte(reading: Reading) -> int:
+    """What a byte of this reading costs to parse, in bytes of the table paths: a nested format (NeMo-RL,
+    prime-rl, ROLL) is read record by record in Python, so a smaller load of it already pays for the pool."""
+    return 1 if formats.by_name(reading.format).flat else RECORD_PATH_COST
 
 
 def batches(jobs: list[tuple[Path, int, int]], readings: dict[str, Reading]) -> list[list[int]]:
