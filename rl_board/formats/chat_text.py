@@ -35,6 +35,9 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from rl_board.formats import chat_calls
 
 CHATML, LLAMA3, ROLE_LINES = "chatml", "llama3", "role lines"
@@ -254,3 +257,58 @@ def _messages(blocks: list[_Block], llama: bool, notes: list[str]) -> list[dict[
     if messages and messages[-1] == {"role": "assistant", "content": ""}:
         messages.pop()
     return messages
+
+
+# ---------------------------------------------------------------- a prompt and one answer, told in bulk
+#
+# Most runs are single-turn: a templated prompt ending in the generation prompt, then one answer. Splitting
+# each such sample only to find one answer cost a load of short samples more than parsing it. These RE2
+# tests, over whole columns, pick out the samples ``split_sample`` would surely split into a prompt and one
+# answer without a call. They lean one way: what they must find is held to patterns no wider than
+# ``split_sample``'s, what they must not find to patterns no narrower, so a doubtful sample is split as
+# before (tests hold this on generated and fuzzed texts).
+
+_RE2_CHATML_PROMPT_TURN = r"<\|im_start\|>(?:system|developer|user)\n"
+_RE2_CHATML_GENERATION = r"<\|im_start\|>assistant\n(?:<think>\s*</think>\s*)?\z"
+_RE2_CHATML_END_ONLY = r"<\|im_end\|>(?:\s|<\|endoftext\|>)*\z"
+_RE2_ROLE_LINES_HEAD = r"\A(?:system|user)\n[^\n]"  # a blank line after it: Llama 3 stripped, not this
+_RE2_ROLE_LINES_TAIL = r"(?:\A|\n)assistant\n?(?:<think>\s*</think>\s*)?\z"
+_RE2_ANSWER_LINE = r"(?:\A|\n|</tool_call>)(?:assistant|tool)\b"
+_RE2_RESPONSE_LINE = r"(?:\A|\n|</tool_call>)(?:user|assistant|tool)\b"
+
+
+def single_turn(prompt: pa.Array, response: pa.Array) -> pa.Array:
+    """Per row: True when ``split_sample`` would surely find only the prompt's turns and one answer with no
+    tool call (nothing to keep as turns); False when it may find more (then split it)."""
+    prompt, response = pc.fill_null(prompt, ""), pc.fill_null(response, "")
+    no_tools = pc.invert(pc.or_(pc.or_(pc.match_substring(response, chat_calls.CALL_OPEN),
+                                       pc.match_substring(response, chat_calls.RESPONSE_OPEN)),
+                                pc.match_substring(prompt, chat_calls.RESPONSE_OPEN)))  # fmt: skip
+    return pc.and_(no_tools, pc.or_(_chatml_single(prompt, response), _role_lines_single(prompt, response)))
+
+
+def _chatml_single(prompt: pa.Array, response: pa.Array) -> pa.Array:
+    """ChatML: the prompt's only opener other than system and user turns is the generation prompt at its end,
+    and the answer opens no turn nor runs on past an end marker."""
+    turns = pc.count_substring_regex(prompt, _RE2_CHATML_PROMPT_TURN)
+    others = pc.subtract(pc.count_substring(prompt, "<|im_start|>"), turns)
+    ends = pc.count_substring(response, _CHATML_ENDS[0])
+    answer_ends = pc.or_(pc.equal(ends, 0), pc.and_(pc.equal(ends, 1),
+                                                    pc.match_substring_regex(response, _RE2_CHATML_END_ONLY)))
+    return pc.and_(pc.and_(pc.greater(turns, 0), pc.equal(others, 1)),
+                   pc.and_(pc.match_substring_regex(prompt, _RE2_CHATML_GENERATION),
+                           pc.and_(pc.invert(pc.match_substring(response, "<|im_start|>")), answer_ends)))  # fmt: skip
+
+
+def _role_lines_single(prompt: pa.Array, response: pa.Array) -> pa.Array:
+    """Role lines (markers stripped): the prompt's only answer line is the generation prompt at its end, and
+    the answer holds no role line."""
+    unmarked = pc.invert(pc.or_(pc.or_(pc.match_substring(prompt, "<|im_start|>"),
+                                       pc.match_substring(prompt, "<|start_header_id|>")),
+                                pc.or_(pc.match_substring(response, "<|im_start|>"),
+                                       pc.match_substring(response, "<|start_header_id|>"))))  # fmt: skip
+    shaped = pc.and_(pc.match_substring_regex(prompt, _RE2_ROLE_LINES_HEAD),
+                     pc.match_substring_regex(prompt, _RE2_ROLE_LINES_TAIL))  # fmt: skip
+    one_answer = pc.and_(pc.equal(pc.count_substring_regex(prompt, _RE2_ANSWER_LINE), 1),
+                         pc.invert(pc.match_substring_regex(response, _RE2_RESPONSE_LINE)))  # fmt: skip
+    return pc.and_(unmarked, pc.and_(shaped, one_answer))

@@ -71,7 +71,8 @@ def _messages(table: pa.Table, found: Counter[str], kept: Counter[str]) -> pa.Ar
 
 
 def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
-    """Rows whose text may hold turns (a cheap, vectorised look before any is split)."""
+    """Rows whose text may hold more turns than a prompt and one answer (a cheap, vectorised look before any is
+    split: a plain single-turn sample, most of a run, is not split at all)."""
     prompt = pc.fill_null(table.column(S.PROMPT), "")
     response = pc.fill_null(table.column(S.RESPONSE), "")
     marked = pc.or_(pc.match_substring(prompt, _MARKERS[0]), pc.match_substring(prompt, _MARKERS[1]))
@@ -80,6 +81,8 @@ def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
     tools = pc.or_(pc.match_substring(response, "<tool_call>"), pc.match_substring(response, "<tool_response>"))
     empty_prompt_marked = pc.and_(pc.equal(prompt, ""), pc.match_substring(response, _MARKERS[0]))
     maybe = pc.or_(pc.or_(marked, role_lines), pc.or_(tools, empty_prompt_marked))
+    if pc.any(maybe).as_py():  # a sample split only to find one answer is not split
+        maybe = pc.and_(maybe, pc.invert(chat_text.single_turn(prompt, response)))
     return pc.and_(pc.is_null(logged), maybe).combine_chunks() if isinstance(logged, pa.ChunkedArray) \
         else pc.and_(pc.is_null(logged), maybe)
 

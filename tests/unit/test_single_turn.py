@@ -1,0 +1,95 @@
+"""The bulk look that spares a load from splitting single-turn samples (``chat_text.single_turn``) never spares
+one that ``split_sample`` would have turned into turns: on fuzzed texts built to sit on its edges, on rendered
+multi-turn trajectories, and on the single-turn shapes it is there for (which it must catch)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from rl_board.formats.chat_text import single_turn
+from rl_board.rollouts.read import turns
+from tests.helpers import chat_texts as ct
+
+SYSTEM, QUESTION = "You are a careful math tutor.", "What is 17*23?"
+# What a prompt or an answer is made of here: template pieces, role words on and off their lines, tool tags,
+# pads, think blocks and prose, so a row lands on each side of every test the look makes.
+PIECES = ["<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_start|>tool\n",
+          "<|im_start|>USER\n", "<|im_start|>developer\n", "<|im_start|>critic\n", "<|im_start|>", "<|im_end|>",
+          "<|im_end|>\n", "<|endoftext|>", "<|start_header_id|>", "<|end_header_id|>", "system\n", "user\n",
+          "assistant\n", "tool\n", "\nuser\n", "\nassistant\n", "\ntool\n", "\nassistant", "assistant", "user",
+          "</tool_call>user\n", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>",
+          "</think>", "\n", "\n\n", " ", "the answer is 391", "user-friendly", "assistanté", "17*23",
+          '{"name": "python", "arguments": {}}']  # fmt: skip
+HEADS = ["<|im_start|>system\n" + SYSTEM + "<|im_end|>\n<|im_start|>user\n" + QUESTION + "<|im_end|>\n",
+         "<|im_start|>user\n" + QUESTION + "<|im_end|>\n", "system\n" + SYSTEM + "\nuser\n" + QUESTION + "\n",
+         "user\n" + QUESTION + "\n", "system\n\n" + SYSTEM + "\n", "", "<|im_start|>system\n"]  # fmt: skip
+TAILS = ["<|im_start|>assistant\n", "<|im_start|>assistant\n<think>\n\n</think>\n\n", "assistant\n", "assistant",
+         "\nassistant\n<think></think>", "<|im_start|>assistant", "", "<|im_end|>\n"]  # fmt: skip
+ANSWERS = ["17*23 = 391.", "391<|im_end|>", "391<|im_end|>\n<|endoftext|><|endoftext|>", "391<|endoftext|>",
+           "Let me think.\n\nThe answer is 391.", ""]  # fmt: skip
+
+
+def _fuzzed(n: int, seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    prompts, responses = [], []
+    for _ in range(n):
+        middle = "".join(rng.choice(PIECES) for _ in range(rng.choice([0, 0, 1, 2, 4])))
+        prompts.append(rng.choice(HEADS) + middle + rng.choice(TAILS))
+        extra = "".join(rng.choice(PIECES) for _ in range(rng.choice([0, 0, 1, 3])))
+        at = rng.randint(0, 1)
+        answer = rng.choice(ANSWERS)
+        responses.append(answer[: len(answer) * at // 2] + extra + answer[len(answer) * at // 2 :])
+    return prompts, responses
+
+
+def _spared_rows_split_to_nothing(prompts: list[str], responses: list[str]) -> int:
+    """Every row the look spares: splitting it would keep no turns and count nothing. Returns how many."""
+    spared = single_turn(pa.array(prompts, pa.string()), pa.array(responses, pa.string())).to_pylist()
+    for prompt, response, skip in zip(prompts, responses, spared, strict=True):
+        if skip:
+            found, kept = Counter(), Counter()
+            assert turns._from_text(prompt, response, found, kept) is None, (prompt, response)
+            assert not found and not kept, (prompt, response, found, kept)
+    return sum(spared)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fuzzed_texts_it_spares_would_split_to_a_prompt_and_one_answer(seed: int) -> None:
+    prompts, responses = _fuzzed(5000, seed)
+    spared = _spared_rows_split_to_nothing(prompts, responses)
+    assert 500 < spared < 4500  # both sides of the look were reached
+
+
+def test_the_single_turn_shapes_it_is_for_are_spared() -> None:
+    """verl's stripped text, ChatML with and without the end marker and pads, Qwen3's empty think block."""
+    chatml = HEADS[0]
+    cases = [(chatml + TAILS[0], "17*23 = 391."), (chatml + TAILS[0], "391<|im_end|>"),
+             (chatml + TAILS[1], "391<|im_end|>\n<|endoftext|>"), (HEADS[2] + "assistant\n", "17*23 = 391."),
+             (HEADS[3] + "assistant\n", "Let me think.\nThe user asked for 17*23: 391.")]  # fmt: skip
+    assert _spared_rows_split_to_nothing(*map(list, zip(*cases, strict=True))) == len(cases)
+
+
+@pytest.mark.parametrize("form", ["qwen", "coder", "stripped", "verl"])
+def test_a_rendered_multi_turn_trajectory_is_never_spared(form: str) -> None:
+    """Two answers, or a tool call and its result, as the templates write them: always split."""
+    call = {"name": "python", "arguments": {"code": "print(17*23)"}}
+    trajectories = [
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION},
+         {"role": "assistant", "content": "Let me run it.", "tool_calls": [call]},
+         {"role": "tool", "content": "391"}, {"role": "assistant", "content": "391"}],
+        [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "About 400."},
+         {"role": "user", "content": "Exactly?"}, {"role": "assistant", "content": "391"}],
+    ]  # fmt: skip
+    render = lambda m: ct.chatml(m, coder=form == "coder", glued=form == "verl")  # noqa: E731
+    prompts, responses = [], []
+    for messages in trajectories:
+        for at in (i for i, m in enumerate(messages) if m["role"] == "assistant" and messages[i - 1]["role"] == "user"):
+            prompt, response = ct.sample(messages, at, render, ct.QWEN_GENERATION, stripped=form in ("stripped", "verl"))
+            prompts.append(prompt)
+            responses.append(response)
+    spared = single_turn(pa.array(prompts, pa.string()), pa.array(responses, pa.string())).to_pylist()
+    assert len(spared) >= 3 and not any(spared)
