@@ -54,7 +54,7 @@ class Sizes:
 
     max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
     block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
-    pool_min_bytes: int = 160 * MB  # a load this big starts the worker pool
+    pool_min_bytes: int = 160 * MB  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)
     warm_pool_min_bytes: int = 8 * MB  # a warm pool is used from two blocks of this much
     json_block_bytes: int = 4 * MB  # pyarrow.json's parse task size (one per core at a time)
     batch_block_bytes: int = 256 * KB  # blocks this small (one per small file) are parsed several at once

@@ -15,7 +15,7 @@ from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
 from tests.helpers.apptest import APP
 from tests.helpers.screens import REPO, save_screenshot
-from tests.helpers.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
+from tests.helpers.streamlit_browser import StreamlitRuns, set_toggle, start_streamlit, stop_streamlit
 
 pytestmark = pytest.mark.browser
 SPEC = AgentSpec(steps=12, trajectories=24, turns=20, seed=3)
@@ -87,9 +87,8 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     runs.goto(f"{srv.url}/steps?run=agent&step={STEP}")
     main.get_by_text("Filter and search").click()
     toggle = main.get_by_text("Any tool error", exact=True)
-    for _ in range(3):  # on, off, on
-        with runs.expect_rerun():
-            toggle.click()
+    for on in (True, False, True):
+        set_toggle(runs, main.get_by_test_id("stCheckbox").filter(has_text="Any tool error"), on)
         expect(toggle).to_be_visible()
     with runs.expect_rerun():
         main.get_by_role("button", name="Clear filters").click()

@@ -263,3 +263,25 @@ def choose_option(page, runs: StreamlitRuns, box, option, typed: str = "", attem
         runs.wait_for_runs(target)
         return
     raise AssertionError(f"the selectbox never offered {option!r} in {attempts} tries; it last offered {offered}")
+
+
+def set_toggle(runs: StreamlitRuns, box, on: bool, attempts: int = 3) -> None:
+    """Switch the toggle or checkbox ``box`` (its stCheckbox element) to ``on`` and wait for the rerun.
+
+    A click that lands while the page is still settling (an expander opening around the box) can be lost:
+    then the box is unchanged after a while and is clicked again; a click that took is never repeated."""
+    from playwright.sync_api import expect
+
+    box_input = box.locator("input")
+    for _ in range(attempts):
+        if box_input.is_checked() == on:
+            raise AssertionError(f"the box is already {'on' if on else 'off'}")
+        target = runs.completed + 1
+        box.locator("label").click()
+        try:
+            expect(box_input).to_be_checked(checked=on, timeout=5000)
+        except AssertionError:
+            continue
+        runs.wait_for_runs(target)
+        return
+    raise AssertionError(f"the box did not switch {'on' if on else 'off'} in {attempts} clicks")
