@@ -185,11 +185,11 @@ class Traffic(StreamlitRuns):
         self.bytes = self.messages = 0
         super().__init__(page)
 
-    def _on_frame(self, payload) -> None:
+    def _on_frame(self, payload, socket: int = 0) -> None:
         if not isinstance(payload, str):
             self.bytes += len(payload)
             self.messages += 1
-        super()._on_frame(payload)
+        super()._on_frame(payload, socket)
 
 
 @dataclass
