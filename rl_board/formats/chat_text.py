@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -259,56 +260,97 @@ def _messages(blocks: list[_Block], llama: bool, notes: list[str]) -> list[dict[
     return messages
 
 
-# ---------------------------------------------------------------- a prompt and one answer, told in bulk
+# ---------------------------------------------------------------- which samples to split, told in bulk
 #
-# Most runs are single-turn: a templated prompt ending in the generation prompt, then one answer. Splitting
-# each such sample only to find one answer cost a load of short samples more than parsing it. These RE2
-# tests, over whole columns, pick out the samples ``split_sample`` would surely split into a prompt and one
-# answer without a call. They lean one way: what they must find is held to patterns no wider than
-# ``split_sample``'s, what they must not find to patterns no narrower, so a doubtful sample is split as
-# before (tests hold this on generated and fuzzed texts).
+# A load looks at whole columns before splitting any sample (RE2, no Python per row). A sample is split only
+# when its text may hold turns: a template's markers in the prompt, a role-line shaped prompt, tool tags in
+# the answer, or markers in an answer with no prompt. Most runs are single-turn (a templated prompt ending
+# in the generation prompt, then one answer), and splitting each such sample only to find one answer cost a
+# load of short samples more than parsing it, so ``single_turn`` spares them. It leans one way: what it must
+# find is held to patterns no wider than ``split_sample``'s, what it must not find to patterns no narrower,
+# so a doubtful sample is split as before (tests hold this on generated and fuzzed texts).
 
+_CHATML_START, _LLAMA_START = "<|im_start|>", "<|start_header_id|>"
+_RE2_ROLE_LINES_HEAD = r"\A(?:system|user)\n"
+_RE2_ROLE_LINES_HEAD_NOT_LLAMA = r"\A(?:system|user)\n[^\n]"  # a blank line after it: Llama 3 stripped
+_RE2_ROLE_LINES_TAIL = r"(?:\A|\n)assistant\n?(?:<think>\s*</think>\s*)?\z"
 _RE2_CHATML_PROMPT_TURN = r"<\|im_start\|>(?:system|developer|user)\n"
 _RE2_CHATML_GENERATION = r"<\|im_start\|>assistant\n(?:<think>\s*</think>\s*)?\z"
 _RE2_CHATML_END_ONLY = r"<\|im_end\|>(?:\s|<\|endoftext\|>)*\z"
-_RE2_ROLE_LINES_HEAD = r"\A(?:system|user)\n[^\n]"  # a blank line after it: Llama 3 stripped, not this
-_RE2_ROLE_LINES_TAIL = r"(?:\A|\n)assistant\n?(?:<think>\s*</think>\s*)?\z"
 _RE2_ANSWER_LINE = r"(?:\A|\n|</tool_call>)(?:assistant|tool)\b"
 _RE2_RESPONSE_LINE = r"(?:\A|\n|</tool_call>)(?:user|assistant|tool)\b"
 
 
-def single_turn(prompt: pa.Array, response: pa.Array) -> pa.Array:
+def may_hold_turns(prompt: pa.Array | pa.ChunkedArray, response: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Per row: whether ``split_sample`` may find more than a prompt and one answer (False: not worth
+    splitting; it would keep the text as it is)."""
+    look = _Look(prompt, response)
+    maybe = pc.or_(pc.or_(pc.or_(look.prompt_chatml, look.prompt_llama), look.role_line_shaped),
+                   pc.or_(look.answer_tools, pc.and_(pc.equal(look.prompt, ""), look.answer_chatml)))  # fmt: skip
+    if not pc.any(maybe).as_py():
+        return maybe
+    return pc.and_(maybe, pc.invert(look.single_turn()))
+
+
+def single_turn(prompt: pa.Array | pa.ChunkedArray, response: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Per row: True when ``split_sample`` would surely find only the prompt's turns and one answer with no
     tool call (nothing to keep as turns); False when it may find more (then split it)."""
-    prompt, response = pc.fill_null(prompt, ""), pc.fill_null(response, "")
-    no_tools = pc.invert(pc.or_(pc.or_(pc.match_substring(response, chat_calls.CALL_OPEN),
-                                       pc.match_substring(response, chat_calls.RESPONSE_OPEN)),
-                                pc.match_substring(prompt, chat_calls.RESPONSE_OPEN)))  # fmt: skip
-    return pc.and_(no_tools, pc.or_(_chatml_single(prompt, response), _role_lines_single(prompt, response)))
+    return _Look(prompt, response).single_turn()
 
 
-def _chatml_single(prompt: pa.Array, response: pa.Array) -> pa.Array:
-    """ChatML: the prompt's only opener other than system and user turns is the generation prompt at its end,
-    and the answer opens no turn nor runs on past an end marker."""
-    turns = pc.count_substring_regex(prompt, _RE2_CHATML_PROMPT_TURN)
-    others = pc.subtract(pc.count_substring(prompt, "<|im_start|>"), turns)
-    ends = pc.count_substring(response, _CHATML_ENDS[0])
-    answer_ends = pc.or_(pc.equal(ends, 0), pc.and_(pc.equal(ends, 1),
-                                                    pc.match_substring_regex(response, _RE2_CHATML_END_ONLY)))
-    return pc.and_(pc.and_(pc.greater(turns, 0), pc.equal(others, 1)),
-                   pc.and_(pc.match_substring_regex(prompt, _RE2_CHATML_GENERATION),
-                           pc.and_(pc.invert(pc.match_substring(response, "<|im_start|>")), answer_ends)))  # fmt: skip
+class _Look:
+    """The column-wide tests of a block's prompts and answers, each run once however many rules read it."""
 
+    def __init__(self, prompt: pa.Array | pa.ChunkedArray, response: pa.Array | pa.ChunkedArray) -> None:
+        self.prompt, self.response = pc.fill_null(prompt, ""), pc.fill_null(response, "")
 
-def _role_lines_single(prompt: pa.Array, response: pa.Array) -> pa.Array:
-    """Role lines (markers stripped): the prompt's only answer line is the generation prompt at its end, and
-    the answer holds no role line."""
-    unmarked = pc.invert(pc.or_(pc.or_(pc.match_substring(prompt, "<|im_start|>"),
-                                       pc.match_substring(prompt, "<|start_header_id|>")),
-                                pc.or_(pc.match_substring(response, "<|im_start|>"),
-                                       pc.match_substring(response, "<|start_header_id|>"))))  # fmt: skip
-    shaped = pc.and_(pc.match_substring_regex(prompt, _RE2_ROLE_LINES_HEAD),
-                     pc.match_substring_regex(prompt, _RE2_ROLE_LINES_TAIL))  # fmt: skip
-    one_answer = pc.and_(pc.equal(pc.count_substring_regex(prompt, _RE2_ANSWER_LINE), 1),
-                         pc.invert(pc.match_substring_regex(response, _RE2_RESPONSE_LINE)))  # fmt: skip
-    return pc.and_(unmarked, pc.and_(shaped, one_answer))
+    @cached_property
+    def prompt_chatml(self) -> pa.Array:
+        return pc.match_substring(self.prompt, _CHATML_START)
+
+    @cached_property
+    def prompt_llama(self) -> pa.Array:
+        return pc.match_substring(self.prompt, _LLAMA_START)
+
+    @cached_property
+    def answer_chatml(self) -> pa.Array:
+        return pc.match_substring(self.response, _CHATML_START)
+
+    @cached_property
+    def answer_tools(self) -> pa.Array:
+        return pc.or_(pc.match_substring(self.response, chat_calls.CALL_OPEN),
+                      pc.match_substring(self.response, chat_calls.RESPONSE_OPEN))  # fmt: skip
+
+    @cached_property
+    def role_lines_tail(self) -> pa.Array:
+        return pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_TAIL)
+
+    @cached_property
+    def role_line_shaped(self) -> pa.Array:
+        return pc.and_(pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_HEAD), self.role_lines_tail)
+
+    def single_turn(self) -> pa.Array:
+        no_tools = pc.invert(pc.or_(self.answer_tools, pc.match_substring(self.prompt, chat_calls.RESPONSE_OPEN)))
+        return pc.and_(no_tools, pc.or_(self._chatml_single(), self._role_lines_single()))
+
+    def _chatml_single(self) -> pa.Array:
+        """ChatML: the prompt's only opener other than system and user turns is the generation prompt at its
+        end, and the answer opens no turn nor runs on past an end marker."""
+        turns = pc.count_substring_regex(self.prompt, _RE2_CHATML_PROMPT_TURN)
+        others = pc.subtract(pc.count_substring(self.prompt, _CHATML_START), turns)
+        ends = pc.count_substring(self.response, _CHATML_ENDS[0])
+        answer_ends = pc.or_(pc.equal(ends, 0), pc.and_(pc.equal(ends, 1),
+                                                        pc.match_substring_regex(self.response, _RE2_CHATML_END_ONLY)))
+        return pc.and_(pc.and_(pc.greater(turns, 0), pc.equal(others, 1)),
+                       pc.and_(pc.match_substring_regex(self.prompt, _RE2_CHATML_GENERATION),
+                               pc.and_(pc.invert(self.answer_chatml), answer_ends)))  # fmt: skip
+
+    def _role_lines_single(self) -> pa.Array:
+        """Role lines (markers stripped): the prompt's only answer line is the generation prompt at its end,
+        and the answer holds no role line."""
+        marked = pc.or_(pc.or_(self.prompt_chatml, self.prompt_llama),
+                        pc.or_(self.answer_chatml, pc.match_substring(self.response, _LLAMA_START)))  # fmt: skip
+        shaped = pc.and_(pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_HEAD_NOT_LLAMA), self.role_lines_tail)
+        one_answer = pc.and_(pc.equal(pc.count_substring_regex(self.prompt, _RE2_ANSWER_LINE), 1),
+                             pc.invert(pc.match_substring_regex(self.response, _RE2_RESPONSE_LINE)))  # fmt: skip
+        return pc.and_(pc.invert(marked), pc.and_(shaped, one_answer))

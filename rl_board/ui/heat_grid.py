@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from itertools import groupby
 
 import numpy as np
 import pandas as pd
@@ -114,17 +115,15 @@ def _band_row(colours: list[str], width: int, positions: np.ndarray, first: int,
     """One row of tokens as a gradient with a hard stop per change of colour (the rest of a short row empty)."""
     stops: list[str] = []
     k = 0
-    while k < len(colours):
-        run = k
-        while run + 1 < len(colours) and colours[run + 1] == colours[k]:
-            run += 1
-        stops.append(f"#{colours[k]} {_pct(k, width)} {_pct(run + 1, width)}")
-        k = run + 1
+    for colour, run in groupby(colours):
+        n = sum(1 for _ in run)
+        stops.append(f"#{colour} {_pct(k, width)} {_pct(k + n, width)}")
+        k += n
     if len(colours) < width:
         stops.append(f"transparent {_pct(len(colours), width)} 100%")
     span = f"tokens {int(positions[first])}–{int(positions[last - 1])}" if last > first else ""
     hover = html.escape(" · ".join(t for t in (label, span, F.label(metric, F.TOKEN)) if t), quote=True)
-    gradient = ",".join(stops) if len(stops) > 1 else f"{stops[0].split()[0]} 0 100%,{stops[0].split()[0]} 0 100%"
+    gradient = ",".join(stops if len(stops) > 1 else stops * 2)  # a gradient needs two stops
     return f'<div title="{hover}" style="background:linear-gradient(90deg,{gradient})"></div>'
 
 

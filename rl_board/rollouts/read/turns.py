@@ -31,7 +31,6 @@ from rl_board.formats import schema as S
 
 TURNS_KEY = b"rl_board.turns"  # {"how": {"chatml": n, ...}, "kept whole": {reason: n}}
 FINISH_LOGGED = "finish_reason_logged"
-_MARKERS = ("<|im_start|>", "<|start_header_id|>")
 
 
 def complete(table: pa.Table) -> pa.Table:
@@ -71,18 +70,9 @@ def _messages(table: pa.Table, found: Counter[str], kept: Counter[str]) -> pa.Ar
 
 
 def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
-    """Rows whose text may hold more turns than a prompt and one answer (a cheap, vectorised look before any is
-    split: a plain single-turn sample, most of a run, is not split at all)."""
-    prompt = pc.fill_null(table.column(S.PROMPT), "")
-    response = pc.fill_null(table.column(S.RESPONSE), "")
-    marked = pc.or_(pc.match_substring(prompt, _MARKERS[0]), pc.match_substring(prompt, _MARKERS[1]))
-    role_lines = pc.and_(pc.match_substring_regex(prompt, r"^(?:system|user)\n"),
-                         pc.match_substring_regex(prompt, r"(?:^|\n)assistant\n?(?:<think>\s*</think>\s*)?$"))  # fmt: skip
-    tools = pc.or_(pc.match_substring(response, "<tool_call>"), pc.match_substring(response, "<tool_response>"))
-    empty_prompt_marked = pc.and_(pc.equal(prompt, ""), pc.match_substring(response, _MARKERS[0]))
-    maybe = pc.or_(pc.or_(marked, role_lines), pc.or_(tools, empty_prompt_marked))
-    if pc.any(maybe).as_py():  # a sample split only to find one answer is not split
-        maybe = pc.and_(maybe, pc.invert(chat_text.single_turn(prompt, response)))
+    """Rows with no logged messages whose text may hold more turns than a prompt and one answer (one look over
+    whole columns, ``chat_text.may_hold_turns``, before any is split)."""
+    maybe = chat_text.may_hold_turns(table.column(S.PROMPT), table.column(S.RESPONSE))
     return pc.and_(pc.is_null(logged), maybe).combine_chunks() if isinstance(logged, pa.ChunkedArray) \
         else pc.and_(pc.is_null(logged), maybe)
 
