@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -236,9 +239,6 @@ def choose_option(page, runs: StreamlitRuns, box, option, typed: str = "", attem
     filters a long one. Tried again when the list does not show the option in time: under load (CI beside other
     work) a click or the first keys can land while the box is still being drawn. A failure says what the list
     offered, so it can be told from a slow list."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import expect
-
     combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
     offered: list[str] = []
     for attempt in range(attempts):
@@ -270,8 +270,6 @@ def set_toggle(runs: StreamlitRuns, box, on: bool, attempts: int = 3) -> None:
 
     A click that lands while the page is still settling (an expander opening around the box) can be lost:
     then the box is unchanged after a while and is clicked again; a click that took is never repeated."""
-    from playwright.sync_api import expect
-
     box_input = box.locator("input")
     for _ in range(attempts):
         if box_input.is_checked() == on:
