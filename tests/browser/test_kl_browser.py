@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers.screens import SHOTS, save_screenshot
+from tests.helpers.streamlit_browser import pick_radio
 
 pytestmark = pytest.mark.browser
 
@@ -27,8 +28,7 @@ def test_switching_to_k2_redraws_the_kl_everywhere(app_page, runs, server, brows
 
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Display settings").click()
-    with runs.expect_rerun():
-        sidebar.get_by_role("radiogroup", name="KL estimator").get_by_text("k2 · ½·r²").click()
+    pick_radio(runs, sidebar.get_by_role("radiogroup", name="KL estimator"), "k2 · ½·r²")
     expect(main.get_by_text("KL (k2) to the reference per step")).to_be_visible()
     expect(main.get_by_text("KL (k3) to the reference per step")).to_have_count(0)
     page.wait_for_url(re.compile(r"[?&]kl_estimator=k2(&|$)"))

@@ -283,3 +283,19 @@ def set_toggle(runs: StreamlitRuns, box, on: bool, attempts: int = 3) -> None:
         runs.wait_for_runs(target)
         return
     raise AssertionError(f"the box did not switch {'on' if on else 'off'} in {attempts} clicks")
+
+
+def pick_radio(runs: StreamlitRuns, group, name: str, attempts: int = 3) -> None:
+    """Choose option ``name`` of the radio group ``group`` and wait for the rerun; clicked again only when a
+    click was lost while the page settled (an expander opening around it): choosing it twice changes nothing."""
+    radio = group.get_by_role("radio", name=name)
+    for _ in range(attempts):
+        target = runs.completed + 1
+        group.get_by_text(name).click()
+        try:
+            expect(radio).to_be_checked(timeout=5000)
+        except AssertionError:
+            continue
+        runs.wait_for_runs(target)
+        return
+    raise AssertionError(f"the option {name!r} was not chosen in {attempts} clicks")
