@@ -37,6 +37,8 @@ from rl_board.metrics.background import IndexBuild, index_build
 from rl_board.metrics.dilogs import evaluation_summary
 from rl_board.metrics.glossary import GlossaryEntry, explain
 from rl_board.metrics.index import MetricsIndex
+from rl_board.metrics.kinds import label as metric_kind_label
+from rl_board.metrics.kinds import logs_copies as metric_kind_logs_copies
 from rl_board.metrics.parallel import MIN_PARALLEL
 from rl_board.metrics.reader import (
     OUTSIDE_KIND,
@@ -81,6 +83,7 @@ __all__ = [
 ]
 
 __all__ += ["IndexBuild", "MIN_PARALLEL", "MetricsIndex", "OUTSIDE_KIND", "RunSource", "metric_runs", "metric_runs_signature", "refused_metric_runs", "metrics_index_build"]  # sweeps
+__all__ += ["metric_kind_label", "metric_kind_logs_copies"]  # metric kinds, named for a page
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
 __all__ += ["FINISH_REASONS", "tool_result"]  # a trajectory: why it ended, the result that answered a call
 __all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the test needs (venv with the `test`, `real` and `spark` extras, Debian's chromium and,
+# Install the test needs (venv with the `test`, `real`, `spark` and `trackers` extras, Debian's chromium and,
 # for PySpark, a Java runtime) and run the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ fi
 stamp=.venv/.rl-board-test-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip setuptools
-  .venv/bin/python -m pip install --quiet -e ".[test,real,spark]"
+  .venv/bin/python -m pip install --quiet -e ".[test,real,spark,trackers]"
   touch "$stamp"
 fi
 

@@ -88,7 +88,7 @@ def summary_dict(store: RolloutStore) -> dict:
 def skipped_beside(store: RolloutStore) -> list[dict[str, str]]:
     """Files in the run's folder that are not read, with why (a compressed log, a pickle...): a run that
     looks short says here what was left out."""
-    from rl_board.sources.catalogue import catalogue
+    from rl_board.metrics.kinds import metric_catalogue as catalogue
 
     if not store.run_dir.is_dir():  # one file, or a dataset read in its bucket
         return []
@@ -129,7 +129,7 @@ def _num(value: float | None) -> str:
 
 def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     """Why a path holds no rollout file: what is below it instead."""
-    from rl_board.sources.catalogue import catalogue
+    from rl_board.metrics.kinds import metric_catalogue as catalogue
 
     found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]

@@ -25,10 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rl_board.metrics.kind import MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet, merge_results, scalar_value
+from rl_board.metrics.tensorboard import read_event_files
+from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import DI_ENGINE_LOGGERS as LOGGERS
-from rl_board.sources.sniff import is_di_engine_folder  # noqa: F401  (re-exported)
+from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
 KEY_VALUE = re.compile(r"^([A-Za-z_][\w/.-]*):\s*(.*)$")
@@ -37,6 +40,35 @@ ITERATION = re.compile(r"=== Training Iteration (\d+) Result ===")
 CKPT_SAVE = re.compile(r"save ckpt in (\S+)")
 CKPT_ITER = re.compile(r"iteration_(\d+)")
 CONFIG_FILES = ("formatted_total_config.py", "total_config.py")
+
+
+class DiEngineKind(MetricKind):
+    """An experiment folder is one run: its text loggers, the event files under log/, config text and
+    checkpoints; nothing below it is looked at again."""
+
+    name = "di-engine"
+    label = "DI-engine"
+    logs_copies = True
+
+    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
+                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+        if "log" not in dirs or not is_di_engine_folder(folder):  # no stat for folders without log/
+            return []
+        log = folder / "log"
+        events = tuple(sorted(p for p in log.rglob("*") if is_event_file(p)))
+        return [Found(folder, events, "DI-engine experiment folder", whole=True)]
+
+    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
+        events = read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
+        texts = read_di_engine_texts(source.path, source.run, allowed_roots=allowed_roots)
+        merged = merge_results([events, texts])
+        merged.extras = {**texts.extras, "hparams": events.extras.get("hparams", {})}
+        return merged
+
+    def watched(self, source: RunSource) -> list[Path]:
+        """The event files and every logger, config and checkpoint file under the folder."""
+        extra = {p for p in source.path.rglob("*") if p.suffix in {".txt", ".py", ".tar"}}
+        return sorted(set(source.files) | extra)
 
 
 def read_di_engine_texts(folder: Path, run: str, *, allowed_roots: list[Path] | None = None) -> ReadResult:

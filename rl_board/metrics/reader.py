@@ -24,10 +24,11 @@ import pandas as pd
 import pyarrow as pa
 
 from rl_board.errors import NotFoundError
+from rl_board.metrics import kinds
 from rl_board.metrics.cache import entry_dir, load_entry, load_meta, prefix_digest, save_entry, signature
-from rl_board.metrics.dilogs import read_di_engine_texts
+from rl_board.metrics.kind import NOT_METRICS, RUN_KIND, MetricKind, RunSource
+from rl_board.metrics.kinds import metric_catalogue
 from rl_board.metrics.parallel import Progress, map_batches
-from rl_board.metrics.stdout import JSONL_SOURCE, TextProgress, read_text_metrics, why_no_metric_lines
 from rl_board.metrics.table import (
     EPISODE_COLUMNS,
     HISTOGRAM_COLUMNS,
@@ -38,66 +39,49 @@ from rl_board.metrics.table import (
     concat_frames,
     merge_results,
 )
-from rl_board.metrics.trainer_state import read_trainer_state
-from rl_board.sources.catalogue import (
-    METRICS,
-    NO_METRIC_LINES,
-    TRAINER_STATE,
-    Catalogue,
-    catalogue,
-    may_hold_metrics,
-)
+from rl_board.sources.catalogue import METRICS, NO_METRIC_LINES, Source
 from rl_board.sources.roots import OUTSIDE, inside
 
-
-def metric_catalogue(root: Path, **options: Any) -> Catalogue:
-    """The root's catalogue with text files judged by this layer's line parser: a text file is a metric
-    source only when it holds a metric line (``stdout.why_no_metric_lines``)."""
-    return catalogue(root, text_logs=why_no_metric_lines, **options)
+__all__ = ["RunSource", "metric_catalogue"]  # re-exported: defined with the kinds' contract and registry
 
 
 OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
 
 
-@dataclass(frozen=True)
-class RunSource:
-    """Where one metric run's data lives. kind is "tensorboard", "di-engine" or "text" (decided on reading)."""
-
-    run: str
-    kind: str
-    path: Path
-    files: tuple[Path, ...] = ()
-
-
 def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | None = None) -> list[RunSource]:
     """The metric sources the root's catalogue found, named by their path relative to the root.
 
-    With ``allowed``, a file linked from outside those folders comes back as kind "outside" (never opened).
+    With ``allowed``, a file linked from outside those folders that a kind could claim by its name comes
+    back as kind "outside" (never opened).
     """
     found = metric_catalogue(root, skip=skip, allowed=allowed)
     base = found.root if found.root.is_dir() else found.root.parent
     out = [RunSource(found.name(s.path), OUTSIDE_KIND, s.path) for s in found.skipped
-           if s.reason == OUTSIDE and may_hold_metrics(s.path)]  # fmt: skip
-    for s in found.of_role(METRICS):
-        if s.path.is_dir():
-            out.append(RunSource(s.folder, s.format, s.path, s.files))
-        elif s.format == "tensorboard":  # a root that is one event file
-            out.append(RunSource(s.path.name, "tensorboard", s.path.parent, (s.path,)))
-        elif s.format == TRAINER_STATE:  # named for the output folder the checkpoints are in
-            out_dir = s.path.parent.parent
-            name = out_dir.relative_to(base).as_posix() if out_dir != base else base.name
-            out.append(RunSource(name, TRAINER_STATE, s.path, (s.path,)))
-        else:
-            name = s.path.relative_to(base).as_posix() if s.path != found.root else s.path.name
-            out.append(RunSource(name, "text", s.path, (s.path,)))
+           if s.reason == OUTSIDE and any(k.may_claim(s.path) for k in kinds.KINDS)]  # fmt: skip
+    out += [RunSource(_run_name(s, base), s.format, s.path, s.files, s.part) for s in found.of_role(METRICS)]
     return sorted(out, key=lambda s: s.run)
+
+
+def _run_name(source: Source, base: Path) -> str:
+    """A run is named for its path (or the path it is named by) relative to the root; a run inside a store
+    holding several adds its own name."""
+    named = source.named_by or source.path
+    if named == base:
+        name = "." if source.named_by is None and source.path.is_dir() else base.name
+    else:
+        try:
+            name = named.relative_to(base).as_posix()
+        except ValueError:
+            name = named.name
+    return f"{name}/{source.label}" if source.label else name
 
 
 @dataclass
 class RunInfo:
     """What one run is and what came with it besides series.
 
-    kind: "tensorboard" | "di-engine" | "stdout" | "jsonl".
+    kind: the name of the metric kind that read it, or the variant it turned out to be
+    (``kinds.label`` names it for a page).
     DI-engine runs fill config_text (never executed), network_text,
     checkpoints (name, size, mtime, exists, kind, iteration, logged_at) and
     files (each logger: role, path, status ok|empty|missing, records).
@@ -272,16 +256,14 @@ def _source_allowed(source: RunSource, allowed_roots: list[Path] | None) -> bool
 
 def _read_source(source: RunSource, cache: Path | None,
                  allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult] | None:  # fmt: skip
-    """Read one discovered run; None for a text file that holds no metrics."""
-    if source.kind == "text":
-        result, kind = _read_text(source, cache)
-        if kind is None:
+    """Read one discovered run through its kind (and the cache); None for a file that held no metric."""
+    kind = kinds.by_name(source.kind)
+    if kind.appends:
+        result = _appended(kind, source, cache, allowed_roots)
+        if result.extras.get(NOT_METRICS):
             return None
-    elif source.kind == TRAINER_STATE:
-        result, kind = read_trainer_state(source.path, source.run), TRAINER_STATE
-    else:
-        return _cached(source, cache, allowed_roots)
-    return run_info(source, kind, result), result
+        return run_info(source, result.extras.get(RUN_KIND, kind.name), result), result
+    return _cached(kind, source, cache, allowed_roots)
 
 
 def run_info(source: RunSource, kind: str, result: ReadResult) -> RunInfo:
@@ -314,58 +296,41 @@ def tag_summary(scalars: pd.DataFrame) -> dict[str, dict[str, int]]:
             for tag, n, lo, hi in sorted(rows, key=lambda row: str(row[0]))}  # fmt: skip
 
 
-def _read_folder(source: RunSource, allowed_roots: list[Path] | None = None) -> ReadResult:
-    """A TensorBoard run, or a DI-engine experiment (text loggers plus its event files)."""
-    # imported here: TensorBoard's modules take ~0.3 s, which an index served from the cache never needs
-    from rl_board.metrics.tensorboard import read_event_files
-
-    events = read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
-    if source.kind != "di-engine":
-        return events
-    texts = read_di_engine_texts(source.path, source.run, allowed_roots=allowed_roots)
-    merged = merge_results([events, texts])
-    merged.extras = {**texts.extras, "hparams": events.extras.get("hparams", {})}
-    return merged
-
-
 def _unit_files(source: RunSource, allowed_roots: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
     """The files whose size/mtime decide whether a cached entry is still good, and those refused.
 
     A file that links outside ``allowed_roots`` is refused before it is stat-ed.
     """
-    events = set(source.files)
-    files = list(source.files)
-    if source.kind == "di-engine":
-        files = sorted(events | {p for p in source.path.rglob("*") if p.suffix in {".txt", ".py", ".tar"}})
+    files = kinds.by_name(source.kind).watched(source)
     refused = [f for f in files if allowed_roots is not None and not inside(f, allowed_roots)]
     out = set(refused)
-    return [f for f in files if f not in out and (f in events or f.is_file())], refused
+    return [f for f in files if f not in out], refused
 
 
-def _cached(source: RunSource, cache: Path | None,
+def _cached(kind: MetricKind, source: RunSource, cache: Path | None,
             allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult]:  # fmt: skip
-    """A folder run: the cache entry when its signature matches; otherwise read, then stored.
+    """A run read whole: the cache entry when its signature matches; otherwise read, then stored.
 
     The signature names the allowed roots and the refused files, so an entry
     read without confinement (the CLI) is never served as a confined one. The
     entry's meta keeps the run's facts, so an index needs no table of it.
     """
     if cache is None:
-        result = _read_folder(source, allowed_roots)
-        return run_info(source, source.kind, result), result
+        result = kind.read(source, allowed_roots)
+        return run_info(source, result.extras.get(RUN_KIND, kind.name), result), result
     folder, sig = _entry_key(source, cache, allowed_roots)
     hit = load_entry(folder)
     if hit is not None and hit[1].get("signature") == sig and "info" in hit[1]:
         return RunInfo.from_dict(hit[1]["info"]), hit[0]
-    result = _read_folder(source, allowed_roots)
-    info = run_info(source, source.kind, result)
+    result = kind.read(source, allowed_roots)
+    info = run_info(source, result.extras.get(RUN_KIND, kind.name), result)
     save_entry(folder, result, {"signature": sig, "info": info.to_dict()})
     return info, result
 
 
 def _cached_info(source: RunSource, cache: Path | None, allowed_roots: list[Path] | None) -> RunInfo | None:
     """A folder run's facts from its fresh cache entry's meta alone; None when it must be read."""
-    if cache is None or source.kind in ("text", TRAINER_STATE):
+    if cache is None or source.kind == OUTSIDE_KIND or kinds.by_name(source.kind).appends:
         return None
     folder, sig = _entry_key(source, cache, allowed_roots)
     meta = load_meta(folder)
@@ -378,40 +343,44 @@ def _entry_key(source: RunSource, cache: Path, allowed_roots: list[Path] | None)
     """A folder run's cache entry and the signature it must carry to be fresh (JSON-shaped, as stored)."""
     kept, refused = _unit_files(source, allowed_roots)
     roots = None if allowed_roots is None else sorted(str(r) for r in allowed_roots)
-    return entry_dir(cache, source.kind, source.path), [signature(kept), [str(f) for f in refused], roots]
+    unit = source.path if not source.part else source.path / source.part
+    return entry_dir(cache, source.kind, unit), [signature(kept), [str(f) for f in refused], roots]
 
 
-def _read_text(source: RunSource, cache: Path | None) -> tuple[ReadResult, str | None]:
-    """A text log, appended to its cached entry when the file only grew."""
-    path = source.path
-    start, base = _text_resume_point(path, cache)
-    read = read_text_metrics(path, source.run, start=start)
+def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
+              allowed_roots: list[Path] | None) -> ReadResult:  # fmt: skip
+    """A store that only grows, read from where the cached read stopped when the bytes before it are
+    unchanged (else from the start); what was read whole is cached, a record still being written is not."""
+    log = kind.watched(source)[0]
+    unit = entry_dir(cache, kind.name, log) if cache is not None else None
+    resume, base = _resume_point(log, unit)
+    read = kind.read_from(source, resume, allowed_roots)
     committed = merge_results([base, read.committed]) if base is not None else read.committed
-    formats = set(committed.extras.get("formats", [])) | read.formats
-    committed.extras = {"formats": sorted(formats)}
-    if cache is not None and not read.rollout_file and (base is None or read.progress.offset != start.offset):
-        meta = {"offset": read.progress.offset, "lines": read.progress.lines,
-                "digest": prefix_digest(path, read.progress.offset), "signature": signature([path])}  # fmt: skip
-        save_entry(entry_dir(cache, "text", path), committed, meta)
-    if read.rollout_file or not formats:
-        return committed, None
-    kind = "jsonl" if formats == {JSONL_SOURCE} else "stdout"
-    return merge_results([committed, read.tail]), kind
+    committed.extras = kind.merge_extras(base.extras if base is not None else {}, read.committed.extras)
+    offset = int(read.resume.get("offset", 0))
+    moved = base is None or offset != int((resume or {}).get("offset", 0))
+    if unit is not None and moved and not committed.extras.get(NOT_METRICS):
+        meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "signature": signature([log])}
+        save_entry(unit, committed, meta)
+    result = merge_results([committed, read.tail])
+    result.extras = committed.extras
+    return result
 
 
-def _text_resume_point(path: Path, cache: Path | None) -> tuple[TextProgress, ReadResult | None]:
-    """Where to resume reading: the cached offset if the bytes before it are unchanged."""
-    if cache is None:
-        return TextProgress(), None
-    hit = load_entry(entry_dir(cache, "text", path))
+def _resume_point(log: Path, unit: Path | None) -> tuple[dict[str, Any] | None, ReadResult | None]:
+    """Where to resume reading: the cached point if the bytes before it are unchanged."""
+    if unit is None:
+        return None, None
+    hit = load_entry(unit)
     if hit is None:
-        return TextProgress(), None
+        return None, None
     result, meta = hit
-    offset = int(meta.get("offset", 0))
+    resume = meta.get("resume")
+    if not isinstance(resume, dict):
+        return None, None
+    offset = int(resume.get("offset", 0))
     try:
-        unchanged = path.stat().st_size >= offset and prefix_digest(path, offset) == meta.get("digest")
+        unchanged = log.stat().st_size >= offset and prefix_digest(log, offset) == meta.get("digest")
     except OSError:
-        return TextProgress(), None
-    if not unchanged:
-        return TextProgress(), None
-    return TextProgress(offset=offset, lines=int(meta.get("lines", 0))), result
+        return None, None
+    return (resume, result) if unchanged else (None, None)

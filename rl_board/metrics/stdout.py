@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_board import config
+from rl_board.metrics.kind import NOT_METRICS, RUN_KIND, Appended, MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_value
 from rl_board.rollouts.read.records import (
     DEPTH_REASON,
@@ -26,8 +27,9 @@ from rl_board.rollouts.read.records import (
     too_long_reason,
     without_lone_surrogates,
 )
-from rl_board.sources.catalogue import NO_METRIC_LINES
-from rl_board.sources.sniff import ROLLOUT_KEYS, STEP_KEYS
+from rl_board.sources.catalogue import NO_METRIC_LINES, TEXT_LOG_SUFFIXES, remembered
+from rl_board.sources.claims import Found
+from rl_board.sources.sniff import JSON_LINES_SUFFIXES, ROLLOUT_KEYS, STEP_KEYS
 
 ROLL_SOURCE = "roll-stdout"
 VERL_SOURCE = "verl-console"
@@ -58,6 +60,59 @@ class TextRead:
     progress: TextProgress
     formats: set[str] = field(default_factory=set)
     rollout_file: bool = False
+
+
+class TextLogKind(MetricKind):
+    """A text log (``.log .txt .out .err``) or a JSON-lines file that holds metric lines: ROLL's stdout
+    tracker, verl's console and file loggers, plain JSONL. It is read from where the last read stopped."""
+
+    name = "text-log"
+    label = "text log"
+    variants = {"stdout": "text log", JSONL_SOURCE: "JSONL"}
+    appends = True
+
+    def may_claim(self, path: Path) -> bool:
+        return path.suffix.lower() in TEXT_LOG_SUFFIXES
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        suffix = path.suffix.lower()
+        if suffix not in TEXT_LOG_SUFFIXES and suffix not in JSON_LINES_SUFFIXES:
+            return []
+        why_not = remembered(path, "metric lines", lambda: _why_not_read(path), UNREADABLE)
+        if why_not:
+            return [Found(path, skipped=why_not)]
+        return [Found(path, (path,), "text log (read for metric lines)")]
+
+    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
+                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+        start = TextProgress(int((resume or {}).get("offset", 0)), int((resume or {}).get("lines", 0)))
+        read = read_text_metrics(source.path, source.run, start=start)
+        extras: dict[str, Any] = {"formats": sorted(read.formats)}
+        if read.rollout_file:
+            extras[NOT_METRICS] = "rollout samples, not metric lines"
+        read.committed.extras = extras
+        return Appended(read.committed, read.tail, {"offset": read.progress.offset, "lines": read.progress.lines})
+
+    def merge_extras(self, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        """The line formats seen so far decide what the log is (``stdout`` or ``jsonl``)."""
+        formats = sorted(set(old.get("formats", [])) | set(new.get("formats", [])))
+        out: dict[str, Any] = {"formats": formats}
+        if new.get(NOT_METRICS) or not formats:
+            out[NOT_METRICS] = new.get(NOT_METRICS) or NO_METRIC_LINES
+        else:
+            out[RUN_KIND] = JSONL_SOURCE if formats == [JSONL_SOURCE] else "stdout"
+        return out
+
+
+UNREADABLE = "a broken or looping symbolic link, or a file that cannot be looked at; never opened"
+
+
+def _why_not_read(path: Path) -> str:
+    """Why a text file is not a metric source ("" when it is): a pipe or device named like a log is never
+    opened (it could wait forever); a file without a metric line the reader knows is named as such."""
+    if not path.is_file():
+        return "not a regular file; never opened"
+    return why_no_metric_lines(path)
 
 
 def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None) -> TextRead:

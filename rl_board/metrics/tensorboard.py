@@ -10,31 +10,65 @@ histogram or text table by their plugin; hparams go to `extras["hparams"]`.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-import google_crc32c
 import numpy as np
 from google.protobuf.message import DecodeError
-from tensorboard import data_compat
-from tensorboard.compat.proto import event_pb2
-from tensorboard.plugins.hparams import metadata as hparams_metadata
-from tensorboard.plugins.hparams.error import HParamsError
-from tensorboard.util import tensor_util
 
+from rl_board.metrics.kind import MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet
+from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import is_event_file
+
+if TYPE_CHECKING:
+    from tensorboard.compat.proto import event_pb2
 
 SOURCE = "tensorboard"
 RECORD_HEADER = 12
 """Bytes before each record's payload: length (8) and its crc (4); the payload's crc (4) follows it."""
 _LENGTH = struct.Struct("<Q")
+
+
+@functools.lru_cache(maxsize=1)
+def _tb() -> SimpleNamespace:
+    """TensorBoard's modules, imported on the first read: they take ~0.3 s, which finding runs (and an
+    index served from the cache) never needs."""
+    import google_crc32c
+    from tensorboard import data_compat
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.hparams import metadata as hparams_metadata
+    from tensorboard.plugins.hparams.error import HParamsError
+    from tensorboard.util import tensor_util
+
+    return SimpleNamespace(crc32c=google_crc32c, data_compat=data_compat, event_pb2=event_pb2,
+                           hparams=hparams_metadata, HParamsError=HParamsError, tensor_util=tensor_util)
 _CRC = struct.Struct("<I")
+
+
+class TensorboardKind(MetricKind):
+    """A folder of event files is one run (as in TensorBoard); a root that is one event file, a run of it."""
+
+    name = SOURCE
+    label = "TensorBoard"
+
+    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
+                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+        events = tuple(folder / f for f in files if is_event_file(folder / f))
+        return [Found(folder, events, "TensorBoard event files")] if events else []
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        return [Found(path.parent, (path,), "TensorBoard event file", named_by=path)] if is_event_file(path) else []
+
+    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
+        return read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
 
 
 def event_files(folder: Path) -> list[Path]:
@@ -107,7 +141,7 @@ def _events(path: Path, problems: list[Problem]) -> Iterator[event_pb2.Event]:
     for index, (record, end) in enumerate(records(data)):
         consumed = end
         try:
-            yield event_pb2.Event.FromString(record)
+            yield _tb().event_pb2.Event.FromString(record)
         except DecodeError as err:
             problems.append(Problem(str(path), f"record {index} is not an Event: {err}"))
     if isinstance(data, mmap.mmap):
@@ -147,7 +181,7 @@ def records(data: bytes | mmap.mmap) -> Iterator[tuple[bytes, int]]:
 
 def _masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC32C of `data`."""
-    crc = google_crc32c.value(data)
+    crc = _tb().crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
@@ -177,7 +211,7 @@ def _add_event(
             walls.append(wall_time)
             continue
         where = {"run": run, "source": SOURCE, "tag": value.tag, "step": step, "wall_time": wall_time}
-        value = data_compat.migrate_value(value)
+        value = _tb().data_compat.migrate_value(value)
         plugin = value.metadata.plugin_data.plugin_name or plugins.get(value.tag, "")
         plugins[value.tag] = plugin
         if not value.HasField("tensor"):
@@ -188,7 +222,7 @@ def _add_event(
             _add_histogram(value.tensor, where, tables)
         elif plugin == "text":
             tables.texts.add(text=_text(value.tensor), **where)
-        elif plugin == hparams_metadata.PLUGIN_NAME:
+        elif plugin == _tb().hparams.PLUGIN_NAME:
             _add_hparams(value, extras, tables.problems)
         else:
             skipped.add(value.tag)
@@ -200,12 +234,12 @@ def _scalar(tensor: Any) -> float:
         return float(tensor.float_val[0])
     if tensor.double_val:
         return float(tensor.double_val[0])
-    return float(np.asarray(tensor_util.make_ndarray(tensor)).reshape(-1)[0])
+    return float(np.asarray(_tb().tensor_util.make_ndarray(tensor)).reshape(-1)[0])
 
 
 def _add_histogram(tensor: Any, where: dict[str, Any], tables: TableSet) -> None:
     """A [k, 3] tensor of (left, right, count) buckets becomes one histogram row."""
-    buckets = np.asarray(tensor_util.make_ndarray(tensor), dtype=float).reshape(-1, 3)
+    buckets = np.asarray(_tb().tensor_util.make_ndarray(tensor), dtype=float).reshape(-1, 3)
     tables.histograms.add(
         left=buckets[:, 0].tolist(), right=buckets[:, 1].tolist(), count=buckets[:, 2].tolist(), **where
     )
@@ -213,17 +247,17 @@ def _add_histogram(tensor: Any, where: dict[str, Any], tables: TableSet) -> None
 
 def _text(tensor: Any) -> str:
     """Text summaries are string tensors of any rank; cells are joined by newlines."""
-    cells = np.asarray(tensor_util.make_ndarray(tensor)).reshape(-1)
+    cells = np.asarray(_tb().tensor_util.make_ndarray(tensor)).reshape(-1)
     return "\n".join(c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c) for c in cells)
 
 
 def _add_hparams(value: Any, extras: dict[str, Any], problems: list[Problem]) -> None:
     """Keep the hparam values of a session-start record; other hparams records carry no values."""
-    if value.tag != hparams_metadata.SESSION_START_INFO_TAG:
+    if value.tag != _tb().hparams.SESSION_START_INFO_TAG:
         return
     try:
-        info = hparams_metadata.parse_session_start_info_plugin_data(value.metadata.plugin_data.content)
-    except (DecodeError, HParamsError) as err:
+        info = _tb().hparams.parse_session_start_info_plugin_data(value.metadata.plugin_data.content)
+    except (DecodeError, _tb().HParamsError) as err:
         problems.append(Problem("hparams", f"unreadable hparams record: {err}"))
         return
     for name, hp in info.hparams.items():

@@ -14,10 +14,33 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rl_board.metrics.kind import MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet
+from rl_board.sources import companions
+from rl_board.sources.claims import Found
 
 SOURCE = "trainer_state"
 _NOT_METRICS = frozenset({"step", "epoch"})
+
+
+class TrainerStateKind(MetricKind):
+    """The newest checkpoint's ``trainer_state.json``, named for the output folder the checkpoints are in
+    (older checkpoints' copies hold a part of the same history: passed over)."""
+
+    name = "trainer-state"
+    label = "HF trainer state"
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        if path.name != companions.TRAINER_STATE:
+            return []
+        newest = companions.newest_trainer_state(path.parent.parent, allowed)
+        if newest is None or newest != path:
+            return [Found(path, quiet=True)]
+        return [Found(path, (path,), "a Hugging Face trainer's logged metrics (log_history)",
+                      named_by=path.parent.parent)]  # fmt: skip
+
+    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
+        return read_trainer_state(source.path, source.run)
 
 
 def read_trainer_state(path: Path, run: str) -> ReadResult:

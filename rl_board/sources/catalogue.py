@@ -9,10 +9,17 @@ reads its first lines, and a text file (``.log``, ``.txt``, ``.out``,
 metric line the metrics reader knows; each answer is remembered by path,
 size and mtime.
 
+Metric sources are found by the metric kinds the caller hands in (the
+metrics layer's registry, ``rl_board.metrics.kinds``): at each folder every
+kind may claim the folder (a W&B run folder, a DI-engine experiment: nothing
+below it is looked at again) or some of its files (event files); a file no
+folder claim took and no rollout format reads is offered to each kind in
+turn (a text log, a tracker's database). Without kinds, only rollouts are
+found.
+
 The walk skips hidden folders, package caches, the caller's skip list (the
 cache folder) and anything deeper than ``MAX_DEPTH``; folder links are not
-followed. A DI-engine / LightZero experiment folder is one metric source and
-nothing below it is looked at again.
+followed.
 """
 
 from __future__ import annotations
@@ -22,24 +29,24 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rl_board import formats
 from rl_board.formats import Reading, fieldmap
 from rl_board.formats.base import HIVE_STEP, Probe
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources import companions, settings, sniff
+from rl_board.sources.claims import Found, MetricClaims
 from rl_board.sources.remote import IN_PLACE
 from rl_board.sources.roots import OUTSIDE, inside
-from rl_board.sources.sniff import is_di_engine_folder, is_event_file
 
 MAX_DEPTH = 6
 # _rl_board: a dataset's index; _temporary: a Spark/Hadoop job's uncommitted output (moved into place at its commit)
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board", "_temporary"})
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
-TRAINER_STATE = "trainer-state"  # a metric source: checkpoint-N/trainer_state.json
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
 TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
@@ -47,7 +54,7 @@ QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lo
 QUIET = "quiet"  # passed over without a word (checkpoints beside runs, locks, hidden files)
 PICKLE_SUFFIXES = frozenset({".pt", ".pth"})  # torch pickles: quiet beside runs, named where there is none
 NO_METRIC_LINES = "a text file with no metric lines rl-board knows"
-TEXT_LOG = "text log"  # how a text file was classified, in the key of its remembered answer
+BROKEN_LINK = "a broken or looping symbolic link; not followed"
 
 
 @dataclass(frozen=True)
@@ -57,10 +64,13 @@ class Source:
     path: Path
     folder: str
     role: str  # rollout | metrics | skipped
-    format: str = ""  # rollout: its format; metrics: tensorboard | di-engine | text
+    format: str = ""  # rollout: its format; metrics: the name of the metric kind that claimed it
     reason: str = ""  # why a file is skipped, or what a source is, in words
-    files: tuple[Path, ...] = ()  # a folder source's files (event files of a TensorBoard run)
+    files: tuple[Path, ...] = ()  # a metric source's files (event files of a TensorBoard run)
     reading: Reading | None = None  # a rollout file: how it is read (format, field map, options found beside it)
+    part: str = ""  # a metric run inside a store holding several (see ``claims.Found``)
+    label: str = ""  # that run's name after its store's path
+    named_by: Path | None = None  # the path a metric run is named for, when not ``path``
 
 
 @dataclass(frozen=True)
@@ -146,19 +156,18 @@ def run_of(source: Source) -> str:
 
 
 def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None,
-              allowed: list[Path] | None = None, text_logs: TextLogCheck | None = None) -> Catalogue:
+              allowed: list[Path] | None = None, metric_kinds: Sequence[MetricClaims] = ()) -> Catalogue:
     """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps.
 
     With ``allowed`` (a server's served roots), a file linked from outside them is named as such and never
-    opened, so not even its keys or columns are shown. ``text_logs`` (the metrics layer's check, see
-    ``metrics.reader.metric_catalogue``) decides which text files are metric logs; without it, every
-    ``.log/.txt/.out/.err`` file counts as one.
+    opened, so not even its keys or columns are shown. ``metric_kinds`` (the metrics layer's registry, see
+    ``metrics.reader.metric_catalogue``) find the metric sources; without them only rollouts are found.
     """
     root = Path(root).expanduser().resolve()
     limits = None if allowed is None else list(allowed)
     if root.is_file():
-        look = _FolderOptions(root.parent, limits, text_logs)
-        one = Catalogue(root, [_classify_file(root, root.name, fields, options=look)])
+        look = _FolderOptions(root.parent, limits, metric_kinds)
+        one = Catalogue(root, _classify_file(root, root.name, fields, options=look))
         return _without_quiet(one)
     found = Catalogue(root)
     skipped = {p.expanduser().resolve() for p in skip}
@@ -168,32 +177,51 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         here = Path(current)
         depth = len(here.parts) - base
         folder = _relative(here, root)
-        has_log = "log" in dirs  # a DI-engine experiment's loggers are under log/: no stat for other folders
+        entries = list(dirs)
         dirs[:] = sorted(d for d in dirs if _walkable(here / d, skipped)) if depth < MAX_DEPTH else []
         if IN_PLACE in files:  # the mirror of a bucket's Parquet dataset: one run, read in the bucket
             found.sources.append(Source(here, folder, ROLLOUT, "rl-board-parquet",
                                         "Parquet dataset read in place from object storage"))
             dirs[:] = []
             continue
-        if has_log and is_di_engine_folder(here):
-            found.sources.append(Source(here, folder, METRICS, "di-engine", "DI-engine experiment folder",
-                                        tuple(_di_engine_event_files(here))))
+        claimed, whole = _folder_claims(here, folder, entries, files, metric_kinds, limits)
+        found.sources.extend(claimed)
+        if whole:
             dirs[:] = []
             continue
-        paths = [here / f for f in sorted(files)]
-        events = tuple(p for p in paths if is_event_file(p))
-        if events:
-            found.sources.append(Source(here, folder, METRICS, "tensorboard", "TensorBoard event files", events))
+        taken = {f for s in claimed for f in s.files}
         fmap = settings.for_file(here, fields, seen=looked)  # one look per folder (and its parents once)
-        options = _FolderOptions(here, limits, text_logs)  # one look beside the folder per format, not per file
-        for path in paths:
-            if path in events:
+        options = _FolderOptions(here, limits, metric_kinds)  # one look beside the folder per format
+        for path in (here / f for f in sorted(files)):
+            if path in taken:
                 continue
             if _linked_out(path, limits):
                 found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
             else:
-                found.sources.append(_classify_file(path, folder, fields, fmap, options))
+                found.sources.extend(_classify_file(path, folder, fields, fmap, options))
     return _without_quiet(found)
+
+
+def _folder_claims(here: Path, folder: str, dirs: list[str], files: list[str], kinds: Sequence[MetricClaims],
+                   allowed: list[Path] | None) -> tuple[list[Source], bool]:  # fmt: skip
+    """The metric runs the kinds find in one folder, and whether one of them took the folder whole."""
+    out: list[Source] = []
+    whole = False
+    for kind in kinds:
+        for claim in kind.claim_folder(here, dirs, files, allowed):
+            out.append(_claimed(claim, folder, kind.name))
+            whole = whole or claim.whole
+    return out, whole
+
+
+def _claimed(claim: Found, folder: str, kind: str) -> Source:
+    """A kind's claim as a catalogue entry: a metric source, or a file of its shape named as skipped."""
+    if claim.quiet:
+        return Source(claim.path, folder, QUIET)
+    if claim.skipped:
+        return Source(claim.path, folder, SKIPPED, "", claim.skipped)
+    return Source(claim.path, folder, METRICS, kind, claim.reason, claim.files, part=claim.part,
+                  label=claim.label, named_by=claim.named_by)
 
 
 def _without_quiet(found: Catalogue) -> Catalogue:
@@ -226,15 +254,12 @@ class DiskProbe(Probe):
             return []
 
 
-TextLogCheck = Callable[[Path], str]  # why a text file holds no metric line ("" when it holds one)
-
-
 class _FolderOptions:
     """What a look at one folder needs: its files' options per format, looked up once (see ``companions``),
-    never outside ``allowed`` (the served roots; None: anywhere), and the caller's text-log check."""
+    never outside ``allowed`` (the served roots; None: anywhere), and the caller's metric kinds."""
 
-    def __init__(self, folder: Path, allowed: list[Path] | None, text_logs: TextLogCheck | None = None) -> None:
-        self.folder, self.allowed, self.text_logs, self.found = folder, allowed, text_logs, {}
+    def __init__(self, folder: Path, allowed: list[Path] | None, kinds: Sequence[MetricClaims] = ()) -> None:
+        self.folder, self.allowed, self.kinds, self.found = folder, allowed, kinds, {}
 
     def __call__(self, fmt: str) -> dict:
         if fmt not in self.found:
@@ -243,50 +268,56 @@ class _FolderOptions:
 
 
 def classify(path: Path, fields: FieldMap | None = None, allowed: list[Path] | None = None) -> Source:
-    """One file on its own (the folder is its parent's name); nothing outside ``allowed`` is looked at."""
-    return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, allowed))
+    """One file on its own, as rollouts (the folder is its parent's name); nothing outside ``allowed``
+    is looked at."""
+    return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, allowed))[0]
 
 
 def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None,
-                   options: _FolderOptions | None = None) -> Source:  # fmt: skip
-    """``fmap``: the folder's effective field map when the caller already knows it."""
+                   options: _FolderOptions | None = None) -> list[Source]:  # fmt: skip
+    """What one file is: a rollout file, the metric runs a kind finds in it, or skipped (with why).
+
+    ``fmap``: the folder's effective field map when the caller already knows it.
+    """
     suffix = path.suffix.lower()
+    sniffed: Source | None = None
     if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
         fmap = settings.for_file(path, fields) if fmap is None else fmap
         role, fmt, reason = _sniffed(path, fmap)
         aside = formats.by_name(fmt).aside(path, DiskProbe()) if role == ROLLOUT else ""
         if aside:  # the format knows this file is not part of its run (a copy, an unfinished step, ...)
-            return Source(path, folder, SKIPPED, fmt, aside)
-        if role != ROLLOUT:
-            return Source(path, folder, role, fmt, reason)
-        found = (options or _FolderOptions(path.parent, [path.parent]))(fmt)
-        return Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))
-    if path.name == companions.TRAINER_STATE:
-        return _trainer_state(path, folder, options)
-    if suffix in TEXT_LOG_SUFFIXES:
-        check = options.text_logs if options is not None else None
-        if check is None:  # the caller does not read metrics: a text log is one by its name
-            return Source(path, folder, METRICS, "text", "text log (read for metric lines)")
-        role, fmt, reason = _remembered(path, TEXT_LOG, lambda: _text_log(path, check))
-        return Source(path, folder, role, fmt, reason)
-    if is_event_file(path):
-        return Source(path, folder, METRICS, "tensorboard", "TensorBoard event file")
+            return [Source(path, folder, SKIPPED, fmt, aside)]
+        if role == ROLLOUT:
+            found = (options or _FolderOptions(path.parent, [path.parent]))(fmt)
+            return [Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))]
+        sniffed = Source(path, folder, SKIPPED, "", reason)
+    claims = _file_claims(path, folder, options)
+    if claims:
+        return claims
+    if sniffed is not None:
+        return [sniffed]
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
-        return Source(path, folder, QUIET)
-    return Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))
+        return [Source(path, folder, QUIET)]
+    if path.is_symlink() and not path.exists():  # a W&B folder copied off its machine keeps such links
+        return [Source(path, folder, SKIPPED, "", BROKEN_LINK)]
+    return [Source(path, folder, SKIPPED, "", sniff.reason_for_suffix(path))]
 
 
-def _trainer_state(path: Path, folder: str, options: _FolderOptions | None) -> Source:
-    """The newest checkpoint's ``trainer_state.json`` holds the trainer's whole metric history; older ones
-    hold a part of it."""
-    allowed = options.allowed if options is not None else [path.parent]
-    newest = companions.newest_trainer_state(path.parent.parent, allowed)
-    if newest is not None and newest == path:
-        return Source(path, folder, METRICS, TRAINER_STATE, "a Hugging Face trainer's logged metrics (log_history)")
-    return Source(path, folder, "quiet")
+def _file_claims(path: Path, folder: str, options: _FolderOptions | None) -> list[Source]:
+    """The first kind's runs in one file; a kind that only names the file as skipped yields to a later
+    kind that reads it (two kinds may share a suffix: Trackio's and MLflow's ``.db``)."""
+    if options is None:
+        return []
+    fallback: list[Source] = []
+    for kind in options.kinds:
+        claims = [_claimed(c, folder, kind.name) for c in kind.claim_file(path, options.allowed)]
+        if any(s.role != SKIPPED for s in claims):
+            return claims
+        fallback = fallback or claims
+    return fallback
 
 
-_CACHE: OrderedDict[tuple[str, int, int, str], tuple[str, str, str]] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int, str], Any] = OrderedDict()
 _CACHE_LIMIT = 8192
 _CACHE_LOCK = threading.Lock()
 
@@ -298,19 +329,16 @@ def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
     return _remembered(path, fieldmap.digest(fmap), lambda: reader(path, fmap), unreadable)
 
 
-def _text_log(path: Path, check: TextLogCheck) -> tuple[str, str, str]:
-    """A text file is a metric source when ``check`` finds a metric line in it (the metric reader's own
-    parser, handed in by the layer that owns it)."""
-    if not path.is_file():  # a pipe or a device named like a log: opening it could wait forever
-        return SKIPPED, "", "not a regular file; never opened"
-    why_not = check(path)
-    return (SKIPPED, "", why_not) if why_not else (METRICS, "text", "text log (read for metric lines)")
+Answer = TypeVar("Answer")
 
 
-def _remembered(path: Path, how: str, classify: Callable[[], tuple[str, str, str]],
-                unreadable: tuple[str, str, str] = (METRICS, "text", "unreadable (named by the metrics reader)"),
-                ) -> tuple[str, str, str]:  # fmt: skip
-    """``classify()``'s answer for a file, remembered by path, size, mtime and ``how`` it was classified."""
+def remembered(path: Path, how: str, classify: Callable[[], Answer], unreadable: Answer) -> Answer:
+    """``classify()``'s answer for a file, remembered by path, size, mtime and ``how`` it was classified
+    (a metric kind's look inside a file, a JSON-lines sniff); ``unreadable`` when the file cannot be stat-ed."""
+    return _remembered(path, how, classify, unreadable)
+
+
+def _remembered(path: Path, how: str, classify: Callable[[], Any], unreadable: Any) -> Any:
     try:
         st = path.stat()
     except OSError:
@@ -328,11 +356,6 @@ def _remembered(path: Path, how: str, classify: Callable[[], tuple[str, str, str
     return answer
 
 
-def may_hold_metrics(path: Path) -> bool:
-    """A file a metric reader would look at: a text log or an event file (by its name alone)."""
-    return path.suffix.lower() in TEXT_LOG_SUFFIXES or "tfevents" in path.name
-
-
 def _linked_out(path: Path, limits: list[Path] | None) -> bool:
     """A symbolic link whose target lies outside the folders this catalogue may read (or is broken)."""
     return limits is not None and path.is_symlink() and not inside(path, limits)
@@ -343,12 +366,6 @@ def _walkable(folder: Path, skipped: set[Path]) -> bool:
     if folder.name.startswith(".") or folder.name in SKIP_DIRS or folder.is_symlink():
         return False
     return folder not in skipped  # already resolved: the walk starts at a resolved root and follows no link
-
-
-def _di_engine_event_files(folder: Path) -> list[Path]:
-    """Event files anywhere under the experiment's log/ folder (normally log/serial)."""
-    log = folder / "log"
-    return sorted(p for p in log.rglob("*") if is_event_file(p)) if log.is_dir() else []
 
 
 def _relative(path: Path, root: Path) -> str:

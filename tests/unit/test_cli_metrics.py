@@ -134,3 +134,35 @@ def test_check_command_usage_errors_exit_2(tmp_path):
     assert code == 2 and out == "" and "not found" in err
     code, _, err = rl_board("check", str(tmp_path), "--set", "length_hacking.nope=1", cache=tmp_path / "cache")
     assert code == 2 and "allowed: window, limit, min_samples" in err
+
+
+def _copied_wandb_folder(root: Path) -> Path:
+    """A W&B folder as it is copied off a training machine: its links point at the machine's home."""
+    run = root / "wandb" / "run-20261125_101010-abc123"
+    (run / "logs").mkdir(parents=True)
+    (run / "files").mkdir()
+    (run / "logs" / "debug-core.log").symlink_to("/home/someone/.cache/wandb/logs/core-debug.log")
+    (root / "wandb" / "latest-run").symlink_to(run.name)
+    (root / "wandb" / "debug.log").symlink_to(run / "logs" / "debug.log")
+    (root / "loop-a").symlink_to(root / "loop-b")
+    (root / "loop-b").symlink_to(root / "loop-a")
+    return run
+
+
+def test_a_dangling_link_never_takes_down_the_root(tmp_path, capsys):
+    """`scalars` and `check` on a root holding a copied W&B folder (dangling and looping links) beside a
+    TensorBoard run: the run is read, the links are named as skipped, and neither command exits 1."""
+    from tests.helpers.metric_fixtures import write_tensorboard_run
+
+    write_tensorboard_run(tmp_path / "tb", steps=5)
+    _copied_wandb_folder(tmp_path)
+    code, out, err = run_cli(["scalars", str(tmp_path), "--json"], capsys)
+    assert code == 0, err
+    runs = {r["run"]: r for r in json.loads(out)["runs"]}
+    assert "tb" in runs and runs["tb"]["tags"]
+    code, out, err = run_cli(["check", str(tmp_path), "--json"], capsys)
+    assert code in (0, 2) and "Traceback" not in err, err
+    code, out, err = run_cli(["runs", str(tmp_path), "--json"], capsys)
+    skipped = {s["path"]: s["reason"] for s in json.loads(out)["skipped"]}
+    assert "broken or looping" in skipped["wandb/debug.log"]
+    assert "broken or looping" in skipped["loop-a"] and "broken or looping" in skipped["loop-b"]

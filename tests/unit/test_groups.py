@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rl_board.metrics.kinds import metric_catalogue
 from rl_board.rollouts.groups import group_table, step_group_stats
 from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import catalogue
 from tests.helpers import trainer_dumps as T
 from tests.unit.test_cli import rl_board
 
@@ -85,8 +85,9 @@ def test_grpo_demo_has_groups_components_and_metrics(tmp_path: Path, cache_dir: 
     assert (table["samples"] == 4).all() and table["zero_variance"].any()
     assert store.reward_components == ["accuracy_reward", "format_reward"]
     assert store.report.format == "rl-board" and store.has("train_logprobs")
-    kinds = {s.format for s in catalogue(tmp_path, skip=(cache_dir,)).sources}
-    assert kinds == {"rl-board", "jsonl"}  # the samples, and metrics.jsonl for the Metrics page
+    found = metric_catalogue(tmp_path, skip=(cache_dir,))
+    kinds = {(s.role, s.format) for s in found.sources}
+    assert kinds == {("rollout", "rl-board"), ("metrics", "text-log")}  # the samples, and metrics.jsonl
 
 
 def test_own_format_groups_by_uid_as_verl_forks_write_it(tmp_path: Path, cache_dir: Path) -> None:

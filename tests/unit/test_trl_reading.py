@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rl_board.formats import trl
+from rl_board.metrics.kinds import metric_catalogue as catalogue
 from rl_board.metrics.reader import load_metrics
 from rl_board.rollouts.store import RolloutStore
-from rl_board.sources.catalogue import catalogue
 
 
 def trl_advantage(reward: np.ndarray, size: int) -> np.ndarray:

@@ -17,8 +17,6 @@ from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
 from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
 
-KIND_LABELS = {"di-engine": "DI-engine", "tensorboard": "TensorBoard", "stdout": "text log", "jsonl": "JSONL",
-               "text": "text log"}  # fmt: skip
 PROGRESS_EVERY_S = 1.0
 INDEX_WAIT_S = 0.3  # what the page waits for the index before it shows a progress bar instead
 MAX_PROBLEM_WARNINGS = 5
@@ -43,7 +41,7 @@ def code_span(text: str) -> str:
 def run_label(info: RunSource | RunInfo) -> str:
     """A metric run as plain text (select options); Markdown places pass it through ``escape_markdown``."""
     name = "(the logs root itself)" if info.run == "." else display_name(info.run)
-    return f"{name} · {KIND_LABELS.get(info.kind, info.kind)}"
+    return f"{name} · {api.metric_kind_label(info.kind)}"
 
 
 def pick_runs(runs: Sequence[RunSource], index: MetricsIndex | None = None) -> list[str]:
@@ -157,18 +155,28 @@ def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str
 
 
 def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
-    """Per chosen run: DI-engine files (as text, never executed) or TensorBoard hparams."""
+    """Per chosen run: an experiment folder's loggers, checkpoints, config and network (DI-engine; as
+    text, never executed), else the run's config as text and its hyperparameters (a tracker's config,
+    TensorBoard's hparams)."""
     for info in (bundle.run(r) for r in runs):
         if info is None:
             continue
-        if info.kind == "di-engine":
+        if info.files or info.checkpoints or info.network_text:
             _di_engine_details(info)
-        elif info.hparams:
-            label = f"{escape_markdown(run_label(info))} — hyperparameters"
-            with st.expander(label, icon=":material/tune:"):
-                st.dataframe(pd.DataFrame({"name": [display_name(k) for k in info.hparams],
-                                           "value": [display_name(v) for v in info.hparams.values()]}),
-                             hide_index=True)  # fmt: skip
+        elif info.config_text or info.hparams:
+            _config_details(info)
+
+
+def _config_details(info: RunInfo) -> None:
+    label = f"{escape_markdown(run_label(info))} — config and hyperparameters"
+    with st.expander(label, icon=":material/tune:"):
+        if info.config_text:
+            st.caption("The run's config as its tracker kept it, shown as text.")
+            st.code(visible_bidi(info.config_text), language="text")
+        if info.hparams:
+            st.dataframe(pd.DataFrame({"name": [display_name(k) for k in info.hparams],
+                                       "value": [display_name(v) for v in info.hparams.values()]}),
+                         hide_index=True)  # fmt: skip
 
 
 def _di_engine_details(info: RunInfo) -> None:

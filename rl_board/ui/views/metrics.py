@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from rl_board import api
 from rl_board.api import OUTSIDE_KIND, refused_metric_runs
 from rl_board.ui import metrics_cached
 from rl_board.ui.components import metrics_runs, metrics_tags
@@ -36,8 +37,8 @@ def render(ctx: Context) -> None:
     colors = metrics_runs.run_colors(runs)
     metrics_runs.render_episodes(bundle, runs, colors)
     st.subheader("Curves")
-    di_engine = any(info.kind == "di-engine" for info in bundle.runs if info.run in runs)
-    options = metrics_tags.render_controls(di_engine=di_engine)
+    copies = any(api.metric_kind_logs_copies(info.kind) for info in bundle.runs if info.run in runs)
+    options = metrics_tags.render_controls(di_engine=copies)
     options = replace(options, rollouts=metrics_runs.rollout_runs_beside(bundle, ctx.root))
     metrics_tags.render_groups(bundle, runs, options, colors)
     metrics_runs.render_run_details(bundle, runs)

@@ -1,0 +1,51 @@
+"""What a metric kind tells the catalogue it found: the shape of a claim, and who may make one.
+
+The catalogue walks a root once. At each folder it asks every metric kind
+(``rl_board.metrics.kinds``) whether the folder, or one of its files, is a
+run of that kind. The kinds live above this layer, so the catalogue knows
+them only by this protocol and is handed them by its caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Found:
+    """One metric run a kind recognised.
+
+    ``path`` is the run's folder or file (its cache entry is keyed on it);
+    ``files`` are the files a read opens; ``part`` names one run inside a
+    store that holds several (a Trackio run, an MLflow run id) and ``label``
+    the name it is shown under; ``whole`` says the folder is claimed whole,
+    so the walk looks no deeper and no file in it is classified again.
+    """
+
+    path: Path
+    files: tuple[Path, ...] = ()
+    reason: str = ""
+    part: str = ""
+    label: str = ""
+    named_by: Path | None = None
+    whole: bool = False
+    skipped: str = ""
+    quiet: bool = False
+
+
+class MetricClaims(Protocol):
+    """The recognising half of a metric kind (``rl_board.metrics.kind.MetricKind``)."""
+
+    name: str
+
+    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
+                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+        """Runs this folder is, or holds among its files; ``dirs`` and ``files`` are its entries' names.
+        With ``allowed`` (a server's roots), nothing outside them is opened or listed."""
+        ...
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        """Runs one file is (a store that holds several gives one each); [] when it is not this kind's."""
+        ...
