@@ -12,8 +12,10 @@ from typing import Any
 
 from rl_board.metrics.dilogs import DiEngineKind
 from rl_board.metrics.kind import MetricKind
+from rl_board.metrics.mlflow_store import MlflowKind
 from rl_board.metrics.stdout import TextLogKind
 from rl_board.metrics.tensorboard import TensorboardKind
+from rl_board.metrics.trackio_db import TrackioKind
 from rl_board.metrics.trainer_state import TrainerStateKind
 from rl_board.sources.catalogue import Catalogue, catalogue
 
@@ -22,6 +24,8 @@ KINDS: tuple[MetricKind, ...] = (
     TensorboardKind(),
     TrainerStateKind(),
     TextLogKind(),
+    MlflowKind(),  # a database is offered to MLflow first: it knows its own tables
+    TrackioKind(),
 )
 _BY_NAME = {kind.name: kind for kind in KINDS}
 

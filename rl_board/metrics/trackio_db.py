@@ -1,0 +1,447 @@
+"""Trackio's local store, read without trackio: one SQLite file per project, ``<TRACKIO_DIR>/<project>.db``.
+
+Schema (trackio 0.43, ``sqlite_storage.py``): ``metrics(id, run_id, timestamp, run_name, step, metrics,
+log_id, space_id)`` holds one row per ``trackio.log`` call, its ``metrics`` a JSON object (orjson bytes,
+so usually a BLOB) of ``{key: value}``; ``configs(run_id, run_name, config, created_at)``;
+``system_metrics`` (GPU/CPU samples with a timestamp and no step: not read); ``traces(run_id, step, key,
+trace_index, messages, metadata, ...)``. Databases written before trackio 0.24 have no ``run_id``: a
+run is its name. Trackio writes NaN and +-inf as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
+it renames a logged key that is reserved (``step``, ``time``, ...) or starts with ``__`` to ``__<key>``,
+and the name is given back here as logged.
+
+Steps: ``trackio.log`` without ``step=`` numbers the calls itself (TRL's metrics land on 1, 3, 5, ...
+because its completions table and profiling timers are logged in between). When a run's rows carry the
+trainer's step (``train/global_step``, which transformers' callback adds; ROLL's wrapper logs ``step``),
+that value is each row's step and the key is not shown as a series; rows without it keep trackio's step.
+
+Every read opens the file read-only and immutable, so nothing appears beside it; when a ``-wal`` or
+``-journal`` file is beside it (a run still writing), the database and that file are copied into a
+temporary folder and the copy is read, so committed rows in the WAL are seen.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rl_board.metrics.kind import LoggedTable, MetricKind, RunSource
+from rl_board.metrics.sqlite_read import (
+    Runs,
+    SqliteUnreadable,
+    is_sqlite_file,
+    open_sqlite_readonly,
+    remembered_runs,
+    side_files,
+    table_columns,
+)
+from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_frame, scalar_value
+from rl_board.sources.claims import Found
+from rl_board.sources.roots import OUTSIDE, inside
+
+SOURCE = "trackio"
+STEP_KEYS = ("train/global_step", "__step")
+"""Keys that carry the trainer's step in a row (``__step``: ROLL's ``step``, renamed by trackio)."""
+_TRACKIO_CONFIG_KEYS = frozenset({"_Username", "_Created", "_Group"})
+_NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_EPOCH = pd.Timestamp(0, tz="UTC")
+
+
+def is_trackio_schema(columns: dict[str, set[str]]) -> bool:
+    """Trackio's tables: ``metrics`` with a JSON ``metrics`` column per row, and ``configs`` (MLflow's db
+    also has a ``metrics`` table, of one value per row)."""
+    metrics_ok = {"timestamp", "run_name", "step", "metrics"} <= columns.get("metrics", set())
+    return metrics_ok and {"run_name", "config"} <= columns.get("configs", set())
+
+
+def iso_seconds(texts: list[Any]) -> np.ndarray:
+    """ISO-8601 timestamps as seconds since the epoch (no zone: UTC); NaN where one cannot be read."""
+    parsed = pd.to_datetime(pd.Series(texts, dtype=object), utc=True, errors="coerce", format="ISO8601")
+    return (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+class TrackioKind(MetricKind):
+    """A Trackio project database; each run in it is one metric run (``part``: its run id)."""
+
+    name = SOURCE
+    label = "Trackio"
+
+    def may_claim(self, path: Path) -> bool:
+        return path.suffix.lower() == ".db"
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        outside = allowed is not None and not inside(path, allowed)
+        if not self.may_claim(path) or outside or not is_sqlite_file(path):
+            return []
+        sides, _ = side_files(path, allowed)
+        runs = remembered_runs(path, sides, SOURCE, _runs)
+        if isinstance(runs, str):
+            return [Found(path, skipped=runs)] if runs else []
+        files = (path, *sides)
+        return [
+            Found(path, files, "Trackio project database", part=part, label=label) for part, label in runs
+        ]
+
+    def watched(self, source: RunSource) -> list[Path]:
+        return [source.path, *side_files(source.path)[0]]
+
+    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
+        tables = TableSet()
+        path = source.path
+        if allowed_roots is not None and not inside(path, allowed_roots):
+            tables.problems.append(Problem(str(path), OUTSIDE))
+            return tables.result()
+        sides, refused = side_files(path, allowed_roots)
+        tables.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+        try:
+            with open_sqlite_readonly(path, sides) as conn:
+                columns = table_columns(conn, ("metrics", "configs"))
+                if not is_trackio_schema(columns):
+                    tables.problems.append(
+                        Problem(str(path), "not a Trackio database (no metrics/configs tables)")
+                    )
+                    return tables.result()
+                key = "run_id" if "run_id" in columns["metrics"] else "run_name"
+                rows = conn.execute(
+                    f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? ORDER BY id",
+                    (source.part,),
+                ).fetchall()
+                config = conn.execute(
+                    f"SELECT config FROM configs WHERE {key} = ? ORDER BY id DESC LIMIT 1", (source.part,)
+                ).fetchone()
+        except (SqliteUnreadable, sqlite3.Error) as err:
+            tables.problems.append(Problem(str(path), str(err)))
+            return tables.result()
+        if not rows and config is None:
+            tables.problems.append(Problem(str(path), f"no run {source.part!r} in this database"))
+        parsed = _Rows(path, rows, tables.problems)
+        scalars, step_source = parsed.points(source.run, tables)
+        extras: dict[str, Any] = {"step_source": step_source, "skipped_tags": sorted(parsed.skipped)}
+        extras.update(_config_extras(config, path, tables.problems))
+        result = tables.result(extras)
+        result.scalars = scalars
+        return result
+
+
+def _runs(path: Path, sides: list[Path]) -> Runs:
+    """(part, label) of each run in a Trackio db; "" when the file is another program's, a reason when it
+    cannot be read."""
+    project = path.stem
+    try:
+        with open_sqlite_readonly(path, sides) as conn:
+            columns = table_columns(conn, ("metrics", "configs"))
+            if not is_trackio_schema(columns):
+                return ""
+            key = "run_id" if "run_id" in columns["metrics"] else "run_name"
+            found = conn.execute(
+                f"SELECT {key}, run_name, MIN(id) FROM metrics GROUP BY {key} UNION ALL "
+                f"SELECT {key}, run_name, NULL FROM configs"
+            ).fetchall()
+    except (SqliteUnreadable, sqlite3.Error) as err:
+        return f"a SQLite file that cannot be read: {err}"
+    names: dict[str, str] = {}
+    for part, name, _ in sorted(found, key=lambda r: (r[2] is None, r[2] or 0)):
+        names.setdefault(str(part), str(name))
+    clashes = {n for n in names.values() if list(names.values()).count(n) > 1}
+    return [
+        (part, f"{project}/{name}" + (f" ({part[:8]})" if name in clashes else ""))
+        for part, name in names.items()
+    ]
+
+
+class _Rows:
+    """One run's metric rows parsed once: every key and value in row order, and each row's step and time."""
+
+    def __init__(self, path: Path, rows: list[tuple[Any, ...]], problems: list[Problem]) -> None:
+        self.keys: list[str] = []
+        self.values: list[Any] = []
+        self.counts: list[int] = []
+        self.steps: list[int] = []
+        self.skipped: set[str] = set()
+        self.stamps: list[Any] = []
+        self.dicts: list[dict[str, Any]] = []
+        for row_id, step, stamp, blob in rows:
+            try:
+                data = loads(blob)
+            except (TypeError, ValueError) as err:
+                problems.append(Problem(str(path), f"metrics row {row_id}: not JSON ({err})", row_id))
+                continue
+            if not isinstance(data, dict) or not isinstance(step, int):
+                problems.append(
+                    Problem(str(path), f"metrics row {row_id}: no step or no metrics object", row_id)
+                )
+                continue
+            self.keys.extend(data)
+            self.values.extend(data.values())
+            self.counts.append(len(data))
+            self.steps.append(step)
+            self.stamps.append(stamp)
+            self.dicts.append(data)
+
+    def step_key(self) -> str | None:
+        """The key that carries the trainer's step in this run's rows, if one does."""
+        present = set(self.keys)
+        return next((k for k in STEP_KEYS if k in present), None)
+
+    def row_steps(self, step_key: str | None) -> np.ndarray:
+        """Each row's step: the trainer's (``step_key``) where the row has it as a whole number, else
+        trackio's."""
+        steps = np.asarray(self.steps, dtype=np.int64)
+        if step_key is not None:
+            for i, data in enumerate(self.dicts):
+                value = _number(data.get(step_key))
+                if value is not None and math.isfinite(value) and value == int(value):
+                    steps[i] = int(value)
+        return steps
+
+    def points(self, run: str, tables: TableSet) -> tuple[pd.DataFrame, str]:
+        """The scalar frame (histograms and texts go to ``tables``) and the phrase saying which step was
+        used."""
+        step_key = self.step_key()
+        counts = np.asarray(self.counts, dtype=np.int64)
+        steps = np.repeat(self.row_steps(step_key), counts)
+        walls = np.repeat(iso_seconds(self.stamps), counts)
+        values, keep = _numbers(self.values)
+        tags = pa.array(self.keys, pa.string())
+        if step_key is not None:
+            keep &= ~pc.equal(tags, step_key).to_numpy(zero_copy_only=False)
+        if not keep.all():
+            self._others(run, keep, steps, walls, tables)
+            mask = pa.array(keep)
+            tags, values, steps, walls = tags.filter(mask), values[keep], steps[keep], walls[keep]
+        tags = _logged_names(tags)
+        if step_key is None:
+            phrase = "trackio's step (step= as logged, else its own count of log calls)"
+        else:
+            shown = step_key.removeprefix("__")
+            phrase = f"{shown} (the trainer's step, logged in each row); rows without it: trackio's own step"
+        return scalar_frame(run, SOURCE, tags, steps, values, walls), phrase
+
+    def _others(
+        self, run: str, keep: np.ndarray, steps: np.ndarray, walls: np.ndarray, tables: TableSet
+    ) -> None:
+        """Histograms and text values among the points that are not numbers; the keys of other values
+        (tables, media, nested objects) are named in ``skipped``; a null is no point."""
+        for i in np.flatnonzero(~keep):
+            value, tag = self.values[i], _logged_name(self.keys[i])
+            if isinstance(value, str):
+                tables.texts.add(
+                    run=run, source=SOURCE, tag=tag, step=int(steps[i]), wall_time=float(walls[i]), text=value
+                )
+            elif isinstance(value, dict) and value.get("_type") == "trackio.histogram":
+                _add_histogram(tables, run, tag, int(steps[i]), float(walls[i]), value)
+            elif value is not None and self.keys[i] not in STEP_KEYS:
+                self.skipped.add(tag)
+
+
+def loads(blob: str | bytes) -> Any:
+    """JSON text or bytes; orjson first (4x faster), the standard parser for bare ``NaN``/``Infinity``
+    tokens (older writers)."""
+    try:
+        return orjson.loads(blob)
+    except orjson.JSONDecodeError:
+        return json.loads(blob)
+
+
+def _numbers(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Values as floats and which of them are scalars (numbers, bools, trackio's NaN/inf strings); the
+    plain numbers are converted in one go, only the others one by one."""
+    count = len(values)
+    if set(map(type, values)) <= {float, int}:
+        return np.asarray(values, dtype=np.float64), np.ones(count, dtype=bool)
+    types = np.fromiter(map(type, values), dtype=object, count=count)
+    keep = np.isin(types, [float, int])
+    out = np.full(count, np.nan)
+    out[keep] = np.fromiter(values, dtype=object, count=count)[keep].astype(np.float64)
+    for i in np.flatnonzero(~keep):
+        number = _number(values[i])
+        if number is not None:
+            out[i], keep[i] = number, True
+    return out, keep
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, str):
+        return _NUMBER_STRINGS.get(value)
+    return scalar_value(value)
+
+
+def _logged_name(key: str) -> str:
+    """The key as the trainer logged it (trackio stores a reserved or ``__``-prefixed key as ``__<key>``)."""
+    return key[2:] if key.startswith("__") else key
+
+
+def _logged_names(tags: pa.Array) -> pa.Array:
+    encoded = tags.dictionary_encode()
+    names = encoded.dictionary.to_pylist()
+    if not any(n.startswith("__") for n in names):
+        return tags
+    return pa.DictionaryArray.from_arrays(encoded.indices, pa.array([_logged_name(n) for n in names]))
+
+
+def _add_histogram(
+    tables: TableSet, run: str, tag: str, step: int, wall: float, value: dict[str, Any]
+) -> None:
+    bins, counts = value.get("bins"), value.get("values")
+    if isinstance(bins, list) and isinstance(counts, list) and len(bins) == len(counts) + 1:
+        tables.histograms.add(
+            run=run,
+            source=SOURCE,
+            tag=tag,
+            step=step,
+            wall_time=wall,
+            left=bins[:-1],
+            right=bins[1:],
+            count=counts,
+        )
+
+
+def _config_extras(row: tuple[Any, ...] | None, path: Path, problems: list[Problem]) -> dict[str, Any]:
+    """The run's config as indented JSON and flat hparams (trackio's own ``_Username``... left out)."""
+    if row is None:
+        return {}
+    try:
+        config = loads(row[0])
+    except (TypeError, ValueError) as err:
+        problems.append(Problem(str(path), f"unreadable run config ({err})"))
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    own = {k: v for k, v in config.items() if k not in _TRACKIO_CONFIG_KEYS}
+    return {"config_text": json.dumps(own, indent=2, ensure_ascii=False), "hparams": flat_hparams(own)}
+
+
+def flat_hparams(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config as ``a.b`` keys; lists and other non-scalars as JSON text."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flat_hparams(value, f"{name}."))
+        elif value is None or isinstance(value, (str, int, float, bool)):
+            out[name] = value
+        else:
+            out[name] = json.dumps(value, ensure_ascii=False)
+    return out
+
+
+def logged_tables(db: Path, part: str, allowed_roots: list[Path] | None = None) -> list[LoggedTable]:
+    """The tables one run logged: ``trackio.Table`` values (TRL's ``completions``) and its traces.
+
+    A table's step is the trainer's step of its row when the run logs one (``train/global_step``), else
+    the table's own ``step`` column when all its rows agree (TRL's), else trackio's step. Traces (verl's
+    and ROLL's ``trackio.Trace``) come as one table per key and step, columns ``step, key, trace_index,
+    messages, metadata`` (messages: ``[{role, content}]``). A table logged twice alike at a step is one.
+    """
+    if allowed_roots is not None and not inside(db, allowed_roots):
+        return []
+    sides, _ = side_files(db, allowed_roots)
+    try:
+        with open_sqlite_readonly(db, sides) as conn:
+            columns = table_columns(conn, ("metrics", "configs", "traces"))
+            if not is_trackio_schema(columns):
+                return []
+            key = "run_id" if "run_id" in columns["metrics"] else "run_name"
+            rows = conn.execute(
+                f"SELECT id, step, metrics FROM metrics WHERE {key} = ? AND "
+                "CAST(metrics AS TEXT) LIKE '%trackio.table%' ORDER BY id",
+                (part,),
+            ).fetchall()
+            traces = (
+                conn.execute(
+                    f"SELECT step, key, trace_index, messages, metadata, timestamp FROM traces "
+                    f"WHERE {key} = ? ORDER BY step, timestamp, trace_index",
+                    (part,),
+                ).fetchall()
+                if key in columns.get("traces", set())
+                else []
+            )
+            declared = _declares_step(conn, key, part)
+    except (SqliteUnreadable, sqlite3.Error):
+        return []
+    out = _inline_tables(db, rows, declared)
+    out += _trace_tables(db, traces)
+    return _unique(out)
+
+
+def _declares_step(conn: sqlite3.Connection, key: str, part: str) -> str | None:
+    for name in STEP_KEYS:
+        if conn.execute(
+            f"SELECT 1 FROM metrics WHERE {key} = ? AND instr(CAST(metrics AS TEXT), ?) LIMIT 1",
+            (part, json.dumps(name)),
+        ).fetchone():
+            return name
+    return None
+
+
+def _inline_tables(db: Path, rows: list[tuple[Any, ...]], declared: str | None) -> list[LoggedTable]:
+    out = []
+    for row_id, step, blob in rows:
+        try:
+            data = loads(blob)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        own = _number(data.get(declared)) if declared else None
+        for name, value in data.items():
+            if not (isinstance(value, dict) and value.get("_type") == "trackio.table"):
+                continue
+            records = [r for r in value.get("_value") or [] if isinstance(r, dict)]
+            columns = list(dict.fromkeys(c for r in records for c in r))
+            table_step = (
+                int(own) if own is not None and math.isfinite(own) else _table_step(records, declared, step)
+            )
+            out.append(
+                LoggedTable(
+                    _logged_name(name),
+                    table_step,
+                    columns,
+                    [[r.get(c) for c in columns] for r in records],
+                    f"{db}: metrics row {row_id}",
+                )
+            )
+    return out
+
+
+def _table_step(records: list[dict[str, Any]], declared: str | None, step: int) -> int | None:
+    """The table's own step column when all rows agree, else trackio's step (when the run gives steps)."""
+    steps = {r.get("step") for r in records}
+    if len(steps) == 1 and isinstance(own := next(iter(steps)), int) and not isinstance(own, bool):
+        return own
+    return None if declared else step
+
+
+def _trace_tables(db: Path, traces: list[tuple[Any, ...]]) -> list[LoggedTable]:
+    groups: dict[tuple[int, str], list[list[Any]]] = {}
+    for step, key, index, messages, metadata, _ in traces:
+        row = [step, key, index, _json_or_text(messages), _json_or_text(metadata)]
+        groups.setdefault((step, key), []).append(row)
+    columns = ["step", "key", "trace_index", "messages", "metadata"]
+    return [LoggedTable(key, step, columns, rows, f"{db}: traces") for (step, key), rows in groups.items()]
+
+
+def _json_or_text(blob: Any) -> Any:
+    try:
+        return loads(blob)
+    except (TypeError, ValueError):
+        return blob
+
+
+def _unique(tables: list[LoggedTable]) -> list[LoggedTable]:
+    seen: set[tuple[str, int | None, str]] = set()
+    out = []
+    for table in tables:
+        sign = (table.key, table.step, json.dumps([table.columns, table.rows], default=str, sort_keys=True))
+        if sign not in seen:
+            seen.add(sign)
+            out.append(table)
+    return out

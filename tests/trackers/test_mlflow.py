@@ -1,0 +1,166 @@
+"""mlflow-skinny 3.17 logs ``tracker_truth``'s run offline (``tests/helpers/mlflow_writer.py``) into its
+SQLite store and into the legacy ``mlruns/`` file store; rl-board reads both back without mlflow."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rl_board.metrics.kind import RunSource
+from rl_board.metrics.mlflow_store import MlflowKind, logged_tables
+from rl_board.metrics.trackio_db import TrackioKind
+from tests.helpers import mlflow_writer, tracker_truth
+
+TIMEOUT = 300
+TRUTH = f"{mlflow_writer.EXPERIMENT}/{mlflow_writer.RUN}"
+EDGE = f"{mlflow_writer.EXPERIMENT}/{mlflow_writer.EDGE_RUN}"
+
+
+def run_writer(out: Path, home: Path, backend: str) -> None:
+    """The writer in a child process (working folder ``out``); fail with its output when it fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.mlflow_writer", str(out), backend],
+        env=mlflow_writer.environment(home),
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        pytest.fail(
+            f"mlflow writer ({backend}) exited with {done.returncode}:\n{done.stdout[-2000:]}\n"
+            f"{done.stderr[-4000:]}",
+            pytrace=False,
+        )
+
+
+class Store:
+    """What one backend wrote: its runs as the kind claims them, and the time span it was written in."""
+
+    def __init__(self, root: Path, started: float, ended: float) -> None:
+        self.root, self.started, self.ended = root, started, ended
+        self.runs = {found.label: found for found in claims(root)}
+
+    def read(self, label: str):
+        found = self.runs[label]
+        return MlflowKind().read(RunSource(label, "mlflow", found.path, found.files, found.part), None)
+
+
+def claims(root: Path) -> list:
+    """Every run the kind claims under ``root``, walked as the catalogue walks (a whole claim stops it)."""
+    kind, found = MlflowKind(), []
+    for here, dirs, files in os.walk(root):
+        folder = Path(here)
+        got = kind.claim_folder(folder, dirs, files)
+        found += got
+        if any(f.whole for f in got):
+            dirs[:] = []
+            continue
+        for name in files:
+            found += [f for f in kind.claim_file(folder / name) if not f.skipped]
+    return found
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
+    home = tmp_path_factory.mktemp("home")
+    out = {}
+    for backend in ("sqlite", "file"):
+        root = tmp_path_factory.mktemp(f"mlflow-{backend}")
+        started = time.time()
+        run_writer(root, home, backend)
+        out[backend] = Store(root, started, time.time())
+    return out
+
+
+def points(result) -> dict[tuple[str, int], float]:
+    s = result.scalars
+    return dict(zip(zip(s["tag"], s["step"], strict=True), s["value"], strict=True))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_each_run_is_found_once(stores, backend):
+    store = stores[backend]
+    assert sorted(store.runs) == [EDGE, TRUTH]
+    if backend == "sqlite":
+        assert {f.path for f in store.runs.values()} == {store.root / "mlflow.db"}
+        assert TrackioKind().claim_file(store.root / "mlflow.db") == []
+    else:
+        assert all(f.whole and f.path.parent.parent.name == "mlruns" for f in store.runs.values())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_every_point_of_the_run_is_read_back(stores, backend):
+    store = stores[backend]
+    result = store.read(TRUTH)
+    assert tracker_truth.mismatches(points(result)) == []
+    assert result.problems == []
+    assert result.scalars["wall_time"].between(store.started - 1, store.ended + 1).all()
+    assert result.extras["step_source"].startswith("MLflow's step")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_nan_and_infinities_come_back_as_logged(stores, backend):
+    got = points(stores[backend].read(EDGE))
+    assert math.isnan(got.pop(("edge/nan", 1)))
+    assert got == {("edge/pos_inf", 1): math.inf, ("edge/neg_inf", 1): -math.inf, ("edge/tiny", 1): 5e-324}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_params_are_the_config(stores, backend):
+    extras = stores[backend].read(TRUTH).extras
+    assert extras["hparams"] == {
+        k: str(v) for k, v in mlflow_writer.flat_config(tracker_truth.CONFIG).items()
+    }
+    assert '"rollout/n": "8"' in extras["config_text"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_verls_generations_are_tables(stores, backend):
+    found = stores[backend].runs[TRUTH]
+    tables = logged_tables(found.path, found.part)
+    assert [(t.key, t.step) for t in tables] == [
+        ("val/generations", s) for s in mlflow_writer.GENERATION_STEPS
+    ]
+    assert tables[0].columns == ["input", "output", "score"]
+    assert tables[0].rows == [[r["input"], r["output"], r["score"]] for r in mlflow_writer.generations(10)]
+
+
+def test_generations_follow_a_copied_store(stores, tmp_path):
+    """The run's artifact_uri is an absolute path on the machine that logged it; in a copy served on its own
+    (the original out of reach), the artifacts are found beside the db."""
+    copy = tmp_path / "copy"
+    shutil.copytree(stores["sqlite"].root, copy)
+    found = stores["sqlite"].runs[TRUTH]
+    tables = logged_tables(copy / "mlflow.db", found.part, allowed_roots=[copy])
+    assert [t.step for t in tables] == list(mlflow_writer.GENERATION_STEPS)
+    assert all(Path(t.where).is_relative_to(copy) for t in tables)
+
+
+def test_reading_the_sqlite_store_writes_nothing_beside_it(stores):
+    root = stores["sqlite"].root
+    before = sorted(p.name for p in root.iterdir())
+    claims(root)
+    stores["sqlite"].read(TRUTH)
+    assert sorted(p.name for p in root.iterdir()) == before == ["mlflow.db", "mlruns"]
+
+
+def test_a_bad_line_in_a_metric_file_is_named_and_the_rest_read(stores, tmp_path):
+    run = stores["file"].runs[TRUTH].path
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    reward = copy / "metrics" / "train" / "reward"
+    lines = reward.read_text().splitlines(keepends=True)
+    reward.write_text("".join(lines[:3]) + "garbage line here now\n" + "".join(lines[3:]))
+    result = MlflowKind().read(RunSource("r", "mlflow", copy), None)
+    (problem,) = result.problems
+    assert (Path(problem.file), problem.line) == (reward, 4)
+    assert tracker_truth.mismatches(points(result)) == []

@@ -1,0 +1,183 @@
+"""Trackio 0.43 logs ``tracker_truth``'s run offline (``tests/helpers/trackio_writer.py``), and rl-board
+reads its project database back without trackio: every point, the config, TRL's and ROLL's steps, the
+tables, and nothing written beside the user's file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rl_board.metrics.kind import RunSource
+from rl_board.metrics.mlflow_store import MlflowKind
+from rl_board.metrics.trackio_db import TrackioKind, logged_tables
+from tests.helpers import tracker_truth, trackio_writer
+
+TIMEOUT = 300
+
+
+def run_writer(out: Path, home: Path, variant: str) -> None:
+    """One variant of the writer in a child process; fail with its output when it does not succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.trackio_writer", str(out), variant],
+        env=trackio_writer.environment(out, home),
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        pytest.fail(
+            f"trackio writer {variant} exited with {done.returncode}:\n{done.stdout[-2000:]}\n"
+            f"{done.stderr[-4000:]}",
+            pytrace=False,
+        )
+
+
+class Store:
+    """The project database the writer made, and the time span it was written in."""
+
+    def __init__(self, db: Path, started: float, ended: float) -> None:
+        self.db, self.started, self.ended = db, started, ended
+        self.runs = {found.label: found for found in TrackioKind().claim_file(db)}
+
+    def read(self, name: str):
+        found = self.runs[f"{trackio_writer.PROJECT}/{name}"]
+        return TrackioKind().read(
+            RunSource(found.label, "trackio", found.path, found.files, found.part), None
+        )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    out = tmp_path_factory.mktemp("trackio")
+    home = tmp_path_factory.mktemp("home")
+    started = time.time()
+    for variant in ("truth", "trl", "roll"):
+        run_writer(out, home, variant)
+    return Store(out / f"{trackio_writer.PROJECT}.db", started, time.time())
+
+
+def points(result, without: str = "") -> dict[tuple[str, int], float]:
+    s = result.scalars
+    return {(t, int(st)): v for t, st, v in zip(s["tag"], s["step"], s["value"], strict=True) if t != without}
+
+
+def test_the_project_db_holds_each_run(store):
+    assert sorted(store.runs) == [
+        f"{trackio_writer.PROJECT}/{n}" for n in ("grpo-tiny", "roll-run", "trl-run")
+    ]
+    assert {found.files for found in store.runs.values()} == {(store.db,)}
+    assert MlflowKind().claim_file(store.db) == []
+
+
+def test_every_point_of_the_run_is_read_back(store):
+    result = store.read(trackio_writer.RUN)
+    assert tracker_truth.mismatches(points(result)) == []
+    assert result.problems == []
+    walls = result.scalars["wall_time"]
+    assert walls.between(store.started - 1, store.ended + 1).all()
+    assert "trackio's step" in result.extras["step_source"]
+
+
+def test_the_config_is_found(store):
+    extras = store.read(trackio_writer.RUN).extras
+    assert json.loads(extras["config_text"]) == tracker_truth.CONFIG
+    assert extras["hparams"] == {
+        "algorithm": "grpo",
+        "lr": 1e-6,
+        "rollout.n": 8,
+        "rollout.temperature": 1.0,
+        "model": "tiny-random",
+    }
+
+
+def test_traces_are_tables_at_their_steps(store):
+    tables = logged_tables(store.db, store.runs[f"{trackio_writer.PROJECT}/{trackio_writer.RUN}"].part)
+    assert [(t.key, t.step) for t in tables] == [("rollout", 10), ("rollout", 20)]
+    assert tables[0].columns == ["step", "key", "trace_index", "messages", "metadata"]
+    assert tables[0].rows[0][3] == [
+        {"role": "user", "content": "q10"},
+        {"role": "assistant", "content": "a10"},
+    ]
+    assert tables[0].rows[0][4] == {"score": 1.0}
+
+
+def test_a_trl_run_is_read_by_the_trainers_global_step(store):
+    found = store.runs[f"{trackio_writer.PROJECT}/trl-run"]
+    conn = sqlite3.connect(f"file:{found.path}?mode=ro&immutable=1", uri=True)
+    trackio_steps = conn.execute(
+        "SELECT step FROM metrics WHERE run_id = ? AND instr(CAST(metrics AS TEXT), 'train/global_step') "
+        "ORDER BY id",
+        (found.part,),
+    ).fetchall()
+    conn.close()
+    assert [s for (s,) in trackio_steps][:4] == [1, 3, 5, 7]  # trackio's own count of log calls
+    result = store.read("trl-run")
+    profiling = "profiling/Time taken: GRPOTrainer._generate"
+    assert tracker_truth.mismatches(points(result, without=profiling)) == []
+    assert "train/global_step" not in set(result.scalars["tag"])
+    timer = result.scalars[result.scalars["tag"] == profiling]
+    assert sorted(timer["step"]) == [s - 1 for s in tracker_truth.STEPS]  # TRL logs it with step=global_step
+    assert result.extras["step_source"].startswith("train/global_step")
+    assert result.extras["skipped_tags"] == ["completions"]
+
+
+def test_trls_completions_tables_one_per_step(store):
+    tables = logged_tables(store.db, store.runs[f"{trackio_writer.PROJECT}/trl-run"].part)
+    assert [t.step for t in tables] == list(tracker_truth.STEPS)  # the last one, logged twice, is kept once
+    last = tables[-1]
+    assert last.key == "completions" and last.columns == [
+        "step",
+        "prompt",
+        "completion",
+        "length_reward",
+        "advantage",
+    ]
+    expected = trackio_writer.completions_rows(50)
+    assert last.rows == [[row[c] for c in last.columns] for row in expected]
+
+
+def test_rolls_step_metric_is_the_step(store):
+    result = store.read("roll-run")
+    assert tracker_truth.mismatches(points(result)) == []
+    assert "step" not in set(result.scalars["tag"]) and result.extras["step_source"].startswith("step ")
+
+
+def test_reading_writes_nothing_beside_the_db(store):
+    before = sorted(p.name for p in store.db.parent.iterdir())
+    TrackioKind().claim_file(store.db)
+    store.read(trackio_writer.RUN)
+    logged_tables(store.db, store.runs[f"{trackio_writer.PROJECT}/trl-run"].part)
+    assert sorted(p.name for p in store.db.parent.iterdir()) == before
+    assert not [n for n in before if n.endswith(("-wal", "-shm", "-journal"))]
+
+
+def test_a_live_run_s_rows_still_in_the_wal_are_read(store, tmp_path):
+    """A run still logging: trackio keeps its db open in WAL mode; its newest rows are only in the -wal."""
+    db = tmp_path / store.db.name
+    shutil.copyfile(store.db, db)
+    found = store.runs[f"{trackio_writer.PROJECT}/{trackio_writer.RUN}"]
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute(
+        "INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, ?, 51, ?)",
+        (found.part, "2026-01-01T00:00:00+00:00", trackio_writer.RUN, b'{"train/reward": 0.5}'),
+    )
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert f"{db.name}-wal" in before
+    (claim,) = [f for f in TrackioKind().claim_file(db) if f.part == found.part]
+    assert claim.files == (db, Path(f"{db}-wal"))
+    result = TrackioKind().read(RunSource("r", "trackio", db, claim.files, claim.part), None)
+    got = points(result)
+    assert got.pop(("train/reward", 51)) == 0.5 and tracker_truth.mismatches(got) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    writer.close()

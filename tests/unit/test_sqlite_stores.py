@@ -1,0 +1,517 @@
+"""Trackio's and MLflow's local stores, written by hand in their own schemas (no tracker library needed):
+what is claimed, what is read, and that a read never writes beside the user's file, hangs or raises."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rl_board.metrics.kind import RunSource
+from rl_board.metrics.mlflow_store import MlflowKind, logged_tables, read_meta
+from rl_board.metrics.sqlite_read import is_sqlite_file
+from rl_board.metrics.table import TableSet
+from rl_board.metrics.trackio_db import TrackioKind
+from rl_board.metrics.trackio_db import logged_tables as trackio_tables
+from rl_board.sources.roots import OUTSIDE
+
+# trackio 0.43's tables (sqlite_storage.py), as far as a reader needs them
+TRACKIO_SCHEMA = """
+CREATE TABLE metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, timestamp TEXT NOT NULL,
+    run_name TEXT NOT NULL, step INTEGER NOT NULL, metrics TEXT NOT NULL, log_id TEXT, space_id TEXT);
+CREATE TABLE configs (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, run_name TEXT NOT NULL,
+    config TEXT NOT NULL, created_at TEXT NOT NULL, UNIQUE(run_id));
+CREATE TABLE system_metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+    timestamp TEXT NOT NULL, run_name TEXT NOT NULL, metrics TEXT NOT NULL);
+CREATE TABLE traces (id TEXT PRIMARY KEY, run_id TEXT NOT NULL, timestamp TEXT NOT NULL,
+    run_name TEXT NOT NULL, step INTEGER NOT NULL, key TEXT NOT NULL, trace_index INTEGER,
+    messages TEXT NOT NULL, metadata TEXT NOT NULL, search_text TEXT NOT NULL, log_id TEXT, space_id TEXT,
+    spans TEXT NOT NULL DEFAULT '[]');
+"""
+# MLflow 3.17's tables (store/tracking/dbmodels/models.py), the columns a reader needs
+MLFLOW_SCHEMA = """
+CREATE TABLE experiments (experiment_id INTEGER PRIMARY KEY, name VARCHAR(256) NOT NULL,
+    artifact_location VARCHAR(256), lifecycle_stage VARCHAR(32));
+CREATE TABLE runs (run_uuid VARCHAR(32) PRIMARY KEY, name VARCHAR(250), status VARCHAR(9), start_time BIGINT,
+    lifecycle_stage VARCHAR(20), artifact_uri VARCHAR(200), experiment_id INTEGER);
+CREATE TABLE metrics (key VARCHAR(250) NOT NULL, value FLOAT NOT NULL, timestamp BIGINT NOT NULL,
+    run_uuid VARCHAR(32) NOT NULL, step BIGINT DEFAULT '0' NOT NULL, is_nan BOOLEAN DEFAULT '0' NOT NULL,
+    PRIMARY KEY (key, timestamp, step, run_uuid, value, is_nan));
+CREATE INDEX index_metrics_run_uuid ON metrics (run_uuid);
+CREATE TABLE params (key VARCHAR(250) NOT NULL, value VARCHAR(8000) NOT NULL, run_uuid VARCHAR(32) NOT NULL,
+    PRIMARY KEY (key, run_uuid));
+CREATE TABLE tags (key VARCHAR(250) NOT NULL, value VARCHAR(8000), run_uuid VARCHAR(32) NOT NULL,
+    PRIMARY KEY (key, run_uuid));
+"""
+STAMP = "2026-01-02T03:04:05.500000+00:00"
+STAMP_SECONDS = 1767323045.5
+
+
+def trackio_db(
+    path: Path,
+    rows: list[tuple[int, object]],
+    *,
+    run_id: str = "r1",
+    run: str = "run-a",
+    config: dict | None = None,
+    blob: bool = True,
+) -> Path:
+    """A Trackio project database with one run's ``(step, metrics)`` rows (dicts as trackio's JSON)."""
+    conn = sqlite3.connect(path)
+    conn.executescript(TRACKIO_SCHEMA)
+    for step, metrics in rows:
+        text = metrics if isinstance(metrics, str) else json.dumps(metrics)
+        conn.execute(
+            "INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?, ?)",
+            (run_id, STAMP, run, step, text.encode() if blob else text),
+        )
+    conn.execute(
+        "INSERT INTO configs (run_id, run_name, config, created_at) VALUES (?, ?, ?, ?)",
+        (run_id, run, json.dumps(config or {"lr": 0.1}), STAMP),
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def mlflow_db(path: Path, points: list[tuple[str, int, float]], *, run_uuid: str = "u1") -> Path:
+    """An MLflow SQLite store with one run's ``(key, step, value)`` points, NaN and inf stored as MLflow
+    stores them."""
+    conn = sqlite3.connect(path)
+    conn.executescript(MLFLOW_SCHEMA)
+    conn.execute("INSERT INTO experiments VALUES (1, 'exp', '/nowhere/1', 'active')")
+    conn.execute(
+        "INSERT INTO runs VALUES (?, 'run-a', 'FINISHED', 1, 'active', '/nowhere/1/u1/artifacts', 1)",
+        (run_uuid,),
+    )
+    for i, (key, step, value) in enumerate(points):
+        stored = (
+            0.0 if math.isnan(value) else max(min(value, 1.7976931348623157e308), -1.7976931348623157e308)
+        )
+        conn.execute(
+            "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)",
+            (key, stored, 1767323045000 + i, run_uuid, step, int(math.isnan(value))),
+        )
+    conn.execute("INSERT INTO params VALUES ('lr', '0.1', ?)", (run_uuid,))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def read(kind, path: Path, part: str = "", allowed: list[Path] | None = None):
+    return kind.read(RunSource("r", kind.name, path, (path,), part), allowed)
+
+
+def points(result) -> dict[tuple[str, int], float]:
+    s = result.scalars
+    return dict(zip(zip(s["tag"], s["step"], strict=True), s["value"], strict=True))
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+
+
+def test_each_kind_claims_its_own_db_and_not_the_other(tmp_path):
+    tk = trackio_db(tmp_path / "proj.db", [(0, {"a": 1.0})])
+    ml = mlflow_db(tmp_path / "mlflow.db", [("a", 0, 1.0)])
+    (found,) = TrackioKind().claim_file(tk)
+    assert (found.part, found.label, found.files) == ("r1", "proj/run-a", (tk,))
+    (run,) = MlflowKind().claim_file(ml)
+    assert (run.part, run.label) == ("u1", "exp/run-a")
+    assert TrackioKind().claim_file(ml) == [] and MlflowKind().claim_file(tk) == []
+
+
+def test_a_foreign_sqlite_file_is_not_claimed_and_reads_as_a_problem(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE users (id, name); CREATE TABLE metrics (id, name, value); "
+        "INSERT INTO metrics VALUES (1, 'x', 2.0);"
+    )
+    conn.commit()
+    conn.close()
+    assert TrackioKind().claim_file(path) == [] and MlflowKind().claim_file(path) == []
+    for kind in (TrackioKind(), MlflowKind()):
+        result = read(kind, path, "1")
+        assert result.scalars.empty and "not" in result.problems[0].reason
+
+
+def test_a_corrupt_file_is_a_problem_never_an_exception(tmp_path):
+    path = tmp_path / "broken.db"
+    path.write_bytes(b"SQLite format 3\x00" + np.random.default_rng(0).bytes(8192))
+    assert is_sqlite_file(path)
+    for kind in (TrackioKind(), MlflowKind()):
+        assert all(f.skipped and not f.part for f in kind.claim_file(path))
+        result = read(kind, path, "r1")
+        assert result.scalars.empty and result.problems and result.problems[0].file == str(path)
+    assert listing(tmp_path) == ["broken.db"]
+
+
+def test_only_sqlite_files_by_their_header_are_opened(tmp_path):
+    (tmp_path / "notes.db").write_text("not a database")
+    assert TrackioKind().claim_file(tmp_path / "notes.db") == []
+    os.mkfifo(tmp_path / "pipe.db")  # opening a pipe for reading would wait forever
+    start = time.monotonic()
+    assert not is_sqlite_file(tmp_path / "pipe.db") and TrackioKind().claim_file(tmp_path / "pipe.db") == []
+    assert time.monotonic() - start < 1
+
+
+# --- never writing beside the user's file, locks, WAL -----------------------------------------------------
+
+
+@pytest.fixture
+def own_tmp(tmp_path, monkeypatch) -> Path:
+    """Temporary copies go to a folder of the test's own, to check they are cleaned up."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_wal_rows_not_yet_checkpointed_are_read_and_nothing_is_left_beside(tmp_path, own_tmp):
+    db = trackio_db(tmp_path / "proj.db", [(0, {"a": 1.0})])
+    mdb = mlflow_db(tmp_path / "mlflow.db", [("a", 0, 1.0)])
+    writers = []
+    for path, sql in (
+        (
+            db,
+            "INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
+            f"('r1', '{STAMP}', 'run-a', 1, '{{\"a\": 2.0}}')",
+        ),
+        (mdb, "INSERT INTO metrics VALUES ('a', 2.0, 1767323046000, 'u1', 1, 0)"),
+    ):
+        writer = sqlite3.connect(path, isolation_level=None)
+        writer.execute("PRAGMA journal_mode = WAL")
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute(sql)
+        writers.append(writer)
+    before = listing(tmp_path)
+    assert "proj.db-wal" in before and "mlflow.db-wal" in before
+    assert points(read(TrackioKind(), db, "r1")) == {("a", 0): 1.0, ("a", 1): 2.0}
+    assert points(read(MlflowKind(), mdb, "u1")) == {("a", 0): 1.0, ("a", 1): 2.0}
+    assert [f.part for f in TrackioKind().claim_file(db)] == ["r1"]
+    assert listing(tmp_path) == before and listing(own_tmp) == []
+    for writer in writers:
+        writer.close()
+
+
+def test_a_db_never_gets_side_files_from_a_read(tmp_path):
+    db = trackio_db(tmp_path / "proj.db", [(0, {"a": 1.0})])
+    sqlite3.connect(db).execute("PRAGMA journal_mode = WAL").close()  # WAL in the header, no -wal left
+    before = listing(tmp_path)
+    TrackioKind().claim_file(db)
+    assert points(read(TrackioKind(), db, "r1")) == {("a", 0): 1.0}
+    trackio_tables(db, "r1")
+    assert listing(tmp_path) == before == ["proj.db"]
+
+
+@pytest.mark.parametrize("kind", ["trackio", "mlflow"])
+@pytest.mark.parametrize("pending_write", [False, True])
+def test_an_exclusively_locked_db_is_read_at_once(tmp_path, own_tmp, kind, pending_write):
+    if kind == "trackio":
+        path, reader, part = trackio_db(tmp_path / "proj.db", [(0, {"a": 1.0})]), TrackioKind(), "r1"
+        write = (
+            "INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) "
+            f"VALUES ('r1', '{STAMP}', 'run-a', 9, '{{}}')"
+        )
+    else:
+        path, reader, part = mlflow_db(tmp_path / "mlflow.db", [("a", 0, 1.0)]), MlflowKind(), "u1"
+        write = "INSERT INTO metrics VALUES ('b', 5.0, 1, 'u1', 9, 0)"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    if pending_write:
+        holder.execute(write)  # uncommitted: its journal lies beside the db
+    before = listing(tmp_path)
+    assert (f"{path.name}-journal" in before) == pending_write
+    start = time.monotonic()
+    result = read(reader, path, part)
+    claims = reader.claim_file(path)
+    assert time.monotonic() - start < 1
+    assert points(result) == {("a", 0): 1.0} and result.problems == []  # the committed rows only
+    assert [c.part for c in claims] == [part]
+    assert listing(tmp_path) == before and listing(own_tmp) == []
+    holder.execute("ROLLBACK")
+    holder.close()
+
+
+# --- Trackio values and steps -----------------------------------------------------------------------------
+
+
+def test_trackio_values_as_trackio_writes_them(tmp_path):
+    rows = [
+        (
+            0,
+            {
+                "loss": "NaN",
+                "up": "Infinity",
+                "down": "-Infinity",
+                "ok": 0.5,
+                "n": 3,
+                "flag": True,
+                "none": None,
+                "note": "hello",
+                "__time": 7.0,
+                "pair": [1, 2],
+                "img": {"_type": "trackio.image", "file_path": "x.png"},
+                "h": {"_type": "trackio.histogram", "bins": [0.0, 1.0, 2.0], "values": [3, 4]},
+            },
+        ),
+        (1, '{"loss": NaN, "ok": 1e-310}'),  # a bare NaN token, as json.dumps writes it
+        (2, "{not json"),
+    ]
+    db = trackio_db(tmp_path / "p.db", rows, config={"lr": 0.1, "model": {"layers": 2}, "_Username": None})
+    result = read(TrackioKind(), db, "r1")
+    got = points(result)
+    assert math.isnan(got.pop(("loss", 0))) and math.isnan(got.pop(("loss", 1)))
+    assert got == {
+        ("up", 0): math.inf,
+        ("down", 0): -math.inf,
+        ("ok", 0): 0.5,
+        ("n", 0): 3.0,
+        ("flag", 0): 1.0,
+        ("time", 0): 7.0,
+        ("ok", 1): 1e-310,
+    }
+    assert result.texts[["tag", "step", "text"]].values.tolist() == [["note", 0, "hello"]]
+    hist = result.histograms.iloc[0]
+    assert (hist["tag"], hist["left"], hist["right"], hist["count"]) == ("h", [0.0, 1.0], [1.0, 2.0], [3, 4])
+    assert result.scalars["wall_time"].eq(STAMP_SECONDS).all()
+    (problem,) = result.problems
+    assert problem.line == 3 and "not JSON" in problem.reason
+    assert result.extras["hparams"] == {"lr": 0.1, "model.layers": 2}
+    assert result.extras["skipped_tags"] == ["img", "pair"]
+    assert json.loads(result.extras["config_text"]) == {"lr": 0.1, "model": {"layers": 2}}
+    assert list(result.scalars.dtypes) == list(TableSet().result().scalars.dtypes)
+
+
+def test_trackio_text_column_and_exact_doubles(tmp_path):
+    values = np.frombuffer(np.random.default_rng(1).bytes(8 * 2000), dtype=np.float64)
+    values = [float(v) for v in values if math.isfinite(v)]
+    db = trackio_db(tmp_path / "p.db", [(i, {"x": v}) for i, v in enumerate(values)], blob=False)
+    got = read(TrackioKind(), db, "r1").scalars.sort_values("step")["value"].tolist()
+    assert [struct.pack("<d", v) for v in got] == [struct.pack("<d", v) for v in values]
+
+
+def test_trackio_uses_the_trainers_step_logged_in_the_rows(tmp_path):
+    rows = [
+        (0, {"profiling/t": 0.1}),
+        (1, {"reward": 1.0, "train/global_step": 1}),
+        (
+            2,
+            {
+                "completions": {
+                    "_type": "trackio.table",
+                    "_value": [{"step": 1, "prompt": "p", "completion": "c"}],
+                }
+            },
+        ),
+        (1, {"profiling/t": 0.2}),
+        (3, {"reward": 2.0, "train/global_step": 2}),
+    ]
+    result = read(TrackioKind(), trackio_tables_db := trackio_db(tmp_path / "p.db", rows), "r1")
+    assert points(result) == {
+        ("profiling/t", 0): 0.1,
+        ("reward", 1): 1.0,
+        ("profiling/t", 1): 0.2,
+        ("reward", 2): 2.0,
+    }
+    assert "train/global_step" in result.extras["step_source"]
+    assert result.extras["skipped_tags"] == ["completions"]  # read by logged_tables
+    (table,) = trackio_tables(trackio_tables_db, "r1")
+    assert (table.key, table.step, table.columns, table.rows) == (
+        "completions",
+        1,
+        ["step", "prompt", "completion"],
+        [[1, "p", "c"]],
+    )
+
+
+def test_trackio_rolls_step_metric_and_a_legacy_db_without_run_ids(tmp_path):
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "CREATE TABLE metrics (id INTEGER PRIMARY KEY, timestamp TEXT, run_name TEXT, step INTEGER,"
+        " metrics TEXT); CREATE TABLE configs (id INTEGER PRIMARY KEY, run_name TEXT, config TEXT,"
+        " created_at TEXT);"
+    )
+    for i, step in enumerate((10, 20)):
+        conn.execute(
+            "INSERT INTO metrics VALUES (?, ?, 'old-run', ?, ?)",
+            (i + 1, "2026-01-02T03:04:05", i, json.dumps({"r": step / 10, "__step": step})),
+        )
+    conn.commit()
+    conn.close()
+    (found,) = TrackioKind().claim_file(db)
+    assert (found.part, found.label) == ("old-run", "old/old-run")
+    result = read(TrackioKind(), db, "old-run")
+    assert points(result) == {("r", 10): 1.0, ("r", 20): 2.0}
+    assert result.scalars["wall_time"].iloc[0] == STAMP_SECONDS - 0.5  # no zone: UTC
+    assert result.extras["step_source"].startswith("step ")
+
+
+def test_a_trackio_run_without_points_and_a_run_not_in_the_db(tmp_path):
+    db = trackio_db(tmp_path / "p.db", [])
+    (found,) = TrackioKind().claim_file(db)
+    result = read(TrackioKind(), db, found.part)
+    assert result.scalars.empty and result.problems == [] and result.extras["hparams"] == {"lr": 0.1}
+    result = read(TrackioKind(), db, "gone")
+    assert result.scalars.empty and "no run 'gone'" in result.problems[0].reason
+
+
+def test_trackio_traces_are_tables_by_key_and_step(tmp_path):
+    db = trackio_db(tmp_path / "p.db", [(0, {"a": 1.0})])
+    conn = sqlite3.connect(db)
+    for i, step in enumerate((5, 5, 6)):
+        conn.execute(
+            "INSERT INTO traces (id, run_id, timestamp, run_name, step, key, trace_index, messages, "
+            "metadata, search_text) VALUES (?, 'r1', ?, 'run-a', ?, 'rollout', ?, ?, '{\"score\": 1}', '')",
+            (f"t{i}", STAMP, step, i, json.dumps([{"role": "user", "content": f"q{i}"}])),
+        )
+    conn.commit()
+    conn.close()
+    tables = trackio_tables(db, "r1")
+    assert [(t.key, t.step, len(t.rows)) for t in tables] == [("rollout", 5, 2), ("rollout", 6, 1)]
+    assert tables[0].rows[0][3] == [{"role": "user", "content": "q0"}] and tables[0].rows[0][4] == {
+        "score": 1
+    }
+
+
+# --- MLflow SQLite and file store -------------------------------------------------------------------------
+
+
+def test_mlflow_sqlite_nan_inf_and_exact_doubles(tmp_path):
+    rng = np.random.default_rng(2)
+    raw = [float(v) for v in np.frombuffer(rng.bytes(8 * 3000), dtype=np.float64) if math.isfinite(v)]
+    pts = [("x", i, v) for i, v in enumerate(raw)] + [
+        ("nan", 0, math.nan),
+        ("inf", 0, math.inf),
+        ("ninf", 0, -math.inf),
+    ]
+    result = read(MlflowKind(), mlflow_db(tmp_path / "mlflow.db", pts), "u1")
+    got = points(result)
+    assert (
+        math.isnan(got.pop(("nan", 0)))
+        and got.pop(("inf", 0)) == math.inf
+        and got.pop(("ninf", 0)) == -math.inf
+    )
+    assert [struct.pack("<d", got[("x", i)]) for i in range(len(raw))] == [struct.pack("<d", v) for v in raw]
+    assert result.scalars["wall_time"].min() == 1767323045.0
+    assert result.extras["hparams"] == {"lr": "0.1"} and result.problems == []
+
+
+def mlruns_run(
+    root: Path, lines: dict[str, str], meta: str = "run_id: abc\nrun_name: 'it''s: a run'\n"
+) -> Path:
+    """A run folder of MLflow's file store, metric files written as given."""
+    (root / "7").mkdir(parents=True)
+    (root / "7" / "meta.yaml").write_text('experiment_id: \'7\'\nname: "my \\"exp\\""\n')
+    run = root / "7" / "abc"
+    for sub in ("metrics", "params", "tags", "artifacts"):
+        (run / sub).mkdir(parents=True)
+    (run / "meta.yaml").write_text(meta)
+    (run / "params" / "rollout").mkdir()
+    (run / "params" / "rollout" / "n").write_text("8")
+    for key, text in lines.items():
+        (run / "metrics" / key).parent.mkdir(parents=True, exist_ok=True)
+        (run / "metrics" / key).write_text(text)
+    return run
+
+
+def claim_run(run: Path, allowed: list[Path] | None = None):
+    return MlflowKind().claim_folder(
+        run,
+        [p.name for p in run.iterdir() if p.is_dir()],
+        [p.name for p in run.iterdir() if p.is_file()],
+        allowed,
+    )
+
+
+def test_mlruns_bad_line_is_a_problem_with_its_number_and_the_rest_is_read(tmp_path):
+    run = mlruns_run(
+        tmp_path / "mlruns",
+        {
+            "train/reward": "1000 0.5 1\n2000 nan 2\nnot a line\n3000 inf 3\n"
+            "4000 -0.25 4 eval-set abc123\n5000 1.",
+            "old": "1000 2.5\n",
+            "empty": "",
+        },
+    )
+    (found,) = claim_run(run)
+    assert found.whole and found.label == 'my "exp"/it\'s: a run'
+    result = read(MlflowKind(), run)
+    got = points(result)
+    assert math.isnan(got.pop(("train/reward", 2)))
+    assert got == {
+        ("train/reward", 1): 0.5,
+        ("train/reward", 3): math.inf,
+        ("train/reward", 4): -0.25,
+        ("old", 0): 2.5,
+    }
+    (problem,) = result.problems  # the unfinished last line is not one
+    assert problem.line == 3 and problem.file.endswith("train/reward")
+    assert result.extras["hparams"] == {"rollout/n": "8"}
+
+
+def test_mlruns_logged_model_folders_are_not_runs(tmp_path):
+    model = tmp_path / "models" / "m-1"
+    (model / "metrics").mkdir(parents=True)
+    (model / "meta.yaml").write_text("model_id: m-1\nname: model\n")
+    assert claim_run(model) == []
+
+
+def test_mlruns_links_outside_the_roots_are_named_not_read(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("1 42.0 1\n")
+    root = tmp_path / "root"
+    run = mlruns_run(root / "mlruns", {"ok": "1 1.0 1\n"})
+    (run / "metrics" / "leak").symlink_to(outside / "secret")
+    (run / "metrics" / "gone").symlink_to(root / "missing")
+    result = read(MlflowKind(), run, allowed=[root])
+    assert points(result) == {("ok", 1): 1.0}
+    reasons = {Path(p.file).name: p.reason for p in result.problems}
+    assert reasons["leak"] == OUTSIDE and "unreadable" in reasons["gone"]
+    db = trackio_db(outside / "p.db", [(0, {"a": 1.0})])
+    (root / "p.db").symlink_to(db)
+    result = read(TrackioKind(), root / "p.db", "r1", allowed=[root])
+    assert result.scalars.empty and result.problems[0].reason == OUTSIDE
+
+
+def test_mlflow_generations_found_beside_a_moved_db(tmp_path):
+    db = mlflow_db(tmp_path / "mlflow.db", [("a", 0, 1.0)])  # its artifact_uri points nowhere
+    folder = tmp_path / "mlruns" / "1" / "u1" / "artifacts"
+    folder.mkdir(parents=True)
+    (folder / "val_step7.json").write_text(json.dumps([{"input": "q", "output": "a", "score": 1.0}]))
+    (folder / "model.json").write_text("{}")
+    (table,) = logged_tables(db, "u1")
+    assert (table.key, table.step, table.columns, table.rows) == (
+        "val/generations",
+        7,
+        ["input", "output", "score"],
+        [["q", "a", 1.0]],
+    )
+
+
+def test_meta_yaml_scalars(tmp_path):
+    path = tmp_path / "meta.yaml"
+    path.write_text(
+        "run_id: abc\nrun_name: 'a: ''b'''\nuser_id: \"x\\ty\"\ntags: []\nend_time: null\n  nested: 1\n"
+    )
+    assert read_meta(path) == {
+        "run_id": "abc",
+        "run_name": "a: 'b'",
+        "user_id": "x\ty",
+        "tags": "[]",
+        "end_time": "",
+    }
