@@ -17,9 +17,11 @@ from rl_board.metrics.stdout import TextLogKind
 from rl_board.metrics.tensorboard import TensorboardKind
 from rl_board.metrics.trackio_db import TrackioKind
 from rl_board.metrics.trainer_state import TrainerStateKind
+from rl_board.metrics.wandb_log import WandbKind
 from rl_board.sources.catalogue import Catalogue, catalogue
 
 KINDS: tuple[MetricKind, ...] = (
+    WandbKind(),  # a W&B run folder is claimed whole: its debug logs are no text logs to read
     DiEngineKind(),  # before TensorBoard: its event files are part of the experiment
     TensorboardKind(),
     TrainerStateKind(),
