@@ -73,6 +73,7 @@ class Sizes:
     remote_chunk_bytes: int = 8 * MB  # the size of one ranged read from a bucket
     growth_check_bytes: int = 4 * KB  # a grown object's old start and end, read back before only its new bytes
     growth_window_bytes: int = 512  # each window read back between them
+    tracker_batch_bytes: int = 32 * MB  # a tracker's log (W&B's .wandb) is decoded this much at a time
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Sizes:

@@ -172,3 +172,90 @@ def write_case(case: Case, root: Path) -> Path:
     run.mkdir(parents=True)
     case.write(run)
     return run
+
+
+# -- metric stores: trackers' files as they turn up under a logs root ---------------------------------------
+
+TINY_WANDB = Path(__file__).parent / "data" / "wandb" / "offline-run-20261125_192038-i0l948ip"
+
+
+@dataclass
+class StoreCase:
+    """A hostile metric store beside a good TensorBoard run, and what must become of it.
+
+    ``named``: path (relative to the root) -> words its problem or skip reason must hold; ``reads``: runs
+    that must still be read with points (the TensorBoard run always is).
+    """
+
+    name: str
+    write: Callable[[Path], None]
+    named: dict[str, str] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+
+
+def _wandb_copy(root: Path, cut: int | None = None, flip: int | None = None) -> Path:
+    """The real tiny W&B run, copied as from a training machine (its links dangle), optionally cut or damaged."""
+    run = root / "wandb" / TINY_WANDB.name
+    (run / "logs").mkdir(parents=True)
+    data = bytearray((TINY_WANDB / "run-i0l948ip.wandb").read_bytes())
+    if flip is not None:
+        data[flip] ^= 0xFF
+    (run / "run-i0l948ip.wandb").write_bytes(bytes(data[:cut]))
+    (run / "logs" / "debug-core.log").symlink_to("/home/trainer/.cache/wandb/logs/core-debug.log")
+    (root / "wandb" / "latest-run").symlink_to(run.name)
+    (root / "wandb" / "debug.log").symlink_to("/home/trainer/project/wandb/latest-run/logs/debug.log")
+    return run
+
+
+def _foreign_sqlite(root: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(root / "browser-history.db")
+    conn.executescript("CREATE TABLE visits (url TEXT, at INTEGER); INSERT INTO visits VALUES ('x', 1);")
+    conn.commit()
+    conn.close()
+
+
+def _corrupt_sqlite(root: Path) -> None:
+    (root / "project.db").write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 64)
+
+
+def _fifo_db(root: Path) -> None:
+    os.mkfifo(root / "project.db")
+
+
+def _loop(root: Path) -> None:
+    (root / "loop-a.log").symlink_to(root / "loop-b.log")
+    (root / "loop-b.log").symlink_to(root / "loop-a.log")
+
+
+def _folder_named_wandb_log(root: Path) -> None:
+    (root / "wandb" / "run-20261125_000000-dir00000" / "run-dir00000.wandb").mkdir(parents=True)
+
+
+def _not_a_wandb_log(root: Path) -> None:
+    run = root / "wandb" / "run-20261125_000000-junk0000"
+    run.mkdir(parents=True)
+    (run / "run-junk0000.wandb").write_bytes(b"PK\x03\x04 a zip file, not a W&B log" * 10)
+
+
+WANDB_RUN = f"wandb/{TINY_WANDB.name}"
+
+
+def store_cases() -> list[StoreCase]:
+    """Every metric-store case of the corpus."""
+    return [
+        StoreCase("W&B folder copied off its machine", _wandb_copy,
+                  {"wandb/debug.log": "broken or looping"}, reads=(WANDB_RUN,)),
+        StoreCase("W&B log cut in the middle of a record", lambda root: _wandb_copy(root, cut=5000),
+                  reads=(WANDB_RUN,)),
+        StoreCase("W&B log with a damaged chunk", lambda root: _wandb_copy(root, flip=3000),
+                  {WANDB_RUN: "checksum"}, reads=(WANDB_RUN,)),
+        StoreCase("a file named like a W&B log that is not one", _not_a_wandb_log,
+                  {"wandb/run-20261125_000000-junk0000": "not a W&B run log"}),
+        StoreCase("a folder named like a W&B log", _folder_named_wandb_log),  # an empty folder: nothing to name
+        StoreCase("symlink loop", _loop, {"loop-a.log": "broken or looping", "loop-b.log": "broken or looping"}),
+        StoreCase("SQLite file of another program", _foreign_sqlite, {"browser-history.db": "not a log"}),
+        StoreCase("corrupt SQLite file", _corrupt_sqlite, {"project.db": "cannot be read"}),
+        StoreCase("a pipe named like a database", _fifo_db, {"project.db": "not a log"}),
+    ]  # fmt: skip

@@ -39,13 +39,17 @@ class Appended:
 
     ``committed``: complete records, kept in the cache; ``tail``: a record
     still being written, shown now and read again next time; ``resume``:
-    where the next read starts (JSON-shaped, with the byte ``offset`` whose
-    preceding bytes must be unchanged for the resume to be sound).
+    where the next read starts (JSON-shaped; a byte ``offset``, when given,
+    is one whose preceding bytes must be unchanged for the resume to be sound:
+    a store without one, a database, checks its own resume point).
     """
 
     committed: ReadResult
     tail: ReadResult
     resume: dict[str, Any] = field(default_factory=dict)
+    restarted: bool = False
+    """The store was rewritten, not appended to (a database replaced): ``committed`` is read from the start
+    and what was cached before is dropped."""
 
 
 RUN_KIND = "run_kind"

@@ -14,6 +14,7 @@ from rl_board.metrics.dilogs import DiEngineKind
 from rl_board.metrics.kind import MetricKind
 from rl_board.metrics.mlflow_store import MlflowKind
 from rl_board.metrics.stdout import TextLogKind
+from rl_board.metrics.swanlab_log import SwanlabKind
 from rl_board.metrics.tensorboard import TensorboardKind
 from rl_board.metrics.trackio_db import TrackioKind
 from rl_board.metrics.trainer_state import TrainerStateKind
@@ -22,6 +23,7 @@ from rl_board.sources.catalogue import Catalogue, catalogue
 
 KINDS: tuple[MetricKind, ...] = (
     WandbKind(),  # a W&B run folder is claimed whole: its debug logs are no text logs to read
+    SwanlabKind(),
     DiEngineKind(),  # before TensorBoard: its event files are part of the experiment
     TensorboardKind(),
     TrainerStateKind(),

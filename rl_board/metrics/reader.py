@@ -352,13 +352,15 @@ def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
     """A store that only grows, read from where the cached read stopped when the bytes before it are
     unchanged (else from the start); what was read whole is cached, a record still being written is not."""
     log = kind.watched(source)[0]
-    unit = entry_dir(cache, kind.name, log) if cache is not None else None
+    unit = entry_dir(cache, kind.name, log / source.part if source.part else log) if cache is not None else None
     resume, base = _resume_point(log, unit)
     read = kind.read_from(source, resume, allowed_roots)
+    if read.restarted:
+        base = None
     committed = merge_results([base, read.committed]) if base is not None else read.committed
     committed.extras = kind.merge_extras(base.extras if base is not None else {}, read.committed.extras)
     offset = int(read.resume.get("offset", 0))
-    moved = base is None or offset != int((resume or {}).get("offset", 0))
+    moved = base is None or read.resume != resume
     if unit is not None and moved and not committed.extras.get(NOT_METRICS):
         meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "signature": signature([log])}
         save_entry(unit, committed, meta)

@@ -247,3 +247,12 @@ def scalar_frame(
     }
     frame = pa.table(arrays).to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
     return frame[list(SCALAR_COLUMNS)]
+
+
+_EPOCH = pd.Timestamp(0, tz="UTC")
+
+
+def iso_seconds(texts: list[Any]) -> np.ndarray:
+    """ISO-8601 timestamps as seconds since the epoch (no zone: UTC); NaN where one cannot be read."""
+    parsed = pd.to_datetime(pd.Series(texts, dtype=object), utc=True, errors="coerce", format="ISO8601")
+    return (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)

@@ -43,7 +43,7 @@ from rl_board.metrics.sqlite_read import (
     side_files,
     table_columns,
 )
-from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_frame, scalar_value
+from rl_board.metrics.table import Problem, ReadResult, TableSet, iso_seconds, scalar_frame, scalar_value
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 
@@ -52,7 +52,6 @@ STEP_KEYS = ("train/global_step", "__step")
 """Keys that carry the trainer's step in a row (``__step``: ROLL's ``step``, renamed by trackio)."""
 _TRACKIO_CONFIG_KEYS = frozenset({"_Username", "_Created", "_Group"})
 _NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_EPOCH = pd.Timestamp(0, tz="UTC")
 
 
 def is_trackio_schema(columns: dict[str, set[str]]) -> bool:
@@ -60,12 +59,6 @@ def is_trackio_schema(columns: dict[str, set[str]]) -> bool:
     also has a ``metrics`` table, of one value per row)."""
     metrics_ok = {"timestamp", "run_name", "step", "metrics"} <= columns.get("metrics", set())
     return metrics_ok and {"run_name", "config"} <= columns.get("configs", set())
-
-
-def iso_seconds(texts: list[Any]) -> np.ndarray:
-    """ISO-8601 timestamps as seconds since the epoch (no zone: UTC); NaN where one cannot be read."""
-    parsed = pd.to_datetime(pd.Series(texts, dtype=object), utc=True, errors="coerce", format="ISO8601")
-    return (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 class TrackioKind(MetricKind):

@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
+from rl_board import config
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.table import Problem, TableSet
 from rl_board.sources.claims import Found
@@ -57,11 +58,9 @@ SOURCE = "wandb"
 HEADER = b":W&B\xe1\xbe"
 """The log's first 6 bytes: ident and magic 0xBEE1 (little-endian); the version byte follows."""
 VERSION = 0
-BLOCK = 32 * 1024
+BLOCK = 0x8000  # 32 KiB: the LevelDB log's block, a fact of the format (not a setting)
 CHUNK_HEADER = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-BATCH_BYTES = 32 << 20
-"""Records are decoded in batches of about this many bytes, so a long run's log is never all in memory."""
 INTERNAL = frozenset({"_step", "_runtime", "_timestamp"})
 """Row keys W&B adds itself: the step, seconds since the run started, and the wall time."""
 NOT_A_LOG = "not a W&B run log"
@@ -439,7 +438,7 @@ def _read_log(path: Path, run: str, state: _State, tables: TableSet, tail: Table
         for record in _records(data, scan, file):
             batch.append(record)
             held += len(record[1])
-            if held >= BATCH_BYTES:
+            if held >= config.sizes().tracker_batch_bytes:  # a long run's log is never all in memory
                 _Batch(state, file).decode(batch, run, tables)
                 batch, held = [], 0
         _Batch(state, file).decode(batch, run, tables)

@@ -11,8 +11,8 @@ size and mtime.
 
 Metric sources are found by the metric kinds the caller hands in (the
 metrics layer's registry, ``rl_board.metrics.kinds``): at each folder every
-kind may claim the folder (a W&B run folder, a DI-engine experiment: nothing
-below it is looked at again) or some of its files (event files); a file no
+kind may claim the folder (a W&B run folder, a DI-engine experiment: below
+it only rollouts, the tables a trainer logged, are looked for) or some of its files (event files); a file no
 folder claim took and no rollout format reads is offered to each kind in
 turn (a text log, a tracker's database). Without kinds, only rollouts are
 found.
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rl_board import formats
-from rl_board.formats import Reading, fieldmap
+from rl_board.formats import Reading, fieldmap, tracker_tables
 from rl_board.formats.base import HIVE_STEP, Probe
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources import companions, settings, sniff
@@ -149,6 +149,10 @@ def run_of(source: Source) -> str:
     (``step=-1/``, ``step=3.0/``, ``step=__HIVE_DEFAULT_PARTITION__/``).
     """
     parts = [] if source.folder == "." else source.folder.split("/")
+    if source.path.suffix.lower() == tracker_tables.SUFFIX:  # a table in a tracker's run folder
+        home = tracker_tables.run_folder(parts)
+        if home is not None:
+            return "/".join(parts[:home]) or "."
     for k in range(len(parts) - 1, -1, -1):
         if STEP_FOLDER.match(parts[k]) or HIVE_STEP.match(parts[k]) or (source.format == "areal" and parts[k].isdigit()):
             return "/".join(parts[:k]) or "."
@@ -173,6 +177,7 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
     looked: dict[str, int] = {}
+    whole_runs: list[Path] = []  # metric runs claimed whole: below them, only rollouts (their tables) are found
     for current, dirs, files in os.walk(root, followlinks=False):
         here = Path(current)
         depth = len(here.parts) - base
@@ -184,22 +189,30 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
                                         "Parquet dataset read in place from object storage"))
             dirs[:] = []
             continue
-        claimed, whole = _folder_claims(here, folder, entries, files, metric_kinds, limits)
+        in_run = any(here.is_relative_to(c) for c in whole_runs)
+        claimed, whole = ([], False) if in_run else _folder_claims(here, folder, entries, files, metric_kinds, limits)
         found.sources.extend(claimed)
         if whole:
-            dirs[:] = []
-            continue
+            whole_runs.append(here)
+            in_run = True
         taken = {f for s in claimed for f in s.files}
         fmap = settings.for_file(here, fields, seen=looked)  # one look per folder (and its parents once)
-        options = _FolderOptions(here, limits, metric_kinds)  # one look beside the folder per format
+        options = _FolderOptions(here, limits, () if in_run else metric_kinds)  # one look beside it per format
         for path in (here / f for f in sorted(files)):
-            if path in taken:
+            if path in taken or (in_run and not _may_be_rollout(path)):
                 continue
             if _linked_out(path, limits):
                 found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
             else:
-                found.sources.extend(_classify_file(path, folder, fields, fmap, options))
+                found.sources.extend(s for s in _classify_file(path, folder, fields, fmap, options)
+                                     if not in_run or s.role == ROLLOUT or tracker_tables.may_be_table(path))  # fmt: skip
     return _without_quiet(found)
+
+
+def _may_be_rollout(path: Path) -> bool:
+    """A file inside a metric run claimed whole is looked at only if it may be rollouts (a tracker's table)."""
+    suffix = path.suffix.lower()
+    return suffix in sniff.JSON_LINES_SUFFIXES or sniff.is_whole_file(path)
 
 
 def _folder_claims(here: Path, folder: str, dirs: list[str], files: list[str], kinds: Sequence[MetricClaims],
@@ -281,7 +294,7 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
     """
     suffix = path.suffix.lower()
     sniffed: Source | None = None
-    if suffix in sniff.JSON_LINES_SUFFIXES or suffix == ".parquet":
+    if suffix in sniff.JSON_LINES_SUFFIXES or sniff.is_whole_file(path):
         fmap = settings.for_file(path, fields) if fmap is None else fmap
         role, fmt, reason = _sniffed(path, fmap)
         aside = formats.by_name(fmt).aside(path, DiskProbe()) if role == ROLLOUT else ""
@@ -324,6 +337,13 @@ _CACHE_LOCK = threading.Lock()
 
 def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
     """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field map."""
+    if path.suffix.lower() == tracker_tables.SUFFIX:  # its answer also depends on the tables beside it
+        try:
+            beside = str(path.parent.stat().st_mtime_ns)
+        except OSError:
+            beside = ""
+        how = f"{fieldmap.digest(fmap)}|{beside}"
+        return _remembered(path, how, lambda: sniff.table_document(path, fmap), (SKIPPED, "", BROKEN_LINK))
     reader = sniff.parquet if path.suffix.lower() == ".parquet" else sniff.json_lines
     unreadable = (ROLLOUT, sniff.RL_BOARD, "unreadable (named in the run's load report)")
     return _remembered(path, fieldmap.digest(fmap), lambda: reader(path, fmap), unreadable)

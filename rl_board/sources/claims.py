@@ -20,8 +20,9 @@ class Found:
     ``path`` is the run's folder or file (its cache entry is keyed on it);
     ``files`` are the files a read opens; ``part`` names one run inside a
     store that holds several (a Trackio run, an MLflow run id) and ``label``
-    the name it is shown under; ``whole`` says the folder is claimed whole,
-    so the walk looks no deeper and no file in it is classified again.
+    the name it is shown under; ``whole`` says the folder is claimed whole:
+    no kind is asked about anything below it, and only rollouts (the tables a
+    trainer logged to the tracker) are looked for there.
     """
 
     path: Path

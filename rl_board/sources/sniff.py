@@ -11,10 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rl_board import config, formats
-from rl_board.formats import fieldmap
+from rl_board.formats import fieldmap, tracker_tables
 from rl_board.formats.fieldmap import FieldMap
 
 JSON_LINES_SUFFIXES = frozenset({".jsonl", ".ndjson"})
+WHOLE_FILE_SUFFIXES = frozenset({".parquet", tracker_tables.SUFFIX})
+"""Files read whole, never appended to: Parquet tables and trackers' table documents."""
 SETTINGS_FILE = "rl-board.toml"
 RL_BOARD = "rl-board"
 LINES_TRIED = 20
@@ -112,6 +114,60 @@ def parquet(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
     if fmt is None or fmt.name == RL_BOARD and not {"prompt", "response"} & set(columns):
         return "skipped", "", f"a Parquet table whose columns ({', '.join(names[:8])}) match no rollout shape"
     return "rollout", fmt.name, fmt.describe()
+
+
+def is_whole_file(path: Path) -> bool:
+    """A rollout file read as one table, never as growing lines (see ``WHOLE_FILE_SUFFIXES``)."""
+    return path.suffix.lower() in WHOLE_FILE_SUFFIXES
+
+
+def table_document(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
+    """(role, format, reason) of a JSON document that may be a table a trainer logged to a tracker.
+
+    Its rows read as the trainer's own dump does (``formats.tracker_tables``). A table W&B keeps twice
+    (TRL logs its last step's completions again) or an earlier state of a cumulative one (verl's
+    generations) is named and not read, so no sample counts twice.
+    """
+    if not tracker_tables.may_be_table(path):
+        return "skipped", "", reason_for_suffix(path)
+    try:
+        limit = config.sizes().max_line_bytes  # a document is read whole, as one line would be
+        if path.stat().st_size > limit:
+            return "skipped", "", f"a JSON document over the {limit >> 20} MB limit; not read"
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as err:
+        return "skipped", "", f"a JSON document that cannot be read ({type(err).__name__}: {err})"[:300]
+    rows = tracker_tables.rows_of(document, path.name)
+    if rows is None:
+        return "skipped", "", reason_for_suffix(path)
+    again = _logged_again(path, document)
+    if again:
+        return "skipped", "", again
+    fmt = formats.detect(fieldmap.apply(rows[0], fmap or {})) if rows else None
+    if fmt is None:
+        keys = ", ".join(sorted(rows[0])[:8]) if rows else "no rows"
+        return "skipped", "", f"a table logged to a tracker whose columns ({keys}) match no rollout shape"
+    return "rollout", fmt.name, f"{fmt.describe()}, as logged to a tracker"
+
+
+def _logged_again(path: Path, document: object) -> str:
+    """Why a W&B table file is a copy of another beside it ("" when it is not)."""
+    mine = tracker_tables.WANDB_TABLE.match(path.name)
+    if mine is None:
+        return ""
+    try:
+        names = sorted(p.name for p in path.parent.iterdir())
+    except OSError:
+        return ""
+    others = [m for m in map(tracker_tables.WANDB_TABLE.match, names) if m and m["key"] == mine["key"]]
+    columns = document.get("columns") if isinstance(document, dict) else None
+    if isinstance(columns, list) and tracker_tables.is_wide([str(c) for c in columns]):
+        newest = max(others, key=lambda m: int(m["step"]))
+        if newest.group(0) != path.name:
+            return f"an earlier state of the cumulative table {mine['key']}: {newest.group(0)} holds all its rows"
+        return ""
+    first = min((m for m in others if m["sha"] == mine["sha"]), key=lambda m: int(m["step"]))
+    return f"the same table as {first.group(0)} (logged again)" if first.group(0) != path.name else ""
 
 
 def _head(path: Path) -> bytes:

@@ -447,13 +447,13 @@ def test_tables_are_given_once_per_step(tmp_path):
     assert len(KIND.read(RunSource("r", "wandb", folder), None).scalars) == 0  # t.nrows is not a series
 
 
-def test_small_batches_read_the_same(tmp_path, monkeypatch):
+def test_small_batches_read_the_same(tmp_path, set_sizes):
     records = [metric("train/global_step", glob="*")]
     records += [history({**row_of(step, width=5), "train/global_step": str(step // 2)}) for step in range(40)]
     records += [summary({"best": "1.5"}), config({"late": 1})]
     source = write_run(tmp_path, frame(records)[0])
     whole = KIND.read(source, None)
-    monkeypatch.setattr(wandb_log, "BATCH_BYTES", 700)
+    set_sizes(tracker_batch_bytes=700)  # as a user sets it: RL_BOARD_TRACKER_BATCH_BYTES
     batched = KIND.read(source, None)
     pd.testing.assert_frame_equal(batched.scalars, whole.scalars)
     assert json.dumps(batched.extras, sort_keys=True) == json.dumps(whole.extras, sort_keys=True)

@@ -49,7 +49,7 @@ from rl_board.rollouts.read.runfiles import (
     scan_run,
     stat_signature,
 )
-from rl_board.sources import settings
+from rl_board.sources import settings, sniff
 
 __all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
            "default_cache_dir", "run_cache_dir"]
@@ -286,7 +286,7 @@ def _plan(file: RunFile, old: FileEntry | None) -> _Plan:
         old = None
     if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns and not old.error:
         return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns, reading)
-    grows = path.suffix.lower() != ".parquet"  # a Parquet file is rewritten whole, never appended to
+    grows = not sniff.is_whole_file(path)  # a Parquet table or a tracker's table is rewritten whole
     if old is not None and grows and st.st_size >= old.consumed and _tail_matches(path, old):
         return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns, reading)
     return _Plan(path, FileEntry(name=file.name), 0, st.st_size, st.st_mtime_ns, reading)

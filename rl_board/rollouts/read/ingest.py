@@ -32,6 +32,7 @@ from rl_board.formats import schema as S
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables, turns
+from rl_board.sources import sniff
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the environment.
@@ -86,6 +87,11 @@ def parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) ->
             table = file.read(use_threads=False)
         fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None
         return fast or adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading), table.num_rows
+    if sniff.is_whole_file(path):  # a table a trainer logged to a tracker
+        rows = tables.document_rows(path, data)
+        table = tables.rows_table(rows) if fmt.flat else None
+        fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None
+        return fast or adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading), len(rows)
     if fmt.name == formats.NATIVE and not reading.fields:
         raw = parse_block(data, first_line=first_line)
         parsed = contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path))
@@ -107,6 +113,11 @@ def parse_paths(path: Path, data: bytes, reading: Reading, first_line: int = 1) 
             table = file.read(use_threads=False)
         return {"table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None,
                 "careful": adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading)}
+    if sniff.is_whole_file(path):
+        rows = tables.document_rows(path, data)
+        table = tables.rows_table(rows) if fmt.flat else None
+        return {"table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None,
+                "careful": adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading)}
     out: dict[str, jsonl.ParsedBlock | None] = {}
     if fmt.name == formats.NATIVE and not reading.fields:
         for name, raw in (("arrow", jsonl.parse_block(data, first_line=first_line)),
@@ -125,7 +136,7 @@ def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = Non
     A line longer than ``max_line`` (default ``Sizes.max_line_bytes``) becomes a block of its own, found by
     scanning, never read whole; blocks are at most ``min(block_bytes, max_line)`` plus the line they cut.
     """
-    if path.suffix.lower() == ".parquet":
+    if sniff.is_whole_file(path):
         return [(0, size)] if size else []
     sizes = config.sizes()
     max_line = max_line or sizes.max_line_bytes
@@ -272,7 +283,7 @@ _HALVED_FROM = 8  # a batch of this many blocks that cannot be parsed together i
 
 def batchable(path: Path, size: int, reading: Reading) -> bool:
     """Whether a block may share a batch: small JSON lines of a flat format (or rl-board's own)."""
-    if size > config.sizes().batch_block_bytes or path.suffix.lower() == ".parquet":
+    if size > config.sizes().batch_block_bytes or sniff.is_whole_file(path):
         return False
     fmt = formats.by_name(reading.format)
     return fmt.flat or (fmt.name == formats.NATIVE and not reading.fields)
@@ -372,7 +383,7 @@ def _derived_together(results: list[BlockResult], parts: list[pa.Table], directo
 def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, int, bool]]:
     """``(start, end, too long)`` pieces of a block: runs of lines of at most ``max_line`` bytes each,
     and every longer line alone. Only a block longer than ``max_line`` is scanned (in 1 MB reads)."""
-    if end - start <= max_line or path.suffix.lower() == ".parquet":
+    if end - start <= max_line or sniff.is_whole_file(path):
         return [(start, end, False)]
     parts = []
     with open(path, "rb") as f:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from rl_board.formats import Format, Reading, step_from_name
+from rl_board.formats import Format, Reading, step_from_name, tracker_tables
 from rl_board.formats import schema as S
 from rl_board.rollouts.read import contract, jsonl
 from rl_board.rollouts.read.records import deep_lines
@@ -73,6 +75,27 @@ def read_parquet(path: Path) -> pa.Table:
     """
     with pq.ParquetFile(path, pre_buffer=False) as file:
         return file.read(use_threads=False)
+
+
+def document_rows(path: Path, data: bytes) -> list[dict]:
+    """The rows of a table a trainer logged to a tracker (``formats.tracker_tables``); [] when the bytes
+    no longer hold one (the file changed since it was classified)."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            document = json.loads(data)  # NaN and Infinity as bare tokens, as Python's json writes them
+        except (ValueError, RecursionError):
+            return []
+    return tracker_tables.rows_of(document, path.name) or []
+
+
+def rows_table(rows: list[dict]) -> pa.Table | None:
+    """Rows as one table for the fast path; None when their values do not make typed columns."""
+    try:
+        return pa.Table.from_pylist(rows)
+    except _ARROW_ERRORS:
+        return None
 
 
 def finish_renamed(table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock:

@@ -1,0 +1,837 @@
+"""SwanLab's local stores, read without swanlab: an offline run's log, and the local dashboard's database.
+
+A run folder (``swanlab.init(mode="offline")``; local mode writes one too) is
+``<log_dir>/run-<time>-<id>/`` holding ``run-<id>.swanlab``, the only copy of the metrics: a 7-byte
+header (``:SWL``, uint16 0xE1D6, uint8 version 2: swanlab 0.8 to 0.10), then LevelDB-log framing (32 KiB
+blocks of chunks, each a crc32 uint32 (zlib's, of the type byte then the payload), a length uint16 and a
+type uint8: full 1, first 2, middle 3, last 4; a block's tail under 7 bytes is zeros). Each record is a
+protobuf ``swanlab.record.v1.Record`` whose ``scalar`` (13) holds ``key`` (1), ``step`` (2),
+``timestamp`` (4) and ``value`` (5) -> ``number`` (1, a double; a logged 0.0 is an empty message).
+swanlab writes it unflushed (the last record may be half on disk) and keeps only the first point of a
+key at a step. The records are decoded here by hand, all at once with numpy. The config is
+``files/config.yaml`` (``{key: {desc, sort, value}}``); the log only names it. (swanlab 0.10.3:
+sdk/internal/core_python/store, proto/swanlab/record/v1, sdk/internal/core_python/metrics.)
+
+The local dashboard (``mode="local"`` with swanboard) keeps ``<log_dir>/runs.swanlab``, SQLite in WAL
+mode: ``experiment(id, run_id, name)`` and ``tag(experiment_id, name, folder, type)``; a tag's points
+are JSON lines ``{"index": step, "data": value, "create_time": ISO}`` (NaN a bare ``NaN``) in
+``<run_id>/logs/<folder>/<n>.log`` (swanlab/deprecated/local.py, swanboard's db). An experiment whose
+folder also has a run log is read from the log (it grows by appending; the lines are rewritten in place,
+keeping the last point of a step where the log keeps the first); one without (swanlab before 0.8) is
+read from the lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import sqlite3
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+
+from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
+from rl_board.metrics.sqlite_read import (
+    SqliteUnreadable,
+    is_sqlite_file,
+    open_sqlite_readonly,
+    side_files,
+    table_columns,
+)
+from rl_board.metrics.table import (
+    Problem,
+    ReadResult,
+    TableSet,
+    iso_seconds,
+    merge_results,
+    scalar_frame,
+    scalar_value,
+)
+from rl_board.sources.claims import Found
+from rl_board.sources.roots import OUTSIDE, inside
+
+SOURCE = "swanlab"
+DASHBOARD_DB = "runs.swanlab"
+HEADER = struct.Struct("<4sHB")
+IDENT, MAGIC, VERSION = b":SWL", 0xE1D6, 2
+BLOCK = 32768
+CHUNK = struct.Struct("<IHB")
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_TYPE_CRC = [zlib.crc32(bytes([kind])) for kind in range(LAST + 1)]
+SYSTEM_PREFIX = "__swanlab__."
+"""Keys of swanlab's own hardware monitor (CPU, memory...), on a step counter of their own: not read."""
+STEP_SOURCE = "the step= passed to swanlab.log (swanlab counts the calls itself when none was passed)"
+MEDIA_TAG_TYPES = frozenset({"image", "audio", "text"})
+_MAX_FIELDS = 64
+
+
+class SwanlabKind(MetricKind):
+    """A SwanLab run folder (read from its run log as it grows), or an experiment of the local dashboard's
+    ``runs.swanlab`` that has no run log (``part``: its run folder's name)."""
+
+    name = SOURCE
+    label = "SwanLab"
+    appends = True
+
+    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
+                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+        logs = sorted(name for name in files if is_run_log(name))
+        if not logs and "logs" in dirs and (folder.parent / DASHBOARD_DB).is_file():
+            return [Found(folder, quiet=True, whole=True)]  # an older local run: read through the dashboard
+        if not logs:
+            return []
+        return [Found(folder, tuple(folder / name for name in logs), "SwanLab run log", whole=True)]
+
+    def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        if path.name != DASHBOARD_DB:
+            return []
+        if not is_sqlite_file(path):
+            return [Found(path, skipped="named like SwanLab's dashboard database, but not a SQLite file")]
+        try:
+            experiments = _experiments(path, side_files(path, allowed)[0])
+        except SqliteUnreadable as err:
+            return [Found(path, skipped=str(err))]
+        found = [Found(path, (path,), "an experiment in SwanLab's local dashboard database", part=run_id,
+                       label=name or run_id)
+                 for run_id, name in experiments if not _has_run_log(path.parent / run_id, allowed)]  # fmt: skip
+        return found or [Found(path, quiet=True)]  # each experiment is read from its run folder's log
+
+    def may_claim(self, path: Path) -> bool:
+        return path.name == DASHBOARD_DB or is_run_log(path.name)
+
+    def watched(self, source: RunSource) -> list[Path]:
+        if source.part:
+            return [source.path, *side_files(source.path)[0]]
+        return list(source.files) or sorted(p for p in source.path.glob("run-*.swanlab"))
+
+    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
+                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+        if source.part or source.path.name == DASHBOARD_DB:  # rewritten in place: read whole every time
+            points = _read_dashboard(source, allowed_roots)
+            facts, points.extras = points.extras, {}  # the reader keeps the facts of what it commits
+            return Appended(TableSet().result(facts), points)
+        return _read_run_log(source, resume, allowed_roots)
+
+
+def is_run_log(name: str) -> bool:
+    """A run log's name, ``run-<id>.swanlab`` (one per run folder; ``runs.swanlab`` is the dashboard's)."""
+    return name.startswith("run-") and name.endswith(".swanlab")
+
+
+def _has_run_log(folder: Path, allowed: list[Path] | None) -> bool:
+    if allowed is not None and not inside(folder, allowed):
+        return False
+    try:
+        return any(is_run_log(entry.name) for entry in folder.iterdir())
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- the run log
+
+
+def _read_run_log(source: RunSource, resume: dict[str, Any] | None, allowed: list[Path] | None) -> Appended:
+    """The points after ``resume["offset"]`` (from the start when None); a record not wholly on disk yet
+    is left for the next read."""
+    tail = TableSet()
+    logs = list(source.files) or sorted(source.path.glob("run-*.swanlab"))
+    log = logs[0] if logs else source.path / "run-*.swanlab"
+    if len(logs) > 1:  # swanlab sync refuses such a folder too
+        tail.problems.append(Problem(str(source.path), f"several run logs here; only {log.name} is read"))
+    if allowed is not None and not inside(log, allowed):
+        tail.problems.append(Problem(str(log), OUTSIDE))
+        return Appended(TableSet().result(), tail.result(), {"offset": 0})
+    if not log.is_file():  # a pipe named like a log could block a read forever; a dangling link
+        tail.problems.append(Problem(str(log), "missing, or not a regular file; not opened"))
+        return Appended(TableSet().result(), tail.result(), {"offset": 0})
+    committed, parts, offset = TableSet(), list[ReadResult](), 0
+    try:
+        with open(log, "rb") as handle:
+            head = handle.read(HEADER.size)
+            refused = _header_problem(head) if len(head) == HEADER.size else ""
+            if len(head) == HEADER.size and not refused:  # else not SwanLab's, or no header yet
+                start = max(int((resume or {}).get("offset", 0)), HEADER.size)
+                offset = _scan(handle, start, committed.problems,
+                               lambda framed: parts.append(_points(source.run, framed, committed.problems)))  # fmt: skip
+    except OSError as err:
+        tail.problems.append(Problem(str(log), f"cannot read: {err}"))
+        return Appended(TableSet().result(), tail.result(), {"offset": 0})
+    if refused:
+        tail.problems.append(Problem(str(log), refused))
+    result = merge_results(parts) if len(parts) != 1 else parts[0]
+    result.problems = committed.problems
+    result.extras = {"step_source": STEP_SOURCE, **_config(source.path, allowed, tail.problems)}  # read anew
+    return Appended(result, tail.result(), {"offset": offset})
+
+
+PIECE = 32 << 20
+"""Bytes of a run log decoded at once (about 450,000 points): a long run's log is read piece by piece, so
+its Python objects (a few per record) never pile up for the whole file."""
+
+
+def _scan(handle: BinaryIO, offset: int, problems: list[Problem], each: Callable[[Framed], None]) -> int:
+    """Hand the records from file offset ``offset`` on to ``each``, a piece at a time; where the next read
+    starts (the first record not wholly written)."""
+    piece = PIECE
+    while True:
+        handle.seek(offset)
+        data = handle.read(piece)
+        framed = frame_records(data, offset, problems, handle.name)
+        if framed.starts:
+            each(framed)
+        if len(data) < piece:  # the end of the file
+            return framed.resume
+        if framed.resume == offset:  # a record longer than a piece
+            piece *= 2
+        offset = framed.resume
+
+
+def _header_problem(head: bytes) -> str:
+    """Why a run log's header is refused ("" when it is SwanLab's, version 2)."""
+    ident, magic, version = HEADER.unpack(head)
+    if ident != IDENT or magic != MAGIC:
+        return "not a SwanLab run log (its first bytes are not SwanLab's header)"
+    if version > VERSION:
+        return f"written by a newer SwanLab (run log version {version}; rl-board reads {VERSION}); not read"
+    if version != VERSION:
+        return f"written by an older SwanLab (run log version {version}; rl-board reads {VERSION}); not read"
+    return ""
+
+
+@dataclass
+class Framed:
+    """The whole records of a stretch of a run log: ``data[starts[i]:ends[i]]`` (a record split over
+    chunks is put together after ``data``, in ``joined``), and where the next read resumes."""
+
+    data: bytes
+    base: int
+    where: str = ""
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    joined: list[bytes] = field(default_factory=list)
+    joined_size: int = 0
+    origins: dict[int, int] = field(default_factory=dict)  # a joined record's index -> its file offset
+    resume: int = 0
+
+    def buffer(self) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """Every record in one byte string, and each record's span."""
+        blob = self.data + b"".join(self.joined) if self.joined else self.data
+        return blob, np.asarray(self.starts, np.int64), np.asarray(self.ends, np.int64)
+
+    def origin(self, index: int) -> int:
+        """The file offset of a record's (first) chunk, for messages."""
+        return self.origins.get(index, self.base + self.starts[index] - CHUNK.size)
+
+
+def frame_records(data: bytes, base: int, problems: list[Problem], where: str) -> Framed:
+    """Split ``data`` (the log from file offset ``base`` on) into records. A chunk that fails its checksum
+    is one Problem: reading goes on right after it when the next chunk checks out (only its payload was
+    damaged), else at the next block. A chunk not wholly written yet ends the read there."""
+    framer = _Framer(data, base, problems, where)
+    out, view, size, pos = framer.out, memoryview(data), len(data), 0
+    unpack, crc32, full_crc, head = CHUNK.unpack_from, zlib.crc32, _TYPE_CRC[FULL], CHUNK.size
+    add_start, add_end = out.starts.append, out.ends.append
+    while True:  # the usual chunk (a whole record, sound) takes the first branches only
+        left = BLOCK - (base + pos) % BLOCK
+        if left < head:  # a block's zero tail
+            if pos + left > size:
+                break
+            pos += left
+            continue
+        if pos + head > size:
+            break
+        crc, length, kind = unpack(data, pos)
+        end = pos + head + length
+        sound = kind == FULL and framer.pending is None and head + length <= left and end <= size
+        if sound and crc32(view[pos + head : end], full_crc) == crc:
+            add_start(pos + head)
+            add_end(end)
+            pos = end
+            continue
+        after = framer.odd(pos, crc, length, kind, left)
+        if after is None:
+            break
+        pos = after
+    out.resume = framer.pending[0] if framer.pending is not None else base + pos
+    return out
+
+
+class _Framer:
+    """The rarer chunks of ``frame_records``: damaged ones, and records split over several chunks."""
+
+    def __init__(self, data: bytes, base: int, problems: list[Problem], where: str) -> None:
+        self.out = Framed(data, base, where)
+        self.view, self.problems, self.where = memoryview(data), problems, where
+        self.pending: list[Any] | None = None  # [file offset of the first chunk, its parts...]
+
+    def odd(self, pos: int, crc: int, length: int, kind: int, left: int) -> int | None:
+        """Where reading goes on after this chunk (None: it is not wholly written yet)."""
+        base, size = self.out.base, len(self.view)
+        body, end = pos + CHUNK.size, pos + CHUNK.size + length
+        if kind < FULL or kind > LAST or CHUNK.size + length > left:
+            self._lose(f"a damaged chunk header at byte {base + pos}; the rest of its block is skipped")
+            return pos + left
+        if end > size:
+            return None
+        if zlib.crc32(self.view[body:end], _TYPE_CRC[kind]) != crc:
+            self._lose(f"a chunk at byte {base + pos} fails its checksum; skipped")
+            return _after_bad_chunk(self.out.data, base, pos, end, left)
+        if kind in (FULL, FIRST) and self.pending is not None:
+            self._lose(f"a record cut short at byte {self.pending[0]}; skipped")
+        if kind == FULL:
+            self.out.starts.append(body)
+            self.out.ends.append(end)
+        elif kind == FIRST:
+            self.pending = [base + pos, self.view[body:end]]
+        elif self.pending is None:
+            self._lose(f"a record's continuation without its start at byte {base + pos}; skipped")
+        else:
+            self.pending.append(self.view[body:end])
+            if kind == LAST:
+                _join(self.out, self.pending, size)
+                self.pending = None
+        return end
+
+    def _lose(self, reason: str) -> None:
+        self.problems.append(Problem(self.where, reason))
+        self.pending = None
+
+
+def _join(out: Framed, pending: list[Any], size: int) -> None:
+    """A record put together from its chunks, placed after the data in the records' buffer."""
+    payload = b"".join(pending[1:])
+    start = size + out.joined_size
+    out.origins[len(out.starts)] = pending[0]
+    out.joined.append(payload)
+    out.joined_size += len(payload)
+    out.starts.append(start)
+    out.ends.append(start + len(payload))
+
+
+def _after_bad_chunk(data: bytes, base: int, pos: int, end: int, left: int) -> int:
+    """Where to go on after a chunk whose checksum failed: just past it when its length was sound (what
+    follows is a good chunk, a block's tail or the end), else the next block."""
+    after = BLOCK - (base + end) % BLOCK
+    if end == len(data) or after < CHUNK.size or end + CHUNK.size > len(data):
+        return end
+    crc, length, kind = CHUNK.unpack_from(data, end)
+    if FULL <= kind <= LAST and CHUNK.size + length <= after:
+        body = end + CHUNK.size
+        stop = body + length
+        if stop > len(data) or zlib.crc32(memoryview(data)[body:stop], _TYPE_CRC[kind]) == crc:
+            return end
+    return pos + left
+
+
+def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The varints at each of ``pos``: values (uint64) and sizes in bytes (11: longer than a varint)."""
+    last = len(buf) - 1  # a read past the end (a damaged message) is clipped, and found bad by its length
+    byte = buf[np.minimum(pos, last)]
+    value = (byte & 0x7F).astype(np.uint64)
+    size = np.ones(len(pos), np.int64)
+    more = np.flatnonzero(byte & 0x80)
+    shift = 7
+    while more.size and shift < 70:
+        byte = buf[np.minimum(pos[more] + size[more], last)]
+        value[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+        size[more] += 1
+        more = more[(byte & 0x80) != 0]
+        shift += 7
+    size[more] = 11
+    return value, size
+
+
+Layout = tuple[tuple[int, int], ...]
+"""A message's fields as (number, wire type), in the order a writer puts them (by number: protobuf's
+serializers do); each under 16, so its tag is one byte."""
+RECORD: Layout = ((1, 0), (2, 2), (13, 2), (14, 2))  # num, timestamp, scalar, media (of the oneof)
+SCALAR: Layout = ((1, 2), (2, 0), (3, 0), (4, 2), (5, 2))  # key, step, type, timestamp, value
+TIMESTAMP: Layout = ((1, 0), (2, 0))  # seconds, nanos
+NUMBER: Layout = ((1, 1),)  # a double
+
+
+def _walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray, layout: Layout) -> Fields:
+    """The fields of many protobuf messages ``buf[start:end]`` at once (see ``Fields``).
+
+    A message laid out as ``layout`` is read in one pass over its fields; any other (fields in another
+    order, or others besides: a record of another kind) is read field by field, in any order.
+    """
+    fields = Fields(len(start), layout)
+    pos = start.copy()
+    for number, wire in layout:
+        live = np.flatnonzero(pos < end)
+        here = live[buf[pos[live]] == (number << 3 | wire)]
+        if here.size:
+            at = pos[here] + 1
+            value, length, after = _field(buf, at, np.full(len(here), wire, np.int8))
+            fields.put(number, here, value, length)
+            pos[here] = np.where(after < 0, end[here] + 1, after)  # an overlong varint: not this layout
+    odd = np.flatnonzero(pos != end)
+    if odd.size:
+        fields.reset(odd)
+        _walk_any(buf, start[odd], end[odd], fields, odd)
+    return fields
+
+
+def _field(buf: np.ndarray, at: np.ndarray, wire: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fields whose values start at ``at``: a varint's value (or a payload's or fixed width's start), a
+    payload's length, and where the next field starts (-1: a varint longer than 10 bytes, or a wire type
+    that is not protobuf's)."""
+    raw, used = _varints(buf, at)  # unused for a fixed width
+    delimited = wire == 2
+    length = np.where(delimited, np.minimum(raw, np.uint64(1 << 40)).astype(np.int64), 0)
+    value = np.where(wire == 0, raw.view(np.int64), np.where(delimited, at + used, at))
+    after = np.select([wire == 0, delimited, wire == 1, wire == 5],
+                      [at + used, at + used + length, at + 8, at + 4], -1)  # fmt: skip
+    after[(used > 10) & ((wire == 0) | delimited)] = -1
+    return value, length, after
+
+
+def _walk_any(buf: np.ndarray, start: np.ndarray, end: np.ndarray, fields: Fields, rows: np.ndarray) -> None:
+    """``_walk`` for messages in no known layout: one field of each per pass, the last occurrence kept."""
+    pos = start.copy()
+    live = np.flatnonzero(pos < end)
+    for _ in range(_MAX_FIELDS):
+        if not live.size:
+            break
+        tag, size = _varints(buf, pos[live])
+        wire, number = (tag & 7).astype(np.int8), (tag >> 3).astype(np.int64)
+        value, length, after = _field(buf, pos[live] + size, wire)
+        stop = end[live]
+        bad = (size > 10) | (after < 0) | (after > stop)
+        for f, kind in fields.layout:
+            hit = np.flatnonzero((number == f) & (wire == kind) & ~bad)
+            fields.put(f, rows[live[hit]], value[hit], length[hit])
+        fields.ok[rows[live[bad]]] = False
+        pos[live] = np.where(bad, stop, after)
+        live = live[~bad & (after < stop)]
+    fields.ok[rows[live]] = False  # more fields than a SwanLab record has
+
+
+class Fields:
+    """What ``_walk`` read of each message: for each field of the layout, its last occurrence: a varint's
+    value (``value``; 0 when absent, as proto3 reads it), or where a fixed width's bytes or a payload
+    start (-1 when absent), with the payload's ``length``; ``ok`` is False for a message that does not
+    parse."""
+
+    def __init__(self, count: int, layout: Layout) -> None:
+        self.layout = layout
+        self.value = {f: np.full(count, 0 if wire == 0 else -1, np.int64) for f, wire in layout}
+        self.length = {f: np.zeros(count, np.int64) for f, _ in layout}
+        self.ok = np.ones(count, bool)
+
+    def put(self, number: int, rows: np.ndarray, value: np.ndarray, length: np.ndarray) -> None:
+        self.value[number][rows] = value
+        self.length[number][rows] = length
+
+    def reset(self, rows: np.ndarray) -> None:
+        for f, wire in self.layout:
+            self.value[f][rows] = 0 if wire == 0 else -1
+            self.length[f][rows] = 0
+
+    def inner(self, buf: np.ndarray, number: int, layout: Layout, rows: np.ndarray | None = None) -> Fields:
+        """The sub-messages in field ``number`` (of ``rows``), walked; an absent one reads as empty."""
+        at = self.value[number] if rows is None else self.value[number][rows]
+        length = self.length[number] if rows is None else self.length[number][rows]
+        present = at >= 0
+        return _walk(buf, np.where(present, at, 0), np.where(present, at + length, 0), layout)
+
+
+def _points(run: str, framed: Framed, problems: list[Problem]) -> ReadResult:
+    """The scalar points of the framed records, decoded column-wise; a record that does not parse is a
+    Problem (one for all of them, naming the first)."""
+    blob, starts, ends = framed.buffer()
+    buf = np.frombuffer(blob, np.uint8)
+    record = _walk(buf, starts, ends, RECORD)
+    scalar = np.flatnonzero(record.ok & (record.value[13] >= 0))
+    fields = record.inner(buf, 13, SCALAR, scalar)
+    stamp, number = fields.inner(buf, 4, TIMESTAMP), fields.inner(buf, 5, NUMBER)
+    fine = fields.ok & stamp.ok & number.ok
+    broken = np.concatenate([np.flatnonzero(~record.ok), scalar[~fine]])
+    if broken.size:
+        first = framed.origin(int(broken.min()))
+        problems.append(Problem(framed.where, f"{broken.size} record(s) could not be decoded as SwanLab records "
+                                       f"(the first at byte {first}); skipped"))  # fmt: skip
+    keep = fine & (fields.value[1] >= 0) & (fields.length[1] > 0)
+    values = _doubles(buf, number.value[1][keep])
+    walls = stamp.value[1][keep] + stamp.value[2][keep] * 1e-9
+    missing = np.flatnonzero(walls == 0)
+    if missing.size:  # no time of its own: the record's
+        when = record.inner(buf, 2, TIMESTAMP, scalar[keep][missing])
+        walls[missing] = np.where(when.value[1] > 0, when.value[1] + when.value[2] * 1e-9, np.nan)
+    key_at, key_len = fields.value[1][keep], fields.length[1][keep]
+    index: dict[bytes, int] = {}  # few keys, many points: a dict look-up each, no Python loop around it
+    keys = map(blob.__getitem__, map(slice, key_at.tolist(), (key_at + key_len).tolist()))
+    seen = np.fromiter(map(index.setdefault, keys, itertools.count()), np.int64, count=len(key_at))
+    dense = np.zeros(len(key_at), np.int64)
+    dense[list(index.values())] = np.arange(len(index))
+    codes = dense[seen]  # each key's first position -> its number among the keys
+    texts = [name.decode("utf-8", "replace") for name in index]
+    shown = ~np.isin(codes, [i for i, text in enumerate(texts) if text.startswith(SYSTEM_PREFIX)])
+    tags = pa.DictionaryArray.from_arrays(
+        pa.array(codes[shown].astype(np.int32)), pa.array(texts, pa.string())
+    )
+    result = TableSet().result()
+    steps = fields.value[2][keep][shown]
+    result.scalars = scalar_frame(run, SOURCE, tags, steps, values[shown], walls[shown])
+    return result
+
+
+def _doubles(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The little-endian doubles at ``at`` (0.0 where absent: proto3 leaves a 0.0 out)."""
+    out = np.zeros(len(at), np.float64)
+    present = np.flatnonzero(at >= 0)
+    if present.size:
+        raw = buf[at[present][:, None] + np.arange(8)]
+        out[present] = np.ascontiguousarray(raw).view("<f8").ravel()
+    return out
+
+
+def record_fields(raw: bytes) -> dict[int, list[Any]]:
+    """One protobuf message's fields (number -> values: int for a varint, bytes otherwise), by hand;
+    ValueError when it does not parse."""
+    out: dict[int, list[Any]] = {}
+    i = 0
+    while i < len(raw):
+        tag, i = _varint(raw, i)
+        wire = tag & 7
+        value: int | bytes
+        if wire == 0:
+            value, i = _varint(raw, i)
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            value, i = raw[i : i + width], i + width
+        elif wire == 2:
+            length, i = _varint(raw, i)
+            value, i = raw[i : i + length], i + length
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(raw):
+            raise ValueError("truncated")
+        out.setdefault(tag >> 3, []).append(value)
+    return out
+
+
+def _varint(raw: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(raw) or shift > 63:
+            raise ValueError("bad varint")
+        byte = raw[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+# ---------------------------------------------------------------- the config
+
+
+def _config(folder: Path, allowed: list[Path] | None, problems: list[Problem]) -> dict[str, Any]:
+    """``files/config.yaml`` as text, and flattened to hparams (``rollout.n``) in swanlab's key order."""
+    path = folder / "files" / "config.yaml"
+    if allowed is not None and not inside(path, allowed):
+        problems.append(Problem(str(path), OUTSIDE))
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    except OSError:
+        text = None
+    if text is None:
+        return {}
+    try:
+        entries = _load_yaml(text)
+    except ValueError as err:
+        problems.append(Problem(str(path), f"not readable as YAML: {err}"))
+        return {"config_text": text, "hparams": {}}
+    hparams: dict[str, Any] = {}
+    if isinstance(entries, dict):
+        ordered = sorted(entries.items(), key=lambda kv: _sort_of(kv[1]))
+        for key, entry in ordered:
+            _flatten(str(key), entry.get("value") if isinstance(entry, dict) and "value" in entry else entry,
+                     hparams)  # fmt: skip
+    return {"config_text": text, "hparams": hparams}
+
+
+def _sort_of(entry: Any) -> float:
+    sort = entry.get("sort") if isinstance(entry, dict) else None
+    return float(sort) if isinstance(sort, (int, float)) and not isinstance(sort, bool) else math.inf
+
+
+def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for sub, inner in value.items():
+            _flatten(f"{key}.{sub}", inner, out)
+    elif isinstance(value, (bool, int, float, str)):
+        out[key] = value
+    else:
+        out[key] = json.dumps(value, default=str)
+
+
+def _load_yaml(text: str) -> Any:
+    """PyYAML's safe load when it is installed (swanlab needs it; rl-board does not), else the plain
+    subset swanlab writes: ``key:`` then ``  value: <scalar or block>``."""
+    try:
+        import yaml
+    except ImportError:
+        return _plain_config(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(str(err).splitlines()[0]) from err
+
+
+_TOP_KEY = re.compile(r"^(?!\s)(?:'((?:[^']|'')*)'|\"((?:[^\"\\]|\\.)*)\"|([^:#]+)):\s*$")
+
+
+def _plain_config(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    key: str | None = None
+    block: list[str] | None = None
+    for line in text.splitlines():
+        top = _TOP_KEY.match(line)
+        if top:
+            key, block = next(g for g in top.groups() if g is not None).strip(), None
+            out[key] = {"value": None}
+        elif key is not None and line.startswith("  value:"):
+            rest = line[len("  value:") :].strip()
+            out[key] = {"value": _plain_scalar(rest) if rest else ""}
+            block = [] if not rest else None
+        elif key is not None and block is not None and line.startswith("    "):
+            block.append(line[4:])
+            out[key]["value"] = "\n".join(block)
+        elif key is not None and line.startswith("  sort:"):
+            out[key]["sort"] = _plain_scalar(line[len("  sort:") :].strip())
+            block = None
+    return out
+
+
+def _plain_scalar(text: str) -> Any:
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].replace("''", "'") if text[0] == "'" else json.loads(text)
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("null", "~"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {".nan": math.nan, ".inf": math.inf, "-.inf": -math.inf}.get(lowered, text)
+
+
+# ---------------------------------------------------------------- the local dashboard's database
+
+
+def _experiments(db: Path, sides: list[Path]) -> list[tuple[str, str]]:
+    """(run_id, name) of each experiment in a dashboard database; SqliteUnreadable when it is not one."""
+    try:
+        with open_sqlite_readonly(db, sides) as conn:
+            if not _is_dashboard(table_columns(conn, ("experiment", "tag"))):
+                raise SqliteUnreadable(
+                    "a SQLite file named runs.swanlab without SwanLab's experiment and tag tables"
+                )
+            rows = conn.execute("SELECT run_id, name FROM experiment ORDER BY id").fetchall()
+    except sqlite3.Error as err:
+        raise SqliteUnreadable(f"cannot read this SQLite file: {err}") from err
+    return [(str(run_id), str(name or "")) for run_id, name in rows if _plain_name(str(run_id))]
+
+
+def _is_dashboard(columns: dict[str, set[str]]) -> bool:
+    return ({"id", "run_id", "name"} <= columns.get("experiment", set())
+            and {"experiment_id", "name", "type"} <= columns.get("tag", set()))  # fmt: skip
+
+
+def _plain_name(name: str) -> bool:
+    """A folder name that stays in its folder (a database could name ``../..``)."""
+    return (
+        bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\x00" not in name
+    )
+
+
+def _read_dashboard(source: RunSource, allowed: list[Path] | None) -> ReadResult:
+    """One experiment of a dashboard database, from its tags' JSON lines (its run folder has no log)."""
+    tables = TableSet()
+    db, run_id = source.path, source.part
+    if allowed is not None and not inside(db, allowed):
+        tables.problems.append(Problem(str(db), OUTSIDE))
+        return tables.result()
+    sides, refused = side_files(db, allowed)
+    tables.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+    try:
+        with open_sqlite_readonly(db, sides) as conn:
+            columns = table_columns(conn, ("experiment", "tag"))
+            if not _is_dashboard(columns):
+                tables.problems.append(Problem(str(db), "not SwanLab's dashboard database (no experiment and tag "
+                                                        "tables)"))  # fmt: skip
+                return tables.result()
+            folder = "tag.folder" if "folder" in columns["tag"] else "NULL"  # before swanboard 0.1.2b8: none
+            tags = conn.execute(f"SELECT tag.name, {folder}, tag.type FROM tag JOIN experiment ON "
+                                "tag.experiment_id = experiment.id WHERE experiment.run_id = ? ORDER BY tag.id",
+                                (run_id,)).fetchall()  # fmt: skip
+    except (SqliteUnreadable, sqlite3.Error) as err:
+        tables.problems.append(Problem(str(db), str(err)))
+        return tables.result()
+    if not _plain_name(run_id):
+        tables.problems.append(
+            Problem(str(db), f"the run folder {run_id!r} is not a plain folder name; not read")
+        )
+        return tables.result()
+    run_dir = db.parent / run_id
+    lines = _TagLines(source.run, tables, allowed)
+    for name, tag_folder, kind in tags:
+        tag_folder = str(tag_folder) if tag_folder else quote(str(name), safe="")  # as swanboard migrates
+        if kind not in MEDIA_TAG_TYPES and _plain_name(tag_folder):
+            lines.read(str(name), run_dir / "logs" / tag_folder)
+    lines.finish()
+    return tables.result({"step_source": STEP_SOURCE, **_config(run_dir, allowed, tables.problems)})
+
+
+class _TagLines:
+    """The scalar points of a tag's ``<n>.log`` files; a line that is not JSON is a Problem with its line
+    number, a last line without its newline is not written yet."""
+
+    def __init__(self, run: str, tables: TableSet, allowed: list[Path] | None) -> None:
+        self.run, self.tables, self.allowed = run, tables, allowed
+        self.tags: list[str] = []
+        self.steps: list[int] = []
+        self.values: list[float] = []
+        self.times: list[Any] = []
+
+    def read(self, tag: str, folder: Path) -> None:
+        try:
+            files = sorted(folder.glob("*.log"), key=lambda p: (len(p.stem), p.stem))
+        except OSError:
+            return
+        for path in files:
+            if self.allowed is not None and not inside(path, self.allowed):
+                self.tables.problems.append(Problem(str(path), OUTSIDE))
+                continue
+            try:
+                if not path.is_file():
+                    raise OSError("not a regular file")
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as err:
+                self.tables.problems.append(Problem(str(path), f"cannot read: {err}"))
+                continue
+            for row in self._rows(text[: text.rfind("\n") + 1], path):
+                value = scalar_value(row.get("data")) if isinstance(row, dict) else None
+                step = row.get("index") if value is not None else None
+                if value is not None and isinstance(step, int) and not isinstance(step, bool):
+                    self.tags.append(tag)
+                    self.steps.append(step)
+                    self.values.append(value)
+                    self.times.append(row.get("create_time"))
+
+    def _rows(self, text: str, path: Path) -> list[Any]:
+        lines = text.splitlines()
+        try:
+            return json.loads("[" + ",".join(line for line in lines if line.strip()) + "]")
+        except ValueError:
+            pass
+        rows = []
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    self.tables.problems.append(Problem(str(path), "not a JSON line", number))
+        return rows
+
+    def finish(self) -> None:
+        walls = iso_seconds(self.times).tolist()
+        self.tables.scalars.extend(len(self.values), run=self.run, source=SOURCE, tag=self.tags, step=self.steps,
+                                   value=self.values, wall_time=walls)  # fmt: skip
+
+
+# ---------------------------------------------------------------- logged tables
+
+
+def logged_tables(run_folder: Path, allowed_roots: list[Path] | None = None,
+                  problems: list[Problem] | None = None) -> list[LoggedTable]:  # fmt: skip
+    """The tables logged to a run as ``swanlab.echarts.Table`` (verl's ``val/generations``): each
+    ``media/echarts/<step:03d>-<sha8>.json`` holding ``{"_swanLab": "table", "colDefs", "rowData"}``, named
+    and stepped by the run log's media records (without a run log: every such file, stepped by its name).
+    A table logged twice with the same content at one step is one file, so one table; a file swanlab
+    wrote but then dropped (a second table for a key at one step) has no record, and is left out. NaN
+    cells were written as null (swanlab dumps with ``ignore_nan``). This reads the whole run log."""
+    problems = [] if problems is None else problems
+    folder = Path(run_folder) / "media" / "echarts"
+    try:
+        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    except OSError:
+        files = []
+    if not files:
+        return []
+    names = _media_names(Path(run_folder), allowed_roots, problems)
+    out = []
+    for path in files:
+        if names is not None and path.name not in names:
+            continue  # written, then dropped by swanlab (a second table for a key at one step)
+        if allowed_roots is not None and not inside(path, allowed_roots):
+            problems.append(Problem(str(path), OUTSIDE))
+            continue
+        try:
+            if not path.is_file():
+                raise OSError("not a regular file")
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            problems.append(Problem(str(path), f"not a readable JSON file: {err}"))
+            continue
+        if not isinstance(doc, dict) or doc.get("_swanLab") != "table":
+            continue  # a chart, not a table
+        columns = [str(c.get("field")) for c in doc.get("colDefs") or [] if isinstance(c, dict)]
+        rows = [[row.get(c) for c in columns] for row in doc.get("rowData") or [] if isinstance(row, dict)]
+        stem = path.name.split("-", 1)[0]
+        key, step = (names or {}).get(path.name, ("", int(stem) if stem.isdigit() else None))
+        out.append(LoggedTable(key or "echarts table", step, columns, rows, str(path)))
+    return sorted(out, key=lambda t: (t.step is None, t.step or 0, t.key))
+
+
+def _media_names(folder: Path, allowed: list[Path] | None,
+                 problems: list[Problem]) -> dict[str, tuple[str, int]] | None:  # fmt: skip
+    """Media file name -> (key, step), from the run log's media records (14: key 1, step 2, value 5 ->
+    items 1 -> filename 1); None without a run log to read."""
+    logs = sorted(folder.glob("run-*.swanlab"))
+    if not logs or (allowed is not None and not inside(logs[0], allowed)) or not logs[0].is_file():
+        return None
+    names: dict[str, tuple[str, int]] = {}
+
+    def each(framed: Framed) -> None:
+        blob, starts, ends = framed.buffer()
+        record = _walk(np.frombuffer(blob, np.uint8), starts, ends, RECORD)
+        for at, length in zip(record.value[14].tolist(), record.length[14].tolist(), strict=True):
+            if at >= 0:
+                _media_name(blob[at : at + length], names, framed.where, problems)
+
+    try:
+        with open(logs[0], "rb") as handle:
+            if not _header_problem(handle.read(HEADER.size).ljust(HEADER.size, b"\0")):
+                _scan(handle, HEADER.size, [], each)
+    except OSError as err:
+        problems.append(Problem(str(logs[0]), f"cannot read: {err}"))
+        return None
+    return names
+
+
+def _media_name(raw: bytes, names: dict[str, tuple[str, int]], where: str, problems: list[Problem]) -> None:
+    try:
+        media = record_fields(raw)
+        key = media.get(1, [b""])[-1].decode("utf-8", "replace")
+        step = media.get(2, [0])[-1]
+        for item in record_fields(media.get(5, [b""])[-1]).get(1, []):
+            filename = record_fields(item).get(1, [b""])[-1].decode("utf-8", "replace")
+            names.setdefault(filename, (key, step))
+    except (ValueError, AttributeError) as err:
+        problems.append(Problem(where, f"a media record could not be decoded: {err}"))
