@@ -41,7 +41,7 @@ def _named(bundle, root: Path) -> dict[str, str]:
     return out
 
 
-def _within(seconds: float, fn):  # noqa: ANN202 - whatever fn returns
+def _within(seconds: float, fn):
     box: dict[str, object] = {}
     thread = threading.Thread(target=lambda: box.update(value=fn()), daemon=True)
     thread.start()
