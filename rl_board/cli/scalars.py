@@ -46,7 +46,8 @@ def run(ns: argparse.Namespace) -> int:
 def scalars_report(index: MetricsIndex) -> dict[str, Any]:
     """The `scalars --json` object: per run its kind, tag summaries, histogram tags and problems."""
     runs = [{"run": info.run, "kind": info.kind, "tags": info.tags, "histograms": info.histogram_tags,
-             "problems": [problem_dict(p, index.root) for p in info.problems]} for info in index.runs]  # fmt: skip
+             "problems": [problem_dict(p, index.root) for p in info.problems],
+             **({"step": info.step_source} if info.step_source else {})} for info in index.runs]  # fmt: skip
     return {"runs": runs}
 
 
@@ -59,6 +60,8 @@ def _scalars_table(report: dict[str, Any]) -> str:
         lines.append(
             f"{run['run']}  [{run['kind']}]  {len(run['tags'])} tags, {len(run['histograms'])} histograms"
         )
+        if run.get("step"):
+            lines.append(f"  steps: {run['step']}")
         width = max((len(t) for t in run["tags"]), default=0)
         for tag, s in run["tags"].items():
             lines.append(

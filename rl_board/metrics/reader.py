@@ -100,6 +100,9 @@ class RunInfo:
     tags: dict[str, dict[str, int]] = field(default_factory=dict)
     """Scalar tag -> points, first_step, last_step: what a run list shows without its points."""
     histogram_tags: list[str] = field(default_factory=list)
+    step_source: str = ""
+    """Which step the points are at, in words, when a store numbers its points besides the trainer's step
+    (a tracker's own counter against the run's declared step metric)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly, for the cache (``from_dict`` reads it back)."""
@@ -282,6 +285,7 @@ def run_info(source: RunSource, kind: str, result: ReadResult) -> RunInfo:
         problems=list(result.problems),
         tags=tag_summary(result.scalars),
         histogram_tags=sorted(str(t) for t in result.histograms["tag"].unique()),
+        step_source=str(result.extras.get("step_source", "")),
     )
 
 

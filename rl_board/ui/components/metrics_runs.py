@@ -165,6 +165,8 @@ def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
             _di_engine_details(info)
         elif info.config_text or info.hparams:
             _config_details(info)
+        if info.step_source:
+            st.caption(f"{escape_markdown(run_label(info))}: points at {escape_markdown(info.step_source)}.")
 
 
 def _config_details(info: RunInfo) -> None:
