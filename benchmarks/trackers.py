@@ -14,7 +14,11 @@ trainers log. Each figure is taken in a fresh process (imports not counted):
 
 and printed as a median (range) of --repeat runs, with microseconds per point
 and the ratio to TensorBoard's cold read beside the 1.2x target (warm: 0.1 s).
-The load average is printed with each row. Nothing is asserted.
+The load average is printed with each row. With --page, the click on
+"Metrics" (benchmarks/clicks.py's timing: the script run finished and the
+first chart drawn) on a server started on an empty cache, for the TensorBoard
+store and each tracker's, beside TensorBoard's (the same click budget).
+Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # benchmarks.clicks, for --page
 TARGET_RATIO = 1.2  # cold read time per point, against TensorBoard's
 TARGET_WARM = 0.1  # seconds
 
@@ -138,6 +143,32 @@ def figures(store: Path, repeat: int) -> dict[str, list]:
     return out
 
 
+def page_figures(store: Path, repeat: int, work: Path) -> list[float]:
+    """Seconds from the click on "Metrics" to the run's first chart, a new server and cache each time."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, Server, _nav, new_tab, timed
+
+    out: list[float] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for k in range(repeat):
+            cache = Path(tempfile.mkdtemp(prefix="rlb-tracker-page-"))
+            server = Server(store, cache, work / f"serve-{store.name}-{k}.log", cwd=REPO)
+            try:
+                tab = new_tab(browser, server)
+                tab.go("/")
+                main = tab.main()
+                click = timed(tab, _nav(tab, "Metrics"), lambda main=main: main.get_by_test_id("stPlotlyChart").first)
+                out.append(click.seconds)
+                tab.page.context.close()
+            finally:
+                server.stop()
+                shutil.rmtree(cache, ignore_errors=True)
+        browser.close()
+    return out
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
@@ -149,6 +180,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default=",".join(WRITERS), help="stores, comma-separated")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "rlb-trackers-bench"))
+    parser.add_argument("--page", action="store_true", help="also time the click on Metrics in chromium")
     args = parser.parse_args()
     kinds = ["tensorboard", *[k for k in args.only.split(",") if k != "tensorboard" and k in WRITERS]]
     work = Path(args.work)
@@ -170,6 +202,9 @@ def main() -> None:
               f"{'ok' if warm < TARGET_WARM else 'OVER':>6} {statistics.median(got['load']):>5.2f}")  # fmt: skip
         if got["problems"]:
             print(f"{'':12} problems: {got['problems']}")
+        if args.page:
+            clicks = page_figures(store, args.repeat, work)
+            print(f"{'':12} click on Metrics to the first chart: {spread(clicks)} s")
 
 
 if __name__ == "__main__":
