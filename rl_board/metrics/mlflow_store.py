@@ -13,35 +13,47 @@ File store (``MLFLOW_ALLOW_FILE_STORE=true`` in 3.17): ``mlruns/<experiment id>/
 ``artifact_uri``), ``params/<key>``, ``tags/<key>``, ``metrics/<key>`` (a key ``a/b`` is the file
 ``metrics/a/b``) with lines ``<timestamp ms> <value> <step>`` (``nan``, ``inf``, ``-inf`` as Python
 prints them; 2 fields in old files: step 0; 5 with a dataset name and digest).
+
+A run still logging only gains rows (SQLite) or lines (files): the kind is an appending one, read on from
+the last row's rowid or each metric file's last complete line (``MlflowKind.read_from``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from rl_board.metrics.kind import LoggedTable, MetricKind, RunSource
+from rl_board.metrics.cache import prefix_digest
+from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.sqlite_read import (
     Runs,
     SqliteUnreadable,
+    files_state,
     is_sqlite_file,
+    note_current,
     open_sqlite_readonly,
     remembered_runs,
+    row_digest,
+    run_key,
     side_files,
+    still_current,
     table_columns,
 )
-from rl_board.metrics.table import Problem, ReadResult, TableSet, scalar_frame
+from rl_board.metrics.table import Problem, TableSet, scalar_frame
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 
@@ -68,6 +80,7 @@ class MlflowKind(MetricKind):
 
     name = SOURCE
     label = "MLflow"
+    appends = True
 
     def may_claim(self, path: Path) -> bool:
         return path.suffix.lower() in SQLITE_SUFFIXES
@@ -118,14 +131,18 @@ class MlflowKind(MetricKind):
             return [source.path / "meta.yaml", *(f for f in files if not f.is_symlink())]
         return [source.path, *side_files(source.path)[0]]
 
-    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
+    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
+                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+        """The run's points after those read before (``resume``), or all of them: a run of the SQLite
+        store from the row after the last one read (``read_sqlite_from``), a run folder from where each
+        metric file's last complete line ended (``read_folder_from``)."""
         if allowed_roots is not None and not inside(source.path, allowed_roots):
-            tables = TableSet()
-            tables.problems.append(Problem(str(source.path), OUTSIDE))
-            return tables.result()
+            tail = TableSet()
+            tail.problems.append(Problem(str(source.path), OUTSIDE))
+            return Appended(TableSet().result(), tail.result(), {}, restarted=resume is not None)
         if source.path.is_dir():
-            return read_run_folder(source.path, source.run, allowed_roots)
-        return read_sqlite_run(source.path, source.part, source.run, allowed_roots)
+            return read_folder_from(source.path, source.run, resume, allowed_roots)
+        return read_sqlite_from(source.path, source.part, source.run, resume, allowed_roots)
 
 
 def _metric_files(folder: Path, allowed: list[Path] | None) -> list[Path]:
@@ -171,19 +188,40 @@ def _deleted(stage: str | None) -> str:
     return " (deleted)" if stage == "deleted" else ""
 
 
-def read_sqlite_run(db: Path, run_uuid: str, run: str, allowed_roots: list[Path] | None = None) -> ReadResult:
-    """One run of an MLflow SQLite store: its points in one query, turned into columns without a Python
-    step per point beyond fetching the rows."""
-    tables = TableSet()
+def read_sqlite_from(db: Path, run_uuid: str, run: str, resume: dict[str, Any] | None,
+                     allowed_roots: list[Path] | None = None) -> Appended:  # fmt: skip
+    """One run of an MLflow SQLite store, from the row after ``resume["last_rowid"]`` on (its points in one
+    query, turned into columns without a Python step per point beyond fetching the rows).
+
+    The ``metrics`` table has no id of its own but is a rowid table (MLflow 3.17's schema: a composite
+    primary key, not ``WITHOUT ROWID``); MLflow only inserts into it, so a new point gets a rowid above
+    every committed one. The resume point is the last row's rowid and a digest of that row: when it is
+    gone or differs (the database was replaced or vacuumed), the run is read from the start
+    (``restarted``). Params are read again each time (a run may log more); the file's standing problems
+    are in ``tail``.
+    """
+    tables, tail = TableSet(), TableSet()
     sides, refused = side_files(db, allowed_roots)
-    tables.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+    tail.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+    state, taken = files_state([db, *sides]), time.time_ns()
+    memo = run_key(SOURCE, db, run_uuid, allowed_roots)
+    known = still_current(memo, state, resume)
+    if known is not None:
+        extras, notes = known
+        tail.problems.extend(notes)
+        return Appended(tables.result(extras), tail.result(), dict(resume or {}))
+    prior = _rowid_resume(resume)
     try:
         with open_sqlite_readonly(db, sides) as conn:
             columns = table_columns(conn, _MLFLOW_TABLES)
             if not _is_mlflow(columns):
-                tables.problems.append(Problem(str(db), "not an MLflow tracking database"))
-                return tables.result()
-            rows = _metric_rows(conn, columns["metrics"], run_uuid)
+                tail.problems.append(Problem(str(db), "not an MLflow tracking database"))
+                note_current(memo, state, taken, {}, ({}, tail.problems[len(refused) :]))
+                return Appended(tables.result(), tail.result(), {}, restarted=resume is not None)
+            resumed = prior is not None and _row_check(conn, prior[0], run_uuid) == prior[1]
+            after = prior[0] if resumed and prior is not None else 0
+            rows, last = _metric_rows(conn, columns["metrics"], run_uuid, after)
+            check = _row_check(conn, last, run_uuid) if last else None
             params = (
                 conn.execute(
                     "SELECT key, value FROM params WHERE run_uuid = ? ORDER BY key", (run_uuid,)
@@ -192,19 +230,46 @@ def read_sqlite_run(db: Path, run_uuid: str, run: str, allowed_roots: list[Path]
                 else []
             )
     except (SqliteUnreadable, sqlite3.Error) as err:
-        tables.problems.append(Problem(str(db), str(err)))
-        return tables.result()
-    points = _columns(rows, db, tables.problems)
+        tail.problems.append(Problem(str(db), str(err)))
+        if prior is not None:  # what was read before stays, and is read on next time
+            return Appended(tables.result(), tail.result(), dict(resume or {}))
+        return Appended(tables.result(), tail.result(), {}, restarted=resume is not None)
+    if last:
+        at: dict[str, Any] = {"last_rowid": last, "check": check}
+    else:  # nothing new: the same resume point, or none when the run has no point yet
+        at = {"last_rowid": prior[0], "check": prior[1]} if resumed and prior is not None else {}
+    extras = _param_extras(dict(params))
+    result = tables.result(extras)
+    if rows:  # none new: the empty table as it is (a live run's check finds none, often)
+        result.scalars = _scalars(rows, run, db, result.problems)
+    note_current(memo, state, taken, at, (extras, tail.problems[len(refused) :]))
+    return Appended(result, tail.result(), at, restarted=not resumed and resume is not None)
+
+
+def _scalars(rows: list[tuple[Any, ...]], run: str, db: Path, problems: list[Problem]) -> pd.DataFrame:
+    """The scalar table of (key, step, value or NULL for NaN, timestamp ms) rows; +-``FLOAT_MAX`` as +-inf."""
+    points = _columns(rows, db, problems)
     value = points.field("value").fill_null(math.nan).to_numpy(zero_copy_only=False)  # NULL: a NaN point
     value = np.where(np.abs(value) == FLOAT_MAX, np.copysign(math.inf, value), value)
     walls = (
         points.field("timestamp").cast(pa.float64()).fill_null(math.nan).to_numpy(zero_copy_only=False) / 1000
     )
-    result = tables.result(_param_extras(dict(params)))
-    result.scalars = scalar_frame(
-        run, SOURCE, points.field("key"), points.field("step").to_numpy(zero_copy_only=False), value, walls
-    )
-    return result
+    steps = points.field("step").to_numpy(zero_copy_only=False)
+    return scalar_frame(run, SOURCE, points.field("key"), steps, value, walls)
+
+
+def _rowid_resume(resume: dict[str, Any] | None) -> tuple[int, str] | None:
+    """(last rowid, its row's digest) of a cached read of the SQLite store; None when there is none."""
+    if not isinstance(resume, dict):
+        return None
+    last, check = resume.get("last_rowid"), resume.get("check")
+    return (last, check) if isinstance(last, int) and last > 0 and isinstance(check, str) else None
+
+
+def _row_check(conn: sqlite3.Connection, rowid: int, run_uuid: str) -> str | None:
+    """A digest of the run's row ``rowid`` as stored (every column); None when there is no such row."""
+    row = conn.execute("SELECT * FROM metrics WHERE rowid = ? AND run_uuid = ?", (rowid, run_uuid)).fetchone()
+    return None if row is None else row_digest((rowid, *row))
 
 
 _ROW = pa.struct(
@@ -234,24 +299,28 @@ def _number_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
-def _metric_rows(conn: sqlite3.Connection, columns: set[str], run_uuid: str) -> list[tuple[Any, ...]]:
-    """(key, step, value or NULL for NaN, timestamp ms) of one run, read in rowid order over the span of
-    rows the run occupies (a sequential scan; the run_uuid index would fetch each row on its own)."""
+def _metric_rows(
+    conn: sqlite3.Connection, columns: set[str], run_uuid: str, after: int = 0
+) -> tuple[list[tuple[Any, ...]], int | None]:
+    """(key, step, value or NULL for NaN, timestamp ms) of one run's rows after rowid ``after``, and the
+    last one's rowid (None: no such row): read in rowid order over the span of rows they occupy (a
+    sequential scan; the run_uuid index, which finds the span's ends, would fetch each row on its own)."""
     step = "step" if "step" in columns else "0"
     value = "CASE WHEN is_nan THEN NULL ELSE value END" if "is_nan" in columns else "value"
     stamp = "timestamp" if "timestamp" in columns else "NULL"
     first = conn.execute(
-        "SELECT rowid FROM metrics WHERE run_uuid = ? ORDER BY rowid LIMIT 1", (run_uuid,)
+        "SELECT rowid FROM metrics WHERE run_uuid = ? AND rowid > ? ORDER BY rowid LIMIT 1", (run_uuid, after)
     ).fetchone()
     if first is None:
-        return []
+        return [], None
     last = conn.execute(
         "SELECT rowid FROM metrics WHERE run_uuid = ? ORDER BY rowid DESC LIMIT 1", (run_uuid,)
     ).fetchone()
-    return conn.execute(
+    rows = conn.execute(
         f"SELECT key, {step}, {value}, {stamp} FROM metrics WHERE rowid BETWEEN ? AND ? AND +run_uuid = ?",
         (first[0], last[0], run_uuid),
     ).fetchall()
+    return rows, last[0]
 
 
 def _param_extras(params: dict[str, Any]) -> dict[str, Any]:
@@ -262,23 +331,45 @@ def _param_extras(params: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def read_run_folder(folder: Path, run: str, allowed_roots: list[Path] | None = None) -> ReadResult:
-    """One run folder of the file store: every metric file under ``metrics/``, and ``params/``."""
-    tables = TableSet()
+def read_folder_from(folder: Path, run: str, resume: dict[str, Any] | None,
+                     allowed_roots: list[Path] | None = None) -> Appended:  # fmt: skip
+    """One run folder of the file store: every metric file under ``metrics/`` from where the last read
+    stopped, and ``params/`` (read again each time: a run may log more).
+
+    MLflow only appends whole lines to a metric file. ``resume["files"]`` keeps, per metric key, the byte
+    offset after the last complete line read, how many lines that was (bad lines are named by number) and
+    a digest of the bytes before the offset; when a file shrank, changed before its offset or is gone,
+    the run is read from the start (``restarted``). A last line without its newline is one still being
+    written: it is not read (half a number is no point) and is read whole next time. Links refused and
+    unreadable files are problems of ``tail``.
+    """
+    tables, tail = TableSet(), TableSet()
+    found = list(_walk_files(folder / "metrics", allowed_roots, tail.problems))
+    prior = _file_offsets(resume)
+    restarted = resume is not None and (prior is None or not _offsets_hold(found, prior))
+    if restarted or prior is None:
+        prior = {}
     tags: list[pa.Array] = []
     steps, values, walls = [], [], []
-    for path, key in _walk_files(folder / "metrics", allowed_roots, tables.problems):
-        got = _metric_file(path, tables.problems)
+    offsets: dict[str, list[Any]] = {}
+    for path, key in found:
+        start, lines, digest = prior.get(key, (0, 0, ""))
+        got = _metric_chunk(path, start, lines, tables.problems, tail.problems)
         if got is None:
+            if key in prior:
+                offsets[key] = [start, lines, digest]
             continue
-        stamp, value, step = got
+        (stamp, value, step), size, count, moved_digest = got
+        offsets[key] = [start + size, lines + count, moved_digest or digest]
+        if not len(value):
+            continue
         tags.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(value), np.int32)), pa.array([key])))
         steps.append(step)
         values.append(value)
         walls.append(stamp / 1000.0)
     params = {
-        key: _text(path, tables.problems)
-        for path, key in _walk_files(folder / "params", allowed_roots, tables.problems)
+        key: _text(path, tail.problems)
+        for path, key in _walk_files(folder / "params", allowed_roots, tail.problems)
     }
     result = tables.result(_param_extras({k: v for k, v in sorted(params.items()) if v is not None}))
     if values:
@@ -286,7 +377,40 @@ def read_run_folder(folder: Path, run: str, allowed_roots: list[Path] | None = N
         result.scalars = scalar_frame(
             run, SOURCE, tag, np.concatenate(steps), np.concatenate(values), np.concatenate(walls)
         )
-    return result
+    return Appended(result, tail.result(), {"files": offsets}, restarted=restarted)
+
+
+def _file_offsets(resume: dict[str, Any] | None) -> dict[str, tuple[int, int, str]] | None:
+    """Per metric key: (byte offset, lines, digest) where a cached read of a run folder stopped."""
+    files = resume.get("files") if isinstance(resume, dict) else None
+    if not isinstance(files, dict):
+        return None
+    out = {}
+    for key, got in files.items():
+        if not (
+            isinstance(got, list) and len(got) == 3 and isinstance(got[0], int) and isinstance(got[1], int)
+        ):
+            return None
+        out[key] = (got[0], got[1], str(got[2]))
+    return out
+
+
+def _offsets_hold(found: list[tuple[Path, str]], prior: dict[str, tuple[int, int, str]]) -> bool:
+    """Whether every file read before is still there, at least as long, with the same bytes before where
+    the read stopped (the last 4 KiB of them, as ``cache.prefix_digest`` hashes them)."""
+    paths = {key: path for path, key in found}
+    for key, (offset, _, digest) in prior.items():
+        path = paths.get(key)
+        if path is None:
+            return False
+        if not offset:
+            continue
+        try:
+            if path.stat().st_size < offset or prefix_digest(path, offset) != digest:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _walk_files(top: Path, allowed: list[Path] | None, problems: list[Problem]) -> Iterator[tuple[Path, str]]:
@@ -314,16 +438,35 @@ def _text(path: Path, problems: list[Problem]) -> str | None:
         return None
 
 
-def _metric_file(path: Path, problems: list[Problem]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(timestamps ms, values, steps) of one metric file: Arrow's CSV reader when every line is
-    ``ts value step``, else line by line (old 2-field lines, 5-field dataset lines, bad lines named). A last
-    line without its newline is not read: MLflow writes whole lines, so it is one still being written."""
+Series = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""(timestamps ms, values, steps) of a metric file's lines."""
+
+
+def _metric_chunk(
+    path: Path, start: int, lines: int, problems: list[Problem], standing: list[Problem]
+) -> tuple[Series, int, int, str] | None:
+    """(timestamps ms, values, steps) of one metric file's complete lines from byte ``start`` on (``lines``
+    lines before it), the bytes and lines they take, and a digest of the bytes before their end ("" when
+    they take none); None when the file cannot be read (a problem of ``standing``).
+
+    Arrow's CSV reader when every line is ``ts value step``, else line by line (old 2-field lines,
+    5-field dataset lines, bad lines named in ``problems`` by their number in the file)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            if start:
+                handle.seek(start)
+            data = handle.read()
     except OSError as err:
-        problems.append(Problem(str(path), f"unreadable: {err}"))
+        standing.append(Problem(str(path), f"unreadable: {err}"))
         return None
     data = data[: data.rfind(b"\n") + 1]  # a last line without its newline is still being written
+    if not data:
+        return (_EMPTY, _EMPTY, _EMPTY.astype(np.int64)), 0, 0, ""
+    if start and len(data) < _DIGEST_SPAN:
+        digest = prefix_digest(path, start + len(data))
+    else:
+        digest = hashlib.sha256(data[-_DIGEST_SPAN:]).hexdigest()
+    count = data.count(b"\n")
     odd: list[int] = []
     parse = pcsv.ParseOptions(
         delimiter=" ", quote_char=False, invalid_row_handler=lambda row: odd.append(1) or "skip"
@@ -335,22 +478,26 @@ def _metric_file(path: Path, problems: list[Problem]) -> tuple[np.ndarray, np.nd
     except pa.ArrowInvalid:
         odd.append(1)
     if odd:
-        return _metric_lines(path, data, problems)
-    return (
+        return _metric_lines(path, data, problems, lines), len(data), count, digest
+    columns = (
         table.column("timestamp").to_numpy().astype(np.float64),
         table.column("value").to_numpy(),
         table.column("step").to_numpy(),
     )
+    return columns, len(data), count, digest
 
 
-def _metric_lines(
-    path: Path, data: bytes, problems: list[Problem]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+_EMPTY = np.zeros(0, dtype=np.float64)
+_DIGEST_SPAN = 4096
+"""Bytes before a resume offset that ``cache.prefix_digest`` hashes."""
+
+
+def _metric_lines(path: Path, data: bytes, problems: list[Problem], before: int = 0) -> Series:
     stamps: list[float] = []
     values: list[float] = []
     steps: list[int] = []
     lines = data.split(b"\n")
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=before + 1):
         parts = line.split()
         if not parts:
             continue

@@ -5,10 +5,17 @@ read-only open of such a file still creates ``-wal``/``-shm`` files beside it,
 so a database with side files is copied (with them) to a temporary folder and
 the copy is read; one without is opened immutable. Nothing here raises for a
 bad file but ``SqliteUnreadable``, whose message is safe to show.
+
+A read that goes on from where the last one stopped checks that the row it resumes after is unchanged
+(``row_digest``); a database whose files have not changed since (``files_state``) is not opened again
+(``still_current``).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -26,6 +33,8 @@ from rl_board.sources.roots import inside
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SIDE_FILES = ("-wal", "-journal")
+
+
 class SqliteUnreadable(Exception):
     """A SQLite file that could not be opened or queried; the message says why, in words."""
 
@@ -136,3 +145,62 @@ def remembered_runs(
         while len(_CLAIMS) > 256:
             _CLAIMS.popitem(last=False)
     return runs
+
+
+def row_digest(row: tuple[Any, ...]) -> str:
+    """A digest of one row's values, exact (floats by ``repr``, text and bytes as stored): a resumed read
+    checks that the row it resumes after is still the same row, or the database was rewritten."""
+    return hashlib.sha256(repr(tuple(row)).encode()).hexdigest()[:32]
+
+
+def files_state(paths: list[Path]) -> list[list[int]]:
+    """[size, mtime in ns, inode] of each file ([-1, -1, -1] when it cannot be stat-ed)."""
+    out = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append([-1, -1, -1])
+            continue
+        out.append([st.st_size, st.st_mtime_ns, st.st_ino])
+    return out
+
+
+RACY_NS = 2_000_000_000
+"""A file changed this recently may change again within the same mtime tick, unseen: it is not memoised."""
+_CURRENT: OrderedDict[tuple[Any, ...], tuple[list[list[int]], str, Any]] = OrderedDict()
+_CURRENT_LOCK = threading.Lock()
+
+
+def run_key(kind: str, path: Path, part: str, allowed: list[Path] | None) -> tuple[Any, ...]:
+    """What ``still_current`` knows one run of a database by (the served roots decide the side files read)."""
+    return (kind, str(path), part, None if allowed is None else tuple(map(str, allowed)))
+
+
+def still_current(key: tuple[Any, ...], state: list[list[int]], resume: dict[str, Any] | None) -> Any:
+    """What ``note_current`` kept for ``key`` when the files are as they were then (``state``) and the
+    read resumes where that one stopped; None otherwise. A dashboard following runs asks every few
+    seconds, for each run of a project database: an unchanged database is then neither copied nor opened."""
+    if not isinstance(resume, dict):
+        return None
+    with _CURRENT_LOCK:
+        known = _CURRENT.get(key)
+    if known is None or known[0] != state or known[1] != json.dumps(resume, sort_keys=True, default=str):
+        return None
+    return copy.deepcopy(known[2])
+
+
+def note_current(
+    key: tuple[Any, ...], state: list[list[int]], taken_ns: int, resume: dict[str, Any], payload: Any
+) -> None:
+    """Remember that with the files at ``state`` (stat-ed at ``taken_ns``, before the read), a read resuming
+    at ``resume`` finds nothing new, and what else it gives (``payload``: the run's facts, the file's
+    standing problems). Not when a file changed less than ``RACY_NS`` before: a write in the same mtime
+    tick, after the read, would leave the same size and mtime."""
+    if any(mtime > taken_ns - RACY_NS for _, mtime, _ in state):
+        return
+    with _CURRENT_LOCK:
+        _CURRENT[key] = (state, json.dumps(resume, sort_keys=True, default=str), copy.deepcopy(payload))
+        _CURRENT.move_to_end(key)
+        while len(_CURRENT) > 1024:
+            _CURRENT.popitem(last=False)

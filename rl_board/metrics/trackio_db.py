@@ -17,6 +17,10 @@ that value is each row's step and the key is not shown as a series; rows without
 Every read opens the file read-only and immutable, so nothing appears beside it; when a ``-wal`` or
 ``-journal`` file is beside it (a run still writing), the database and that file are copied into a
 temporary folder and the copy is read, so committed rows in the WAL are seen.
+
+A run still logging only gains rows, each with an id above all before it (``AUTOINCREMENT``): the kind
+is an appending one, and a read goes on from the last row read (its id and a digest of it are the
+resume point; a database rewritten is read from the start).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +39,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board.metrics.kind import LoggedTable, MetricKind, RunSource
+from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.sqlite_read import (
     Runs,
     SqliteUnreadable,
+    files_state,
     is_sqlite_file,
+    note_current,
     open_sqlite_readonly,
     remembered_runs,
+    row_digest,
+    run_key,
     side_files,
+    still_current,
     table_columns,
 )
 from rl_board.metrics.table import Problem, ReadResult, TableSet, iso_seconds, scalar_frame, scalar_value
@@ -66,6 +77,7 @@ class TrackioKind(MetricKind):
 
     name = SOURCE
     label = "Trackio"
+    appends = True
 
     def may_claim(self, path: Path) -> bool:
         return path.suffix.lower() == ".db"
@@ -86,42 +98,146 @@ class TrackioKind(MetricKind):
     def watched(self, source: RunSource) -> list[Path]:
         return [source.path, *side_files(source.path)[0]]
 
-    def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
-        tables = TableSet()
-        path = source.path
+    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
+                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+        """The run's rows after the last one read before (``resume``), or all of them.
+
+        The resume point is the id of the last row read and a digest of that row: when the row is gone or
+        differs (the database was replaced, the run renamed: trackio deletes and re-inserts its rows), the
+        run is read from the start (``restarted``). SQLite gives whole committed rows only. A bad row's
+        problem is committed with it; the file's standing problems (a side file refused, the config or
+        the database unreadable) are in ``tail``: shown with every read, never piled up in the cache.
+        """
+        path, tail = source.path, TableSet()
         if allowed_roots is not None and not inside(path, allowed_roots):
-            tables.problems.append(Problem(str(path), OUTSIDE))
-            return tables.result()
+            tail.problems.append(Problem(str(path), OUTSIDE))
+            return Appended(TableSet().result(), tail.result(), {}, restarted=resume is not None)
         sides, refused = side_files(path, allowed_roots)
-        tables.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+        tail.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+        state, taken = files_state([path, *sides]), time.time_ns()
+        memo = run_key(SOURCE, path, source.part, allowed_roots)
+        known = still_current(memo, state, resume)
+        if known is not None:
+            extras, notes = known
+            tail.problems.extend(notes)
+            return Appended(TableSet().result(extras), tail.result(), dict(resume or {}))
+        read = _read_rows(source, sides, _Resume.of(resume), tail)
+        if read is None:  # the step key the run's rows carry changed: what was cached is read again
+            tail = TableSet()
+            tail.problems.extend(Problem(str(p), OUTSIDE) for p in refused)
+            read = _read_rows(source, sides, None, tail)
+            assert read is not None
+        committed, at, restarted, ok = read
+        if not ok and _Resume.of(resume) is not None:  # unreadable now: what was read stays, read on later
+            return Appended(committed, tail.result(), dict(resume or {}))
+        if ok:
+            note_current(memo, state, taken, at, (committed.extras, tail.problems[len(refused) :]))
+        return Appended(committed, tail.result(), at, restarted and resume is not None)
+
+
+@dataclass
+class _Resume:
+    """Where a read of one run stopped: the last row's id and digest, and what the rows so far decided (the
+    step keys they carry, the keys skipped) that a read of the new rows alone must know."""
+
+    key: str
+    last_id: int
+    check: str | None
+    step_keys: list[str]
+    skipped: list[str]
+
+    @classmethod
+    def of(cls, raw: dict[str, Any] | None) -> _Resume | None:
+        """The resume point of a cached read; None when there is none (or it is of another shape)."""
+        if not isinstance(raw, dict):
+            return None
         try:
-            with open_sqlite_readonly(path, sides) as conn:
-                columns = table_columns(conn, ("metrics", "configs"))
-                if not is_trackio_schema(columns):
-                    tables.problems.append(
-                        Problem(str(path), "not a Trackio database (no metrics/configs tables)")
-                    )
-                    return tables.result()
-                key = "run_id" if "run_id" in columns["metrics"] else "run_name"
-                rows = conn.execute(
-                    f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? ORDER BY id",
-                    (source.part,),
-                ).fetchall()
-                config = conn.execute(
-                    f"SELECT config FROM configs WHERE {key} = ? ORDER BY id DESC LIMIT 1", (source.part,)
-                ).fetchone()
-        except (SqliteUnreadable, sqlite3.Error) as err:
-            tables.problems.append(Problem(str(path), str(err)))
-            return tables.result()
-        if not rows and config is None:
-            tables.problems.append(Problem(str(path), f"no run {source.part!r} in this database"))
-        parsed = _Rows(path, rows, tables.problems)
-        scalars, step_source = parsed.points(source.run, tables)
-        extras: dict[str, Any] = {"step_source": step_source, "skipped_tags": sorted(parsed.skipped)}
-        extras.update(_config_extras(config, path, tables.problems))
-        result = tables.result(extras)
+            got = cls(raw["key"], raw["last_id"], raw["check"], list(raw["step_keys"]), list(raw["skipped"]))
+        except (KeyError, TypeError):
+            return None
+        shapes = isinstance(got.key, str) and isinstance(got.last_id, int) and got.last_id >= 0
+        return got if shapes and (got.check is None) == (got.last_id == 0) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "last_id": self.last_id, "check": self.check, "step_keys": self.step_keys,
+                "skipped": self.skipped}  # fmt: skip
+
+    def holds(self, conn: sqlite3.Connection, key: str, part: str) -> bool:
+        """Whether the row this read stopped after is still there, as it was."""
+        if key != self.key:
+            return False
+        if not self.last_id:
+            return True
+        row = conn.execute(
+            f"SELECT id, step, metrics FROM metrics WHERE id = ? AND {key} = ?", (self.last_id, part)
+        ).fetchone()
+        return row is not None and row_digest(row) == self.check
+
+
+def _read_rows(
+    source: RunSource, sides: list[Path], prior: _Resume | None, tail: TableSet
+) -> tuple[ReadResult, dict[str, Any], bool, bool] | None:
+    """(committed, resume point, read from the start, the database could be read) of the run's rows after
+    ``prior`` (all when None or no longer sound); None when the new rows decide another step key than the
+    cached ones did (the run must be read again whole)."""
+    path, part, tables = source.path, source.part, TableSet()
+    try:
+        with open_sqlite_readonly(path, sides) as conn:
+            columns = table_columns(conn, ("metrics", "configs"))
+            if not is_trackio_schema(columns):
+                tail.problems.append(Problem(str(path), "not a Trackio database (no metrics/configs tables)"))
+                return tables.result(), {}, True, True
+            key = "run_id" if "run_id" in columns["metrics"] else "run_name"
+            resumed = prior is not None and prior.holds(conn, key, part)
+            after = prior.last_id if resumed and prior is not None else 0
+            rows = _new_rows(conn, key, part, after)
+            config = conn.execute(
+                f"SELECT config FROM configs WHERE {key} = ? ORDER BY id DESC LIMIT 1", (part,)
+            ).fetchone()
+    except (SqliteUnreadable, sqlite3.Error) as err:
+        tail.problems.append(Problem(str(path), str(err)))
+        return tables.result(), {}, True, False
+    before = prior if resumed and prior is not None else _Resume(key, 0, None, [], [])
+    if not rows and not after and config is None:
+        tail.problems.append(Problem(str(path), f"no run {part!r} in this database"))
+    parsed = _Rows(path, rows, tables.problems)
+    carried = parsed.present
+    present = [k for k in STEP_KEYS if k in before.step_keys or k in carried]
+    step_key = present[0] if present else None
+    if before.step_keys and step_key != before.step_keys[0]:
+        return None
+    scalars = parsed.points(source.run, tables, step_key) if parsed.counts else None
+    skipped = sorted(set(before.skipped) | parsed.skipped)
+    extras: dict[str, Any] = {"step_source": _step_phrase(step_key), "skipped_tags": skipped}
+    extras.update(_config_extras(config, path, tail.problems))
+    result = tables.result(extras)
+    if scalars is not None:  # none new: the empty table as it is (a live run's check finds none, often)
         result.scalars = scalars
-        return result
+    last = rows[-1] if rows else None
+    at = _Resume(
+        key,
+        last[0] if last else before.last_id,
+        row_digest((last[0], last[1], last[3])) if last else before.check,
+        present,
+        skipped,
+    )
+    return result, at.to_dict(), not resumed, True
+
+
+def _step_phrase(step_key: str | None) -> str:
+    """Which step the run's points are at, in words."""
+    if step_key is None:
+        return "trackio's step (step= as logged, else its own count of log calls)"
+    shown = step_key.removeprefix("__")
+    return f"{shown} (the trainer's step, logged in each row); rows without it: trackio's own step"
+
+
+def _new_rows(conn: sqlite3.Connection, key: str, part: str, after: int) -> list[tuple[Any, ...]]:
+    """(id, step, timestamp, metrics) of the run's rows after row ``after``, in the order logged."""
+    return conn.execute(
+        f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? AND id > ? ORDER BY id",
+        (part, after),
+    ).fetchall()
 
 
 def _runs(path: Path, sides: list[Path]) -> Runs:
@@ -179,10 +295,10 @@ class _Rows:
             self.stamps.append(stamp)
             self.dicts.append(data)
 
-    def step_key(self) -> str | None:
-        """The key that carries the trainer's step in this run's rows, if one does."""
-        present = set(self.keys)
-        return next((k for k in STEP_KEYS if k in present), None)
+    @property
+    def present(self) -> set[str]:
+        """Which of ``STEP_KEYS`` these rows carry."""
+        return {k for k in STEP_KEYS if any(k in data for data in self.dicts)}
 
     def row_steps(self, step_key: str | None) -> np.ndarray:
         """Each row's step: the trainer's (``step_key``) where the row has it as a whole number, else
@@ -195,10 +311,9 @@ class _Rows:
                     steps[i] = int(value)
         return steps
 
-    def points(self, run: str, tables: TableSet) -> tuple[pd.DataFrame, str]:
-        """The scalar frame (histograms and texts go to ``tables``) and the phrase saying which step was
-        used."""
-        step_key = self.step_key()
+    def points(self, run: str, tables: TableSet, step_key: str | None) -> pd.DataFrame:
+        """The scalar frame (histograms and texts go to ``tables``); ``step_key``: the key that carries the
+        trainer's step in the run's rows (these and those read before), if one does."""
         counts = np.asarray(self.counts, dtype=np.int64)
         steps = np.repeat(self.row_steps(step_key), counts)
         walls = np.repeat(iso_seconds(self.stamps), counts)
@@ -211,12 +326,7 @@ class _Rows:
             mask = pa.array(keep)
             tags, values, steps, walls = tags.filter(mask), values[keep], steps[keep], walls[keep]
         tags = _logged_names(tags)
-        if step_key is None:
-            phrase = "trackio's step (step= as logged, else its own count of log calls)"
-        else:
-            shown = step_key.removeprefix("__")
-            phrase = f"{shown} (the trainer's step, logged in each row); rows without it: trackio's own step"
-        return scalar_frame(run, SOURCE, tags, steps, values, walls), phrase
+        return scalar_frame(run, SOURCE, tags, steps, values, walls)
 
     def _others(
         self, run: str, keep: np.ndarray, steps: np.ndarray, walls: np.ndarray, tables: TableSet
@@ -398,11 +508,17 @@ def _inline_tables(db: Path, rows: list[tuple[Any, ...]], declared: str | None) 
                     _logged_name(name),
                     table_step,
                     columns,
-                    [[r.get(c) for c in columns] for r in records],
+                    [[_cell(r.get(c)) for c in columns] for r in records],
                     f"{db}: metrics row {row_id}",
                 )
             )
     return out
+
+
+def _cell(value: Any) -> Any:
+    """A table cell as logged: trackio writes a NaN or infinity inside a table as the string "NaN",
+    "Infinity" or "-Infinity" (and reads it back so itself); a number was logged there."""
+    return _NUMBER_STRINGS[value] if isinstance(value, str) and value in _NUMBER_STRINGS else value
 
 
 def _table_step(records: list[dict[str, Any]], declared: str | None, step: int) -> int | None:

@@ -7,6 +7,10 @@ its own. A run that fails (an import error included) fails the tests that need i
 its log: nothing here skips. The `real` extra (``pip install -e ".[real]"``, done by tests/run.sh)
 holds what they need.
 
+Two more start with them and write the experiment trackers' local stores offline (the `trackers`
+extra): ``trl_trackers`` (TRL reporting to W&B, Trackio, MLflow and SwanLab) and ``verl_tracking``
+(verl's own ``Tracking`` and generations logger to each backend it has with a local store).
+
 Other trainers, checked on PyPI (Python 3.11, this venv's pins), late 2026:
 
 - prime-rl: not on PyPI (``pip download prime-rl``: no versions). Its rollout writer
@@ -129,6 +133,9 @@ def trainer_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         "trl": _launch("trl", "tests.real.trainers.trl_grpo", root / "trl", [], home),
         "verl": _launch("verl", "tests.real.trainers.verl_dump", root / "verl_classic", ["classic"], home),
         "verl_v1": _launch("verl_v1", "tests.real.trainers.verl_dump", root / "verl_v1", ["v1"], home),
+        "trl_trackers": _launch("trl_trackers", "tests.real.trainers.trl_trackers", root / "trl_trackers", [], home),
+        "verl_tracking": _launch("verl_tracking", "tests.real.trainers.verl_tracking", root / "verl_tracking", [],
+                                 home),
     }
     yield launched
     for run in launched.values():
@@ -156,6 +163,20 @@ def verl_root(trainer_runs: dict[str, Launched]) -> Path:
 def verl_v1_root(trainer_runs: dict[str, Launched]) -> Path:
     """``OUT/verl_v1`` of ``trainers/verl_dump.py v1``: ``rollout/`` written by the v1 trainer."""
     return trainer_runs["verl_v1"].wait() / "verl_v1"
+
+
+@pytest.fixture(scope="session")
+def trl_trackers_root(trainer_runs: dict[str, Launched]) -> Path:
+    """``OUT`` of ``trainers/trl_trackers.py``: TRL's ``run/`` (checkpoint, completions Parquet) beside the
+    stores of W&B (``wandb/``), Trackio (``trackio/``), MLflow (``mlflow.db``) and SwanLab (``swanlog/``)."""
+    return trainer_runs["trl_trackers"].wait()
+
+
+@pytest.fixture(scope="session")
+def verl_tracking_root(trainer_runs: dict[str, Launched]) -> Path:
+    """``OUT`` of ``trainers/verl_tracking.py``: ``truth.json`` and one store per backend verl's ``Tracking``
+    wrote (``wandb/``, ``swanlog/``, ``trackio/``, ``mlflow.db`` + ``mlruns/``, ``tensorboard/``, ``file/``)."""
+    return trainer_runs["verl_tracking"].wait()
 
 
 @pytest.fixture(scope="session")

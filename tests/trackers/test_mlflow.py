@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -164,3 +165,96 @@ def test_a_bad_line_in_a_metric_file_is_named_and_the_rest_read(stores, tmp_path
     (problem,) = result.problems
     assert (Path(problem.file), problem.line) == (reward, 4)
     assert tracker_truth.mismatches(points(result)) == []
+
+
+def wait_ready(child: subprocess.Popen) -> bool:
+    """Whether the writer printed "ready" (its other output lines skipped) before it ended."""
+    return any(line.strip() == "ready" for line in child.stdout)
+
+
+LIVE_WRITER = """
+import sys
+import mlflow
+
+out, backend = sys.argv[1], sys.argv[2]
+mlflow.set_tracking_uri(f"sqlite:///{out}/mlflow.db" if backend == "sqlite" else f"file:{out}/mlruns")
+mlflow.set_experiment("live")
+with mlflow.start_run(run_name="run"):
+    mlflow.log_params({"lr": 0.5})
+    for step in range(20):
+        mlflow.log_metrics({"train/reward": step * 0.5, "train/kl": float("nan") if step == 3 else 0.01}, step=step)
+        if step == 9:
+            print("ready", flush=True)
+            sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "file"])
+def test_a_run_being_logged_is_read_on_from_where_the_last_read_stopped(tmp_path, monkeypatch, backend):
+    """MLflow logs half a run and waits; it is read through a cache; MLflow logs the rest: the next read
+    fetches the new rows (or the new lines of each metric file) alone and gives what a read from scratch
+    gives."""
+    from rl_board.metrics import mlflow_store
+    from rl_board.metrics.reader import load_metrics
+
+    out, home, cache = tmp_path / "out", tmp_path / "home", tmp_path / "cache"
+    out.mkdir()
+    home.mkdir()
+    fetched: list[tuple[str, int, int]] = []
+    metric_rows, chunk = mlflow_store._metric_rows, mlflow_store._metric_chunk
+
+    def rows_spy(conn, columns, run_uuid, after=0):
+        rows, last = metric_rows(conn, columns, run_uuid, after)
+        fetched.append(("db", after, len(rows)))
+        return rows, last
+
+    def chunk_spy(path, start, lines, problems, standing):
+        got = chunk(path, start, lines, problems, standing)
+        fetched.append((path.name, start, got[2] if got else -1))
+        return got
+
+    monkeypatch.setattr(mlflow_store, "_metric_rows", rows_spy)
+    monkeypatch.setattr(mlflow_store, "_metric_chunk", chunk_spy)
+    log = (tmp_path / "writer.log").open("w")
+    child = subprocess.Popen(
+        [sys.executable, "-c", LIVE_WRITER, str(out), backend],
+        env=mlflow_writer.environment(home),
+        cwd=out,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    watchdog = threading.Timer(TIMEOUT, child.kill)  # a writer that hangs ends the test, not the session
+    watchdog.start()
+    try:
+        assert wait_ready(child), (tmp_path / "writer.log").read_text()[-4000:]
+        first = load_metrics(out, cache_dir=cache)
+        assert len(first.scalars) == 20
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.wait(TIMEOUT) == 0, (tmp_path / "writer.log").read_text()[-4000:]
+    finally:
+        watchdog.cancel()
+        child.kill()
+        child.wait()
+        log.close()
+    fetched.clear()
+    live = load_metrics(out, cache_dir=cache)
+    if backend == "sqlite":
+        assert fetched == [("db", 20, 20)]  # on from the 20th row: the 20 new ones
+    else:
+        (run,) = [f for f in (out / "mlruns").glob("*/*/metrics") if f.is_dir()]
+        ten = {
+            f.name: len(b"".join(f.read_bytes().splitlines(keepends=True)[:10]))
+            for f in run.rglob("*")
+            if f.is_file()
+        }
+        assert sorted(fetched) == [("kl", ten["kl"], 10), ("reward", ten["reward"], 10)]  # after the 10 read
+    cold = load_metrics(out)
+    order = ["tag", "step"]
+    got, want = live.scalars.sort_values(order), cold.scalars.sort_values(order)
+    assert got.reset_index(drop=True).equals(want.reset_index(drop=True)) and len(got) == 40
+    assert math.isnan(points(live)[("train/kl", 3)])
+    assert [r.to_dict() for r in live.runs] == [r.to_dict() for r in cold.runs]
+    assert live.runs[0].hparams == {"lr": "0.5"}

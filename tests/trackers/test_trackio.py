@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -181,3 +182,92 @@ def test_a_live_run_s_rows_still_in_the_wal_are_read(store, tmp_path):
     assert got.pop(("train/reward", 51)) == 0.5 and tracker_truth.mismatches(got) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     writer.close()
+
+
+def wait_ready(child: subprocess.Popen) -> bool:
+    """Whether the writer printed "ready" (its other output lines skipped) before it ended."""
+    return any(line.strip() == "ready" for line in child.stdout)
+
+
+LIVE_WRITER = """
+import sys
+import trackio
+
+trackio.init(project="live", name="run", config={"lr": 0.5}, auto_log_gpu=False)
+for step in range(20):
+    trackio.log({"train/reward": step * 0.5, "train/kl": 0.01 * step, "note": f"s{step}"}, step=step)
+    if step == 9:
+        print("ready", flush=True)
+        sys.stdin.readline()
+trackio.finish()
+"""
+
+
+def test_a_run_being_logged_is_read_on_from_its_last_row(tmp_path, monkeypatch):
+    """trackio logs half a run and waits; the run is read through a cache until its rows are there (trackio
+    writes them from a background thread), then trackio logs the rest and finishes: each read through the
+    cache fetched only rows it had not read, and the last gives what a read from scratch gives."""
+    from rl_board.metrics import trackio_db
+    from rl_board.metrics.reader import load_metrics
+
+    out, home, cache = tmp_path / "out", tmp_path / "home", tmp_path / "cache"
+    out.mkdir()
+    home.mkdir()
+    fetched: list[tuple[int, int]] = []
+    new_rows = trackio_db._new_rows
+
+    def spy(conn, key, part, after):
+        rows = new_rows(conn, key, part, after)
+        fetched.append((after, len(rows)))
+        return rows
+
+    monkeypatch.setattr(trackio_db, "_new_rows", spy)
+    log = (tmp_path / "writer.log").open("w")
+    child = subprocess.Popen(
+        [sys.executable, "-c", LIVE_WRITER],
+        env=trackio_writer.environment(out, home),
+        cwd=out,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    watchdog = threading.Timer(TIMEOUT, child.kill)  # a writer that hangs ends the test, not the session
+    watchdog.start()
+    try:
+        assert wait_ready(child), (tmp_path / "writer.log").read_text()[-4000:]
+        deadline = time.monotonic() + 60
+        while True:
+            got = load_metrics(out, cache_dir=cache) if (out / "live.db").exists() else None
+            if got is not None and len(got.scalars) == 20 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (
+            got is not None
+            and len(got.scalars) == 20
+            and set(got.texts["text"]) == {f"s{s}" for s in range(10)}
+        )
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.wait(TIMEOUT) == 0, (tmp_path / "writer.log").read_text()[-4000:]
+    finally:
+        watchdog.cancel()
+        child.kill()
+        child.wait()
+        log.close()
+    live = load_metrics(out, cache_dir=cache)
+    assert sum(n for _, n in fetched) == 20  # every row fetched once
+    assert fetched[-1][0] > 0 and fetched[-1][1] >= 1  # the last read went on from where one stopped
+    fetched.clear()
+    cold = load_metrics(out)
+    for name in ("scalars", "texts"):
+        frame, want = getattr(live, name), getattr(cold, name)
+        order = ["tag", "step"]
+        assert (
+            frame.sort_values(order)
+            .reset_index(drop=True)
+            .equals(want.sort_values(order).reset_index(drop=True))
+        )
+    assert [r.to_dict() for r in live.runs] == [r.to_dict() for r in cold.runs]
+    assert live.runs[0].hparams == {"lr": 0.5} and len(live.scalars) == 40
+    assert not [p.name for p in out.iterdir() if p.name.endswith(("-wal", "-shm", "-journal"))]

@@ -13,10 +13,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from rl_board.metrics import mlflow_store
+from rl_board.metrics import trackio_db as trackio_module
 from rl_board.metrics.kind import RunSource
 from rl_board.metrics.mlflow_store import MlflowKind, logged_tables, read_meta
+from rl_board.metrics.reader import load_metrics
 from rl_board.metrics.sqlite_read import is_sqlite_file
 from rl_board.metrics.table import TableSet
 from rl_board.metrics.trackio_db import TrackioKind
@@ -515,3 +519,305 @@ def test_meta_yaml_scalars(tmp_path):
         "tags": "[]",
         "end_time": "",
     }
+
+
+# --- a live run: read on from where the cached read stopped ----------------------------------------------
+
+
+def insert_trackio_rows(
+    path: Path, rows: list[tuple[int, object]], *, run_id: str = "r1", run: str = "run-a"
+):
+    """More rows of a run, inserted as ``trackio.log`` inserts them (orjson bytes of the metrics)."""
+    conn = sqlite3.connect(path)
+    for step, metrics in rows:
+        text = metrics if isinstance(metrics, str) else json.dumps(metrics)
+        conn.execute(
+            "INSERT INTO metrics (timestamp, run_id, run_name, step, metrics) VALUES (?, ?, ?, ?, ?)",
+            (STAMP, run_id, run, step, text.encode()),
+        )
+    conn.commit()
+    conn.close()
+
+
+def insert_mlflow_points(path: Path, points: list[tuple[str, int, float]], *, run_uuid: str = "u1") -> None:
+    """More points of a run, as MLflow's SQL store inserts them (one row each, NaN as 0 with is_nan)."""
+    conn = sqlite3.connect(path)
+    for key, step, value in points:
+        conn.execute(
+            "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                0.0 if math.isnan(value) else value,
+                1767323050000 + step,
+                run_uuid,
+                step,
+                int(math.isnan(value)),
+            ),
+        )
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def fetched(monkeypatch) -> list[tuple[str, int, int]]:
+    """(kind, where the read started, rows or lines it got) of every fetch of new points, as they happen."""
+    calls: list[tuple[str, int, int]] = []
+    new_rows, metric_rows, chunk = (
+        trackio_module._new_rows,
+        mlflow_store._metric_rows,
+        mlflow_store._metric_chunk,
+    )
+
+    def trackio_rows(conn, key, part, after):
+        rows = new_rows(conn, key, part, after)
+        calls.append(("trackio", after, len(rows)))
+        return rows
+
+    def mlflow_rows(conn, columns, run_uuid, after=0):
+        rows, last = metric_rows(conn, columns, run_uuid, after)
+        calls.append(("mlflow", after, len(rows)))
+        return rows, last
+
+    def mlruns_chunk(path, start, lines, problems, standing):
+        got = chunk(path, start, lines, problems, standing)
+        calls.append((path.name, start, got[2] if got else -1))
+        return got
+
+    monkeypatch.setattr(trackio_module, "_new_rows", trackio_rows)
+    monkeypatch.setattr(mlflow_store, "_metric_rows", mlflow_rows)
+    monkeypatch.setattr(mlflow_store, "_metric_chunk", mlruns_chunk)
+    return calls
+
+
+def ordered(frame):
+    cols = [c for c in ("run", "tag", "step", "wall_time") if c in frame.columns]
+    return frame.sort_values(cols, kind="stable").reset_index(drop=True)
+
+
+def assert_same_as_cold(root: Path, cache: Path):
+    """A read through the cache gives what a read from scratch of the store as it is now gives."""
+    live = load_metrics(root, cache_dir=cache)
+    cold = load_metrics(root)
+    for name in ("scalars", "texts", "histograms"):
+        pd.testing.assert_frame_equal(ordered(getattr(live, name)), ordered(getattr(cold, name)))
+    assert [r.to_dict() for r in live.runs] == [r.to_dict() for r in cold.runs]
+    assert live.problems == cold.problems
+    return live
+
+
+def trackio_row(step: int, **extra) -> tuple[int, dict]:
+    row = {"loss": 1.0 / (step + 1), "reward": "NaN" if step == 3 else step * 0.5, "note": f"n{step}"}
+    if step % 4 == 0:
+        row["h"] = {"_type": "trackio.histogram", "bins": [0.0, 1.0, 2.0], "values": [step, 1]}
+    return step, {**row, **extra}
+
+
+def test_a_live_trackio_run_is_read_on_from_its_last_row(tmp_path, fetched):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = trackio_db(root / "proj.db", [trackio_row(s) for s in range(20)], config={"lr": 0.1})
+    first = load_metrics(root, cache_dir=cache)
+    assert fetched == [("trackio", 0, 20)] and len(first.scalars) == 40
+    insert_trackio_rows(
+        db, [trackio_row(20), (21, "{not json"), trackio_row(22, img={"_type": "trackio.image"})]
+    )
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert fetched[0] == ("trackio", 20, 3)  # the new rows alone (then the cold read's)
+    (run,) = live.runs
+    assert [p.line for p in run.problems] == [22]  # the bad row, named once
+    assert run.hparams == {"lr": 0.1} and run.tags["loss"]["points"] == 22
+    meta = json.loads(next(cache.glob("*/meta.json")).read_text())
+    assert meta["resume"]["last_id"] == 23 and meta["extras"]["skipped_tags"] == ["img"]
+    fetched.clear()
+    assert_same_as_cold(root, cache)
+    assert fetched[0] == ("trackio", 23, 0)  # nothing new: nothing fetched
+
+
+def test_a_trackio_run_whose_step_key_arrives_later_is_read_on(tmp_path, fetched):
+    """TRL's first rows (a timer) carry no train/global_step: the rows that do are read on without a restart;
+    a run whose cached rows stepped by ROLL's ``step`` and whose new rows carry train/global_step (which
+    wins) is read again whole."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = trackio_db(root / "proj.db", [(0, {"profiling/t": 0.1})])
+    load_metrics(root, cache_dir=cache)
+    insert_trackio_rows(db, [(1, {"reward": 1.0, "train/global_step": 1}), (2, {"profiling/t": 0.2})])
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert fetched[0] == ("trackio", 1, 2)
+    assert set(live.scalars["tag"]) == {"profiling/t", "reward"}
+    assert live.runs[0].to_dict()["tags"]["reward"] == {"points": 1, "first_step": 1, "last_step": 1}
+
+    root2, cache2 = tmp_path / "root2", tmp_path / "cache2"
+    root2.mkdir()
+    db2 = trackio_db(root2 / "proj.db", [(0, {"r": 1.0, "__step": 10})])
+    load_metrics(root2, cache_dir=cache2)
+    insert_trackio_rows(db2, [(1, {"r": 2.0, "__step": 20, "train/global_step": 5})])
+    fetched.clear()
+    live = assert_same_as_cold(root2, cache2)
+    assert fetched[:2] == [("trackio", 1, 1), ("trackio", 0, 2)]  # the new rows, then all again
+    assert points(live) == {("r", 0): 1.0, ("step", 0): 10.0, ("r", 5): 2.0, ("step", 5): 20.0}
+
+
+@pytest.mark.parametrize("fewer", [False, True])
+def test_a_rewritten_trackio_db_is_read_from_scratch(tmp_path, fetched, fewer):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = trackio_db(root / "proj.db", [(s, {"a": float(s)}) for s in range(10)])
+    load_metrics(root, cache_dir=cache)
+    db.unlink()
+    trackio_db(db, [(s, {"b": -float(s)}) for s in range(5 if fewer else 12)])  # row 10: gone, or another
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert fetched[0] == ("trackio", 0, 5 if fewer else 12)
+    assert set(live.scalars["tag"]) == {"b"}
+
+
+def test_a_live_mlflow_run_is_read_on_from_its_last_rowid(tmp_path, fetched):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = mlflow_db(root / "mlflow.db", [(k, s, s * 0.5) for s in range(10) for k in ("a", "b")])
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO runs VALUES ('u2', 'run-b', 'RUNNING', 2, 'active', '/nowhere/1/u2', 1)")
+    conn.commit()
+    conn.close()
+    load_metrics(root, cache_dir=cache)
+    assert sorted(fetched) == [("mlflow", 0, 0), ("mlflow", 0, 20)]
+    insert_mlflow_points(db, [("a", 10, 5.0), ("b", 10, math.nan)])
+    insert_mlflow_points(db, [("x", 1, 1.0)], run_uuid="u2")  # another run's row between
+    insert_mlflow_points(db, [("a", 11, math.inf), ("c", 11, -1e308)])
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO params VALUES ('late', 'yes', 'u1')")
+    conn.commit()
+    conn.close()
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert sorted(fetched[:2]) == [("mlflow", 0, 1), ("mlflow", 20, 4)]
+    run = next(r for r in live.runs if r.run.endswith("run-a"))
+    assert run.hparams == {"late": "yes", "lr": "0.1"} and run.tags["a"]["last_step"] == 11
+    fetched.clear()
+    assert_same_as_cold(root, cache)
+    assert sorted(fetched[:2]) == [("mlflow", 23, 0), ("mlflow", 25, 0)]  # each run's last rowid
+
+
+def test_a_rewritten_mlflow_db_is_read_from_scratch(tmp_path, fetched):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = mlflow_db(root / "mlflow.db", [("a", s, float(s)) for s in range(10)])
+    load_metrics(root, cache_dir=cache)
+    db.unlink()
+    mlflow_db(db, [("b", s, -float(s)) for s in range(12)])  # rowid 10 is another row now
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert fetched[0] == ("mlflow", 0, 12) and set(live.scalars["tag"]) == {"b"}
+
+
+@pytest.mark.parametrize("kind", ["trackio", "mlflow"])
+def test_a_db_written_in_wal_mode_with_a_transaction_open_is_read_on(tmp_path, own_tmp, fetched, kind):
+    """A job writing the db: its committed rows (still in the -wal) are read, its open transaction's are
+    not, and nothing appears beside the db; once it commits, the new rows alone are read."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    if kind == "trackio":
+        db = trackio_db(root / "proj.db", [(s, {"a": float(s)}) for s in range(5)])
+        insert = (
+            "INSERT INTO metrics (timestamp, run_id, run_name, step, metrics) VALUES "
+            f"('{STAMP}', 'r1', 'run-a', ?, ?)"
+        )
+        row = lambda s: (s, json.dumps({"a": float(s)}).encode())  # noqa: E731
+    else:
+        db = mlflow_db(root / "mlflow.db", [("a", s, float(s)) for s in range(5)])
+        insert = "INSERT INTO metrics VALUES ('a', ?, 1767323050000, 'u1', ?, 0)"
+        row = lambda s: (float(s), s)  # noqa: E731
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute(insert, row(5))  # committed, in the -wal only
+    load_metrics(root, cache_dir=cache)
+    writer.execute("BEGIN")
+    writer.executemany(insert, [row(s) for s in range(6, 400)])
+    before = listing(root)
+    assert f"{db.name}-wal" in before
+    fetched.clear()
+    got = load_metrics(root, cache_dir=cache)
+    assert sorted(got.scalars["step"]) == list(range(6)) and fetched[0] == (kind, 6, 0)
+    assert listing(root) == before and listing(own_tmp) == []
+    writer.execute("COMMIT")
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert sorted(live.scalars["step"]) == list(range(400)) and fetched[0][2] == 394
+    assert fetched[0][1] == 6  # on from the last row (id or rowid) read before
+    assert listing(root) == before and listing(own_tmp) == []
+    writer.close()
+
+
+def test_an_unchanged_db_is_not_opened_again(tmp_path, monkeypatch):
+    """A dashboard asks every few seconds for each run of a database: one that has not changed (and did
+    not just change: a write in the same mtime tick could hide) is not copied or opened again."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    root.mkdir()
+    db = trackio_db(root / "proj.db", [(s, {"a": float(s)}) for s in range(5)])
+    mdb = mlflow_db(root / "mlflow.db", [("a", 0, 1.0)])
+    past = time.time() - 60
+    for path in (db, mdb):
+        os.utime(path, (past, past))
+    first = load_metrics(root, cache_dir=cache)
+    opened = []
+    for module in (trackio_module, mlflow_store):
+        real = module.open_sqlite_readonly
+        monkeypatch.setattr(
+            module, "open_sqlite_readonly", lambda *a, real=real: opened.append(a) or real(*a)
+        )
+    again = load_metrics(root, cache_dir=cache)
+    assert opened == [] and [r.to_dict() for r in again.runs] == [r.to_dict() for r in first.runs]
+    insert_trackio_rows(db, [(5, {"a": 5.0})])
+    assert len(load_metrics(root, cache_dir=cache).scalars) == len(first.scalars) + 1  # a changed one is
+
+
+def test_a_live_mlruns_run_is_read_on_from_each_files_last_line(tmp_path, fetched):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    run = mlruns_run(root / "mlruns", {"train/reward": "1000 0.5 1\n2000 nan 2\n", "loss": "1000 3.0 1\n"})
+    load_metrics(root, cache_dir=cache)
+    reward, loss = run / "metrics" / "train" / "reward", run / "metrics" / "loss"
+    with reward.open("a") as handle:
+        handle.write("3000 0.75 3\nbad line\n4000 1.2")  # the last line is still being written
+    (run / "metrics" / "kl").write_text("1000 0.01 1\n")
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert sorted(fetched[:3]) == [("kl", 0, 1), ("loss", 11, 0), ("reward", 22, 2)]
+    (problem,) = live.problems
+    assert problem.line == 4 and problem.file == str(reward)  # its number in the file, not in the chunk
+    assert ("train/reward", 4) not in points(live)
+    with reward.open("a") as handle:
+        handle.write("5 4\n")
+    with loss.open("a") as handle:
+        handle.write("2000 -inf 2\n")
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert sorted(fetched[:3]) == [("kl", 12, 0), ("loss", 11, 1), ("reward", 43, 1)]
+    got = points(live)
+    assert got[("train/reward", 4)] == 1.25 and got[("loss", 2)] == -math.inf and len(live.problems) == 1
+    meta = json.loads(next(cache.glob("*/meta.json")).read_text())
+    assert (
+        meta["resume"]["files"]["train/reward"][:2] == [reward.stat().st_size, 5]
+        and "offset" not in meta["resume"]
+    )
+
+
+@pytest.mark.parametrize("change", ["rewritten", "shorter", "removed"])
+def test_a_rewritten_mlruns_file_reads_the_run_from_scratch(tmp_path, fetched, change):
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    run = mlruns_run(root / "mlruns", {"a": "1000 0.5 1\n2000 0.6 2\n", "b": "1000 1.0 1\n"})
+    load_metrics(root, cache_dir=cache)
+    a = run / "metrics" / "a"
+    if change == "rewritten":
+        a.write_text("1000 9.5 1\n2000 9.6 2\n3000 9.7 3\n")
+    elif change == "shorter":
+        a.write_text("1000 0.5 1\n")
+    else:
+        a.unlink()
+    fetched.clear()
+    live = assert_same_as_cold(root, cache)
+    assert ("b", 0) in {(name, start) for name, start, _ in fetched[:2]}  # every file from its start
+    assert len(live.scalars) == {"rewritten": 4, "shorter": 2, "removed": 1}[change]
