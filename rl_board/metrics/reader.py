@@ -262,10 +262,7 @@ def _read_source(source: RunSource, cache: Path | None,
     """Read one discovered run through its kind (and the cache); None for a file that held no metric."""
     kind = kinds.by_name(source.kind)
     if kind.appends:
-        result = _appended(kind, source, cache, allowed_roots)
-        if result.extras.get(NOT_METRICS):
-            return None
-        return run_info(source, result.extras.get(RUN_KIND, kind.name), result), result
+        return _appended(kind, source, cache, allowed_roots)
     return _cached(kind, source, cache, allowed_roots)
 
 
@@ -333,9 +330,15 @@ def _cached(kind: MetricKind, source: RunSource, cache: Path | None,
 
 
 def _cached_info(source: RunSource, cache: Path | None, allowed_roots: list[Path] | None) -> RunInfo | None:
-    """A folder run's facts from its fresh cache entry's meta alone; None when it must be read."""
-    if cache is None or source.kind == OUTSIDE_KIND or kinds.by_name(source.kind).appends:
+    """A run's facts from its fresh cache entry's meta alone; None when it must be read."""
+    if cache is None or source.kind == OUTSIDE_KIND:
         return None
+    kind = kinds.by_name(source.kind)
+    if kind.appends:
+        unit = _appended_unit(kind, source, cache)
+        meta = load_meta(unit) if unit is not None else None
+        fresh = meta is not None and meta.get("signature") == signature(kind.watched(source))
+        return RunInfo.from_dict(meta["info"]) if fresh and meta is not None and "info" in meta else None
     folder, sig = _entry_key(source, cache, allowed_roots)
     meta = load_meta(folder)
     if meta is None or meta.get("signature") != sig or "info" not in meta:
@@ -352,25 +355,38 @@ def _entry_key(source: RunSource, cache: Path, allowed_roots: list[Path] | None)
 
 
 def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
-              allowed_roots: list[Path] | None) -> ReadResult:  # fmt: skip
+              allowed_roots: list[Path] | None) -> tuple[RunInfo, ReadResult] | None:  # fmt: skip
     """A store that only grows, read from where the cached read stopped when the bytes before it are
-    unchanged (else from the start); what was read whole is cached, a record still being written is not."""
+    unchanged (else from the start); what was read whole is cached, a record still being written is not.
+    The entry's meta keeps the run's facts with the watched files' signature, so an index of unchanged
+    runs needs no read (``_cached_info``). None for a file that held no metric."""
     log = kind.watched(source)[0]
-    unit = entry_dir(cache, kind.name, log / source.part if source.part else log) if cache is not None else None
+    unit = _appended_unit(kind, source, cache)
     resume, base = _resume_point(log, unit)
     read = kind.read_from(source, resume, allowed_roots)
     if read.restarted:
         base = None
     committed = merge_results([base, read.committed]) if base is not None else read.committed
     committed.extras = kind.merge_extras(base.extras if base is not None else {}, read.committed.extras)
-    offset = int(read.resume.get("offset", 0))
-    moved = base is None or read.resume != resume
-    if unit is not None and moved and not committed.extras.get(NOT_METRICS):
-        meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "signature": signature([log])}
-        save_entry(unit, committed, meta)
+    if committed.extras.get(NOT_METRICS):
+        return None
     result = merge_results([committed, read.tail])
     result.extras = committed.extras
-    return result
+    info = run_info(source, result.extras.get(RUN_KIND, kind.name), result)
+    offset = int(read.resume.get("offset", 0))
+    if unit is not None and (base is None or read.resume != resume):
+        meta = {"resume": read.resume, "digest": prefix_digest(log, offset),
+                "signature": signature(kind.watched(source)), "info": info.to_dict()}  # fmt: skip
+        save_entry(unit, committed, meta)
+    return info, result
+
+
+def _appended_unit(kind: MetricKind, source: RunSource, cache: Path | None) -> Path | None:
+    """The cache entry of an appending run (a store holding several runs has one per run)."""
+    if cache is None:
+        return None
+    log = kind.watched(source)[0]
+    return entry_dir(cache, kind.name, log / source.part if source.part else log)
 
 
 def _resume_point(log: Path, unit: Path | None) -> tuple[dict[str, Any] | None, ReadResult | None]:
