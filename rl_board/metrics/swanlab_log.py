@@ -2,14 +2,13 @@
 
 A run folder (``swanlab.init(mode="offline")``; local mode writes one too) is
 ``<log_dir>/run-<time>-<id>/`` holding ``run-<id>.swanlab``, the only copy of the metrics: a 7-byte
-header (``:SWL``, uint16 0xE1D6, uint8 version 2: swanlab 0.8 to 0.10), then LevelDB-log framing (32 KiB
-blocks of chunks, each a crc32 uint32 (zlib's, of the type byte then the payload), a length uint16 and a
-type uint8: full 1, first 2, middle 3, last 4; a block's tail under 7 bytes is zeros). Each record is a
+header (``:SWL``, uint16 0xE1D6, uint8 version 2: swanlab 0.8 to 0.10), then LevelDB's log framing, as
+W&B's run log has it (read by ``leveldb_log``: 32 KiB blocks of CRC-checked chunks). Each record is a
 protobuf ``swanlab.record.v1.Record`` whose ``scalar`` (13) holds ``key`` (1), ``step`` (2),
 ``timestamp`` (4) and ``value`` (5) -> ``number`` (1, a double; a logged 0.0 is an empty message).
 swanlab writes it unflushed (the last record may be half on disk) and keeps only the first point of a
-key at a step. The records are decoded here by hand, all at once with numpy. The config is
-``files/config.yaml`` (``{key: {desc, sort, value}}``); the log only names it. (swanlab 0.10.3:
+key at a step. The records are decoded here by hand, all at once with numpy (``protowire.walk``). The
+config is ``files/config.yaml`` (``{key: {desc, sort, value}}``); the log only names it. (swanlab 0.10.3:
 sdk/internal/core_python/store, proto/swanlab/record/v1, sdk/internal/core_python/metrics.)
 
 The local dashboard (``mode="local"`` with swanboard) keeps ``<log_dir>/runs.swanlab``, SQLite in WAL
@@ -23,23 +22,23 @@ read from the lines.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
 import sqlite3
 import struct
-import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
+from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's facts, named here too
+from rl_board.metrics.leveldb_log import CHUNK as CHUNK
+from rl_board.metrics.leveldb_log import Frames, LogFile, Scan, frame
+from rl_board.metrics.protowire import Layout, doubles, message_fields, slices, walk
 from rl_board.metrics.sqlite_read import (
     SqliteUnreadable,
     is_sqlite_file,
@@ -63,15 +62,10 @@ SOURCE = "swanlab"
 DASHBOARD_DB = "runs.swanlab"
 HEADER = struct.Struct("<4sHB")
 IDENT, MAGIC, VERSION = b":SWL", 0xE1D6, 2
-BLOCK = 32768
-CHUNK = struct.Struct("<IHB")
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-_TYPE_CRC = [zlib.crc32(bytes([kind])) for kind in range(LAST + 1)]
 SYSTEM_PREFIX = "__swanlab__."
 """Keys of swanlab's own hardware monitor (CPU, memory...), on a step counter of their own: not read."""
 STEP_SOURCE = "the step= passed to swanlab.log (swanlab counts the calls itself when none was passed)"
 MEDIA_TAG_TYPES = frozenset({"image", "audio", "text"})
-_MAX_FIELDS = 64
 
 
 class SwanlabKind(MetricKind):
@@ -141,7 +135,8 @@ def _has_run_log(folder: Path, allowed: list[Path] | None) -> bool:
 
 def _read_run_log(source: RunSource, resume: dict[str, Any] | None, allowed: list[Path] | None) -> Appended:
     """The points after ``resume["offset"]`` (from the start when None); a record not wholly on disk yet
-    is left for the next read."""
+    is left for the next read. The config is read again only when its file changed (``resume["config"]``:
+    its size and time), so a read of a log that did not grow stays quick."""
     tail = TableSet()
     logs = list(source.files) or sorted(source.path.glob("run-*.swanlab"))
     log = logs[0] if logs else source.path / "run-*.swanlab"
@@ -153,50 +148,41 @@ def _read_run_log(source: RunSource, resume: dict[str, Any] | None, allowed: lis
     if not log.is_file():  # a pipe named like a log could block a read forever; a dangling link
         tail.problems.append(Problem(str(log), "missing, or not a regular file; not opened"))
         return Appended(TableSet().result(), tail.result(), {"offset": 0})
-    committed, parts, offset = TableSet(), list[ReadResult](), 0
+    committed, parts = TableSet(), list[ReadResult]()
+    scan = Scan(int((resume or {}).get("offset", 0)), str(log), HEADER.size, _refused_header)
     try:
-        with open(log, "rb") as handle:
-            head = handle.read(HEADER.size)
-            refused = _header_problem(head) if len(head) == HEADER.size else ""
-            if len(head) == HEADER.size and not refused:  # else not SwanLab's, or no header yet
-                start = max(int((resume or {}).get("offset", 0)), HEADER.size)
-                offset = _scan(handle, start, committed.problems,
-                               lambda framed: parts.append(_points(source.run, framed, committed.problems)))  # fmt: skip
+        with LogFile(log) as data:
+            for frames in scan.batches(data, PIECE):
+                parts.append(_points(source.run, frames, committed.problems))
     except OSError as err:
         tail.problems.append(Problem(str(log), f"cannot read: {err}"))
         return Appended(TableSet().result(), tail.result(), {"offset": 0})
-    if refused:
-        tail.problems.append(Problem(str(log), refused))
-    result = merge_results(parts) if len(parts) != 1 else parts[0]
+    if scan.refused:
+        tail.problems.append(Problem(str(log), scan.refused))
+    committed.problems.extend(scan.problems)
+    tail.problems.extend(scan.tail)
+    offset = scan.offset if scan.offset >= HEADER.size and not scan.refused else 0
+    result = (merge_results(parts) if len(parts) > 1 else parts[0]) if parts else TableSet().result()
     result.problems = committed.problems
-    result.extras = {"step_source": STEP_SOURCE, **_config(source.path, allowed, tail.problems)}  # read anew
-    return Appended(result, tail.result(), {"offset": offset})
+    stamp = _config_stamp(source.path, allowed)
+    known = stamp is not None and stamp == (resume or {}).get("config")
+    found: list[Problem] = []
+    facts = {} if known else _config(source.path, allowed, found)  # else the reader keeps what it had
+    tail.problems.extend(found)
+    result.extras = {"step_source": STEP_SOURCE, **facts}
+    ahead = {"config": stamp} if stamp is not None and not found and not scan.refused else {}
+    return Appended(result, tail.result(), {"offset": offset, **ahead})
 
 
-PIECE = 32 << 20
-"""Bytes of a run log decoded at once (about 450,000 points): a long run's log is read piece by piece, so
-its Python objects (a few per record) never pile up for the whole file."""
+PIECE: int | None = None
+"""Bytes of a run log decoded at once (None: ``config.sizes().tracker_batch_bytes``; 32 MB is about
+450,000 points): a long run's log is read piece by piece, so its columns never pile up for the whole file."""
 
 
-def _scan(handle: BinaryIO, offset: int, problems: list[Problem], each: Callable[[Framed], None]) -> int:
-    """Hand the records from file offset ``offset`` on to ``each``, a piece at a time; where the next read
-    starts (the first record not wholly written)."""
-    piece = PIECE
-    while True:
-        handle.seek(offset)
-        data = handle.read(piece)
-        framed = frame_records(data, offset, problems, handle.name)
-        if framed.starts:
-            each(framed)
-        if len(data) < piece:  # the end of the file
-            return framed.resume
-        if framed.resume == offset:  # a record longer than a piece
-            piece *= 2
-        offset = framed.resume
-
-
-def _header_problem(head: bytes) -> str:
-    """Why a run log's header is refused ("" when it is SwanLab's, version 2)."""
+def _refused_header(head: bytes) -> str:
+    """Why a run log's header is refused ("" when it is SwanLab's, version 2, or not all written yet)."""
+    if len(head) < HEADER.size:
+        return ""
     ident, magic, version = HEADER.unpack(head)
     if ident != IDENT or magic != MAGIC:
         return "not a SwanLab run log (its first bytes are not SwanLab's header)"
@@ -207,330 +193,55 @@ def _header_problem(head: bytes) -> str:
     return ""
 
 
-@dataclass
-class Framed:
-    """The whole records of a stretch of a run log: ``data[starts[i]:ends[i]]`` (a record split over
-    chunks is put together after ``data``, in ``joined``), and where the next read resumes."""
-
-    data: bytes
-    base: int
-    where: str = ""
-    starts: list[int] = field(default_factory=list)
-    ends: list[int] = field(default_factory=list)
-    joined: list[bytes] = field(default_factory=list)
-    joined_size: int = 0
-    origins: dict[int, int] = field(default_factory=dict)  # a joined record's index -> its file offset
-    resume: int = 0
-
-    def buffer(self) -> tuple[bytes, np.ndarray, np.ndarray]:
-        """Every record in one byte string, and each record's span."""
-        blob = self.data + b"".join(self.joined) if self.joined else self.data
-        return blob, np.asarray(self.starts, np.int64), np.asarray(self.ends, np.int64)
-
-    def origin(self, index: int) -> int:
-        """The file offset of a record's (first) chunk, for messages."""
-        return self.origins.get(index, self.base + self.starts[index] - CHUNK.size)
+def frame_records(data: bytes, base: int, problems: list[Problem], where: str) -> Frames:
+    """The records of ``data`` (the log from file offset ``base`` on), framed as every read frames them;
+    the damage met is added to ``problems``."""
+    frames = frame(data, base, where)
+    problems.extend(frames.problems + frames.tail)
+    return frames
 
 
-def frame_records(data: bytes, base: int, problems: list[Problem], where: str) -> Framed:
-    """Split ``data`` (the log from file offset ``base`` on) into records. A chunk that fails its checksum
-    is one Problem: reading goes on right after it when the next chunk checks out (only its payload was
-    damaged), else at the next block. A chunk not wholly written yet ends the read there."""
-    framer = _Framer(data, base, problems, where)
-    out, view, size, pos = framer.out, memoryview(data), len(data), 0
-    unpack, crc32, full_crc, head = CHUNK.unpack_from, zlib.crc32, _TYPE_CRC[FULL], CHUNK.size
-    add_start, add_end = out.starts.append, out.ends.append
-    while True:  # the usual chunk (a whole record, sound) takes the first branches only
-        left = BLOCK - (base + pos) % BLOCK
-        if left < head:  # a block's zero tail
-            if pos + left > size:
-                break
-            pos += left
-            continue
-        if pos + head > size:
-            break
-        crc, length, kind = unpack(data, pos)
-        end = pos + head + length
-        sound = kind == FULL and framer.pending is None and head + length <= left and end <= size
-        if sound and crc32(view[pos + head : end], full_crc) == crc:
-            add_start(pos + head)
-            add_end(end)
-            pos = end
-            continue
-        after = framer.odd(pos, crc, length, kind, left)
-        if after is None:
-            break
-        pos = after
-    out.resume = framer.pending[0] if framer.pending is not None else base + pos
-    return out
-
-
-class _Framer:
-    """The rarer chunks of ``frame_records``: damaged ones, and records split over several chunks."""
-
-    def __init__(self, data: bytes, base: int, problems: list[Problem], where: str) -> None:
-        self.out = Framed(data, base, where)
-        self.view, self.problems, self.where = memoryview(data), problems, where
-        self.pending: list[Any] | None = None  # [file offset of the first chunk, its parts...]
-
-    def odd(self, pos: int, crc: int, length: int, kind: int, left: int) -> int | None:
-        """Where reading goes on after this chunk (None: it is not wholly written yet)."""
-        base, size = self.out.base, len(self.view)
-        body, end = pos + CHUNK.size, pos + CHUNK.size + length
-        if kind < FULL or kind > LAST or CHUNK.size + length > left:
-            self._lose(f"a damaged chunk header at byte {base + pos}; the rest of its block is skipped")
-            return pos + left
-        if end > size:
-            return None
-        if zlib.crc32(self.view[body:end], _TYPE_CRC[kind]) != crc:
-            self._lose(f"a chunk at byte {base + pos} fails its checksum; skipped")
-            return _after_bad_chunk(self.out.data, base, pos, end, left)
-        if kind in (FULL, FIRST) and self.pending is not None:
-            self._lose(f"a record cut short at byte {self.pending[0]}; skipped")
-        if kind == FULL:
-            self.out.starts.append(body)
-            self.out.ends.append(end)
-        elif kind == FIRST:
-            self.pending = [base + pos, self.view[body:end]]
-        elif self.pending is None:
-            self._lose(f"a record's continuation without its start at byte {base + pos}; skipped")
-        else:
-            self.pending.append(self.view[body:end])
-            if kind == LAST:
-                _join(self.out, self.pending, size)
-                self.pending = None
-        return end
-
-    def _lose(self, reason: str) -> None:
-        self.problems.append(Problem(self.where, reason))
-        self.pending = None
-
-
-def _join(out: Framed, pending: list[Any], size: int) -> None:
-    """A record put together from its chunks, placed after the data in the records' buffer."""
-    payload = b"".join(pending[1:])
-    start = size + out.joined_size
-    out.origins[len(out.starts)] = pending[0]
-    out.joined.append(payload)
-    out.joined_size += len(payload)
-    out.starts.append(start)
-    out.ends.append(start + len(payload))
-
-
-def _after_bad_chunk(data: bytes, base: int, pos: int, end: int, left: int) -> int:
-    """Where to go on after a chunk whose checksum failed: just past it when its length was sound (what
-    follows is a good chunk, a block's tail or the end), else the next block."""
-    after = BLOCK - (base + end) % BLOCK
-    if end == len(data) or after < CHUNK.size or end + CHUNK.size > len(data):
-        return end
-    crc, length, kind = CHUNK.unpack_from(data, end)
-    if FULL <= kind <= LAST and CHUNK.size + length <= after:
-        body = end + CHUNK.size
-        stop = body + length
-        if stop > len(data) or zlib.crc32(memoryview(data)[body:stop], _TYPE_CRC[kind]) == crc:
-            return end
-    return pos + left
-
-
-def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The varints at each of ``pos``: values (uint64) and sizes in bytes (11: longer than a varint)."""
-    last = len(buf) - 1  # a read past the end (a damaged message) is clipped, and found bad by its length
-    byte = buf[np.minimum(pos, last)]
-    value = (byte & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), np.int64)
-    more = np.flatnonzero(byte & 0x80)
-    shift = 7
-    while more.size and shift < 70:
-        byte = buf[np.minimum(pos[more] + size[more], last)]
-        value[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
-        size[more] += 1
-        more = more[(byte & 0x80) != 0]
-        shift += 7
-    size[more] = 11
-    return value, size
-
-
-Layout = tuple[tuple[int, int], ...]
-"""A message's fields as (number, wire type), in the order a writer puts them (by number: protobuf's
-serializers do); each under 16, so its tag is one byte."""
 RECORD: Layout = ((1, 0), (2, 2), (13, 2), (14, 2))  # num, timestamp, scalar, media (of the oneof)
 SCALAR: Layout = ((1, 2), (2, 0), (3, 0), (4, 2), (5, 2))  # key, step, type, timestamp, value
 TIMESTAMP: Layout = ((1, 0), (2, 0))  # seconds, nanos
 NUMBER: Layout = ((1, 1),)  # a double
 
 
-def _walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray, layout: Layout) -> Fields:
-    """The fields of many protobuf messages ``buf[start:end]`` at once (see ``Fields``).
-
-    A message laid out as ``layout`` is read in one pass over its fields; any other (fields in another
-    order, or others besides: a record of another kind) is read field by field, in any order.
-    """
-    fields = Fields(len(start), layout)
-    pos = start.copy()
-    for number, wire in layout:
-        live = np.flatnonzero(pos < end)
-        here = live[buf[pos[live]] == (number << 3 | wire)]
-        if here.size:
-            at = pos[here] + 1
-            value, length, after = _field(buf, at, np.full(len(here), wire, np.int8))
-            fields.put(number, here, value, length)
-            pos[here] = np.where(after < 0, end[here] + 1, after)  # an overlong varint: not this layout
-    odd = np.flatnonzero(pos != end)
-    if odd.size:
-        fields.reset(odd)
-        _walk_any(buf, start[odd], end[odd], fields, odd)
-    return fields
-
-
-def _field(buf: np.ndarray, at: np.ndarray, wire: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fields whose values start at ``at``: a varint's value (or a payload's or fixed width's start), a
-    payload's length, and where the next field starts (-1: a varint longer than 10 bytes, or a wire type
-    that is not protobuf's)."""
-    raw, used = _varints(buf, at)  # unused for a fixed width
-    delimited = wire == 2
-    length = np.where(delimited, np.minimum(raw, np.uint64(1 << 40)).astype(np.int64), 0)
-    value = np.where(wire == 0, raw.view(np.int64), np.where(delimited, at + used, at))
-    after = np.select([wire == 0, delimited, wire == 1, wire == 5],
-                      [at + used, at + used + length, at + 8, at + 4], -1)  # fmt: skip
-    after[(used > 10) & ((wire == 0) | delimited)] = -1
-    return value, length, after
-
-
-def _walk_any(buf: np.ndarray, start: np.ndarray, end: np.ndarray, fields: Fields, rows: np.ndarray) -> None:
-    """``_walk`` for messages in no known layout: one field of each per pass, the last occurrence kept."""
-    pos = start.copy()
-    live = np.flatnonzero(pos < end)
-    for _ in range(_MAX_FIELDS):
-        if not live.size:
-            break
-        tag, size = _varints(buf, pos[live])
-        wire, number = (tag & 7).astype(np.int8), (tag >> 3).astype(np.int64)
-        value, length, after = _field(buf, pos[live] + size, wire)
-        stop = end[live]
-        bad = (size > 10) | (after < 0) | (after > stop)
-        for f, kind in fields.layout:
-            hit = np.flatnonzero((number == f) & (wire == kind) & ~bad)
-            fields.put(f, rows[live[hit]], value[hit], length[hit])
-        fields.ok[rows[live[bad]]] = False
-        pos[live] = np.where(bad, stop, after)
-        live = live[~bad & (after < stop)]
-    fields.ok[rows[live]] = False  # more fields than a SwanLab record has
-
-
-class Fields:
-    """What ``_walk`` read of each message: for each field of the layout, its last occurrence: a varint's
-    value (``value``; 0 when absent, as proto3 reads it), or where a fixed width's bytes or a payload
-    start (-1 when absent), with the payload's ``length``; ``ok`` is False for a message that does not
-    parse."""
-
-    def __init__(self, count: int, layout: Layout) -> None:
-        self.layout = layout
-        self.value = {f: np.full(count, 0 if wire == 0 else -1, np.int64) for f, wire in layout}
-        self.length = {f: np.zeros(count, np.int64) for f, _ in layout}
-        self.ok = np.ones(count, bool)
-
-    def put(self, number: int, rows: np.ndarray, value: np.ndarray, length: np.ndarray) -> None:
-        self.value[number][rows] = value
-        self.length[number][rows] = length
-
-    def reset(self, rows: np.ndarray) -> None:
-        for f, wire in self.layout:
-            self.value[f][rows] = 0 if wire == 0 else -1
-            self.length[f][rows] = 0
-
-    def inner(self, buf: np.ndarray, number: int, layout: Layout, rows: np.ndarray | None = None) -> Fields:
-        """The sub-messages in field ``number`` (of ``rows``), walked; an absent one reads as empty."""
-        at = self.value[number] if rows is None else self.value[number][rows]
-        length = self.length[number] if rows is None else self.length[number][rows]
-        present = at >= 0
-        return _walk(buf, np.where(present, at, 0), np.where(present, at + length, 0), layout)
-
-
-def _points(run: str, framed: Framed, problems: list[Problem]) -> ReadResult:
+def _points(run: str, frames: Frames, problems: list[Problem]) -> ReadResult:
     """The scalar points of the framed records, decoded column-wise; a record that does not parse is a
     Problem (one for all of them, naming the first)."""
-    blob, starts, ends = framed.buffer()
+    blob, starts, ends = frames.blob, frames.starts, frames.ends
     buf = np.frombuffer(blob, np.uint8)
-    record = _walk(buf, starts, ends, RECORD)
+    record = walk(buf, starts, ends, RECORD)
     scalar = np.flatnonzero(record.ok & (record.value[13] >= 0))
     fields = record.inner(buf, 13, SCALAR, scalar)
     stamp, number = fields.inner(buf, 4, TIMESTAMP), fields.inner(buf, 5, NUMBER)
     fine = fields.ok & stamp.ok & number.ok
     broken = np.concatenate([np.flatnonzero(~record.ok), scalar[~fine]])
     if broken.size:
-        first = framed.origin(int(broken.min()))
-        problems.append(Problem(framed.where, f"{broken.size} record(s) could not be decoded as SwanLab records "
+        first = int(frames.offsets[broken].min())
+        problems.append(Problem(frames.file, f"{broken.size} record(s) could not be decoded as SwanLab records "
                                        f"(the first at byte {first}); skipped"))  # fmt: skip
     keep = fine & (fields.value[1] >= 0) & (fields.length[1] > 0)
-    values = _doubles(buf, number.value[1][keep])
+    if keep.all():
+        keep = slice(None)
+    values = doubles(buf, number.value[1][keep])
     walls = stamp.value[1][keep] + stamp.value[2][keep] * 1e-9
     missing = np.flatnonzero(walls == 0)
     if missing.size:  # no time of its own: the record's
         when = record.inner(buf, 2, TIMESTAMP, scalar[keep][missing])
         walls[missing] = np.where(when.value[1] > 0, when.value[1] + when.value[2] * 1e-9, np.nan)
-    key_at, key_len = fields.value[1][keep], fields.length[1][keep]
-    index: dict[bytes, int] = {}  # few keys, many points: a dict look-up each, no Python loop around it
-    keys = map(blob.__getitem__, map(slice, key_at.tolist(), (key_at + key_len).tolist()))
-    seen = np.fromiter(map(index.setdefault, keys, itertools.count()), np.int64, count=len(key_at))
-    dense = np.zeros(len(key_at), np.int64)
-    dense[list(index.values())] = np.arange(len(index))
-    codes = dense[seen]  # each key's first position -> its number among the keys
-    texts = [name.decode("utf-8", "replace") for name in index]
-    shown = ~np.isin(codes, [i for i, text in enumerate(texts) if text.startswith(SYSTEM_PREFIX)])
-    tags = pa.DictionaryArray.from_arrays(
-        pa.array(codes[shown].astype(np.int32)), pa.array(texts, pa.string())
-    )
+    key_at = fields.value[1][keep]
+    keys = slices(blob, key_at, key_at + fields.length[1][keep]).dictionary_encode()
+    codes = keys.indices.to_numpy(zero_copy_only=False)
+    texts = [name.decode("utf-8", "replace") for name in keys.dictionary.to_pylist()]
+    system = [i for i, text in enumerate(texts) if text.startswith(SYSTEM_PREFIX)]
+    shown = ~np.isin(codes, system) if system else slice(None)
+    tags = pa.DictionaryArray.from_arrays(pa.array(codes[shown]), pa.array(texts, pa.string()))
     result = TableSet().result()
     steps = fields.value[2][keep][shown]
     result.scalars = scalar_frame(run, SOURCE, tags, steps, values[shown], walls[shown])
     return result
-
-
-def _doubles(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The little-endian doubles at ``at`` (0.0 where absent: proto3 leaves a 0.0 out)."""
-    out = np.zeros(len(at), np.float64)
-    present = np.flatnonzero(at >= 0)
-    if present.size:
-        raw = buf[at[present][:, None] + np.arange(8)]
-        out[present] = np.ascontiguousarray(raw).view("<f8").ravel()
-    return out
-
-
-def record_fields(raw: bytes) -> dict[int, list[Any]]:
-    """One protobuf message's fields (number -> values: int for a varint, bytes otherwise), by hand;
-    ValueError when it does not parse."""
-    out: dict[int, list[Any]] = {}
-    i = 0
-    while i < len(raw):
-        tag, i = _varint(raw, i)
-        wire = tag & 7
-        value: int | bytes
-        if wire == 0:
-            value, i = _varint(raw, i)
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            value, i = raw[i : i + width], i + width
-        elif wire == 2:
-            length, i = _varint(raw, i)
-            value, i = raw[i : i + length], i + length
-        else:
-            raise ValueError(f"wire type {wire}")
-        if i > len(raw):
-            raise ValueError("truncated")
-        out.setdefault(tag >> 3, []).append(value)
-    return out
-
-
-def _varint(raw: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(raw) or shift > 63:
-            raise ValueError("bad varint")
-        byte = raw[i]
-        value |= (byte & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if byte < 0x80:
-            return value, i
 
 
 # ---------------------------------------------------------------- the config
@@ -560,6 +271,18 @@ def _config(folder: Path, allowed: list[Path] | None, problems: list[Problem]) -
             _flatten(str(key), entry.get("value") if isinstance(entry, dict) and "value" in entry else entry,
                      hparams)  # fmt: skip
     return {"config_text": text, "hparams": hparams}
+
+
+def _config_stamp(folder: Path, allowed: list[Path] | None) -> list[int] | None:
+    """``files/config.yaml``'s size and change time, or None when it is not there to read."""
+    path = folder / "files" / "config.yaml"
+    if allowed is not None and not inside(path, allowed):
+        return None
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns]
 
 
 def _sort_of(entry: Any) -> float:
@@ -807,18 +530,15 @@ def _media_names(folder: Path, allowed: list[Path] | None,
     if not logs or (allowed is not None and not inside(logs[0], allowed)) or not logs[0].is_file():
         return None
     names: dict[str, tuple[str, int]] = {}
-
-    def each(framed: Framed) -> None:
-        blob, starts, ends = framed.buffer()
-        record = _walk(np.frombuffer(blob, np.uint8), starts, ends, RECORD)
-        for at, length in zip(record.value[14].tolist(), record.length[14].tolist(), strict=True):
-            if at >= 0:
-                _media_name(blob[at : at + length], names, framed.where, problems)
-
+    scan = Scan(0, str(logs[0]), HEADER.size, _refused_header)
     try:
-        with open(logs[0], "rb") as handle:
-            if not _header_problem(handle.read(HEADER.size).ljust(HEADER.size, b"\0")):
-                _scan(handle, HEADER.size, [], each)
+        with LogFile(logs[0]) as data:
+            for frames in scan.batches(data, PIECE):
+                blob = frames.blob
+                record = walk(np.frombuffer(blob, np.uint8), frames.starts, frames.ends, RECORD)
+                for at, length in zip(record.value[14].tolist(), record.length[14].tolist(), strict=True):
+                    if at >= 0:
+                        _media_name(bytes(blob[at : at + length]), names, frames.file, problems)
     except OSError as err:
         problems.append(Problem(str(logs[0]), f"cannot read: {err}"))
         return None
@@ -827,11 +547,11 @@ def _media_names(folder: Path, allowed: list[Path] | None,
 
 def _media_name(raw: bytes, names: dict[str, tuple[str, int]], where: str, problems: list[Problem]) -> None:
     try:
-        media = record_fields(raw)
+        media = message_fields(raw)
         key = media.get(1, [b""])[-1].decode("utf-8", "replace")
         step = media.get(2, [0])[-1]
-        for item in record_fields(media.get(5, [b""])[-1]).get(1, []):
-            filename = record_fields(item).get(1, [b""])[-1].decode("utf-8", "replace")
+        for item in message_fields(media.get(5, [b""])[-1]).get(1, []):
+            filename = message_fields(item).get(1, [b""])[-1].decode("utf-8", "replace")
             names.setdefault(filename, (key, step))
     except (ValueError, AttributeError) as err:
         problems.append(Problem(where, f"a media record could not be decoded: {err}"))

@@ -2,10 +2,8 @@
 
 Every W&B run, online or offline, writes all it logs to this transaction log first (wandb 0.31:
 ``core/internal/transactionlog``). Layout (``core/pkg/leveldb/record.go``): a 7-byte header (``:W&B``,
-uint16 0xBEE1, uint8 version 0), then LevelDB's log framing in 32 KiB blocks counted from the start of
-the file: each chunk is a 7-byte header (checksum uint32, length uint16, type uint8: FULL 1, FIRST 2,
-MIDDLE 3, LAST 4) and its payload; a block's last < 7 bytes are zero padding. The checksum is zlib's
-CRC-32 of the type byte and the payload (``CRCAlgoIEEE``; not LevelDB's masked CRC-32C). Each record
+uint16 0xBEE1, uint8 version 0), then LevelDB's log framing, as SwanLab's run log has it (read by
+``leveldb_log``: 32 KiB blocks of chunks, each checked with zlib's CRC-32, ``CRCAlgoIEEE``). Each record
 is a protobuf ``wandb_internal.Record`` (``wandb/proto/wandb_internal.proto``), decoded here with a
 private schema of the few fields read: history 2, summary 3, config 5, metric 12, run 17.
 
@@ -31,11 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
 import os
-import stat
-import struct
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -48,8 +42,10 @@ import pyarrow.compute as pc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
-from rl_board import config
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
+from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's block, named here too
+from rl_board.metrics.leveldb_log import LogFile, Scan
+from rl_board.metrics.protowire import slices
 from rl_board.metrics.table import Problem, TableSet
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
@@ -58,15 +54,10 @@ SOURCE = "wandb"
 HEADER = b":W&B\xe1\xbe"
 """The log's first 6 bytes: ident and magic 0xBEE1 (little-endian); the version byte follows."""
 VERSION = 0
-BLOCK = 0x8000  # 32 KiB: the LevelDB log's block, a fact of the format (not a setting)
-CHUNK_HEADER = 7
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 INTERNAL = frozenset({"_step", "_runtime", "_timestamp"})
 """Row keys W&B adds itself: the step, seconds since the run started, and the wall time."""
 NOT_A_LOG = "not a W&B run log"
 
-_CHUNK = struct.Struct("<IHB")
-_TYPE_CRC = [zlib.crc32(bytes([kind])) for kind in range(256)]
 _NUMBER_START = np.frombuffer(b"-0123456789NI", dtype=np.uint8)
 """First bytes of JSON text that is a number (W&B writes NaN and +-inf as bare tokens)."""
 
@@ -302,152 +293,36 @@ def _collapse_media(summary: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the framing
 
 
-@dataclass
-class _Scan:
-    """The outcome of a framing pass: where the next read starts and what was damaged."""
-
-    offset: int
-    problems: list[Problem] = field(default_factory=list)
-    tail: list[Problem] = field(default_factory=list)
+_Scan = Scan
+"""A read of the log from an offset (``leveldb_log.Scan``)."""
 
 
-def _records(data: bytes | mmap.mmap, scan: _Scan, file: str) -> Iterator[tuple[int, bytes]]:
-    """(offset, payload) of each complete record from ``scan.offset`` on.
-
-    A damaged chunk (bad checksum, impossible length or type) is a problem and the scan goes on at the
-    next chunk its length gives, or failing that at the next block, as LevelDB's reader recovers. A
-    record not all written yet ends the scan: ``scan.offset`` is left at its start. Damage the scan has
-    not got past when the file ends is a tail problem: it may be a record still being written.
-    """
-    size, pos = len(data), scan.offset
-    parts: list[bytes] = []
-    start = -1  # where the record in progress began
-    damaged = -1  # where the damage not yet got past began (a point the next read can start from)
-    pending: list[Problem] = []
-
-    def damage(at: int, reason: str) -> None:
-        nonlocal damaged, parts
-        if damaged < 0:
-            damaged = start if parts else at
-            lost = f"; the record from byte {start} is lost" if parts else ""
-            pending.append(Problem(file, f"{reason} at byte {at}{lost}"))
-        parts = []
-
-    while True:
-        room = BLOCK - pos % BLOCK
-        if room < CHUNK_HEADER:  # the block's padding
-            if pos + room > size:
-                break
-            pos += room
-            continue
-        if pos + CHUNK_HEADER > size:
-            break
-        checksum, length, kind = _CHUNK.unpack_from(data, pos)
-        end = pos + CHUNK_HEADER + length
-        if checksum == 0 and length == 0 and kind == 0:  # zeroed space: wandb's reader goes to the next block
-            if parts:
-                damage(pos, "zeroed bytes inside a record")
-            if pos + room > size:
-                break
-            pos += room
-            continue
-        if length > room - CHUNK_HEADER or not FULL <= kind <= LAST:
-            damage(pos, f"a chunk with length {length} and type {kind} (not a chunk header)")
-            if pos + room > size:
-                break
-            pos += room
-            continue
-        if end > size:
-            break
-        payload = data[pos + CHUNK_HEADER : end]
-        if zlib.crc32(payload, _TYPE_CRC[kind]) != checksum:
-            if damaged >= 0:  # a second bad chunk: the lengths are not to be trusted, go to the next block
-                if pos + room > size:
-                    break
-                pos += room
-                continue
-            damage(pos, "a chunk whose checksum does not match")
-            pos = end
-            continue
-        if kind in (FULL, FIRST):
-            if parts:
-                damage(pos, "a new record starts before the last one ended")
-            if damaged >= 0:  # back in step: the damage before is known in full
-                scan.problems.extend(pending)
-                pending.clear()
-                damaged = -1
-            if kind == FULL:
-                yield pos, payload
-            else:
-                parts, start = [payload], pos
-        elif parts:
-            parts.append(payload)
-            if kind == LAST:
-                yield start, b"".join(parts)
-                parts = []
-        elif damaged < 0:
-            damage(pos, "a chunk continuing a record whose start is missing")
-        pos = end
-    if damaged >= 0:
-        scan.tail.extend(pending)
-        scan.offset = damaged
-    elif parts:
-        scan.offset = start
-    else:
-        scan.offset = pos
-
-
-def _mapped(path: Path) -> bytes | mmap.mmap:
-    """The log's bytes, mapped (OSError when it cannot be read, or is not a regular file: a FIFO named
-    like a log would block a plain read forever)."""
-    if not stat.S_ISREG(path.stat().st_mode):
-        raise OSError(f"{path.name} is not a regular file")
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        try:
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        except ValueError as err:  # the file shrank to nothing in between
-            raise OSError(str(err)) from err
+def _records(data: bytes | LogFile, scan: Scan, file: str) -> Iterator[tuple[int, bytes]]:
+    """(offset, payload) of each complete record from ``scan.offset`` on, framed by ``leveldb_log``: a
+    damaged chunk is a problem in ``scan.problems`` (``scan.tail`` when the scan has not got past it when
+    the file ends), and ``scan.offset`` is left where the next read starts."""
+    scan.file = file
+    for frames in scan.batches(data):
+        yield from frames.payloads()
 
 
 def _read_log(path: Path, run: str, state: _State, tables: TableSet, tail: TableSet) -> None:
     """Frame and decode the log from ``state.offset``, batch by batch, into ``tables``."""
     file = str(path)
+    scan = Scan(state.offset, file, len(HEADER) + 1, _bad_header)
     try:
-        data = _mapped(path)
+        with LogFile(path) as log:
+            for frames in scan.batches(log):  # a long run's log is never all in memory
+                _Batch(state, file).decode(list(frames.payloads()), run, tables)
     except OSError as err:
         tables.problems.append(Problem(file, f"cannot read the W&B run log: {err}"))
         return
-    size = len(data)
-    try:
-        if state.offset > size:
-            tail.problems.append(Problem(file, f"the log is shorter ({size} bytes) than where the last read "
-                                               f"stopped ({state.offset})"))  # fmt: skip
-            return
-        if state.offset == 0:
-            why = _bad_header(bytes(data[: len(HEADER) + 1]))
-            if why:
-                tables.problems.append(Problem(file, why))
-                return
-            if size < len(HEADER) + 1:
-                return  # the header itself is not all written yet
-            state.offset = len(HEADER) + 1
-        scan = _Scan(state.offset)
-        batch: list[tuple[int, bytes]] = []
-        held = 0
-        for record in _records(data, scan, file):
-            batch.append(record)
-            held += len(record[1])
-            if held >= config.sizes().tracker_batch_bytes:  # a long run's log is never all in memory
-                _Batch(state, file).decode(batch, run, tables)
-                batch, held = [], 0
-        _Batch(state, file).decode(batch, run, tables)
-        tables.problems.extend(scan.problems)
-        tail.problems.extend(scan.tail)
-        state.offset = scan.offset
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+    if scan.refused:
+        tables.problems.append(Problem(file, scan.refused))
+        return
+    tables.problems.extend(scan.problems)
+    tail.problems.extend(scan.tail)
+    state.offset = scan.offset
 
 
 def _bad_header(head: bytes) -> str:
@@ -502,7 +377,7 @@ class _Items:
         number = np.isin(first, _NUMBER_START)
         fast_numbers = np.flatnonzero(number[:fast])
         slow_numbers = [self.slow[i] for i in np.flatnonzero(number[fast:])]
-        fast_texts = _slices(self.blob, self.begin[fast_numbers], self.end[fast_numbers])
+        fast_texts = slices(self.blob, self.begin[fast_numbers], self.end[fast_numbers])
         texts = pa.concat_arrays([_strings(fast_texts), pa.array(slow_numbers, pa.large_string())])
         chosen = np.flatnonzero(number)
         try:
@@ -584,7 +459,7 @@ class _Batch:
         key_len = (
             np.frombuffer(blob, dtype=np.uint8)[starts[fast] + 1].astype(np.int64) if len(fast) else fast
         )
-        keys = _slices(blob, starts[fast] + 2, starts[fast] + 2 + key_len)
+        keys = slices(blob, starts[fast] + 2, starts[fast] + 2 + key_len)
         encoded = keys.dictionary_encode()
         lookup = np.array([self.key(_text(k)) for k in encoded.dictionary.to_pylist()], dtype=np.int64)
         key = lookup[encoded.indices.to_numpy(zero_copy_only=False)] if len(lookup) else fast
@@ -769,18 +644,6 @@ def _simple_items(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
             & (value_at + 3 + value_len == ends))  # fmt: skip
 
 
-def _slices(blob: bytes, begin: np.ndarray, end: np.ndarray) -> pa.Array:
-    """``blob[begin[i]:end[i]]`` for every i, as an Arrow binary array, without a Python loop: the
-    slices (in increasing order) and the gaps between them are one array's cells; the slices are taken."""
-    if not len(begin):
-        return pa.array([], pa.large_binary())
-    offsets = np.empty(2 * len(begin) + 1, dtype=np.int64)
-    offsets[0:-1:2], offsets[1::2], offsets[-1] = begin, end, end[-1]
-    cells = pa.Array.from_buffers(pa.large_binary(), 2 * len(begin),
-                                  [None, pa.py_buffer(offsets), pa.py_buffer(blob)])  # fmt: skip
-    return cells.take(pa.array(np.arange(0, 2 * len(begin), 2)))
-
-
 def _strings(texts: pa.Array) -> pa.Array:
     """Binary JSON texts as strings (bytes that are not UTF-8 replaced)."""
     try:
@@ -866,34 +729,36 @@ def logged_tables(run_folder: Path, allowed_roots: list[Path] | None = None) -> 
 
 def _table_refs(path: Path) -> list[_TableRef]:
     """(key, step, reference) of each table a history row holds, in log order."""
-    try:
-        data = _mapped(path)
-    except OSError:
-        return []
     state = _State()
     refs: list[_TableRef] = []
+    scan = Scan(0, header=len(HEADER) + 1, check=_bad_header)
     try:
-        if _bad_header(bytes(data[: len(HEADER) + 1])) or len(data) <= len(HEADER):
-            return []
-        for _, payload in _records(data, _Scan(len(HEADER) + 1), str(path)):
-            try:
-                record = _PB["Record"].FromString(payload)
-                kind = record.WhichOneof("record_type")
-                if kind == "metric":
-                    state.define(_PB["Metric"].FromString(record.metric))
-                elif kind == "history" and b"table-file" in payload:
-                    step = record.history.step.num if record.history.HasField("step") else None
-                    row = {}
-                    for raw in record.history.item:
-                        item = _PB["Item"].FromString(raw)
-                        row[_name(item)] = _loads(_value_text(item))
-                    refs.extend(_refs_in_row(row, state, step))
-            except DecodeError:
-                continue
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+        with LogFile(path) as log:
+            for _, payload in _records(log, scan, str(path)):
+                refs.extend(_refs_in_record(payload, state))
+    except OSError:
+        return []
     return refs
+
+
+def _refs_in_record(payload: bytes, state: _State) -> list[_TableRef]:
+    """The table references of one record (a MetricRecord updates ``state``); none when it does not
+    decode."""
+    try:
+        record = _PB["Record"].FromString(payload)
+        kind = record.WhichOneof("record_type")
+        if kind == "metric":
+            state.define(_PB["Metric"].FromString(record.metric))
+        if kind != "history" or b"table-file" not in payload:
+            return []
+        step = record.history.step.num if record.history.HasField("step") else None
+        row = {}
+        for raw in record.history.item:
+            item = _PB["Item"].FromString(raw)
+            row[_name(item)] = _loads(_value_text(item))
+    except DecodeError:
+        return []
+    return _refs_in_row(row, state, step)
 
 
 def _refs_in_row(row: dict[str, Any], state: _State, step: int | None) -> list[_TableRef]:
