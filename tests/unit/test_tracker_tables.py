@@ -121,3 +121,16 @@ def test_json_documents_that_are_no_tables_are_named_as_before(tmp_path: Path) -
     assert skipped["config.json"] == "a JSON document, not JSON lines"
     assert skipped["notes.json"] == "a JSON document, not JSON lines"
     assert "broken or looping" in skipped["broken.json"]
+
+
+def test_a_trackio_trace_session_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """Trackio writes each trace (verl's generations) as a session file of JSON lines: not read as rollouts
+    yet, and said so, not passed off as a log without metric lines."""
+    folder = tmp_path / "traces" / "proj" / "run"
+    folder.mkdir(parents=True)
+    lines = [{"type": "session", "version": 3, "harness": "trackio", "id": "a:b:val/generations:0",
+              "trackio": {"step": 0, "key": "val/generations", "metadata": {"score": 1.0}}},
+             {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "2+5?"}]}}]  # fmt: skip
+    (folder / "a-b-val-generations-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    [skipped] = metric_catalogue(tmp_path).skipped
+    assert skipped.reason.startswith("a Trackio trace session") and "not read traces as rollouts yet" in skipped.reason
