@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from rl_board.sources.claims import Found
 from rl_board.sources.roots import inside
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -204,3 +205,21 @@ def note_current(
         _CURRENT.move_to_end(key)
         while len(_CURRENT) > 1024:
             _CURRENT.popitem(last=False)
+
+
+def database_claims(path: Path, allowed: list[Path] | None, kind: str, find: Callable[[Path, list[Path]], Runs],
+                    what: str) -> list[Found]:  # fmt: skip
+    """The runs a database of one kind holds, as claims (``find`` names them; a reason when the file is the
+    kind's but cannot be read; "" when it is another program's). Nothing outside ``allowed`` is opened."""
+    if (allowed is not None and not inside(path, allowed)) or not is_sqlite_file(path):
+        return []
+    sides, _ = side_files(path, allowed)
+    runs = remembered_runs(path, sides, kind, find)
+    if isinstance(runs, str):
+        return [Found(path, skipped=runs)] if runs else []
+    return [Found(path, (path, *sides), what, part=part, label=label) for part, label in runs]
+
+
+def database_files(path: Path) -> list[Path]:
+    """A database and the side files a writer keeps beside it: what decides whether a read is fresh."""
+    return [path, *side_files(path)[0]]

@@ -43,11 +43,11 @@ from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.sqlite_read import (
     Runs,
     SqliteUnreadable,
+    database_claims,
+    database_files,
     files_state,
-    is_sqlite_file,
     note_current,
     open_sqlite_readonly,
-    remembered_runs,
     row_digest,
     run_key,
     side_files,
@@ -83,20 +83,12 @@ class TrackioKind(MetricKind):
         return path.suffix.lower() == ".db"
 
     def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
-        outside = allowed is not None and not inside(path, allowed)
-        if not self.may_claim(path) or outside or not is_sqlite_file(path):
+        if not self.may_claim(path):
             return []
-        sides, _ = side_files(path, allowed)
-        runs = remembered_runs(path, sides, SOURCE, _runs)
-        if isinstance(runs, str):
-            return [Found(path, skipped=runs)] if runs else []
-        files = (path, *sides)
-        return [
-            Found(path, files, "Trackio project database", part=part, label=label) for part, label in runs
-        ]
+        return database_claims(path, allowed, SOURCE, _runs, "Trackio project database")
 
     def watched(self, source: RunSource) -> list[Path]:
-        return [source.path, *side_files(source.path)[0]]
+        return database_files(source.path)
 
     def read_from(self, source: RunSource, resume: dict[str, Any] | None,
                   allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
