@@ -13,6 +13,7 @@ import streamlit as st
 from rl_board import api
 from rl_board.api import IndexBuild, MetricsBundle, MetricsIndex, Problem, RunInfo, RunSource
 from rl_board.ui import cached, metrics_cached, state
+from rl_board.ui.components.text_block import text_block
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
 from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
@@ -172,9 +173,9 @@ def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:
 def _config_details(info: RunInfo) -> None:
     label = f"{escape_markdown(run_label(info))} — config and hyperparameters"
     with st.expander(label, icon=":material/tune:"):
-        if info.config_text:
+        if info.config_text:  # a plain text box: the code viewer's script would slow the page's first draw
             st.caption("The run's config as its tracker kept it, shown as text.")
-            st.code(visible_bidi(info.config_text), language="text")
+            text_block(info.config_text, height=400)
         if info.hparams:
             st.dataframe(pd.DataFrame({"name": [display_name(k) for k in info.hparams],
                                        "value": [display_name(v) for v in info.hparams.values()]}),
