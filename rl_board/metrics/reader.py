@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -362,7 +363,10 @@ def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
     runs needs no read (``_cached_info``). None for a file that held no metric."""
     log = kind.watched(source)[0]
     unit = _appended_unit(kind, source, cache)
-    resume, base = _resume_point(log, unit)
+    hit = load_entry(unit) if unit is not None else None
+    if hit is not None and _unchanged_and_whole(kind, source, hit[1]):
+        return RunInfo.from_dict(hit[1]["info"]), hit[0]
+    resume, base = _resume_point(log, hit)
     read = kind.read_from(source, resume, allowed_roots)
     if read.restarted:
         base = None
@@ -375,10 +379,30 @@ def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
     info = run_info(source, result.extras.get(RUN_KIND, kind.name), result)
     offset = int(read.resume.get("offset", 0))
     if unit is not None and (base is None or read.resume != resume):
-        meta = {"resume": read.resume, "digest": prefix_digest(log, offset),
+        meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "whole": _empty(read.tail),
                 "signature": signature(kind.watched(source)), "info": info.to_dict()}  # fmt: skip
         save_entry(unit, committed, meta)
     return info, result
+
+
+SETTLED_NS = 2_000_000_000
+"""A file changed this recently may change again within its mtime's tick at the same size: it is read."""
+
+
+def _unchanged_and_whole(kind: MetricKind, source: RunSource, meta: dict[str, Any]) -> bool:
+    """The cached read is the whole answer: no watched file changed since (nor so recently that a change
+    could hide in the same mtime), and it had no unfinished tail."""
+    if not meta.get("whole") or "info" not in meta:
+        return False
+    now = time.time_ns()
+    files = signature(kind.watched(source))
+    return meta.get("signature") == files and all(now - mtime > SETTLED_NS for _, _, mtime in files)
+
+
+def _empty(part: ReadResult) -> bool:
+    """A read's part with no point, row or problem in it."""
+    frames = (part.scalars, part.histograms, part.texts, part.episodes)
+    return not part.problems and not any(len(frame) for frame in frames)
 
 
 def _appended_unit(kind: MetricKind, source: RunSource, cache: Path | None) -> Path | None:
@@ -389,11 +413,9 @@ def _appended_unit(kind: MetricKind, source: RunSource, cache: Path | None) -> P
     return entry_dir(cache, kind.name, log / source.part if source.part else log)
 
 
-def _resume_point(log: Path, unit: Path | None) -> tuple[dict[str, Any] | None, ReadResult | None]:
-    """Where to resume reading: the cached point if the bytes before it are unchanged."""
-    if unit is None:
-        return None, None
-    hit = load_entry(unit)
+def _resume_point(log: Path, hit: tuple[ReadResult, dict[str, Any]] | None,
+                  ) -> tuple[dict[str, Any] | None, ReadResult | None]:  # fmt: skip
+    """Where to resume reading: the cached point (of the entry ``hit``) if the bytes before it are unchanged."""
     if hit is None:
         return None, None
     result, meta = hit

@@ -79,6 +79,8 @@ class TextLogKind(MetricKind):
         if suffix not in TEXT_LOG_SUFFIXES and suffix not in JSON_LINES_SUFFIXES:
             return []
         why_not = remembered(path, "metric lines", lambda: _why_not_read(path), UNREADABLE)
+        if why_not and suffix in JSON_LINES_SUFFIXES and why_not != UNREADABLE:
+            return []  # JSON lines without metric lines: what the catalogue's sniff found in them says more
         if why_not:
             return [Found(path, skipped=why_not)]
         return [Found(path, (path,), "text log (read for metric lines)")]

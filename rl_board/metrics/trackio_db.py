@@ -65,6 +65,24 @@ _TRACKIO_CONFIG_KEYS = frozenset({"_Username", "_Created", "_Group"})
 _NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
+TRACE_SESSION = ("a Trackio trace session (one conversation: verl's or ROLL's generations); rl-board does not "
+                 "read traces as rollouts yet")
+
+
+def _trace_session(path: Path) -> bool:
+    """A session file Trackio writes for each trace (``traces/<project>/<run>/*.jsonl``): its first line
+    says so."""
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            first = handle.readline(64 << 10)
+        head = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(head, dict) and head.get("type") == "session" and head.get("harness") == SOURCE
+
+
 def is_trackio_schema(columns: dict[str, set[str]]) -> bool:
     """Trackio's tables: ``metrics`` with a JSON ``metrics`` column per row, and ``configs`` (MLflow's db
     also has a ``metrics`` table, of one value per row)."""
@@ -83,6 +101,8 @@ class TrackioKind(MetricKind):
         return path.suffix.lower() == ".db"
 
     def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
+        if path.suffix.lower() == ".jsonl" and _trace_session(path):
+            return [Found(path, skipped=TRACE_SESSION)]
         if not self.may_claim(path):
             return []
         return database_claims(path, allowed, SOURCE, _runs, "Trackio project database")

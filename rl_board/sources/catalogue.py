@@ -305,9 +305,9 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
             return [Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))]
         sniffed = Source(path, folder, SKIPPED, "", reason)
     claims = _file_claims(path, folder, options)
-    if claims and (sniffed is None or any(s.role != SKIPPED for s in claims)):
+    if claims:
         return claims
-    if sniffed is not None:  # JSON lines no kind reads: the sniff says best what they hold
+    if sniffed is not None:  # JSON lines no kind knows: the sniff says what they hold
         return [sniffed]
     if path.name.startswith(".") or suffix in QUIET_SUFFIXES or path.name == sniff.SETTINGS_FILE:
         return [Source(path, folder, QUIET)]

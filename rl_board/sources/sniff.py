@@ -23,8 +23,6 @@ LINES_TRIED = 20
 # Keys that make a JSON line a rollout sample rather than a metrics record.
 ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
                           "response_tokens", "logprobs", "ref_logprobs", "ref_response", "token_rewards"})
-TRACKIO_TRACE = ("a Trackio trace session (one conversation: verl's or ROLL's generations); rl-board does not "
-                 "read traces as rollouts yet")
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
 _KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:\s*(.)')
 _SHAPE_OF = {"[": [], "{": {}, '"': "", "t": True, "f": False, "n": None}
@@ -95,8 +93,6 @@ def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]
             if fmt is not None:
                 return "rollout", fmt.name, fmt.describe()
         return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
-    if records[0].get("type") == "session" and records[0].get("harness") == "trackio":
-        return "skipped", "", TRACKIO_TRACE
     looks_like = sorted({k for r in records for k in ROLLOUT_KEYS & r.keys()})
     if looks_like:
         return "skipped", "", (f"looks like rollout samples ({', '.join(looks_like)}) but matches no known "

@@ -48,3 +48,30 @@ def test_the_check_finds_a_name_spelled_elsewhere(tmp_path: Path) -> None:
 def test_each_run_kind_has_a_label() -> None:
     for name in kinds.names():
         assert kinds.label(name) and kinds.label(name) != name  # a word for people, not the code's name
+
+
+def test_a_settled_appending_store_is_not_read_again(tmp_path: Path, monkeypatch) -> None:
+    """An appending run whose files have not changed (and settled: no change could hide in the same mtime)
+    is answered from its cache entry without opening it; a line appended later is read on."""
+    import os
+    import time
+
+    from rl_board.metrics.reader import load_metrics
+    from rl_board.metrics.stdout import TextLogKind
+
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("".join(f'{{"step": {s}, "loss": {1 / (s + 1)}}}\n' for s in range(5)))
+    past = time.time() - 10
+    os.utime(log, (past, past))
+    cache = tmp_path / "cache"
+    calls = []
+    real = TextLogKind.read_from
+    monkeypatch.setattr(TextLogKind, "read_from", lambda self, *a: calls.append(a) or real(self, *a))
+    first = load_metrics(log, cache_dir=cache)
+    again = load_metrics(log, cache_dir=cache)
+    assert len(calls) == 1 and len(first.scalars) == len(again.scalars) == 5
+    assert again.runs[0].to_dict() == first.runs[0].to_dict()
+    with log.open("a") as handle:
+        handle.write('{"step": 5, "loss": 0.1}\n')
+    grown = load_metrics(log, cache_dir=cache)
+    assert len(calls) == 2 and len(grown.scalars) == 6
