@@ -307,6 +307,25 @@ def _nav(tab: Tab, title: str) -> Callable[[], None]:
     return lambda: tab.page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
 
 
+def metrics_click(browser, root: Path, log: Path, cwd: Path = REPO, shot: Path | None = None) -> float:
+    """Seconds from the click on "Metrics" to the first run's first chart, on a new server over ``root``
+    with an empty cache (the tab first opens the Overview, which reads none of the metrics)."""
+    cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-click-"))
+    server = Server(root, cache, log, cwd=cwd)
+    try:
+        tab = new_tab(browser, server)
+        tab.go("/")
+        main = tab.main()
+        click = timed(tab, _nav(tab, "Metrics"), lambda: main.get_by_test_id("stPlotlyChart").first)
+        if shot is not None:
+            tab.page.screenshot(path=str(shot), full_page=False)
+        tab.page.context.close()
+        return click.seconds
+    finally:
+        server.stop()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 # -- the clicks -----------------------------------------------------------------------
 
 

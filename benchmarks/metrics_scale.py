@@ -136,26 +136,15 @@ def page_figures(tree: Path, root: Path, repeat: int, work: Path) -> dict[str, l
     """The click on Metrics, on a server started with an empty cache each time."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, Server, _nav, new_tab, timed
+    from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, metrics_click
 
     out: dict[str, list[float]] = {"page": [], "load": []}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for k in range(repeat):
-            cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-bench-"))
-            server = Server(root, cache, work / f"serve-{k}.log", cwd=tree)  # the server runs this checkout
-            try:
-                tab = new_tab(browser, server)
-                tab.go("/")  # the Overview page: no rollout runs here, nothing of the metrics read
-                main = tab.main()
-                out["load"].append(load_average())
-                click = timed(tab, _nav(tab, "Metrics"), lambda main=main: main.get_by_test_id("stPlotlyChart").first)
-                out["page"].append(click.seconds)
-                tab.page.screenshot(path=str(work / f"metrics-page-{k}.png"), full_page=False)
-                tab.page.context.close()
-            finally:
-                server.stop()
-                shutil.rmtree(cache, ignore_errors=True)
+            out["load"].append(load_average())
+            out["page"].append(metrics_click(browser, root, work / f"serve-{k}.log", cwd=tree,
+                                             shot=work / f"metrics-page-{k}.png"))  # the server runs this checkout
         browser.close()
     return out
 

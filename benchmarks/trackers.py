@@ -147,24 +147,11 @@ def page_figures(store: Path, repeat: int, work: Path) -> list[float]:
     """Seconds from the click on "Metrics" to the run's first chart, a new server and cache each time."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, Server, _nav, new_tab, timed
+    from benchmarks.clicks import CHROMIUM, CHROMIUM_ARGS, metrics_click
 
-    out: list[float] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for k in range(repeat):
-            cache = Path(tempfile.mkdtemp(prefix="rlb-tracker-page-"))
-            server = Server(store, cache, work / f"serve-{store.name}-{k}.log", cwd=REPO)
-            try:
-                tab = new_tab(browser, server)
-                tab.go("/")
-                main = tab.main()
-                click = timed(tab, _nav(tab, "Metrics"), lambda main=main: main.get_by_test_id("stPlotlyChart").first)
-                out.append(click.seconds)
-                tab.page.context.close()
-            finally:
-                server.stop()
-                shutil.rmtree(cache, ignore_errors=True)
+        out = [metrics_click(browser, store, work / f"serve-{store.name}-{k}.log") for k in range(repeat)]
         browser.close()
     return out
 

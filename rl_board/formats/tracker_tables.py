@@ -18,9 +18,12 @@ a row is one sample. Nothing here opens a file.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from rl_board.formats.base import Record
 
@@ -57,9 +60,21 @@ def rows_of(document: Any, name: str) -> list[Record] | None:
     return None
 
 
+def parsed(data: bytes) -> Any:
+    """A table document's JSON (NaN and Infinity as bare tokens too, as Python's json writes them); None when
+    the bytes are no JSON. The one parse the catalogue's look and the reader share."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+
+
 def is_wide(columns: list[str]) -> bool:
     """verl's wide generations table: columns numbered from 1 in groups (``input_1, output_1, ...``)."""
-    return len(_numbered_groups(columns)) > 0 and any(c.endswith("_1") for c in columns)
+    return 1 in _numbered_groups(columns)
 
 
 def melted(columns: list[str], rows: list[Record]) -> list[Record]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rl_board.metrics.table import ReadResult
+from rl_board.metrics.table import ReadResult, merge_results
 from rl_board.sources.claims import Found
 
 
@@ -91,8 +91,6 @@ class MetricKind:
     def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
         """Every point of one run. With ``allowed_roots``, no file outside them is opened."""
         appended = self.read_from(source, None, allowed_roots)
-        from rl_board.metrics.table import merge_results
-
         merged = merge_results([appended.committed, appended.tail])
         merged.extras = {**appended.committed.extras, **appended.tail.extras}
         return merged

@@ -267,6 +267,11 @@ def _read_source(source: RunSource, cache: Path | None,
     return _cached(kind, source, cache, allowed_roots)
 
 
+def _facts(kind: MetricKind, source: RunSource, result: ReadResult) -> RunInfo:
+    """``run_info`` of a run its kind read: of the kind it turned out to be (a text log's line format)."""
+    return run_info(source, result.extras.get(RUN_KIND, kind.name), result)
+
+
 def run_info(source: RunSource, kind: str, result: ReadResult) -> RunInfo:
     """What a run is, from what was read of it (its tags summarised, not its points)."""
     frames = (result.scalars, result.histograms, result.texts)
@@ -319,13 +324,13 @@ def _cached(kind: MetricKind, source: RunSource, cache: Path | None,
     """
     if cache is None:
         result = kind.read(source, allowed_roots)
-        return run_info(source, result.extras.get(RUN_KIND, kind.name), result), result
+        return _facts(kind, source, result), result
     folder, sig = _entry_key(source, cache, allowed_roots)
     hit = load_entry(folder)
     if hit is not None and hit[1].get("signature") == sig and "info" in hit[1]:
         return RunInfo.from_dict(hit[1]["info"]), hit[0]
     result = kind.read(source, allowed_roots)
-    info = run_info(source, result.extras.get(RUN_KIND, kind.name), result)
+    info = _facts(kind, source, result)
     save_entry(folder, result, {"signature": sig, "info": info.to_dict()})
     return info, result
 
@@ -376,7 +381,7 @@ def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
         return None
     result = merge_results([committed, read.tail])
     result.extras = committed.extras
-    info = run_info(source, result.extras.get(RUN_KIND, kind.name), result)
+    info = _facts(kind, source, result)
     offset = int(read.resume.get("offset", 0))
     if unit is not None and (base is None or read.resume != resume):
         meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "whole": _empty(read.tail),

@@ -37,7 +37,7 @@ import pyarrow as pa
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's facts, named here too
 from rl_board.metrics.leveldb_log import CHUNK as CHUNK
-from rl_board.metrics.leveldb_log import Frames, LogFile, Scan, frame
+from rl_board.metrics.leveldb_log import Frames, LogFile, Scan
 from rl_board.metrics.protowire import Layout, doubles, message_fields, slices, walk
 from rl_board.metrics.sqlite_read import (
     SqliteUnreadable,
@@ -152,7 +152,7 @@ def _read_run_log(source: RunSource, resume: dict[str, Any] | None, allowed: lis
     scan = Scan(int((resume or {}).get("offset", 0)), str(log), HEADER.size, _refused_header)
     try:
         with LogFile(log) as data:
-            for frames in scan.batches(data, PIECE):
+            for frames in scan.batches(data):
                 parts.append(_points(source.run, frames, committed.problems))
     except OSError as err:
         tail.problems.append(Problem(str(log), f"cannot read: {err}"))
@@ -174,11 +174,6 @@ def _read_run_log(source: RunSource, resume: dict[str, Any] | None, allowed: lis
     return Appended(result, tail.result(), {"offset": offset, **ahead})
 
 
-PIECE: int | None = None
-"""Bytes of a run log decoded at once (None: ``config.sizes().tracker_batch_bytes``; 32 MB is about
-450,000 points): a long run's log is read piece by piece, so its columns never pile up for the whole file."""
-
-
 def _refused_header(head: bytes) -> str:
     """Why a run log's header is refused ("" when it is SwanLab's, version 2, or not all written yet)."""
     if len(head) < HEADER.size:
@@ -191,14 +186,6 @@ def _refused_header(head: bytes) -> str:
     if version != VERSION:
         return f"written by an older SwanLab (run log version {version}; rl-board reads {VERSION}); not read"
     return ""
-
-
-def frame_records(data: bytes, base: int, problems: list[Problem], where: str) -> Frames:
-    """The records of ``data`` (the log from file offset ``base`` on), framed as every read frames them;
-    the damage met is added to ``problems``."""
-    frames = frame(data, base, where)
-    problems.extend(frames.problems + frames.tail)
-    return frames
 
 
 RECORD: Layout = ((1, 0), (2, 2), (13, 2), (14, 2))  # num, timestamp, scalar, media (of the oneof)
@@ -533,7 +520,7 @@ def _media_names(folder: Path, allowed: list[Path] | None,
     scan = Scan(0, str(logs[0]), HEADER.size, _refused_header)
     try:
         with LogFile(logs[0]) as data:
-            for frames in scan.batches(data, PIECE):
+            for frames in scan.batches(data):
                 blob = frames.blob
                 record = walk(np.frombuffer(blob, np.uint8), frames.starts, frames.ends, RECORD)
                 for at, length in zip(record.value[14].tolist(), record.length[14].tolist(), strict=True):

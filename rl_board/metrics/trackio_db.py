@@ -55,6 +55,7 @@ from rl_board.metrics.sqlite_read import (
     table_columns,
 )
 from rl_board.metrics.table import Problem, ReadResult, TableSet, iso_seconds, scalar_frame, scalar_value
+from rl_board.sources.catalogue import remembered
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 
@@ -101,7 +102,7 @@ class TrackioKind(MetricKind):
         return path.suffix.lower() == ".db"
 
     def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
-        if path.suffix.lower() == ".jsonl" and _trace_session(path):
+        if path.suffix.lower() == ".jsonl" and remembered(path, "trace session", lambda: _trace_session(path), False):
             return [Found(path, skipped=TRACE_SESSION)]
         if not self.may_claim(path):
             return []

@@ -293,10 +293,6 @@ def _collapse_media(summary: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the framing
 
 
-_Scan = Scan
-"""A read of the log from an offset (``leveldb_log.Scan``)."""
-
-
 def _records(data: bytes | LogFile, scan: Scan, file: str) -> Iterator[tuple[int, bytes]]:
     """(offset, payload) of each complete record from ``scan.offset`` on, framed by ``leveldb_log``: a
     damaged chunk is a problem in ``scan.problems`` (``scan.tail`` when the scan has not got past it when

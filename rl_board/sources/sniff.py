@@ -134,9 +134,11 @@ def table_document(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, 
         limit = config.sizes().max_line_bytes  # a document is read whole, as one line would be
         if path.stat().st_size > limit:
             return "skipped", "", f"a JSON document over the {limit >> 20} MB limit; not read"
-        document = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError) as err:
-        return "skipped", "", f"a JSON document that cannot be read ({type(err).__name__}: {err})"[:300]
+        document = tracker_tables.parsed(path.read_bytes())
+    except OSError as err:
+        return "skipped", "", f"a JSON document that cannot be read ({err.strerror or err})"
+    if document is None:
+        return "skipped", "", "a JSON document that cannot be read (not valid JSON)"
     rows = tracker_tables.rows_of(document, path.name)
     if rows is None:
         return "skipped", "", reason_for_suffix(path)

@@ -5,29 +5,25 @@ at the trainer's step with its config as text, and its completions open in the s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.helpers import wandb_writer
 from tests.helpers.apptest import APP
 from tests.helpers.screens import save_screenshot
 from tests.helpers.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
+from tests.helpers.tracker_writers import run_writer
 
 pytestmark = [pytest.mark.browser, pytest.mark.trackers]
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _write_wandb_run(root: Path, home: Path) -> Path:
-    env = {**os.environ, "HOME": str(home), "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-           "WANDB_DISABLE_GIT": "true"}  # fmt: skip
-    done = subprocess.run([sys.executable, "tests/helpers/wandb_writer.py", str(root), "--variant", "trl"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Path(json.loads(done.stdout.strip().splitlines()[-1])["folder"])
+    printed = run_writer([wandb_writer.__file__, str(root), "--variant", "trl"], env=wandb_writer.environment(home),
+                         cwd=REPO, what="wandb writer")  # fmt: skip
+    return Path(json.loads(printed.strip().splitlines()[-1])["folder"])
 
 
 @pytest.fixture(scope="module")

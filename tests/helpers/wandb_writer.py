@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,16 @@ def tiny_row(step: int) -> dict[str, object]:
         row[TINY_EVAL_STEP] = step // 4
         row["eval/score"] = 0.5 + step / 100
     return row
+
+
+def environment(home: Path) -> dict[str, str]:
+    """The child's environment: a temporary HOME and wandb offline, with none of the user's WANDB_ settings."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("WANDB_")}
+    env.update(HOME=str(home), WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_GIT="true",
+               WANDB_DISABLE_CODE="true", WANDB_ERROR_REPORTING="false",
+               WANDB_CONFIG_DIR=str(home / ".config"),
+               WANDB_CACHE_DIR=str(home / ".cache"), WANDB_DATA_DIR=str(home / ".data"))  # fmt: skip
+    return env
 
 
 def _settings() -> Any:

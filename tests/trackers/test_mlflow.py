@@ -18,29 +18,16 @@ from rl_board.metrics.kind import RunSource
 from rl_board.metrics.mlflow_store import MlflowKind, logged_tables
 from rl_board.metrics.trackio_db import TrackioKind
 from tests.helpers import mlflow_writer, tracker_truth
+from tests.helpers.tracker_writers import TIMEOUT, run_writer
 
-TIMEOUT = 300
 TRUTH = f"{mlflow_writer.EXPERIMENT}/{mlflow_writer.RUN}"
 EDGE = f"{mlflow_writer.EXPERIMENT}/{mlflow_writer.EDGE_RUN}"
 
 
-def run_writer(out: Path, home: Path, backend: str) -> None:
+def write(out: Path, home: Path, backend: str) -> None:
     """The writer in a child process (working folder ``out``); fail with its output when it fails."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.helpers.mlflow_writer", str(out), backend],
-        env=mlflow_writer.environment(home),
-        cwd=out,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    if done.returncode != 0:
-        pytest.fail(
-            f"mlflow writer ({backend}) exited with {done.returncode}:\n{done.stdout[-2000:]}\n"
-            f"{done.stderr[-4000:]}",
-            pytrace=False,
-        )
+    run_writer(["-m", "tests.helpers.mlflow_writer", str(out), backend], env=mlflow_writer.environment(home),
+               cwd=out, what=f"mlflow writer ({backend})")  # fmt: skip
 
 
 class Store:
@@ -77,7 +64,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
     for backend in ("sqlite", "file"):
         root = tmp_path_factory.mktemp(f"mlflow-{backend}")
         started = time.time()
-        run_writer(root, home, backend)
+        write(root, home, backend)
         out[backend] = Store(root, started, time.time())
     return out
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,8 @@ from rl_board.metrics.kind import RunSource
 from rl_board.metrics.swanlab_log import DASHBOARD_DB, SOURCE, SwanlabKind, logged_tables
 from rl_board.sources.catalogue import METRICS, catalogue
 from tests.helpers import swanlab_writer, tracker_truth
+from tests.helpers.tracker_writers import run_writer
 
-TIMEOUT = 300
 KIND = SwanlabKind()
 
 
@@ -40,12 +38,9 @@ def write(tmp_path_factory: pytest.TempPathFactory, mode: str) -> Written:
     out, home = tmp_path_factory.mktemp(f"swanlog-{mode}"), tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWANLAB_")}
     env.update(HOME=str(home), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, swanlab_writer.__file__, str(out), "--mode", mode], env=env, cwd=out,
-                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)  # fmt: skip
-    if done.returncode != 0:
-        pytest.fail(f"swanlab writer ({mode}) exited with {done.returncode}:\n{done.stdout[-2000:]}\n"
-                    f"{done.stderr[-4000:]}", pytrace=False)  # fmt: skip
-    return Written(out, home, json.loads(done.stdout.strip().splitlines()[-1]))
+    printed = run_writer([swanlab_writer.__file__, str(out), "--mode", mode], env=env, cwd=out,
+                         what=f"swanlab writer ({mode})")  # fmt: skip
+    return Written(out, home, json.loads(printed.strip().splitlines()[-1]))
 
 
 @pytest.fixture(scope="module")

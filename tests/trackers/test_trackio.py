@@ -19,27 +19,13 @@ from rl_board.metrics.kind import RunSource
 from rl_board.metrics.mlflow_store import MlflowKind
 from rl_board.metrics.trackio_db import TrackioKind, logged_tables
 from tests.helpers import tracker_truth, trackio_writer
+from tests.helpers.tracker_writers import TIMEOUT, run_writer
 
-TIMEOUT = 300
 
-
-def run_writer(out: Path, home: Path, variant: str) -> None:
+def write(out: Path, home: Path, variant: str) -> None:
     """One variant of the writer in a child process; fail with its output when it does not succeed."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.helpers.trackio_writer", str(out), variant],
-        env=trackio_writer.environment(out, home),
-        cwd=out,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    if done.returncode != 0:
-        pytest.fail(
-            f"trackio writer {variant} exited with {done.returncode}:\n{done.stdout[-2000:]}\n"
-            f"{done.stderr[-4000:]}",
-            pytrace=False,
-        )
+    run_writer(["-m", "tests.helpers.trackio_writer", str(out), variant],
+               env=trackio_writer.environment(out, home), cwd=out, what=f"trackio writer {variant}")  # fmt: skip
 
 
 class Store:
@@ -62,7 +48,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     home = tmp_path_factory.mktemp("home")
     started = time.time()
     for variant in ("truth", "trl", "roll"):
-        run_writer(out, home, variant)
+        write(out, home, variant)
     return Store(out / f"{trackio_writer.PROJECT}.db", started, time.time())
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +21,10 @@ from rl_board.metrics.kind import RunSource
 from rl_board.metrics.table import merge_results
 from rl_board.metrics.wandb_log import WandbKind, logged_tables
 from tests.helpers import tracker_truth, wandb_writer
+from tests.helpers.tracker_writers import run_writer
 
 WRITER = Path(wandb_writer.__file__)
 KIND = WandbKind()
-TIMEOUT = 300
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +33,8 @@ def runs(tmp_path_factory) -> dict[str, dict[str, Any]]:
     out = tmp_path_factory.mktemp("wandb")
     home = out / "home"
     home.mkdir()
-    env = {name: value for name, value in os.environ.items() if not name.startswith("WANDB_")}
-    env.update(HOME=str(home), WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_GIT="true",
-               WANDB_DISABLE_CODE="true", WANDB_ERROR_REPORTING="false",
-               WANDB_CONFIG_DIR=str(home / ".config"),
-               WANDB_CACHE_DIR=str(home / ".cache"), WANDB_DATA_DIR=str(home / ".data"))  # fmt: skip
-    proc = subprocess.run([sys.executable, str(WRITER), str(out / "runs")], env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT, check=False)  # fmt: skip
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    printed = run_writer([str(WRITER), str(out / "runs")], env=wandb_writer.environment(home), what="wandb writer")
+    lines = [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
     return {line["variant"]: {**line, "folder": Path(line["folder"])} for line in lines}
 
 

@@ -17,15 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from rl_board.metrics import swanlab_log
 from rl_board.metrics.kind import RunSource
+from rl_board.metrics.leveldb_log import frame
 from rl_board.metrics.swanlab_log import (
     BLOCK,
     CHUNK,
     HEADER,
     SOURCE,
     SwanlabKind,
-    frame_records,
     logged_tables,
 )
 from rl_board.sources.roots import OUTSIDE
@@ -130,7 +129,7 @@ def test_a_record_cut_short_is_read_whole_on_the_next_read(run: Path):
 def test_a_damaged_chunk_is_one_problem_and_the_rest_is_read(run: Path):
     log = run_log(run)
     data = bytearray(log.read_bytes())
-    framed = frame_records(bytes(data[HEADER.size :]), HEADER.size, [], str(log))
+    framed = frame(bytes(data[HEADER.size :]), HEADER.size, str(log))
     victim = framed.starts[len(framed.starts) // 2] + HEADER.size + 3  # inside a record's payload
     data[victim] ^= 0xFF
     log.write_bytes(bytes(data))
@@ -272,14 +271,14 @@ def test_records_across_blocks_and_longer_than_a_block(tmp_path: Path):
     assert result.scalars["wall_time"].between(1.7e9, 1.8e9).all()
 
 
-def test_a_long_log_is_read_piece_by_piece(tmp_path: Path, monkeypatch):
+def test_a_long_log_is_read_piece_by_piece(tmp_path: Path, set_sizes):
     folder = tmp_path / "run-x"
     folder.mkdir()
     payloads = [scalar_record(f"tag/{i % 3}", i, float(i)) for i in range(3000)]
     payloads.insert(1000, field(16, 2, field(1, 2, b"z" * 50_000)))  # longer than a piece: the piece grows
     write_log(folder / "run-x.swanlab", payloads)
     whole = KIND.read(source(folder), None)
-    monkeypatch.setattr(swanlab_log, "PIECE", 5000)
+    set_sizes(tracker_batch_bytes=5000)  # as a user sets it: RL_BOARD_TRACKER_BATCH_BYTES
     pieces = KIND.read(source(folder), None)
     assert pieces.problems == whole.problems == []
     assert points(pieces) == points(whole) and len(points(whole)) == 3000

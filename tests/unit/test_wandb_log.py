@@ -17,6 +17,7 @@ import pytest
 
 from rl_board.metrics import wandb_log
 from rl_board.metrics.kind import RunSource
+from rl_board.metrics.leveldb_log import Scan
 from rl_board.metrics.table import merge_results
 from rl_board.metrics.wandb_log import BLOCK, NOT_A_LOG, WandbKind, logged_tables
 from rl_board.sources.roots import OUTSIDE
@@ -245,7 +246,7 @@ def _cuts(data: bytes, starts: list[int]) -> list[int]:
 def test_a_cut_log_reads_every_complete_record_and_resumes(tmp_path, which):
     if which == "tiny":
         data = next(TINY.glob("run-*.wandb")).read_bytes()
-        starts = [start for start, _ in wandb_log._records(data, wandb_log._Scan(7), "x")]
+        starts = [start for start, _ in wandb_log._records(data, Scan(7), "x")]
     else:
         data, starts = synthetic()
     whole_source = write_run(tmp_path / "whole", data)

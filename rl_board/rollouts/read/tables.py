@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 import pyarrow.parquet as pq
@@ -80,14 +78,7 @@ def read_parquet(path: Path) -> pa.Table:
 def document_rows(path: Path, data: bytes) -> list[dict]:
     """The rows of a table a trainer logged to a tracker (``formats.tracker_tables``); [] when the bytes
     no longer hold one (the file changed since it was classified)."""
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            document = json.loads(data)  # NaN and Infinity as bare tokens, as Python's json writes them
-        except (ValueError, RecursionError):
-            return []
-    return tracker_tables.rows_of(document, path.name) or []
+    return tracker_tables.rows_of(tracker_tables.parsed(data), path.name) or []
 
 
 def rows_table(rows: list[dict]) -> pa.Table | None:

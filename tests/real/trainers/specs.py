@@ -17,6 +17,16 @@ MAX_STEPS = 4
 SAVE_STEPS = 2
 MAX_COMPLETION_LENGTH = 24
 
+
+def grpo_arguments() -> dict[str, object]:
+    """The ``GRPOConfig`` every TRL run shares (CPU, seeded, a few steps, every step logged with its
+    completions); each runner adds where it writes, what it saves and where it reports."""
+    return {"use_cpu": True, "bf16": False, "seed": SEED, "data_seed": SEED, "learning_rate": 1e-3,
+            "num_generations": NUM_GENERATIONS, "per_device_train_batch_size": BATCH,
+            "max_completion_length": MAX_COMPLETION_LENGTH, "max_steps": MAX_STEPS, "logging_steps": 1,
+            "log_completions": True, "num_completions_to_print": 0, "save_strategy": "steps",
+            "dataloader_num_workers": 0, "disable_tqdm": True}  # fmt: skip
+
 # The prompts every TRL run draws from. ``kind`` reaches the reward functions as a dataset column:
 # "fixed" prompts get constant rewards (zero-variance groups), "silent" ones no reward at all where a
 # reward function honours it (the unscorable rows).

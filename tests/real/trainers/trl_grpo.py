@@ -97,25 +97,11 @@ def run(variant: specs.TrlVariant, out: Path) -> dict[str, Any]:
     tok = tiny.tokenizer()
     lm = tiny.model(tok, specs.SEED)
     config = GRPOConfig(
+        **specs.grpo_arguments(),
         output_dir=str(out),
-        use_cpu=True,
-        bf16=False,
-        seed=specs.SEED,
-        data_seed=specs.SEED,
-        learning_rate=1e-3,
-        num_generations=specs.NUM_GENERATIONS,
-        per_device_train_batch_size=specs.BATCH,
-        max_completion_length=specs.MAX_COMPLETION_LENGTH,
-        max_steps=specs.MAX_STEPS,
-        logging_steps=1,
-        log_completions=True,
-        num_completions_to_print=0,
-        save_strategy="steps",
         save_steps=specs.SAVE_STEPS,
         report_to=["tensorboard"] if variant.tensorboard else "none",
         reward_weights=list(variant.reward_weights) if variant.reward_weights else None,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
     )
     trainer = GRPOTrainer(
         model=lm,

@@ -149,28 +149,14 @@ def run(out: Path) -> dict[str, Any]:
     tok = tiny.tokenizer()
     lm = tiny.model(tok, specs.SEED)
     config = GRPOConfig(
+        **specs.grpo_arguments(),
         output_dir=str(out / RUN_DIR),
         run_name=TRL_RUN_NAME,
         project=TRL_PROJECT,
         trackio_static_space_id=False,
-        use_cpu=True,
-        bf16=False,
-        seed=specs.SEED,
-        data_seed=specs.SEED,
-        learning_rate=1e-3,
-        num_generations=specs.NUM_GENERATIONS,
-        per_device_train_batch_size=specs.BATCH,
-        max_completion_length=specs.MAX_COMPLETION_LENGTH,
-        max_steps=specs.MAX_STEPS,
-        logging_steps=1,
-        log_completions=True,
-        num_completions_to_print=0,
-        save_strategy="steps",
         save_steps=specs.MAX_STEPS,  # one checkpoint, at the end: its trainer_state.json has every step
         save_only_model=True,
         report_to=list(TRL_TRACKERS),
-        dataloader_num_workers=0,
-        disable_tqdm=True,
     )
     trainer = GRPOTrainer(
         model=lm,
