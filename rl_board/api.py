@@ -70,6 +70,7 @@ from rl_board.rollouts.sql import QueryError, QueryResult, run_query
 from rl_board.rollouts.sql import schema as query_schema
 from rl_board.rollouts.store import RolloutStore, SampleDetail
 from rl_board.rollouts.tokens import TokenText
+from rl_board.rollouts.trajectories import messages_of as sample_turns
 from rl_board.sources.catalogue import Catalogue, Source
 from rl_board.sources.roots import relative_to_roots, resolve_within
 
@@ -85,7 +86,7 @@ __all__ = [
 __all__ += ["IndexBuild", "MIN_PARALLEL", "MetricsIndex", "OUTSIDE_KIND", "RunSource", "metric_runs", "metric_runs_signature", "refused_metric_runs", "metrics_index_build"]  # sweeps
 __all__ += ["metric_kind_label", "metric_kind_logs_copies"]  # metric kinds, named for a page
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
-__all__ += ["FINISH_REASONS", "tool_result"]  # a trajectory: why it ended, the result that answered a call
+__all__ += ["FINISH_REASONS", "sample_turns", "tool_result"]  # a trajectory: why it ended, the result that answered a call
 __all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size
 __all__ += ["Label", "LabelStore", "MAX_NOTE", "MAX_TAG", "SUGGESTED_TAGS", "label_store"]  # labels on samples
 __all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run

@@ -298,6 +298,65 @@ def single_turn(prompt: pa.Array | pa.ChunkedArray, response: pa.Array | pa.Chun
     return _Look(prompt, response).single_turn()
 
 
+def marked_prompts(prompt: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Per row: whether the prompt's text says where its turns are (chat markers, or role lines ending in the
+    generation prompt), so a sample kept as one prompt and one answer has its prompt's turns told from it."""
+    look = _Look(prompt, pa.nulls(len(prompt), pa.string()))
+    return pc.or_(pc.or_(look.prompt_chatml, look.prompt_llama), look.role_line_shaped)
+
+
+def prompt_turns(prompt: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Per row: the turns of a prompt kept as text (int64): those ``split_sample`` finds in a marked prompt
+    (``marked_prompts``; split once per distinct prompt, as a group's samples share theirs), else 1 for any
+    text and 0 for none. With one answer after it, the sample's turns (``single_turn_messages``)."""
+    prompt = pc.fill_null(prompt, "")
+    if isinstance(prompt, pa.ChunkedArray):
+        prompt = prompt.combine_chunks()
+    counts = pc.cast(pc.greater(pc.utf8_length(prompt), 0), pa.int64())
+    marked = marked_prompts(prompt)
+    if not pc.any(marked).as_py():
+        return counts
+    rows = pc.indices_nonzero(marked)
+    texts = pc.take(prompt, rows)
+    distinct = pc.unique(texts)
+    found = [len(_prompt_split(p).messages) or 1 for p in distinct.to_pylist()]
+    per_row = pc.take(pa.array(found, pa.int64()), pc.index_in(texts, distinct))
+    out = counts.to_numpy(zero_copy_only=False).copy()
+    out[rows.to_numpy()] = per_row.to_numpy()
+    return pa.array(out, pa.int64())
+
+
+_EMPTY_THINK = re.compile(r"\A\s*(?:<think>\s*</think>)?\s*\Z")
+
+
+def _prompt_split(prompt: str) -> Split:
+    """The prompt's own turns: the generation prompt at its end (Qwen3's empty think block included) opens the
+    answer's turn, not one of the prompt's."""
+    split = split_sample(prompt, "")
+    if not split.how:
+        return Split([], "")
+    messages = split.messages
+    if messages and messages[-1]["role"] == "assistant" and _EMPTY_THINK.match(messages[-1]["content"] or ""):
+        messages = messages[:-1]
+    return Split(messages, split.how, split.note)
+
+
+def single_turn_messages(prompt: str | None, response: str | None, marked: bool) -> list[dict[str, Any]]:
+    """The turns of a sample kept as one prompt and one answer: its prompt's turns (split from a ``marked``
+    prompt, else the prompt as one user turn) and, when it has a response, one assistant turn (its text with
+    the template's end markers gone when the split reads it so). As many turns as ``prompt_turns`` counts."""
+    prompt, response = prompt or "", response or ""
+    turns = list(_prompt_split(prompt).messages) if marked else []
+    if not turns and prompt:
+        turns = [{"role": "user", "content": prompt}]
+    if response:
+        split = split_sample(prompt, response) if marked else None
+        last = split.messages[-1] if split and len(split.messages) == len(turns) + 1 else None
+        answer = last if last is not None and last["role"] == "assistant" else None
+        turns.append(answer or {"role": "assistant", "content": response})
+    return turns
+
+
 class _Look:
     """The column-wide tests of a block's prompts and answers, each run once however many rules read it."""
 

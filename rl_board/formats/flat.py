@@ -89,7 +89,8 @@ def _is_verl(record: Record) -> bool:
 
 
 VERL = Format("verl", "verl rollout dump", _is_verl, renames=VERL_MAP, adapt=_native_adapt,
-              field_map=tuple(VERL_MAP.items()), kept=("acc", "pred", "request_id", "uid"))  # fmt: skip
+              field_map=tuple(VERL_MAP.items()), kept=("acc", "pred", "request_id", "uid"),
+              open_calls_end="turn_limit")  # fmt: skip
 
 # -- AReaL: rollout/{version}/{task_id}.jsonl ---------------------------------------------------------------
 AREAL_MAP = {"completion": "response", "tail_version": "step"}

@@ -47,7 +47,7 @@ def of_content(content: Any, mask: list | None, runs: int | None = None) -> Turn
     answers = [m["content"] for m in messages if m["role"] == "assistant"]
     prompt = [m for m in messages if m["role"] in ("system", "user")]
     prompt_text = strings[0] if len(prompt) == 1 else conversation.as_text(prompt)
-    if len(answers) <= 1:  # a prompt and one answer: a trajectory of two turns, kept as its text
+    if [m["role"] for m in messages] in (["user"], ["user", "assistant"]):  # its text says all its turns
         return Turns(prompt_text, answers[0] if answers else None, None)
     return Turns(prompt_text, pick.answers(messages), messages)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rl_board.formats import kept, pick
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
@@ -217,3 +218,27 @@ PRIME_RL = Format(
           "metric/<name>"),
     set_aside=_copy_aside,
 )  # fmt: skip
+
+
+# -- before Jul 2026: rollouts/step_N/train_rollouts.jsonl, verifiers v0 ``RolloutOutput`` ----------------------
+TRUNCATED, FINISH = "is_truncated", "finish_reason"
+V0_MAP = {"completion": "response", "stop_condition": "finish_reason"}
+
+
+def _is_v0(record: Record) -> bool:
+    return {"prompt", "completion"} <= record.keys() and (TRUNCATED in record or "stop_condition" in record)
+
+
+def _v0_adapt(table: pa.Table, options: Options) -> Adapted:
+    """A rollout cut short with no stop condition logged ended at a length cap (verifiers' ``is_truncated``)."""
+    if TRUNCATED not in table.column_names or not pa.types.is_boolean(table.schema.field(TRUNCATED).type):
+        return Adapted(table)
+    finish = table.column(FINISH)
+    cut = pc.and_(pc.is_null(finish), pc.fill_null(table.column(TRUNCATED), False))
+    words = pc.if_else(cut, pa.scalar("length"), finish)
+    return Adapted(table.set_column(table.schema.get_field_index(FINISH), FINISH, words))
+
+
+PRIME_RL_V0 = Format("prime-rl-v0", "prime-rl rollouts (verifiers v0)", _is_v0, renames=V0_MAP, adapt=_v0_adapt,
+                     field_map=tuple(V0_MAP.items()), notes="a rollout with is_truncated and no stop_condition "
+                     "ended at a length cap", kept=(TRUNCATED, "metrics", "info"))  # fmt: skip

@@ -6,12 +6,12 @@ from rl_board.formats.base import Format, Record
 from rl_board.formats.flat import AREAL, RL_BOARD, RL_BOARD_PARQUET, SKYRL, VERL
 from rl_board.formats.nested import NEMO_RL, PRIME_RL_TOKENS, ROLL
 from rl_board.formats.open_instruct import OPEN_INSTRUCT
-from rl_board.formats.prime import PRIME_RL
+from rl_board.formats.prime import PRIME_RL, PRIME_RL_V0
 from rl_board.formats.roll_agentic import ROLL_AGENTIC
 from rl_board.formats.trl import TRL
 
 FORMATS: tuple[Format, ...] = (RL_BOARD_PARQUET, PRIME_RL, PRIME_RL_TOKENS, NEMO_RL, ROLL_AGENTIC, ROLL, OPEN_INSTRUCT,
-                               VERL, AREAL, SKYRL, TRL, RL_BOARD)
+                               VERL, AREAL, SKYRL, PRIME_RL_V0, TRL, RL_BOARD)
 _BY_NAME = {f.name: f for f in FORMATS}
 NATIVE = RL_BOARD.name
 

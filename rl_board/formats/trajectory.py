@@ -6,8 +6,13 @@ text in the sample's ``messages`` column. A message is a dict:
 - ``role``: ``system``, ``user``, ``assistant``, ``tool`` or ``environment``
   (Llama's ``ipython`` is a tool; other roles are kept, lower-cased);
 - ``content``: its text (a part list's text parts joined);
+- ``reasoning`` (assistant): its thinking, kept apart from ``content``: a
+  logged ``reasoning_content`` / ``reasoning`` (TRL, prime-rl, OpenAI-style
+  servers), else a leading ``<think>...</think>`` block of its text (Qwen3);
 - ``tool_calls`` (assistant): ``[{"id", "name", "arguments"}]``, arguments as
-  JSON text; OpenAI's nested ``function`` and prime-rl's flat calls alike;
+  JSON text as the model wrote them (a structured value's null fields are
+  dropped: TRL's Parquet pads every call with every tool's parameter names);
+  OpenAI's nested ``function`` and prime-rl's flat calls alike;
 - ``tool_call_id``, ``name`` (tool): the call it answers and the tool's name,
   from the log, else from the call it answers: by id, else the k-th result
   after an assistant turn answers its k-th call (as the chat templates render);
@@ -78,9 +83,27 @@ def is_error(text: str) -> bool:
 
 
 def _arguments(value: Any) -> str:
+    """A call's arguments as JSON text; a mapping's null fields are padding, not what the model wrote."""
     if isinstance(value, str):
         return value
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if v is not None}
     return json.dumps(value, ensure_ascii=False, default=str) if value is not None else ""
+
+
+_THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
+
+
+def _reasoning(raw: dict[str, Any], content: str) -> tuple[str | None, str]:
+    """An assistant turn's thinking and the content without it: the logged field, else a leading think block."""
+    for key in ("reasoning_content", "reasoning"):
+        logged = content_text(raw.get(key))
+        if logged and logged.strip():
+            return logged, content
+    found = _THINK.match(content)
+    if found is None:
+        return None, content
+    return found.group(1).strip() or None, content[found.end() :]
 
 
 def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -108,6 +131,9 @@ def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
             if raw.get(key) is not None:
                 message[key] = raw[key]
         if message["role"] == "assistant":
+            reasoning, message["content"] = _reasoning(raw, message["content"])
+            if reasoning is not None:
+                message["reasoning"] = reasoning
             calls = _calls(raw)
             if calls:
                 message["tool_calls"] = calls
@@ -157,6 +183,12 @@ def result_of(messages: list[dict[str, Any]], turn: int, k: int) -> dict[str, An
             results.append(message)
     unmatched = [r for r in results if not r.get("tool_call_id") or not call_id]
     return unmatched[k] if not call_id and k < len(unmatched) else None
+
+
+def ends_on_open_calls(messages: list[dict[str, Any]]) -> bool:
+    """Whether the last turn is an assistant's tool calls with no result after them: the loop stopped before
+    running them (a turn or tool-call limit)."""
+    return bool(messages) and messages[-1].get("role") == "assistant" and bool(messages[-1].get("tool_calls"))
 
 
 def to_json(messages: list[dict[str, Any]]) -> str:

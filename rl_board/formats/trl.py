@@ -19,6 +19,13 @@ in the file. So:
 
 The samples of one prompt are the rows that repeat it back to back (TRL's
 ``num_generations``), so each gets a ``group`` id, as TRL groups them.
+
+The table logs no finish reason. A tool run's completion that ends on an
+assistant's calls with no tool message after them was stopped by the tool
+loop before it ran them: read as ``tool_budget`` (``max_tool_calling_iterations``).
+TRL also leaves that shape when the results would have pushed the completion
+past ``max_completion_length`` (it rolls them back); the table cannot tell the
+two apart, ``integrations.trl.RLBoardCallback`` can (it knows the limit).
 """
 
 from __future__ import annotations
@@ -165,4 +172,4 @@ def _close(expected: np.ndarray, logged: np.ndarray) -> bool:
 TRL = Format("trl", "TRL completions table", _is_trl, renames=TRL_MAP, adapt=_adapt,
              field_map=(("completion", "response"),),
              notes="reward = the weighted sum of the reward-function columns (NaN skipped; NaN when none scored)",
-             kept=("advantage", "group"))  # fmt: skip
+             kept=("advantage", "group"), open_calls_end="tool_budget")  # fmt: skip

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -160,12 +161,18 @@ class RLBoardCallback(_CallbackBase):
             try:
                 total = _weighted_sum([(weights[name], values[i]) for name, values in rewards.items()])
                 prompt, completion, messages = _turns(prompts[i], completions[i])
-                self._writer.write(step, prompt, completion, total, messages=messages, **row)
+                finish = _open_calls_end(completions[i], self._tool_rounds())
+                self._writer.write(step, prompt, completion, total, messages=messages, finish_reason=finish, **row)
             except (TypeError, ValueError, OverflowError) as exc:
                 self._problem(f"step {step}, row {i}: {exc}")
                 continue
             self.samples_written += 1
         self._last_batch = batch
+
+    def _tool_rounds(self) -> int | None:
+        """The trainer's ``max_tool_calling_iterations`` (None when it has no tool loop or sets no limit)."""
+        limit = getattr(self.trainer, "max_tool_calling_iterations", None)
+        return limit if isinstance(limit, int) and 0 <= limit < sys.maxsize else None
 
     def _columns(self, source: Any, n: int, what: str) -> dict[str, list[Any]]:
         """name -> n values; iterates items() so a defaultdict of the trainer gains no keys."""
@@ -244,6 +251,19 @@ def _turns(prompt: Any, completion: Any) -> tuple[str | None, str | None, list[A
     lists = [v if isinstance(v, list) else [{"role": role, "content": _text(v)}]
              for v, role in ((prompt, "user"), (completion, "assistant"))]  # fmt: skip
     return None, None, [dict(m) for part in lists for m in part if isinstance(m, Mapping)]
+
+
+def _open_calls_end(completion: Any, rounds: int | None) -> str | None:
+    """Why TRL's tool loop left a completion ending on calls it never ran: it had used its
+    ``max_tool_calling_iterations`` (one answered round per assistant turn before the last), else the tool
+    results would have run past ``max_completion_length`` and were rolled back. None when it does not end so."""
+    if not isinstance(completion, list) or not completion or not isinstance(completion[-1], Mapping):
+        return None
+    last = completion[-1]
+    if last.get("role") != "assistant" or not last.get("tool_calls"):
+        return None
+    answered = sum(1 for m in completion[:-1] if isinstance(m, Mapping) and m.get("role") == "assistant")
+    return "max_tool_calling_iterations" if rounds is not None and answered >= rounds else "length"
 
 
 def _rename(name: str, taken: frozenset[str] | set[str], prefix: str) -> str:

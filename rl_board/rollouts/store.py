@@ -446,7 +446,7 @@ class RolloutStore:
     def turns(self, *, step: int | None = None) -> pa.Table:
         """One row per message: ``step, sample, turn`` (0-based) ``, role, content, tool_name, tool_call_id,
         n_tool_calls, error, reward, tokens, trained`` (see ``trajectories.TURN_COLUMNS``)."""
-        return self._cached("turns", step, lambda: trajectories.turn_table(self._messages(step)))
+        return self._cached("turns", step, lambda: trajectories.turn_table(self._trajectories(step)))
 
     def tool_calls(self, *, step: int | None = None) -> pa.Table:
         """One row per tool call: ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
@@ -486,6 +486,15 @@ class RolloutStore:
         if S.TOOL_CALL_LOG in frame.columns:
             present |= frame[S.TOOL_CALL_LOG].notna()
         return frame[present]
+
+    def _trajectories(self, step: int | None) -> pd.DataFrame:
+        """Every sample's messages, and the prompt and answer of those kept as text (their turns)."""
+        wanted = [c for c in (S.MESSAGES, S.PROMPT, S.RESPONSE) if self.has(c)]
+        frame = self.samples(step=step, columns=wanted)
+        for name in (S.MESSAGES, S.PROMPT, S.RESPONSE):
+            if name not in frame.columns:
+                frame[name] = pd.Series([None] * len(frame), dtype=object)
+        return frame
 
     def _message_table(self, step: int | None) -> pa.Table:
         """step, sample, messages of the samples that keep messages, as Arrow (no frame of 10,000 JSON texts)."""

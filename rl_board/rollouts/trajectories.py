@@ -2,33 +2,39 @@
 the tables of turns, tool calls, steps and tools that pages, SQL and health rules ask for.
 
 Derived at ingest with the other per-sample columns, from the ``messages`` a
-sample keeps (``formats.trajectory``). A sample without messages is a
-trajectory of its prompt and its answer: 2 turns (1 when one is missing), no
-tool call, a final answer when it has a response; when its log counted tool
-calls without showing them as turns (``tool_call_log``, open-instruct), those
-are its calls, tool errors and tools, and rows of the tool-call table (with no
-turn, arguments or result).
+sample keeps (``formats.trajectory``). Every sample is a trajectory. One kept
+as a prompt and an answer (no messages) is the trajectory of its prompt's
+turns (a system and a user turn when its text is chat-marked, else the prompt
+as one user turn) and its answer as one assistant turn
+(``chat_text.single_turn_messages``): counted from the columns at ingest
+(``chat_text.prompt_turns``, one split per distinct prompt), its turns made
+when asked. It has no tool call and a final answer when it has a response;
+when its log counted tool calls without showing them as turns
+(``tool_call_log``, open-instruct), those are its calls, tool errors and
+tools, and rows of the tool-call table (with no turn, arguments or result).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board.formats import chat_text, trajectory
 from rl_board.formats import schema as S
-from rl_board.formats import trajectory
 
 
 def columns(table: pa.Table) -> dict[str, pa.Array]:
     """``turns``, ``tool_calls``, ``tool_errors``, ``tools``, ``final_answer`` for every row."""
     n = table.num_rows
-    has_prompt = pc.fill_null(pc.greater(pc.utf8_length(table.column(S.PROMPT)), 0), False)
     has_response = pc.fill_null(pc.greater(pc.utf8_length(table.column(S.RESPONSE)), 0), False)
-    turns = pc.add(pc.cast(has_prompt, pa.int64()), pc.cast(has_response, pa.int64())).to_pylist()
-    calls, errors, tools, answered = [0] * n, [0] * n, [None] * n, has_response.to_pylist()
     messages = table.column(S.MESSAGES)
+    kept_as_text = pc.if_else(pc.is_null(messages), table.column(S.PROMPT), pa.scalar(None, pa.string()))
+    turns = pc.add(chat_text.prompt_turns(kept_as_text), pc.cast(has_response, pa.int64())).to_pylist()
+    calls, errors, tools, answered = [0] * n, [0] * n, [None] * n, has_response.to_pylist()
     logged = _logged_calls(table)
     if messages.null_count < n or logged is not None:
         listed_all = messages.to_pylist()
@@ -69,23 +75,85 @@ def logged_calls(raw: object) -> list[dict]:
             for c in listed or () if isinstance(c, dict)]  # fmt: skip
 
 
-TURN_COLUMNS = ("step", "sample", "turn", "role", "content", "tool_name", "tool_call_id", "n_tool_calls", "error",
-                "reward", "tokens", "n_tokens", "trained")  # fmt: skip
+TURN_COLUMNS = ("step", "sample", "turn", "role", "content", "reasoning", "tool_name", "tool_call_id",
+                "n_tool_calls", "error", "reward", "tokens", "n_tokens", "trained")  # fmt: skip
 CALL_COLUMNS = ("step", "sample", "turn", "call", "name", "arguments", "id", "answered", "error", "result")
 
 
 def turn_table(frame: pd.DataFrame) -> pa.Table:
-    """One row per message of every sample with messages (``frame``: step, sample, messages)."""
+    """One row per message of every sample (``frame``: step, sample, messages, and prompt and response for the
+    samples kept as text: see the module docstring), ordered by step, sample and turn."""
+    has = frame[S.MESSAGES].notna().to_numpy() if len(frame) else np.zeros(0, bool)
+    logged = _message_rows(frame[has])
+    if S.PROMPT not in frame.columns or has.all():
+        return logged
+    text = frame[~has]
+    prompts = pa.array(text[S.PROMPT].tolist(), pa.string())
+    marked = chat_text.marked_prompts(prompts).to_numpy(zero_copy_only=False)
+    parts = [logged, _split_rows(text[marked]), _plain_rows(text[~marked])]
+    table = pa.concat_tables([p for p in parts if p.num_rows] or [logged])
+    return table.sort_by([("step", "ascending"), ("sample", "ascending"), ("turn", "ascending")])
+
+
+def messages_of(prompt: str | None, response: str | None, messages: str | None) -> list[dict[str, Any]]:
+    """One sample's turns, as the turn table has them: its messages, else those told from its text."""
+    listed = trajectory.parsed(messages)
+    if listed is not None:
+        return listed
+    marked = bool(chat_text.marked_prompts(pa.array([prompt], pa.string()))[0].as_py())
+    return trajectory.normalize(chat_text.single_turn_messages(prompt, response, marked=marked))
+
+
+def _message_rows(frame: pd.DataFrame) -> pa.Table:
+    """The turn rows of samples that keep their messages."""
     rows: dict[str, list] = {name: [] for name in TURN_COLUMNS}
     for step, sample, raw in zip(frame[S.STEP], frame["sample"], frame[S.MESSAGES], strict=True):
-        for turn, m in enumerate(trajectory.parsed(raw) or ()):
-            values = (int(step), int(sample), turn, m.get("role"), m.get("content"),
-                      m.get("name") if m.get("role") == "tool" else None, m.get("tool_call_id"),
-                      len(m.get("tool_calls") or ()), m.get("error") if m.get("role") == "tool" else None,
-                      _number(m.get("reward")), _span(m.get("tokens")), _length(m.get("tokens")),
-                      m.get("trained"))  # fmt: skip
-            for name, value in zip(TURN_COLUMNS, values, strict=True):
-                rows[name].append(value)
+        _add_turns(rows, int(step), int(sample), trajectory.parsed(raw) or ())
+    return _turns(rows)
+
+
+def _split_rows(frame: pd.DataFrame) -> pa.Table:
+    """The turn rows of samples kept as text whose prompt is chat-marked (split here, as they are asked for)."""
+    rows: dict[str, list] = {name: [] for name in TURN_COLUMNS}
+    for step, sample, prompt, response in zip(frame[S.STEP], frame["sample"], frame[S.PROMPT], frame[S.RESPONSE],
+                                              strict=True):  # fmt: skip
+        messages = chat_text.single_turn_messages(prompt, response, marked=True)
+        _add_turns(rows, int(step), int(sample), trajectory.normalize(messages))
+    return _turns(rows)
+
+
+def _plain_rows(frame: pd.DataFrame) -> pa.Table:
+    """The turn rows of samples kept as plain text, from the columns: the prompt as turn 0 (user), the answer
+    after it (assistant); an empty side has no turn."""
+    steps = pa.array(frame[S.STEP].to_numpy(np.int64))
+    samples = pa.array(frame["sample"].to_numpy(np.int64))
+    prompts = pa.array(frame[S.PROMPT].tolist(), pa.string())
+    responses = pa.array(frame[S.RESPONSE].tolist(), pa.string())
+    has_prompt = pc.fill_null(pc.greater(pc.utf8_length(prompts), 0), False)
+    has_response = pc.fill_null(pc.greater(pc.utf8_length(responses), 0), False)
+    user = pa.table({"step": steps, "sample": samples, "turn": pa.array(np.zeros(len(frame), np.int64)),
+                     "role": pa.array(["user"] * len(frame), pa.string()), "content": prompts}).filter(has_prompt)
+    answer = pa.table({"step": steps, "sample": samples, "turn": pc.cast(has_prompt, pa.int64()),
+                       "role": pa.array(["assistant"] * len(frame), pa.string()),
+                       "content": responses}).filter(has_response)  # fmt: skip
+    both = pa.concat_tables([user, answer])
+    n = both.num_rows
+    return pa.table({name: both.column(name) if name in both.column_names else pa.nulls(n, _TURN_TYPES[name])
+                     for name in TURN_COLUMNS})  # fmt: skip
+
+
+def _add_turns(rows: dict[str, list], step: int, sample: int, messages: Any) -> None:
+    for turn, m in enumerate(messages):
+        tool = m.get("role") == "tool"
+        values = (step, sample, turn, m.get("role"), m.get("content"), m.get("reasoning"),
+                  m.get("name") if tool else None, m.get("tool_call_id"), len(m.get("tool_calls") or ()),
+                  m.get("error") if tool else None, _number(m.get("reward")), _span(m.get("tokens")),
+                  _length(m.get("tokens")), m.get("trained"))  # fmt: skip
+        for name, value in zip(TURN_COLUMNS, values, strict=True):
+            rows[name].append(value)
+
+
+def _turns(rows: dict[str, list]) -> pa.Table:
     return pa.table({name: pa.array(values, _TURN_TYPES[name]) for name, values in rows.items()})
 
 
@@ -170,7 +238,7 @@ def _span(value: object) -> list[int] | None:
 
 
 _TURN_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "role": pa.string(),
-               "content": pa.string(), "tool_name": pa.string(), "tool_call_id": pa.string(),
+               "content": pa.string(), "reasoning": pa.string(), "tool_name": pa.string(), "tool_call_id": pa.string(),
                "n_tool_calls": pa.int64(), "error": pa.bool_(), "reward": pa.float64(),
                "tokens": pa.list_(pa.int64()), "n_tokens": pa.int64(), "trained": pa.bool_()}  # fmt: skip
 _CALL_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "call": pa.int64(),

@@ -39,11 +39,11 @@ class Segment:
 
 def is_trajectory(messages: list[dict[str, Any]] | None) -> bool:
     """Whether a sample's messages are more than a prompt and one answer: a tool call or result, several
-    answers, or turns with token spans. A single-turn sample keeps today's view."""
+    answers, reasoning kept apart, or turns with token spans. A single-turn sample keeps today's view."""
     if not messages:
         return False
     roles = [m.get("role") for m in messages]
-    return (any(m.get("tool_calls") for m in messages) or "tool" in roles or "environment" in roles
+    return (any(m.get("tool_calls") or m.get("reasoning") for m in messages) or "tool" in roles or "environment" in roles
             or roles.count("assistant") > 1 or any(span(m) is not None for m in messages))  # fmt: skip
 
 

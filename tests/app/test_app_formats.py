@@ -157,5 +157,8 @@ def test_a_conversational_trl_sample_shows_its_conversation(tmp_path: Path, serv
     at = open_page("sample", run="chat/completions", step="20", sample="0")
     assert_clean(at)
     assert any(t.startswith("**Conversation**") for t in texts(at.markdown))
-    roles = [c.split(" · ")[0] for c in texts(at.caption) if " · " in c and "characters" in c]
+    # the answer thinks first: its reasoning is kept apart, so the sample is shown turn by turn, reasoning folded
+    roles = [m.split("**")[1] for m in texts(at.markdown) if " · turn " in m]
     assert roles[:2] == ["user", "assistant"] or roles[:3] == ["system", "user", "assistant"], roles
+    folded = [e for e in at.expander if str(e.label).startswith("Reasoning · ")]
+    assert folded and all(not e.proto.expanded for e in folded)

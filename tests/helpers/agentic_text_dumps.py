@@ -31,16 +31,6 @@ def _lines(path: Path, rows: list[dict], *, ensure_ascii: bool = False) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in rows), encoding="utf-8")
 
 
-def _two_turns(step: int, finish: str | None, reward: float | None, **more: object) -> Expected:
-    """A prompt and one answer: 2 turns, kept as text (no message rows)."""
-    return Expected(step, Counter(), Counter(), 0, finish, reward, turns=2, **more)  # type: ignore[arg-type]
-
-
-def _multi(messages: list[dict]) -> bool:
-    """More than a prompt and one answer (rl-board then keeps the turns)."""
-    return sum(m["role"] not in ("system", "user") for m in messages) > 1 or any(m.get("calls") for m in messages)
-
-
 # --------------------------------------------------------------------------- NeMo-RL
 
 
@@ -75,10 +65,7 @@ def write_nemo_rl(out: Path, *, steps: int = 2, samples: int = 8, seed: int = 0)
             lines.append(_nemo_line(rng, prompt, texts, reward, kept, i))
             all_roles = (["system"] if system else []) + ["user"] + roles
             more = {"kept": kept, "dropped": None if kept else "masked from the loss"}
-            if roles.count("assistant") == 1:
-                expected.append(_two_turns(step, None, reward, **more))
-            else:
-                expected.append(Expected(step, Counter(all_roles), Counter(), 0, None, reward, **more))  # type: ignore[arg-type]
+            expected.append(Expected(step, Counter(all_roles), Counter(), 0, None, reward, **more))  # type: ignore[arg-type]
         _lines(out / "exp_001" / f"train_data_step{step}.jsonl", lines, ensure_ascii=True)
     return expected
 
@@ -176,8 +163,7 @@ def write_skyrl_eval(out: Path, *, steps: int = 2, samples: int = 8, seed: int =
             lines.append({"input_prompt": prompt, "output_response": response, "score": ep.reward,
                           "stop_reason": why, "env_class": "tools", "data_source": "tool_math",
                           "env_extras": {"data_source": "tool_math"}})  # fmt: skip
-            expected.append(expected_of(step, messages, why, ep.reward) if _multi(messages)
-                            else _two_turns(step, why, ep.reward))  # fmt: skip
+            expected.append(expected_of(step, messages, why, ep.reward))
         _lines(out / "dumped_evals" / f"global_step_{step}_evals" / "tool_math.jsonl", lines)
     return expected
 
@@ -214,8 +200,7 @@ def write_verl_agent_loop(out: Path, *, steps: int = 2, samples: int = 8, seed: 
             prompt = f"system\n{SYSTEM}\nuser\n{ep.task}\nassistant\n"
             lines.append({"input": prompt, "output": _verl_output(messages), "gts": "42", "score": ep.reward,
                           "step": step, "request_id": f"r{step}-{i}"})  # fmt: skip
-            expected.append(expected_of(step, messages, None, ep.reward) if _multi(messages)
-                            else _two_turns(step, None, ep.reward))  # fmt: skip
+            expected.append(expected_of(step, messages, None, ep.reward))
         _lines(out / f"{step}.jsonl", lines)
     return expected
 

@@ -136,6 +136,8 @@ def trainer_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         "trl_trackers": _launch("trl_trackers", "tests.real.trainers.trl_trackers", root / "trl_trackers", [], home),
         "verl_tracking": _launch("verl_tracking", "tests.real.trainers.verl_tracking", root / "verl_tracking", [],
                                  home),
+        "verl_agent_loop": _launch("verl_agent_loop", "tests.real.trainers.verl_agent_loop", root / "verl_agent_loop",
+                                   [], home),
     }
     yield launched
     for run in launched.values():
@@ -177,6 +179,13 @@ def verl_tracking_root(trainer_runs: dict[str, Launched]) -> Path:
     """``OUT`` of ``trainers/verl_tracking.py``: ``truth.json`` and one store per backend verl's ``Tracking``
     wrote (``wandb/``, ``swanlog/``, ``trackio/``, ``mlflow.db`` + ``mlruns/``, ``tensorboard/``, ``file/``)."""
     return trainer_runs["verl_tracking"].wait()
+
+
+@pytest.fixture(scope="session")
+def verl_agent_loop_root(trainer_runs: dict[str, Launched]) -> Path:
+    """``OUT`` of ``trainers/verl_agent_loop.py``: verl's ``rollout/{step}.jsonl`` from its real agent loop with a
+    scripted policy, ``metrics/`` (its file logger) and ``truth.json`` (each conversation as the script meant it)."""
+    return trainer_runs["verl_agent_loop"].wait()
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rl_board.formats.kept import ZERO_ADVANTAGE
@@ -174,3 +175,22 @@ def test_text_not_split_with_confidence_says_why(tmp_path: Path) -> None:
                                        "kept as one prompt and one response (1)")
     reopened = RolloutStore.open(run, cache_dir=tmp_path / "cache")  # from the cache: the counts are kept
     assert reopened.report.from_cache and reopened.report.turns_read == store.report.turns_read
+
+
+def test_prime_rl_v0_rollouts_say_why_they_ended(tmp_path: Path) -> None:
+    """verifiers v0 (``train_rollouts.jsonl``): the stop condition is the finish; a rollout cut short with none
+    logged ended at a length cap; its message lists are its turns."""
+    step = tmp_path / "rollouts" / "step_3"
+    step.mkdir(parents=True)
+    rows = [{"prompt": [{"role": "user", "content": "17*23?"}], "completion": [{"role": "assistant", "content": "39"}],
+             "reward": 0.0, "is_truncated": True},
+            {"prompt": [{"role": "user", "content": "2+2?"}], "completion": [{"role": "assistant", "content": "4"}],
+             "reward": 1.0, "is_truncated": False, "stop_condition": "agent_completed"},
+            {"prompt": [{"role": "user", "content": "5*5?"}], "completion": [{"role": "assistant", "content": "25"}],
+             "reward": 1.0, "is_truncated": False}]  # fmt: skip
+    (step / "train_rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = RolloutStore.open(tmp_path / "rollouts", cache_dir=tmp_path / "cache")
+    frame = store.samples(columns=["finish_reason", "finish_reason_logged", "turns"])
+    assert frame["finish_reason"].tolist()[:2] == ["length", "stop"] and pd.isna(frame["finish_reason"].iloc[2])
+    assert frame["finish_reason_logged"].tolist()[1] == "agent_completed"
+    assert frame["turns"].tolist() == [2, 2, 2] and store.turns().num_rows == 6

@@ -10,8 +10,8 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from rl_board.formats.chat_text import single_turn
-from rl_board.rollouts.read import turns
+from rl_board.formats import trajectory
+from rl_board.formats.chat_text import prompt_turns, single_turn, single_turn_messages, split_sample
 from tests.helpers import chat_texts as ct
 
 SYSTEM, QUESTION = "You are a careful math tutor.", "What is 17*23?"
@@ -47,13 +47,19 @@ def _fuzzed(n: int, seed: int) -> tuple[list[str], list[str]]:
 
 
 def _spared_rows_split_to_nothing(prompts: list[str], responses: list[str]) -> int:
-    """Every row the look spares: splitting it would keep no turns and count nothing. Returns how many."""
+    """Every row the look spares is its prompt's turns and at most one answer with no call, as splitting it
+    would find, and its turns as counted from the columns are the turns it is shown with. Returns how many."""
     spared = single_turn(pa.array(prompts, pa.string()), pa.array(responses, pa.string())).to_pylist()
-    for prompt, response, skip in zip(prompts, responses, spared, strict=True):
+    counted = prompt_turns(pa.array(prompts, pa.string())).to_pylist()
+    for prompt, response, skip, count in zip(prompts, responses, spared, counted, strict=True):
         if skip:
-            found, kept = Counter(), Counter()
-            assert turns._from_text(prompt, response, found, kept) is None, (prompt, response)
-            assert not found and not kept, (prompt, response, found, kept)
+            split = trajectory.normalize(split_sample(prompt, response).messages)
+            answers = Counter(m["role"] for m in split if m["role"] not in ("system", "user"))
+            assert sum(answers.values()) <= 1 and not any(m.get("tool_calls") for m in split), (prompt, response)
+            shown = single_turn_messages(prompt, response, marked=True)
+            assert len(shown) == count + bool(response), (prompt, response, shown, count)
+            if answers and response:
+                assert trajectory.normalize(shown)[-1] == split[-1], (prompt, response)
     return sum(spared)
 
 

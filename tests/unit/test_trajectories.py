@@ -122,7 +122,11 @@ def test_verl_agent_loop_text_becomes_turns(tmp_path: Path) -> None:
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     frame = store.samples(columns=["turns", "n_tool_calls", "n_tool_errors", "tools", "messages"])
     # system, user, the assistant's call, the tool's result (under "user" in the text), the answer
-    assert frame["turns"].tolist() == [5, 2] and frame["n_tool_calls"].tolist() == [1, 0]
+    assert frame["turns"].tolist() == [5, 3] and frame["n_tool_calls"].tolist() == [1, 0]
     assert frame["tools"].tolist()[0] == "python" and frame["messages"].isna().tolist() == [False, True]
     calls = store.tool_calls().to_pandas()
     assert calls["arguments"].tolist() == ['{"code": "print(17*23)"}'] and calls["result"].tolist() == ["391"]
+    # the sample that answered directly is a trajectory too: its three messages, told from its text
+    direct = store.turns().to_pandas().query("sample == 1")
+    assert direct["role"].tolist() == ["system", "user", "assistant"] and direct["turn"].tolist() == [0, 1, 2]
+    assert direct["content"].tolist() == ["Be brief.", "2+2?", "4"]

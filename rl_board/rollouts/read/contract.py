@@ -83,7 +83,7 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
     if terms:
         out.table = rewards.with_reward(out.table, terms, "field map")
     adapted = fmt.adapt(out.table, reading.options)
-    out.table = turns.complete(kept.zero_advantage(adapted.table))
+    out.table = turns.complete(kept.zero_advantage(adapted.table), open_calls_end=fmt.open_calls_end)
     lines = out.table.column(S.LINE)
     out.warnings += [(lines[row].as_py(), note) for row, note in adapted.notes]
     out.warnings = sorted(out.warnings + missing_response_or_reward(out.table))

@@ -7,12 +7,15 @@ Run by ``contract.finish`` on every path, after the format's own ``adapt``:
   each tool result matched to its call, failed calls marked;
 - a sample with no messages whose text carries a chat template's markers or
   their stripped role lines (verl's agent-loop dumps, SkyRL, AReaL, TRL tool
-  runs) is split into its turns (``formats.chat_text``); the messages are kept
-  only when they hold more than a prompt and one answer (a single-turn sample
-  is a trajectory of two turns; nothing about it changes);
+  runs) is split into its turns (``formats.chat_text``) unless the columns
+  show it holds only its prompt's turns and one answer: such a sample keeps
+  its text, and its turns are told from it when asked
+  (``rollouts.trajectories``), so a single-turn run pays nothing here;
 - ``finish_reason`` is put in one vocabulary (``formats.trajectory``), the logged
   word kept beside it as ``finish_reason_logged`` on the rows where it differs
-  (so a row reads the same whichever rows share its block).
+  (so a row reads the same whichever rows share its block). Where none was
+  logged, a trajectory that ends on calls nothing answered was stopped by its
+  loop's limit: the format says which (``Format.open_calls_end``).
 
 How the turns were found is counted in the table's schema metadata
 (``TURNS_KEY``), so the Fields panel can say it (and why text was kept whole).
@@ -33,7 +36,7 @@ TURNS_KEY = b"rl_board.turns"  # {"how": {"chatml": n, ...}, "kept whole": {reas
 FINISH_LOGGED = "finish_reason_logged"
 
 
-def complete(table: pa.Table) -> pa.Table:
+def complete(table: pa.Table, open_calls_end: str = "") -> pa.Table:
     """The table with its trajectories in one shape (see the module docstring)."""
     found: Counter[str] = Counter()
     kept: Counter[str] = Counter()
@@ -42,6 +45,8 @@ def complete(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index(S.MESSAGES)
         table = table.set_column(index, S.MESSAGES, messages)
     table = _finish_reasons(table)
+    if open_calls_end and messages is not None:
+        table = _cut_by_limit(table, open_calls_end)
     if found or kept:
         meta = dict(table.schema.metadata or {})
         meta[TURNS_KEY] = json.dumps({"how": dict(found), "kept whole": dict(kept)}).encode()
@@ -78,17 +83,13 @@ def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
 
 
 def _from_text(prompt: str | None, response: str | None, found: Counter[str], kept: Counter[str]) -> str | None:
-    """Messages split from the text when it holds more than a prompt and one answer, else None."""
+    """Messages split from the text, else None (the text says why it was kept whole)."""
     split = chat_text.split_sample(prompt, response)
     if not split.how:
         kept[split.note or chat_text.PLAIN] += 1
         return None
-    messages = trajectory.normalize(split.messages)
-    answers = [m for m in messages if m["role"] not in ("system", "user")]
-    if len(answers) <= 1 and not any(m.get("tool_calls") for m in messages):
-        return None  # a prompt and one answer: a trajectory of two turns, kept as its text
     found[split.how] += 1
-    return trajectory.to_json(messages)
+    return trajectory.to_json(trajectory.normalize(split.messages))
 
 
 def _finish_reasons(table: pa.Table) -> pa.Table:
@@ -103,6 +104,19 @@ def _finish_reasons(table: pa.Table) -> pa.Table:
     if any(d is not None for d in differs) and FINISH_LOGGED not in table.column_names:  # per row: blocks agree
         table = table.append_column(FINISH_LOGGED, pa.array(differs, pa.string()))
     return table
+
+
+def _cut_by_limit(table: pa.Table, reason: str) -> pa.Table:
+    """``reason`` as the finish of each trajectory with none logged that ends on calls nothing answered."""
+    finish = table.column(S.FINISH_REASON).to_pylist()
+    messages = table.column(S.MESSAGES).to_pylist()
+    changed = False
+    for i, (word, raw) in enumerate(zip(finish, messages, strict=True)):
+        if word is None and trajectory.ends_on_open_calls(trajectory.parsed(raw) or []):
+            finish[i], changed = reason, True
+    if not changed:
+        return table
+    return table.set_column(table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(finish, pa.string()))
 
 
 def read_how(schema: pa.Schema) -> tuple[dict[str, int], dict[str, int]]:

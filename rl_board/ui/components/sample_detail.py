@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from rl_board.api import RolloutStore, SampleDetail, parsed_messages
+from rl_board.api import RolloutStore, SampleDetail, parsed_messages, sample_turns
 from rl_board.formats import fields as F
 from rl_board.ui import cached, state, turns
 from rl_board.ui.components.conversation import render_conversation
@@ -113,6 +113,13 @@ def _texts(fields: dict, display: TextDisplay) -> None:
             st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
 
 
+def _turns_of_text(fields: dict) -> None:
+    """The turns of a sample kept as its text, as the turn table counts them."""
+    told = sample_turns(fields.get("prompt"), fields.get("response"), None)
+    roles = ", ".join(escape_markdown(str(m.get("role"))) for m in told)
+    st.caption(f"**Trajectory** · {len(told)} turns ({roles}), told from the text")
+
+
 def _other_fields(detail: SampleDetail) -> None:
     skip = {f.name for f in F.at(F.SAMPLE) if f.source}
     rows = [(k, v) for k, v in detail.fields.items() if k not in skip and k != "step" and v is not None]
@@ -145,6 +152,8 @@ def render_sample(ctx: Context) -> None:
     else:
         if messages is not None:
             render_conversation(messages, ctx.settings.text)
+        else:
+            _turns_of_text(detail.fields)
         _texts(detail.fields, ctx.settings.text)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text, ctx.settings.kl)

@@ -135,7 +135,11 @@ def _call_card(traj: Trajectory, turn: int, k: int, call: dict[str, Any], displa
         _code(_pretty(call.get("arguments")), display)
         answer = traj.result_turn(turn, k)
         if answer is None:
-            st.caption("no result: the trajectory has no tool message answering this call")
+            st.badge("unanswered", icon=":material/block:", color="orange")
+            last = turn == len(traj.messages) - 1
+            st.caption("no tool message answers this call: " + ("the loop stopped before running it (its turn or "
+                       "tool-call limit)" if last else "the loop ran only some of this turn's calls (verl's "
+                       "max_parallel_calls) or the result was not logged"))  # fmt: skip
             return
         result = traj.messages[answer]
         text = str(result.get("content") or "")
@@ -176,6 +180,10 @@ def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_f
         failed = " :red-badge[:material/error: error]" if m.get("role") == "tool" and m.get("error") else ""
         st.markdown(_header(traj, k, focused) + failed)
         content = str(m.get("content") or "")
+        if m.get("reasoning"):
+            with st.expander(f"Reasoning · {len(str(m['reasoning']))} characters", icon=":material/psychology:",
+                             expanded=focused and not content):
+                _code(str(m["reasoning"]), display)
         call = traj.answers.get(k)
         if call is not None and call[0] >= shown_from and len(content) <= RESULT_PREVIEW and not focused:
             st.caption(f"The result is shown above, in the card of its call (turn {call[0]}).")

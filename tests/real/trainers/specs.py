@@ -104,3 +104,4 @@ VERL_STEPS = (1, 2, 3)
 VERL_PROMPTS_PER_STEP = 3
 VERL_N = 4  # responses per prompt
 VERL_PROJECT, VERL_EXPERIMENT = "rl_board_real", "grpo_cpu"
+VERL_AGENT_EXPERIMENT = "agent_loop"  # trainers/verl_agent_loop.py: its metrics file is {project}/{this}.jsonl
