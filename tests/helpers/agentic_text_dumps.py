@@ -189,7 +189,7 @@ def _verl_output(messages: list[dict]) -> str:
 
 
 def write_verl_agent_loop(out: Path, *, steps: int = 2, samples: int = 8, seed: int = 0) -> list[Expected]:
-    """``{step}.jsonl``: no finish reason in the dump."""
+    """``{step}.jsonl``: no finish reason in the dump (a turn limit shows as calls nothing answered)."""
     rng = random.Random(seed)
     expected = []
     for step in range(1, steps + 1):
@@ -200,7 +200,8 @@ def write_verl_agent_loop(out: Path, *, steps: int = 2, samples: int = 8, seed: 
             prompt = f"system\n{SYSTEM}\nuser\n{ep.task}\nassistant\n"
             lines.append({"input": prompt, "output": _verl_output(messages), "gts": "42", "score": ep.reward,
                           "step": step, "request_id": f"r{step}-{i}"})  # fmt: skip
-            expected.append(expected_of(step, messages, None, ep.reward))
+            # no finish in the dump: only calls left unanswered say why it ended (max_assistant_turns)
+            expected.append(expected_of(step, messages, "turn_limit" if ep.end == "max_turns" else None, ep.reward))
         _lines(out / f"{step}.jsonl", lines)
     return expected
 

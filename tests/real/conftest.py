@@ -138,6 +138,7 @@ def trainer_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                                  home),
         "verl_agent_loop": _launch("verl_agent_loop", "tests.real.trainers.verl_agent_loop", root / "verl_agent_loop",
                                    [], home),
+        "trl_tools": _launch("trl_tools", "tests.real.trainers.trl_tools", root / "trl_tools", [], home),
     }
     yield launched
     for run in launched.values():
@@ -186,6 +187,13 @@ def verl_agent_loop_root(trainer_runs: dict[str, Launched]) -> Path:
     """``OUT`` of ``trainers/verl_agent_loop.py``: verl's ``rollout/{step}.jsonl`` from its real agent loop with a
     scripted policy, ``metrics/`` (its file logger) and ``truth.json`` (each conversation as the script meant it)."""
     return trainer_runs["verl_agent_loop"].wait()
+
+
+@pytest.fixture(scope="session")
+def trl_tools_root(trainer_runs: dict[str, Launched]) -> Path:
+    """``OUT`` of ``trainers/trl_tools.py``: ``truth.json`` and one folder per ``specs.TRL_TOOLS_RUNS`` (TRL's
+    ``completions/`` and ``RLBoardCallback``'s ``rl-board/``), from its agent loop with a scripted policy."""
+    return trainer_runs["trl_tools"].wait()
 
 
 @pytest.fixture(scope="session")

@@ -119,8 +119,13 @@ open_instruct = st.builds(lambda step, p, n, reward, tools, why: {
     steps, st.integers(0, 2), st.integers(0, 4), plain, st.lists(st.tuples(st.sampled_from(["py", "web"]), st.booleans()),
                                                                  max_size=3), st.sampled_from(["stop", "length"]))  # fmt: skip
 
-JSONL = {"prime-rl": prime, "roll-agentic": roll_agentic, "open-instruct": open_instruct, "prime-rl-tokens": prime_tokens, "rl-board": native, "verl": verl, "areal": areal, "skyrl": skyrl, "nemo-rl": nemo, "roll": roll}
-NAMES = {"prime-rl": "rollouts/step_2/train/all/traces.jsonl", "prime-rl-tokens": "token_exports/step_2/rank_0.jsonl",
+prime_v0 = st.builds(lambda p, r, reward, cut, stop: _maybe({
+    "prompt": [{"role": "user", "content": p}], "completion": [{"role": "assistant", "content": r}], "reward": reward,
+    "is_truncated": cut}, stop_condition=stop),
+    words, words, plain, st.booleans(), st.none() | st.sampled_from(["agent_completed", "max_turns"]))  # fmt: skip
+
+JSONL = {"prime-rl-v0": prime_v0, "prime-rl": prime, "roll-agentic": roll_agentic, "open-instruct": open_instruct, "prime-rl-tokens": prime_tokens, "rl-board": native, "verl": verl, "areal": areal, "skyrl": skyrl, "nemo-rl": nemo, "roll": roll}
+NAMES = {"prime-rl-v0": "rollouts/step_2/train_rollouts.jsonl", "prime-rl": "rollouts/step_2/train/all/traces.jsonl", "prime-rl-tokens": "token_exports/step_2/rank_0.jsonl",
          "rl-board": "r0.jsonl", "verl": "3.jsonl", "areal": "t1.jsonl", "skyrl": "global_step_3_evals/gsm8k.jsonl",
          "nemo-rl": "train_data_step2.jsonl", "roll": "rollout_dump_data.step_2.jsonl",
          "roll-agentic": "rollout_dump_data.step_2.jsonl", "open-instruct": "run_rollouts_000000.jsonl"}  # fmt: skip
