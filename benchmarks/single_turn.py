@@ -2,6 +2,7 @@
 
     python benchmarks/single_turn.py                      # against HEAD, 1GB runs, 3 rounds
     python benchmarks/single_turn.py --base e2604fd --size 300MB --repeat 5
+    python benchmarks/single_turn.py --only verl --repeat 5
 
 Every sample is a trajectory, single-turn ones too: their turns are counted
 at ingest from the columns (``chat_text.prompt_turns``). This measures what
@@ -98,11 +99,13 @@ def main() -> None:
     parser.add_argument("--size", type=parse_size, default=1024 * MB, help="each run's size (default 1GB)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--wait-idle", type=float, default=30.0, metavar="S", help="wait for idle CPUs (s)")
+    parser.add_argument("--only", choices=["demo", "verl"], help="time one of the two runs")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "rlb-single-turn-bench")
     ns = parser.parse_args()
     ns.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    runs = {"demo": make_run(ns.size, ns.work), "verl": verl_run(ns.size, ns.work)}
+    makers = {"demo": make_run, "verl": verl_run}
+    runs = {name: make(ns.size, ns.work) for name, make in makers.items() if ns.only in (None, name)}
     print(f"runs written in {time.perf_counter() - t:.0f} s under {ns.work}")
     sides = {ns.base: unpack(ns.base, ns.work), "this checkout": ROOT}
     print(f"{'run':<6} {'MB':>6} " + " ".join(f"{name[:14]:>15}" for name in sides) + f" {'ratio':>7}")

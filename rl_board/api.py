@@ -1,5 +1,8 @@
 """What pages (and other front ends) may ask of the data layer, in one narrow place.
 
+Its names are imported on first use (``_LAZY``), so a CLI command that reads a cached run does not load the
+metric readers, DuckDB or the rules.
+
 Pages list runs, open a run, read metrics, run checks, look up a metric's
 meaning and export rows through this module; they never import a reader, the
 cache or a rule module. The types they hold (``RolloutStore``,
@@ -10,69 +13,142 @@ nothing else from the data layer but the field catalogue
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds them equal)
+    import pandas as pd
 
-from rl_board.formats.conversation import content_text as message_text
-from rl_board.formats.conversation import parsed as parsed_messages
-from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
-from rl_board.formats.fieldmap import parse_option as parse_field_option
-from rl_board.formats.trajectory import FINISH_REASONS
-from rl_board.formats.trajectory import result_of as tool_result
-from rl_board.health.checks import (
-    REGISTRY,
-    SETTINGS_FILE,
-    SEVERITIES,
-    Finding,
-    RolloutRun,
-    Settings,
-    check_rollouts,
-    check_scalars,
-    duplicate_copies,
-    load_settings,
-)
-from rl_board.metrics.background import IndexBuild, index_build
-from rl_board.metrics.dilogs import evaluation_summary
-from rl_board.metrics.glossary import GlossaryEntry, explain
-from rl_board.metrics.index import MetricsIndex
-from rl_board.metrics.kinds import label as metric_kind_label
-from rl_board.metrics.kinds import logs_copies as metric_kind_logs_copies
-from rl_board.metrics.parallel import MIN_PARALLEL
-from rl_board.metrics.reader import (
-    OUTSIDE_KIND,
-    MetricsBundle,
-    RunInfo,
-    RunSource,
-    discover,
-    load_metrics,
-    metrics_signature,
-    sources_signature,
-    split_refused,
-)
-from rl_board.metrics.reader import metric_catalogue as catalogue
-from rl_board.metrics.table import Problem
-from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
-from rl_board.rollouts.filters import SampleFilter
-from rl_board.rollouts.labels import MAX_NOTE, MAX_TAG, Label, LabelStore
-from rl_board.rollouts.labels import SUGGESTED as SUGGESTED_TAGS
-from rl_board.rollouts.patterns import LOOP as LOOP_REPETITION
-from rl_board.rollouts.patterns import MIN_FAMILY
-from rl_board.rollouts.patterns import MIN_SHARE as MIN_FAMILY_SHARE
-from rl_board.rollouts.prompts import prompt_id
-from rl_board.rollouts.report import BadLine, LoadReport
-from rl_board.rollouts.sql import DEFAULT_TIMEOUT as QUERY_TIMEOUT
-from rl_board.rollouts.sql import EXAMPLES as QUERY_EXAMPLES
-from rl_board.rollouts.sql import MACROS as QUERY_MACROS
-from rl_board.rollouts.sql import MAX_ROWS as QUERY_MAX_ROWS
-from rl_board.rollouts.sql import QueryError, QueryResult, run_query
-from rl_board.rollouts.sql import schema as query_schema
-from rl_board.rollouts.store import RolloutStore, SampleDetail
-from rl_board.rollouts.tokens import TokenText
-from rl_board.rollouts.trajectories import messages_of as sample_turns
-from rl_board.sources.catalogue import Catalogue, Source
-from rl_board.sources.roots import relative_to_roots, resolve_within
+    from rl_board.formats.conversation import content_text as message_text
+    from rl_board.formats.conversation import parsed as parsed_messages
+    from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
+    from rl_board.formats.fieldmap import parse_option as parse_field_option
+    from rl_board.formats.trajectory import FINISH_REASONS
+    from rl_board.formats.trajectory import result_of as tool_result
+    from rl_board.health.checks import (
+        REGISTRY,
+        SETTINGS_FILE,
+        SEVERITIES,
+        Finding,
+        Settings,
+        duplicate_copies,
+        load_settings,
+    )
+    from rl_board.metrics.background import IndexBuild
+    from rl_board.metrics.dilogs import evaluation_summary
+    from rl_board.metrics.glossary import GlossaryEntry, explain
+    from rl_board.metrics.index import MetricsIndex
+    from rl_board.metrics.kinds import label as metric_kind_label
+    from rl_board.metrics.kinds import logs_copies as metric_kind_logs_copies
+    from rl_board.metrics.kinds import metric_catalogue as catalogue
+    from rl_board.metrics.parallel import MIN_PARALLEL
+    from rl_board.metrics.reader import (
+        OUTSIDE_KIND,
+        MetricsBundle,
+        RunInfo,
+        RunSource,
+        metrics_signature,
+    )
+    from rl_board.metrics.table import Problem
+    from rl_board.rollouts import demo as demo_runs
+    from rl_board.rollouts.dataset import write_dataset
+    from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
+    from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+    from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
+    from rl_board.rollouts.filters import SampleFilter
+    from rl_board.rollouts.labels import MAX_NOTE, MAX_TAG, Label, LabelStore
+    from rl_board.rollouts.labels import SUGGESTED as SUGGESTED_TAGS
+    from rl_board.rollouts.patterns import LOOP as LOOP_REPETITION
+    from rl_board.rollouts.patterns import MIN_FAMILY
+    from rl_board.rollouts.patterns import MIN_SHARE as MIN_FAMILY_SHARE
+    from rl_board.rollouts.prompts import prompt_id
+    from rl_board.rollouts.report import BadLine, LoadReport
+    from rl_board.rollouts.sql import DEFAULT_TIMEOUT as QUERY_TIMEOUT
+    from rl_board.rollouts.sql import EXAMPLES as QUERY_EXAMPLES
+    from rl_board.rollouts.sql import MACROS as QUERY_MACROS
+    from rl_board.rollouts.sql import MAX_ROWS as QUERY_MAX_ROWS
+    from rl_board.rollouts.sql import QueryError, QueryResult, run_query
+    from rl_board.rollouts.sql import schema as query_schema
+    from rl_board.rollouts.store import RolloutStore, SampleDetail
+    from rl_board.rollouts.tokens import TokenText
+    from rl_board.rollouts.trajectories import messages_of as sample_turns
+    from rl_board.sources import remote
+    from rl_board.sources.catalogue import METRICS as METRICS_ROLE
+    from rl_board.sources.catalogue import Catalogue, Source
+    from rl_board.sources.roots import relative_to_roots, resolve_within
+
+_LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), imported on first use
+    "message_text": ("rl_board.formats.conversation", "content_text"),
+    "parsed_messages": ("rl_board.formats.conversation", "parsed"),
+    "MAPPABLE_FIELDS": ("rl_board.formats.fieldmap", "MAPPABLE"),
+    "parse_field_option": ("rl_board.formats.fieldmap", "parse_option"),
+    "FINISH_REASONS": ("rl_board.formats.trajectory", "FINISH_REASONS"),
+    "tool_result": ("rl_board.formats.trajectory", "result_of"),
+    "REGISTRY": ("rl_board.health.checks", "REGISTRY"),
+    "SETTINGS_FILE": ("rl_board.health.checks", "SETTINGS_FILE"),
+    "SEVERITIES": ("rl_board.health.checks", "SEVERITIES"),
+    "Finding": ("rl_board.health.checks", "Finding"),
+    "Settings": ("rl_board.health.checks", "Settings"),
+    "duplicate_copies": ("rl_board.health.checks", "duplicate_copies"),
+    "load_settings": ("rl_board.health.checks", "load_settings"),
+    "IndexBuild": ("rl_board.metrics.background", "IndexBuild"),
+    "evaluation_summary": ("rl_board.metrics.dilogs", "evaluation_summary"),
+    "GlossaryEntry": ("rl_board.metrics.glossary", "GlossaryEntry"),
+    "explain": ("rl_board.metrics.glossary", "explain"),
+    "MetricsIndex": ("rl_board.metrics.index", "MetricsIndex"),
+    "metric_kind_label": ("rl_board.metrics.kinds", "label"),
+    "metric_kind_logs_copies": ("rl_board.metrics.kinds", "logs_copies"),
+    "MIN_PARALLEL": ("rl_board.metrics.parallel", "MIN_PARALLEL"),
+    "OUTSIDE_KIND": ("rl_board.metrics.reader", "OUTSIDE_KIND"),
+    "MetricsBundle": ("rl_board.metrics.reader", "MetricsBundle"),
+    "RunInfo": ("rl_board.metrics.reader", "RunInfo"),
+    "RunSource": ("rl_board.metrics.reader", "RunSource"),
+    "metrics_signature": ("rl_board.metrics.reader", "metrics_signature"),
+    "catalogue": ("rl_board.metrics.kinds", "metric_catalogue"),
+    "Problem": ("rl_board.metrics.table", "Problem"),
+    "demo_runs": ("rl_board.rollouts", "demo"),
+    "write_dataset": ("rl_board.rollouts.dataset", "write_dataset"),
+    "AgentSpec": ("rl_board.rollouts.demo_agent", "AgentSpec"),
+    "write_agent_run": ("rl_board.rollouts.demo_agent", "write_agent_run"),
+    "GrpoSpec": ("rl_board.rollouts.demo_grpo", "GrpoSpec"),
+    "write_grpo_run": ("rl_board.rollouts.demo_grpo", "write_grpo_run"),
+    "export_file_name": ("rl_board.rollouts.export", "export_file_name"),
+    "to_csv_bytes": ("rl_board.rollouts.export", "to_csv_bytes"),
+    "to_jsonl_bytes": ("rl_board.rollouts.export", "to_jsonl_bytes"),
+    "SampleFilter": ("rl_board.rollouts.filters", "SampleFilter"),
+    "MAX_NOTE": ("rl_board.rollouts.labels", "MAX_NOTE"),
+    "MAX_TAG": ("rl_board.rollouts.labels", "MAX_TAG"),
+    "Label": ("rl_board.rollouts.labels", "Label"),
+    "LabelStore": ("rl_board.rollouts.labels", "LabelStore"),
+    "SUGGESTED_TAGS": ("rl_board.rollouts.labels", "SUGGESTED"),
+    "LOOP_REPETITION": ("rl_board.rollouts.patterns", "LOOP"),
+    "MIN_FAMILY": ("rl_board.rollouts.patterns", "MIN_FAMILY"),
+    "MIN_FAMILY_SHARE": ("rl_board.rollouts.patterns", "MIN_SHARE"),
+    "prompt_id": ("rl_board.rollouts.prompts", "prompt_id"),
+    "BadLine": ("rl_board.rollouts.report", "BadLine"),
+    "LoadReport": ("rl_board.rollouts.report", "LoadReport"),
+    "QUERY_TIMEOUT": ("rl_board.rollouts.sql", "DEFAULT_TIMEOUT"),
+    "QUERY_EXAMPLES": ("rl_board.rollouts.sql", "EXAMPLES"),
+    "QUERY_MACROS": ("rl_board.rollouts.sql", "MACROS"),
+    "QUERY_MAX_ROWS": ("rl_board.rollouts.sql", "MAX_ROWS"),
+    "QueryError": ("rl_board.rollouts.sql", "QueryError"),
+    "QueryResult": ("rl_board.rollouts.sql", "QueryResult"),
+    "run_query": ("rl_board.rollouts.sql", "run_query"),
+    "query_schema": ("rl_board.rollouts.sql", "schema"),
+    "RolloutStore": ("rl_board.rollouts.store", "RolloutStore"),
+    "SampleDetail": ("rl_board.rollouts.store", "SampleDetail"),
+    "TokenText": ("rl_board.rollouts.tokens", "TokenText"),
+    "sample_turns": ("rl_board.rollouts.trajectories", "messages_of"),
+    "remote": ("rl_board.sources", "remote"),
+    "METRICS_ROLE": ("rl_board.sources.catalogue", "METRICS"),
+    "Catalogue": ("rl_board.sources.catalogue", "Catalogue"),
+    "Source": ("rl_board.sources.catalogue", "Source"),
+    "relative_to_roots": ("rl_board.sources.roots", "relative_to_roots"),
+    "resolve_within": ("rl_board.sources.roots", "resolve_within"),
+}
+
 
 __all__ = [
     "BadLine", "Catalogue", "Finding", "GlossaryEntry", "LoadReport", "MAPPABLE_FIELDS", "MetricsBundle",
@@ -85,6 +161,8 @@ __all__ = [
 
 __all__ += ["IndexBuild", "MIN_PARALLEL", "MetricsIndex", "OUTSIDE_KIND", "RunSource", "metric_runs", "metric_runs_signature", "refused_metric_runs", "metrics_index_build"]  # sweeps
 __all__ += ["metric_kind_label", "metric_kind_logs_copies"]  # metric kinds, named for a page
+__all__ += ["AgentSpec", "GrpoSpec", "demo_runs", "write_agent_run", "write_grpo_run"]  # the demo runs
+__all__ += ["METRICS_ROLE", "remote", "write_dataset"]  # a catalogue's metric sources, logs in buckets, Parquet out
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
 __all__ += ["FINISH_REASONS", "sample_turns", "tool_result"]  # a trajectory: why it ended, the result that answered a call
 __all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size
@@ -94,14 +172,29 @@ __all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT",
 Progress = Callable[[int, int], None]
 
 
+def __getattr__(name: str) -> Any:
+    """A name of the data layer, imported when first asked for: a CLI command loads only what it uses."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rl_board.api' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    found = importlib.import_module(module)
+    value = getattr(found, attr) if hasattr(found, attr) else importlib.import_module(f"{module}.{attr}")
+    globals()[name] = value
+    return value
+
+
 def list_runs(root: Path | str, *, cache_dir: Path | str, allowed: list[Path] | None = None) -> pd.DataFrame:
     """Rollout runs under a root (see ``RolloutStore.list_runs``)."""
+    from rl_board.rollouts.store import RolloutStore
+
     return RolloutStore.list_runs(root, cache_dir=cache_dir, allowed=allowed)
 
 
 def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | None = None,
              allowed_roots: list[Path] | None = None, fields: dict[str, str] | None = None) -> RolloutStore:  # fmt: skip
     """A run's store, its cache built or brought up to date, read with a field map when one is given."""
+    from rl_board.rollouts.store import RolloutStore
+
     return RolloutStore.open(path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots,
                              fields=fields)
 
@@ -110,22 +203,30 @@ def read_metrics(root: Path | str, *, cache_dir: Path | str, allowed_roots: list
                  sources: list[RunSource] | None = None) -> MetricsBundle:  # fmt: skip
     """The metric runs under a root (all, or the given ones of ``metric_runs``), through the metrics cache;
     a server passes its served roots."""
+    from rl_board.metrics.reader import load_metrics
+
     return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots, sources=sources)
 
 
 def refused_metric_runs(sources: list[RunSource]) -> list[Problem]:
     """The runs ``metric_runs`` found behind links out of the served folders: named, never read."""
+    from rl_board.metrics.reader import split_refused
+
     return split_refused(sources, None)[0]
 
 
 def metric_runs_signature(root: Path | str, sources: list[RunSource], *,
                           allowed_roots: list[Path] | None = None) -> str:  # fmt: skip
     """A digest of the files of these runs (``metrics_signature`` of part of a root): stats, no reads."""
+    from rl_board.metrics.reader import sources_signature
+
     return sources_signature(Path(root), sources, allowed_roots)
 
 
 def metric_runs(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None) -> list[RunSource]:
     """The metric runs under a root, found by walking it (nothing is read: a run list shows at once)."""
+    from rl_board.metrics.reader import discover
+
     return discover(Path(root), skip=(Path(cache_dir),), allowed=allowed_roots)
 
 
@@ -133,6 +234,8 @@ def metrics_index_build(root: Path | str, *, cache_dir: Path | str, allowed_root
                         sources: list[RunSource] | None = None) -> IndexBuild:  # fmt: skip
     """The background build of a root's metrics index (every run's tags), started if none is under way;
     ``sources`` are its runs as ``metric_runs`` just found them."""
+    from rl_board.metrics.background import index_build
+
     return index_build(Path(root), Path(cache_dir), allowed_roots, sources)
 
 
@@ -140,15 +243,20 @@ def label_store() -> LabelStore:
     """The labels file this process was configured with (``Settings.labels``: $RL_BOARD_LABELS, ``serve
     --labels``, else the user's data folder), never a file beside the logs unless chosen so."""
     from rl_board import config
+    from rl_board.rollouts.labels import LabelStore
 
     return LabelStore(config.settings().labels)
 
 
 def check_metrics(bundle: MetricsBundle, settings: Settings) -> list[Finding]:
     """Findings of the rules on training metrics, for every metric run of a bundle."""
+    from rl_board.health.checks import check_scalars
+
     return check_scalars(bundle.scalars, histograms=bundle.histograms, settings=settings)
 
 
 def check_run(name: str, store: RolloutStore, settings: Settings) -> list[Finding]:
     """Findings of the rules on rollouts for one run, named ``name``."""
+    from rl_board.health.checks import RolloutRun, check_rollouts
+
     return check_rollouts(RolloutRun.from_store(name, store), settings=settings)

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from rl_board.formats import fieldmap
-
-if TYPE_CHECKING:
-    from rl_board.metrics.table import Problem
+from typing import Any
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -53,7 +46,9 @@ def field_arguments(parser: argparse.ArgumentParser) -> None:
 
 def fields_of(ns: argparse.Namespace) -> dict[str, str]:
     """The --field options as a field map (checked: unknown fields are a usage error)."""
-    return dict(fieldmap.parse_option(text) for text in getattr(ns, "fields", []) or [])
+    from rl_board.api import parse_field_option
+
+    return dict(parse_field_option(text) for text in getattr(ns, "fields", []) or [])
 
 
 def run_arguments(parser: argparse.ArgumentParser, *, json_help: str | None = "print one JSON object") -> None:
@@ -77,23 +72,9 @@ def path_arguments(parser: argparse.ArgumentParser) -> None:
 
 def local_path(text: str, cache_dir: str | None) -> str:
     """A path as given; for a URL (``s3://...``), its copy in the cache, brought up to date now (new bytes only)."""
-    from rl_board.sources import remote
+    from rl_board.public import local_copy
 
-    if not remote.is_url(text):
-        return text
-    from rl_board.config import default_cache_dir
-
-    return str(remote.mirror(text, Path(cache_dir).expanduser() if cache_dir else default_cache_dir()).local)
-
-
-def problem_dict(problem: Problem, root: Path) -> dict[str, Any]:
-    """A problem with its file shown relative to the root when it lies inside it (a link: where it lies)."""
-    out = problem.to_dict()
-    for candidate in (Path(problem.file), Path(problem.file).resolve()):
-        with contextlib.suppress(ValueError):  # outside the root: keep the absolute path
-            out["file"] = candidate.relative_to(root).as_posix()
-            break
-    return out
+    return str(local_copy(text, cache_dir))
 
 
 def problem_text(problem: dict[str, Any]) -> str:

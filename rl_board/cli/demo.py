@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.rollouts import demo
-    from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
+    from rl_board.api import GrpoSpec, write_grpo_run
+    from rl_board.api import demo_runs as demo
 
     out = Path(ns.out_dir)
     if ns.only in (None, "train"):
@@ -40,7 +40,7 @@ def run(ns: argparse.Namespace) -> int:
         for p in write_grpo_run(out / "grpo_math", spec):
             print(p)
     if ns.only == "agent":
-        from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
+        from rl_board.api import AgentSpec, write_agent_run
 
         for p in write_agent_run(out / "agent_tools", AgentSpec(steps=ns.steps, trajectories=ns.samples,
                                                                 ranks=ns.ranks, seed=ns.seed + 3)):  # fmt: skip

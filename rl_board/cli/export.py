@@ -23,9 +23,7 @@ def run(ns: argparse.Namespace) -> int:
     import pyarrow as pa
 
     from rl_board import config
-    from rl_board.rollouts.dataset import write_dataset
-    from rl_board.rollouts.labels import LabelStore
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import LabelStore, RolloutStore, write_dataset
 
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     table = store.arrow_samples()

@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import RolloutStore
 
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     table = store.groups(step=ns.step, threshold=ns.threshold)

@@ -25,8 +25,7 @@ def add_parser(sub: Any) -> None:
 
 def _opened(ns: argparse.Namespace) -> tuple[Any, Any]:
     from rl_board import config
-    from rl_board.rollouts.labels import LabelStore
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import LabelStore, RolloutStore
 
     return RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns)), \
         LabelStore(config.settings().labels)

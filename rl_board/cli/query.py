@@ -9,7 +9,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
-from rl_board.errors import NotFoundError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,14 +39,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.rollouts import sql
-    from rl_board.rollouts.export import to_csv_bytes
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import run_query, to_csv_bytes
+    from rl_board.public import open as open_run
 
-    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
-    if not store.report.files:
-        raise NotFoundError(f"no rollout files in {ns.run_dir} (see `rl-board runs`)")
-    result = sql.run_query(store, ns.sql, timeout=ns.timeout, max_rows=ns.max_rows)
+    run = open_run(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
+    result = run_query(run.store, ns.sql, timeout=ns.timeout, max_rows=ns.max_rows)
     if result.capped:  # on stderr: the output stays whole and parseable
         print(f"rl-board: note: only the first {result.max_rows} rows are printed; the result has more "
               "(add LIMIT, or --max-rows)", file=sys.stderr)
@@ -64,7 +60,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def json_rows(frame: pd.DataFrame) -> str:
     """The rows as a JSON list of objects (NaN and missing values as null, non-ASCII escaped)."""
-    from rl_board.rollouts.export import to_jsonl_bytes
+    from rl_board.api import to_jsonl_bytes
 
     lines = to_jsonl_bytes(frame).decode("utf-8").splitlines()
     return json.dumps([json.loads(line) for line in lines], allow_nan=False)

@@ -11,7 +11,7 @@ from rl_board.cli.common import field_arguments, fields_of, local_path, terminal
 from rl_board.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from rl_board.sources.catalogue import Catalogue
+    from rl_board.api import Catalogue
 
 
 def add_parser(sub: Any) -> None:
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     ns.root = local_path(ns.root, ns.cache_dir)  # a URL: its copy in the cache
-    from rl_board.metrics.reader import metric_catalogue as catalogue
+    from rl_board.api import catalogue
 
     root = Path(ns.root).expanduser()
     if not root.exists():
@@ -39,8 +39,8 @@ def run(ns: argparse.Namespace) -> int:
 
 def runs_dict(found: Catalogue, cache_dir: str | None, fields: dict[str, str] | None = None) -> dict[str, Any]:
     """The documented ``runs --json`` object."""
-    from rl_board.rollouts.store import RolloutStore
-    from rl_board.sources.catalogue import METRICS
+    from rl_board.api import METRICS_ROLE as METRICS
+    from rl_board.api import RolloutStore
 
     runs = []
     for folder in found.rollout_folders():

@@ -6,18 +6,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from rl_board.cli.common import (
-    EXIT_OK,
-    json_default,
-    local_path,
-    path_arguments,
-    problem_dict,
-    problem_text,
-    terminal_lines,
-)
+from rl_board.cli.common import EXIT_OK, json_default, path_arguments, problem_text, terminal_lines
 
 if TYPE_CHECKING:
-    from rl_board.metrics.index import MetricsIndex
+    from rl_board.api import MetricsIndex
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -30,12 +22,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(ns: argparse.Namespace) -> int:
     """List runs and tags; exit 0 whenever PATH was readable (damage is reported, not fatal)."""
-    ns.path = local_path(ns.path, ns.cache_dir)  # a URL: its copy in the cache
-    from rl_board.config import metrics_cache_dir
-    from rl_board.metrics.index import metrics_index
+    from rl_board.public import metrics_index
 
-    index = metrics_index(ns.path, cache_dir=metrics_cache_dir(ns.cache_dir))
-    report = scalars_report(index)
+    report = scalars_report(metrics_index(ns.path, cache_dir=ns.cache_dir))
     if ns.json:
         print(json.dumps(report, default=json_default))
     else:
@@ -46,7 +35,7 @@ def run(ns: argparse.Namespace) -> int:
 def scalars_report(index: MetricsIndex) -> dict[str, Any]:
     """The `scalars --json` object: per run its kind, tag summaries, histogram tags and problems."""
     runs = [{"run": info.run, "kind": info.kind, "tags": info.tags, "histograms": info.histogram_tags,
-             "problems": [problem_dict(p, index.root) for p in info.problems],
+             "problems": [p.shown_under(index.root) for p in info.problems],
              **({"step": info.step_source} if info.step_source else {})} for info in index.runs]  # fmt: skip
     return {"runs": runs}
 

@@ -11,8 +11,6 @@ from typing import Any
 
 from rl_board.config import LABELS_ENV, LOOPBACK_HOSTS, REMOTE_EVERY_ENV, ServerConfig, default_cache_dir
 from rl_board.errors import RLBoardError
-from rl_board.rollouts.tokens import TokenText
-from rl_board.sources import remote
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 PROJECT = Path(__file__).resolve().parent.parent.parent
@@ -47,6 +45,8 @@ def _mirrored(url: str, cache_dir: Path) -> Path:
     def show(done: int, total: int) -> None:
         print(f"\rrl-board: fetching {url}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr)
 
+    from rl_board.api import remote
+
     result = remote.mirror(url, cache_dir, progress=show, whole=False)  # a run's logs: when it is opened
     print(f"\rrl-board: {url}: {result.objects} objects, {result.fetched_bytes / 1e6:.1f} MB fetched"
           f" ({result.unchanged_files} unchanged)", file=sys.stderr)  # fmt: skip
@@ -77,6 +77,8 @@ def allowed_hosts(bind: str, extra: list[str]) -> tuple[str, ...]:
 
 def run(ns: argparse.Namespace) -> int:
     """Check the roots (bring remote ones into the cache), then exec Streamlit with the configuration."""
+    from rl_board.api import TokenText, remote
+
     cache_dir = Path(ns.cache_dir).expanduser().resolve() if ns.cache_dir else default_cache_dir()
     named = [*ns.roots, *ns.allow_root]
     remotes = tuple((_mirrored(url, cache_dir), url) for url in named if remote.is_url(url))

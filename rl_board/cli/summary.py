@@ -21,7 +21,7 @@ from rl_board.errors import NotFoundError
 from rl_board.formats import fields as F
 
 if TYPE_CHECKING:
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import RolloutStore
 
 
 def add_parser(sub: Any) -> None:
@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.rollouts.store import RolloutStore
+    from rl_board.api import RolloutStore
 
     fields = fields_of(ns)
     store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
@@ -88,7 +88,7 @@ def summary_dict(store: RolloutStore) -> dict:
 def skipped_beside(store: RolloutStore) -> list[dict[str, str]]:
     """Files in the run's folder that are not read, with why (a compressed log, a pickle...): a run that
     looks short says here what was left out."""
-    from rl_board.metrics.kinds import metric_catalogue as catalogue
+    from rl_board.api import catalogue
 
     if not store.run_dir.is_dir():  # one file, or a dataset read in its bucket
         return []
@@ -129,7 +129,7 @@ def _num(value: float | None) -> str:
 
 def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     """Why a path holds no rollout file: what is below it instead."""
-    from rl_board.metrics.kinds import metric_catalogue as catalogue
+    from rl_board.api import catalogue
 
     found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]

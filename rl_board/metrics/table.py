@@ -6,8 +6,10 @@ at the end; the column names and dtypes live here and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,15 @@ class Problem:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output and the on-disk cache."""
         return asdict(self)
+
+    def shown_under(self, root: Path) -> dict[str, Any]:
+        """``to_dict`` with the file relative to ``root`` when it lies inside it (a link: where it lies)."""
+        out = self.to_dict()
+        for candidate in (Path(self.file), Path(self.file).resolve()):
+            with contextlib.suppress(ValueError):  # outside the root: keep the absolute path
+                out["file"] = candidate.relative_to(root).as_posix()
+                break
+        return out
 
 
 @dataclass

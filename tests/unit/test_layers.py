@@ -112,6 +112,20 @@ def test_ui_imports_a_handful_of_data_modules() -> None:
     assert len(used) <= UI_DATA_MODULE_LIMIT, used
 
 
+FRONT_DOOR = {"rl_board.api", "rl_board.public", "rl_board.config", "rl_board.errors", "rl_board.where",
+              "rl_board.formats.fields"}  # the data layer's front door, settings, errors and the field catalogue
+
+
+def test_pages_and_cli_come_in_through_the_front_door() -> None:
+    """A page or a CLI command asks the data layer through ``api`` / ``public`` only (plus settings, errors, the
+    ``where`` of the served roots and the field catalogue); lazy imports inside functions count too."""
+    graph = import_graph()
+    past = sorted((mod, dep) for mod, deps in graph.items() if mod.startswith(("rl_board.ui", "rl_board.cli"))
+                  for dep in deps if not dep.startswith(("rl_board.ui", "rl_board.cli")) and dep not in FRONT_DOOR)  # fmt: skip
+    assert not past, past
+    assert any(mod.startswith("rl_board.cli") and "rl_board.public" in deps for mod, deps in graph.items())
+
+
 def test_scalar_rules_do_not_load_the_rollout_engine() -> None:
     code = ("import sys, rl_board.health.scalar_rules\n"
             "print(sorted(m for m in sys.modules if m.startswith('rl_board.rollouts')))")
@@ -159,3 +173,16 @@ def test_formats_are_below_sources_and_rollouts() -> None:
              "rl_board.cli", "rl_board.api"}
     assert not graph["rl_board.formats"] & above, graph["rl_board.formats"]
     assert "rl_board.rollouts" not in graph["rl_board.sources"], graph["rl_board.sources"]
+
+
+def test_the_front_door_names_each_name_once() -> None:
+    """``api``'s names load on first use (``_LAZY``); the imports a type checker reads are the same names from
+    the same places, and every exported name resolves."""
+    from rl_board import api
+
+    tree = ast.parse(module_file("rl_board.api").read_text(encoding="utf-8"))
+    typed = {(a.asname or a.name): (n.module, a.name) for node in tree.body
+             if isinstance(node, ast.If) and _is_type_checking(node.test)
+             for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}  # fmt: skip
+    assert typed == api._LAZY
+    assert all(getattr(api, name) is not None for name in api.__all__)
