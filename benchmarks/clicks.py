@@ -106,8 +106,13 @@ def agent_root(work: Path, trajectories: int) -> Path:
 
     root = work / f"agent_{trajectories}"
     if not (root / AGENT_RUN / "rollout_data_rank_0.jsonl").exists():
-        spec = AgentSpec(steps=AGENT_STEPS, trajectories=max(1, trajectories // AGENT_STEPS), turns=AGENT_TURNS,
-                         ranks=4, seed=1)  # fmt: skip
+        spec = AgentSpec(
+            steps=AGENT_STEPS,
+            trajectories=max(1, trajectories // AGENT_STEPS),
+            turns=AGENT_TURNS,
+            ranks=4,
+            seed=1,
+        )
         write_agent_run(root / AGENT_RUN, spec)
         write_run(root / "ppo_small", DemoSpec(steps=10, samples=16))
     return root
@@ -152,8 +157,17 @@ class Server:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "rl_board", "serve", str(root), "--port", str(self.port),
-               "--cache-dir", str(cache)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "serve",
+            str(root),
+            "--port",
+            str(self.port),
+            "--cache-dir",
+            str(cache),
+        ]
         with open(log, "w") as out:
             self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -274,7 +288,9 @@ def timed(tab: Tab, act: Callable[[], None], shows: Callable[[], object]) -> Cli
     return Click(seconds, (tab.runs.bytes - b0) / 1024, tab.runs.messages - m0, s1 - s0, c1 - c0)
 
 
-def _choose(tab: Tab, label: str, typed: str, option: re.Pattern | None = None, scope=None) -> Callable[[], None]:
+def _choose(
+    tab: Tab, label: str, typed: str, option: re.Pattern | None = None, scope=None
+) -> Callable[[], None]:
     """Open the selectbox ``label`` and type (not timed); the returned action clicks the option
     (``option``, else the one named exactly as typed)."""
     box = (scope or tab.page).get_by_role("combobox", name=label)
@@ -350,8 +366,14 @@ def find_runs(root: Path, cache: Path) -> Runs:
     grpo = RolloutStore.open(root / grpo_name, cache_dir=cache)
     grpo_step = grpo.steps[-1]
     lengths = grpo.samples(step=grpo_step, columns=["n_tokens"])["n_tokens"]
-    return Runs("ppo_math", grpo_name, ppo.steps[len(ppo.steps) // 2], grpo_step, int(lengths.idxmax()),
-                int(lengths.max()))
+    return Runs(
+        "ppo_math",
+        grpo_name,
+        ppo.steps[len(ppo.steps) // 2],
+        grpo_step,
+        int(lengths.idxmax()),
+        int(lengths.max()),
+    )
 
 
 def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
@@ -374,7 +396,9 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
             tab.go("/")
         else:  # from another run's Overview
             sidebar = tab.page.get_by_test_id("stSidebar")
-            timed(tab, _choose(tab, "Run", r.grpo, re.compile(f"^{r.grpo} "), scope=sidebar), lambda: main(tab))
+            timed(
+                tab, _choose(tab, "Run", r.grpo, re.compile(f"^{r.grpo} "), scope=sidebar), lambda: main(tab)
+            )
         act = _choose(tab, "Run", r.ppo, re.compile(f"^{r.ppo} "), scope=tab.page.get_by_test_id("stSidebar"))
         return timed(tab, act, lambda: main(tab).get_by_text("Reward per step"))
 
@@ -384,8 +408,11 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         points.first.wait_for(state="attached")
         n = points.count()
         point = points.nth(min(n - 1, (k + 1) * n // 5))
-        return timed(tab, lambda: point.click(force=True),
-                     lambda: main(tab).get_by_test_id("stDataFrameResizable").first)
+        return timed(
+            tab,
+            lambda: point.click(force=True),
+            lambda: main(tab).get_by_test_id("stDataFrameResizable").first,
+        )
 
     def sort_column(tab: Tab, k: int):
         start(tab, k, f"/steps?run={r.ppo}&step={r.step}")
@@ -396,20 +423,25 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
     def row_to_sample(run: str, step: int, sort: str, *, longest: bool = False):
         """Another sample each time (the same one again would come from the browser's message cache):
         the next row, or for the longest answer the previous step's."""
+
         def measure(tab: Tab, k: int):
             start(tab, k, f"/steps?run={run}&step={step}&sort={sort}&descending=1", "Step browser")
             if longest and k:
                 timed(tab, main(tab).get_by_role("button", name="◀ Prev").click, lambda: main(tab))
             return timed(tab, _row(tab, 0 if longest else k), lambda: main(tab).locator(".rlb-chip").first)
+
         return measure
 
     def colour_metric(run: str, step: int, sample: int):
         def measure(tab: Tab, k: int):
             start(tab, k, f"/sample?run={run}&step={step}&sample={sample}")
-            others = main(tab).get_by_role("radiogroup", name="Colour tokens by").locator('[aria-checked="false"]')
+            others = (
+                main(tab).get_by_role("radiogroup", name="Colour tokens by").locator('[aria-checked="false"]')
+            )
             others.first.wait_for(state="visible")
             button = others.nth(k % others.count())
             return timed(tab, button.click, lambda: main(tab).locator(".rlb-chip").first)
+
         return measure
 
     def search_all(tab: Tab, k: int):
@@ -422,6 +454,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         def measure(tab: Tab, k: int):
             start(tab, k, f"/?run={run}{extra}" if run else f"/?{extra.lstrip('&')}", "Overview")
             return timed(tab, _nav(tab, title), lambda: shows(tab))
+
         return measure
 
     def group_row(tab: Tab, k: int):
@@ -434,14 +467,19 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
 
     def fresh_tab(run: str, step: int, sample: int):
         """A new tab of the same browser (its HTTP cache holds the app's scripts, as a user's browser does)."""
+
         def measure(tab: Tab, k: int):
             page = tab.page.context.new_page()
             fresh = Tab(page, Traffic(page), tab.url, tab.cpu)
             try:
-                return timed(fresh, lambda: page.goto(f"{tab.url}/sample?run={run}&step={step}&sample={sample}"),
-                             lambda: fresh.main().locator(".rlb-chip").first)
+                return timed(
+                    fresh,
+                    lambda: page.goto(f"{tab.url}/sample?run={run}&step={step}&sample={sample}"),
+                    lambda: fresh.main().locator(".rlb-chip").first,
+                )
             finally:
                 page.close()
+
         return measure
 
     long = f"{r.long_tokens}-token"
@@ -498,7 +536,11 @@ def agent_clicks(r: AgentRuns) -> list[tuple[str, float, Callable[[Tab, int], Cl
         if k == 0:
             tab.go(f"/?run={r.other}")
         else:
-            timed(tab, _choose(tab, "Run", r.other, re.compile(f"^{r.other} "), scope=sidebar), lambda: main(tab))
+            timed(
+                tab,
+                _choose(tab, "Run", r.other, re.compile(f"^{r.other} "), scope=sidebar),
+                lambda: main(tab),
+            )
         act = _choose(tab, "Run", r.run, re.compile(f"^{r.run} "), scope=sidebar)
         return timed(tab, act, lambda: main(tab).get_by_text("Why trajectories ended, per step"))
 
@@ -530,8 +572,12 @@ def agent_clicks(r: AgentRuns) -> list[tuple[str, float, Callable[[Tab, int], Cl
 
     def jump(tab: Tab, k: int):
         tab.go(f"/sample?run={r.run}&step={r.step}&sample={r.sample}" + (f"&turn={k}" if k else ""))
-        button = main(tab).get_by_role("button", name=("Next error ▶", "Next tool call ▶", "Highest-KL turn")[k % 3])
-        return timed(tab, button.click, lambda: main(tab).get_by_text(re.compile(r"^(Next tool|Highest KL)")).first)
+        button = main(tab).get_by_role(
+            "button", name=("Next error ▶", "Next tool call ▶", "Highest-KL turn")[k % 3]
+        )
+        return timed(
+            tab, button.click, lambda: main(tab).get_by_text(re.compile(r"^(Next tool|Highest KL)")).first
+        )
 
     def tools_page(tab: Tab, k: int):
         if k == 0:
@@ -577,33 +623,56 @@ def agent_clicks(r: AgentRuns) -> list[tuple[str, float, Callable[[Tab, int], Cl
     ]
 
 
-def measure_agent_root(label: str, root: Path, cache: Path, work: Path, repeat: int, browser,
-                       only: str | None) -> list[str]:  # fmt: skip
+def measure_agent_root(
+    label: str, root: Path, cache: Path, work: Path, repeat: int, browser, only: str | None
+) -> list[str]:
     from rl_board.rollouts.store import RolloutStore
 
     runs = find_agent_runs(root, cache)  # also builds the cache, so no click pays a first parse
     store = RolloutStore.open(root / runs.run, cache_dir=cache)
     turns = store.samples(columns=["turns", "n_tool_calls"])
     mb = sum(p.stat().st_size for p in (root / runs.run).glob("*.jsonl")) / MB
-    header = (f"## {label}: {store.num_samples} trajectories, {mb:.0f} MB of JSONL, turns mean "
-              f"{turns['turns'].mean():.1f} (max {turns['turns'].max()}), {turns['n_tool_calls'].sum()} tool calls")
-    return _measure(label, root, cache, work, repeat, browser, only, header, (runs.run, runs.other),
-                    agent_clicks(runs))
+    header = (
+        f"## {label}: {store.num_samples} trajectories, {mb:.0f} MB of JSONL, turns mean "
+        f"{turns['turns'].mean():.1f} (max {turns['turns'].max()}), {turns['n_tool_calls'].sum()} tool calls"
+    )
+    return _measure(
+        label, root, cache, work, repeat, browser, only, header, (runs.run, runs.other), agent_clicks(runs)
+    )
 
 
-def measure_root(label: str, root: Path, cache: Path, work: Path, repeat: int, browser,
-                 only: str | None) -> list[str]:
+def measure_root(
+    label: str, root: Path, cache: Path, work: Path, repeat: int, browser, only: str | None
+) -> list[str]:
     runs = find_runs(root, cache)  # also builds the cache, so no click pays a first parse
     mb = sum(p.stat().st_size for p in (root / runs.ppo).glob("*.jsonl")) / MB
-    header = f"## {label}: {runs.ppo} {mb:.0f} MB of JSONL; {runs.grpo} longest answer {runs.long_tokens} tokens"
-    return _measure(label, root, cache, work, repeat, browser, only, header, (runs.ppo, runs.grpo), clicks(runs))
+    header = (
+        f"## {label}: {runs.ppo} {mb:.0f} MB of JSONL; {runs.grpo} longest answer {runs.long_tokens} tokens"
+    )
+    return _measure(
+        label, root, cache, work, repeat, browser, only, header, (runs.ppo, runs.grpo), clicks(runs)
+    )
 
 
-def _measure(label: str, root: Path, cache: Path, work: Path, repeat: int, browser, only: str | None, header: str,
-             open_first: tuple[str, ...], click_list: list) -> list[str]:  # fmt: skip
+def _measure(
+    label: str,
+    root: Path,
+    cache: Path,
+    work: Path,
+    repeat: int,
+    browser,
+    only: str | None,
+    header: str,
+    open_first: tuple[str, ...],
+    click_list: list,
+) -> list[str]:
     server = Server(root, cache, work / f"serve-{label.split()[0]}.log")
-    rows = [header, "", "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        header,
+        "",
+        "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     print("\n".join(rows), flush=True)
     try:
         tab = new_tab(browser, server)
@@ -620,11 +689,13 @@ def _measure(label: str, root: Path, cache: Path, work: Path, repeat: int, brows
             else:
                 wall = [c.seconds for c in got]
                 med = statistics.median(wall)
-                row = (f"| {name} | {med:.2f} | {min(wall):.2f}–{max(wall):.2f} | {target:.1f} "
-                       f"| {'ok' if med < target else '**over**'} "
-                       f"| {statistics.median(c.server_cpu for c in got):.2f} "
-                       f"| {statistics.median(c.browser_cpu for c in got):.2f} "
-                       f"| {statistics.median(c.kb for c in got):.0f} | {got[-1].messages} |")
+                row = (
+                    f"| {name} | {med:.2f} | {min(wall):.2f}–{max(wall):.2f} | {target:.1f} "
+                    f"| {'ok' if med < target else '**over**'} "
+                    f"| {statistics.median(c.server_cpu for c in got):.2f} "
+                    f"| {statistics.median(c.browser_cpu for c in got):.2f} "
+                    f"| {statistics.median(c.kb for c in got):.0f} | {got[-1].messages} |"
+                )
             rows.append(row)
             print(row, flush=True)
     finally:
@@ -646,12 +717,16 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=parse_size, default=1024 * MB, help="size of the large run: 200MB, 1GB")
+    parser.add_argument(
+        "--size", type=parse_size, default=1024 * MB, help="size of the large run: 200MB, 1GB"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="times each click is measured (default 3)")
     parser.add_argument("--only", choices=["samples", "big", "agent"], help="measure one logs root")
     parser.add_argument("--trajectories", type=int, default=10_000, help="trajectories of the agent run")
     parser.add_argument("--clicks", default=None, help="a regex: measure only the clicks whose name matches")
-    parser.add_argument("--work", type=Path, default=None, help="scratch folder, kept (default: a temp dir, removed)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="scratch folder, kept (default: a temp dir, removed)"
+    )
     ns = parser.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"no chromium at {CHROMIUM}: apt-get install chromium", file=sys.stderr)
@@ -659,8 +734,11 @@ def main() -> int:
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-clicks-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}")
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}; each click {ns.repeat} times; "
-          f"load average {os.getloadavg()[0]:.1f}\n", flush=True)
+    print(
+        f"date: {time.strftime('%Y-%m-%d %H:%M')}; each click {ns.repeat} times; "
+        f"load average {os.getloadavg()[0]:.1f}\n",
+        flush=True,
+    )
     from playwright.sync_api import sync_playwright
 
     try:

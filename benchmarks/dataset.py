@@ -52,8 +52,20 @@ def build(work: Path, times: int) -> tuple[Path, int, int]:
     jsonl = sum(p.stat().st_size for p in run.glob("*.jsonl"))
     base = work / "dataset_x1"
     if not base.exists():
-        subprocess.run([sys.executable, "-m", "rl_board", "export", str(run), str(base), "--cache-dir",
-                        str(work / "cache")], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rl_board",
+                "export",
+                str(run),
+                str(base),
+                "--cache-dir",
+                str(work / "cache"),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     shutil.rmtree(out, ignore_errors=True)
     parts = sorted(base.glob("step=*/part-0.parquet"), key=lambda p: int(p.parent.name[5:]))
     steps = len(parts)
@@ -61,7 +73,9 @@ def build(work: Path, times: int) -> tuple[Path, int, int]:
         for k, part in enumerate(parts):
             folder = out / f"step={copy * steps + k}"
             folder.mkdir(parents=True)
-            os.link(part, folder / "part-0.parquet") if copy else shutil.copyfile(part, folder / "part-0.parquet")
+            os.link(part, folder / "part-0.parquet") if copy else shutil.copyfile(
+                part, folder / "part-0.parquet"
+            )
     import pyarrow.parquet as pq
 
     from rl_board.rollouts import lazy
@@ -93,8 +107,14 @@ json.dump({{"import": t1 - t0, "open": t2 - t1, "step": t3 - t2, "samples": stor
             "steps": len(store.steps), "rows": len(frame), "tokens": len(detail.tokens),
             "rss_mb": hwm_mb()}}, sys.stdout)
 """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env},
-                          cwd=HERE.parents[1], check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=HERE.parents[1],
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -104,8 +124,12 @@ def spread(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--times", type=int, default=8,
-                        help="copies of the 1 GB run's steps (its JSONL is 1.36 GB: 8 copies = a 10.9 GB run)")
+    parser.add_argument(
+        "--times",
+        type=int,
+        default=8,
+        help="copies of the 1 GB run's steps (its JSONL is 1.36 GB: 8 copies = a 10.9 GB run)",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "rl-board-bench"))
     parser.add_argument("--no-s3", action="store_true", help="skip the S3 part")
@@ -114,9 +138,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     dataset, jsonl_bytes, samples = build(work, args.times)
     size = sum(p.stat().st_size for p in dataset.glob("step=*/*.parquet"))
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"run: {samples:,} samples, {jsonl_bytes / 1e9:.1f} GB as JSONL, {size / 1e9:.2f} GB as Parquet "
-          f"({len(list(dataset.glob('step=*')))} step files)\n")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"run: {samples:,} samples, {jsonl_bytes / 1e9:.1f} GB as JSONL, {size / 1e9:.2f} GB as Parquet "
+        f"({len(list(dataset.glob('step=*')))} step files)\n"
+    )
 
     rows = []
     local = [phase(str(dataset), {}, work / f"nocache-{k}") for k in range(args.repeat)]
@@ -128,23 +156,30 @@ def main() -> None:
             s3.upload(endpoint, dataset, url)
             print(f"(uploaded to the S3 server in {time.perf_counter() - t:.0f} s)")
             proxy = s3.CountingProxy(int(endpoint.rsplit(":", 1)[1]))  # bytes counted once, through a relay
-            for name, target in (("S3 server (moto, loopback)", url),
-                                 ("S3, no index (other writer)", None)):  # fmt: skip
+            for name, target in (("S3 server (moto, loopback)", url), ("S3, no index (other writer)", None)):
                 if target is None:  # the same dataset as another job would write it: no _rl_board/index.arrow
                     s3.delete(endpoint, f"{url}/_rl_board/index.arrow")
                     target = url
-                remote = [phase(target, s3.s3_env(endpoint), work / f"nocache-s3-{k}") for k in range(args.repeat)]
+                remote = [
+                    phase(target, s3.s3_env(endpoint), work / f"nocache-s3-{k}") for k in range(args.repeat)
+                ]
                 proxy.reset()
                 phase(target, s3.s3_env(proxy.url), work / "nocache-s3-counted")
                 rows.append((name, remote, [proxy.received]))
-    print(f"{'where':28} {'open (footers + numbers)':>30} {'one step + one sample':>30} {'peak RSS':>10} {'received':>12}")
+    print(
+        f"{'where':28} {'open (footers + numbers)':>30} {'one step + one sample':>30} {'peak RSS':>10} {'received':>12}"
+    )
     for name, results, sent in rows:
         received = f"{statistics.median(sent) / 1e6:9.1f} MB" if sent else "-"
-        print(f"{name:28} {spread([r['open'] for r in results]):>30} {spread([r['step'] for r in results]):>30} "
-              f"{statistics.median(r['rss_mb'] for r in results):7.0f} MB {received:>12}")
+        print(
+            f"{name:28} {spread([r['open'] for r in results]):>30} {spread([r['step'] for r in results]):>30} "
+            f"{statistics.median(r['rss_mb'] for r in results):7.0f} MB {received:>12}"
+        )
     first = rows[0][1][0]
-    print(f"\n{first['samples']:,} samples in {first['steps']} steps; the step shown has {first['rows']} rows,"
-          f" its sample {first['tokens']} tokens. Nothing was cached: each run started from an empty cache folder.")
+    print(
+        f"\n{first['samples']:,} samples in {first['steps']} steps; the step shown has {first['rows']} rows,"
+        f" its sample {first['tokens']} tokens. Nothing was cached: each run started from an empty cache folder."
+    )
 
 
 if __name__ == "__main__":

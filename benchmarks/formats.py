@@ -43,11 +43,35 @@ from rl_board.sources.catalogue import catalogue  # noqa: E402
 from tests.helpers import trainer_dumps as T  # noqa: E402
 
 PARQUET_DATASET = "rl_board_parquet"  # `rl-board export` of a token-level demo run
-FORMATS = ("verl", "verl_v1", "trl", "roll", "nemo_rl", "prime_rl", "areal", "skyrl_eval", "openrlhf",
-           PARQUET_DATASET)
-DERIVED = {"n_tokens", "n_logprobs", "length_mismatch", "response_chars", "ref_response_chars", "log_ratio_mean",
-           "log_ratio_sum", "kl_mean", "kl_sum", "reward_gap", "valid_reward_gap", "nonfinite_tokens", "sample",
-           "file", "line"}  # fmt: skip
+FORMATS = (
+    "verl",
+    "verl_v1",
+    "trl",
+    "roll",
+    "nemo_rl",
+    "prime_rl",
+    "areal",
+    "skyrl_eval",
+    "openrlhf",
+    PARQUET_DATASET,
+)
+DERIVED = {
+    "n_tokens",
+    "n_logprobs",
+    "length_mismatch",
+    "response_chars",
+    "ref_response_chars",
+    "log_ratio_mean",
+    "log_ratio_sum",
+    "kl_mean",
+    "kl_sum",
+    "reward_gap",
+    "valid_reward_gap",
+    "nonfinite_tokens",
+    "sample",
+    "file",
+    "line",
+}
 
 
 def run_of(root: Path, dump: T.Dump) -> Path:
@@ -133,10 +157,19 @@ def compare(name: str, run: Path, twin: Path, samples: int, parquet: bool, repea
     fmt_mb, own_mb = size_of(run) / 1e6, size_of(twin) / 1e6
     # A Parquet file is compressed: its bytes say little, so it is compared per sample instead.
     ratio = fmt_s / own_s if parquet else (fmt_s / fmt_mb) / (own_s / own_mb)
-    return {"format": name, "samples": samples, "MB": fmt_mb, "s": fmt_s, "own MB": own_mb, "own s": own_s,
-            "ratio": ratio, "per": "sample" if parquet else "MB", "parquet": parquet,
-            "range": (min(times["format"]), max(times["format"])),
-            "own range": (min(times["rl-board"]), max(times["rl-board"]))}  # fmt: skip
+    return {
+        "format": name,
+        "samples": samples,
+        "MB": fmt_mb,
+        "s": fmt_s,
+        "own MB": own_mb,
+        "own s": own_s,
+        "ratio": ratio,
+        "per": "sample" if parquet else "MB",
+        "parquet": parquet,
+        "range": (min(times["format"]), max(times["format"])),
+        "own range": (min(times["rl-board"]), max(times["rl-board"])),
+    }
 
 
 def main() -> int:
@@ -145,9 +178,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", action="append", choices=FORMATS, help="one format (repeatable)")
     ns = parser.parse_args()
-    print(f"machine: {platform.machine()}, Python {platform.python_version()}; median of {ns.repeat} cold loads")
-    print("| format | samples | MB | s (range) | MB/s | rl-board MB | rl-board s (range) | rl-board MB/s "
-          "| time vs rl-board |")
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}; median of {ns.repeat} cold loads"
+    )
+    print(
+        "| format | samples | MB | s (range) | MB/s | rl-board MB | rl-board s (range) | rl-board MB/s "
+        "| time vs rl-board |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     work = Path(tempfile.mkdtemp(prefix="rlb-bench-formats-"))
     parquet = []
@@ -156,18 +193,23 @@ def main() -> int:
             r = measure(name, work, ns.samples, ns.repeat)
             lo, hi = r["range"]
             own_lo, own_hi = r["own range"]
-            print(f"| {r['format']} | {r['samples']} | {r['MB']:.1f} | {r['s']:.3f} ({lo:.3f}–{hi:.3f}) "
-                  f"| {r['MB'] / r['s']:.0f} | {r['own MB']:.1f} | {r['own s']:.3f} ({own_lo:.3f}–{own_hi:.3f}) "
-                  f"| {r['own MB'] / r['own s']:.0f} | {r['ratio']:.2f}x per {r['per']} |", flush=True)
+            print(
+                f"| {r['format']} | {r['samples']} | {r['MB']:.1f} | {r['s']:.3f} ({lo:.3f}–{hi:.3f}) "
+                f"| {r['MB'] / r['s']:.0f} | {r['own MB']:.1f} | {r['own s']:.3f} ({own_lo:.3f}–{own_hi:.3f}) "
+                f"| {r['own MB'] / r['own s']:.0f} | {r['ratio']:.2f}x per {r['per']} |",
+                flush=True,
+            )
             if r["parquet"]:
                 parquet.append(r)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for r in parquet:
         rate = r["own s"] / r["s"]  # JSONL MB of the same samples per second, Parquet over JSONL
-        print(f"\n{r['format']}: Parquet read at {rate:.1f}x the JSONL rate per MB of the same samples "
-              f"({r['own MB'] / r['s']:.0f} vs {r['own MB'] / r['own s']:.0f} MB/s; target >= 3x: "
-              f"{'met' if rate >= 3 else 'missed'})")
+        print(
+            f"\n{r['format']}: Parquet read at {rate:.1f}x the JSONL rate per MB of the same samples "
+            f"({r['own MB'] / r['s']:.0f} vs {r['own MB'] / r['own s']:.0f} MB/s; target >= 3x: "
+            f"{'met' if rate >= 3 else 'missed'})"
+        )
     return 0
 
 

@@ -89,7 +89,12 @@ def phase_cold(run: str, cache_dir: str) -> dict:
     store = RolloutStore.open(run, cache_dir=cache_dir)
     seconds = time.perf_counter() - t
     workers = _worker_peaks()
-    return {"seconds": seconds, "samples": store.num_samples, "rss_mb": peak_rss_mb(), "worker_rss_mb": workers}
+    return {
+        "seconds": seconds,
+        "samples": store.num_samples,
+        "rss_mb": peak_rss_mb(),
+        "worker_rss_mb": workers,
+    }
 
 
 def phase_pooled(run: str, cache_dir: str) -> dict:
@@ -104,8 +109,12 @@ def phase_pooled(run: str, cache_dir: str) -> dict:
     t = time.perf_counter()
     store = RolloutStore.open(run, cache_dir=cache_dir)
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "samples": store.num_samples, "rss_mb": peak_rss_mb(),
-            "worker_rss_mb": _worker_peaks()}
+    return {
+        "seconds": seconds,
+        "samples": store.num_samples,
+        "rss_mb": peak_rss_mb(),
+        "worker_rss_mb": _worker_peaks(),
+    }
 
 
 def phase_warm(run: str, cache_dir: str) -> dict:
@@ -149,9 +158,28 @@ def phase_naive(run: str, cache_dir: str) -> dict:
 # The lists RLLoggingBoard keeps for each step, in its order: a record's field of the same name is appended
 # to its list; kl, log_ratio, probs and their means and sums are computed from the log-probs.
 REFERENCE_STEP_LISTS = (
-    "prompt", "response", "ref_response", "reward", "ref_reward", "response_tokens", "logprobs", "ref_logprobs",
-    "probs", "ref_probs", "values", "token_rewards", "kl", "avg_kl", "sum_kl", "log_ratio", "avg_log_ratio",
-    "sum_log_ratio", "valid_reward", "ref_valid_reward", "response_tokens_len", "ground_truth",
+    "prompt",
+    "response",
+    "ref_response",
+    "reward",
+    "ref_reward",
+    "response_tokens",
+    "logprobs",
+    "ref_logprobs",
+    "probs",
+    "ref_probs",
+    "values",
+    "token_rewards",
+    "kl",
+    "avg_kl",
+    "sum_kl",
+    "log_ratio",
+    "avg_log_ratio",
+    "sum_log_ratio",
+    "valid_reward",
+    "ref_valid_reward",
+    "response_tokens_len",
+    "ground_truth",
 )
 REFERENCE_CAP = 128  # its sidebar's "Max Samples Each Step" default
 # It keeps 8 Python float lists per token, ~6x the logs in RSS (430 MB for 69 MB): run 3 times up to 256 MB,
@@ -232,7 +260,11 @@ def phase_reference(run: str, cache_dir: str, cap: int = REFERENCE_CAP) -> dict:
                     print(traceback.format_exc(), file=sys.stderr)
                     bad += 1
     steps = sorted(data)
-    summary = {"max_step": steps[-1], "min_step": steps[0], "step_gap": steps[1] - steps[0] if len(steps) > 1 else 1}
+    summary = {
+        "max_step": steps[-1],
+        "min_step": steps[0],
+        "step_gap": steps[1] - steps[0] if len(steps) > 1 else 1,
+    }
     by_step: dict[str, list] = {"step": [], "reward": [], "ref_reward": []}
     for step, lists in data.items():
         lists["avg_reward"] = sum(lists["reward"]) / len(lists["reward"])
@@ -246,8 +278,15 @@ def phase_reference(run: str, cache_dir: str, cap: int = REFERENCE_CAP) -> dict:
         by_step["reward"].append(lists["avg_reward"])
         by_step["ref_reward"].append(lists["avg_ref_reward"])
     summary["reward_df"] = pd.DataFrame.from_dict(by_step).set_index("step")
-    return {"seconds": time.perf_counter() - t, "rss_mb": peak_rss_mb(), "steps": len(steps), "samples": ok,
-            "error_lines": bad, "over_cap": capped, "parser": parser}
+    return {
+        "seconds": time.perf_counter() - t,
+        "rss_mb": peak_rss_mb(),
+        "steps": len(steps),
+        "samples": ok,
+        "error_lines": bad,
+        "over_cap": capped,
+        "parser": parser,
+    }
 
 
 def phase_orjson(run: str, cache_dir: str) -> dict:
@@ -273,7 +312,9 @@ def phase_queries(run: str, cache_dir: str) -> dict:
     store = RolloutStore.open(run, cache_dir=cache_dir)
     step = store.steps[len(store.steps) // 2]
     out = {}
-    out["step_sorted_by_kl_ms"] = best_ms(lambda: store.samples(step=step, sort_by="kl_mean", descending=True))
+    out["step_sorted_by_kl_ms"] = best_ms(
+        lambda: store.samples(step=step, sort_by="kl_mean", descending=True)
+    )
     regex = SampleFilter.build(text=r"great question.*wonderful", regex=True, text_fields=("response",))
     out["regex_all_responses_ms"] = best_ms(lambda: store.count(filters=regex))
     out["one_sample_tokens_ms"] = best_ms(lambda: store.sample(step=step, index=0))
@@ -299,8 +340,13 @@ def phase_refresh(run: str, cache_dir: str) -> dict:
     t = time.perf_counter()
     changed = store.refresh()
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "appended_mb": len(extra) / MB, "changed": changed, "rss_mb": peak_rss_mb(),
-            "original_size": original_size}
+    return {
+        "seconds": seconds,
+        "appended_mb": len(extra) / MB,
+        "changed": changed,
+        "rss_mb": peak_rss_mb(),
+        "original_size": original_size,
+    }
 
 
 def phase_page(run: str, cache_dir: str) -> dict:
@@ -334,8 +380,17 @@ def best_ms(fn, repeat: int = 5) -> float:
     return min(times) * 1000
 
 
-PHASES = {"cold": phase_cold, "pooled": phase_pooled, "warm": phase_warm, "naive": phase_naive,
-          "reference": phase_reference, "orjson": phase_orjson, "queries": phase_queries, "page": phase_page, "refresh": phase_refresh}
+PHASES = {
+    "cold": phase_cold,
+    "pooled": phase_pooled,
+    "warm": phase_warm,
+    "naive": phase_naive,
+    "reference": phase_reference,
+    "orjson": phase_orjson,
+    "queries": phase_queries,
+    "page": phase_page,
+    "refresh": phase_refresh,
+}
 
 
 WAIT_IDLE = 60.0  # seconds to wait for idle CPUs before each timed phase (--wait-idle)
@@ -343,6 +398,7 @@ WAIT_IDLE = 60.0  # seconds to wait for idle CPUs before each timed phase (--wai
 
 def idle_share(seconds: float = 1.0) -> float:
     """Share of CPU time spent idle over ``seconds`` (Linux /proc/stat; 1.0 elsewhere)."""
+
     def sample() -> tuple[int, int]:
         values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
         return values[3] + values[4], sum(values)
@@ -367,8 +423,12 @@ def wait_idle(limit: float) -> None:
 def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
     if name in ("cold", "pooled", "orjson", "naive", "reference", "warm"):
         wait_idle(WAIT_IDLE)
-    out = subprocess.run([sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -398,9 +458,27 @@ def make_run(size: int, work: Path) -> Path:
     bytes_per_sample = 45_000  # measured for --tokens 600 with full float reprs
     samples = 256
     steps = max(2, round(size / (bytes_per_sample * samples)))
-    subprocess.run([sys.executable, "-m", "rl_board", "demo", str(out), "--only", "train", "--steps", str(steps),
-                    "--samples", str(samples), "--ranks", "4", "--tokens", "600"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "demo",
+            str(out),
+            "--only",
+            "train",
+            "--steps",
+            str(steps),
+            "--samples",
+            str(samples),
+            "--ranks",
+            "4",
+            "--tokens",
+            "600",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return run
 
 
@@ -410,8 +488,11 @@ def cli_seconds(run: Path, cache_dir: Path) -> float:
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
     wait_idle(WAIT_IDLE)
     t = time.perf_counter()
-    subprocess.run([*cmd, "summary", str(run), "--json", "--cache-dir", str(cache_dir)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*cmd, "summary", str(run), "--json", "--cache-dir", str(cache_dir)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t
 
 
@@ -424,8 +505,16 @@ def bench(size: int, work: Path, repeat: int) -> dict:
     run = make_run(size, work)
     data_mb = sum(p.stat().st_size for p in run.glob("*.jsonl")) / MB
     cache_dir = work / f"cache_{size // MB}MB"
-    r: dict = {"data_mb": data_mb, "cold": [], "pooled": [], "orjson": [], "naive": [], "reference": [], "warm": [],
-              "cli": []}
+    r: dict = {
+        "data_mb": data_mb,
+        "cold": [],
+        "pooled": [],
+        "orjson": [],
+        "naive": [],
+        "reference": [],
+        "warm": [],
+        "cli": [],
+    }
     for path in run.glob("*.jsonl"):  # every phase reads from the page cache, the first cold load too
         with open(path, "rb") as f:
             while f.read(64 * MB):
@@ -459,8 +548,14 @@ def bench(size: int, work: Path, repeat: int) -> dict:
 
 # Targets of the "Speed, round two" issue and of issue 23 (small_vs_reference): (figure, limit, "<=" | ">=").
 TARGETS = {
-    "small_cold_s": (0.45, "<="), "small_vs_naive": (5.0, ">="), "cli_s": (0.5, "<="),
-    "small_vs_reference": (5.0, ">="), "big_cold_s": (6.0, "<="), "big_vs_orjson": (1.3, "<="), "big_rss_mb": (1536, "<="), "warm_s": (0.1, "<"),
+    "small_cold_s": (0.45, "<="),
+    "small_vs_naive": (5.0, ">="),
+    "cli_s": (0.5, "<="),
+    "small_vs_reference": (5.0, ">="),
+    "big_cold_s": (6.0, "<="),
+    "big_vs_orjson": (1.3, "<="),
+    "big_rss_mb": (1536, "<="),
+    "warm_s": (0.1, "<"),
 }
 
 
@@ -506,8 +601,11 @@ def report(results: dict[str, dict]) -> str:
         workers = max(len(c["worker_rss_mb"]) for c in r["cold"])
 
         def target(key: str, values: list[float], small: bool = small, big: bool = big) -> str:
-            applies = (small and key in ("small_cold_s", "small_vs_naive", "small_vs_reference")) or key in ("cli_s", "warm_s") or (
-                big and key in ("big_cold_s", "big_vs_orjson", "big_rss_mb"))
+            applies = (
+                (small and key in ("small_cold_s", "small_vs_naive", "small_vs_reference"))
+                or key in ("cli_s", "warm_s")
+                or (big and key in ("big_cold_s", "big_vs_orjson", "big_rss_mb"))
+            )
             return verdict(key, statistics.median(values)) if applies and values else ""
 
         cold_key = "small_cold_s" if small else "big_cold_s"
@@ -552,8 +650,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
-    parser.add_argument("--wait-idle", type=float, default=WAIT_IDLE, metavar="S",
-                        help="before each timed phase, wait up to S seconds for idle CPUs (default 60; 0: never)")
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=WAIT_IDLE,
+        metavar="S",
+        help="before each timed phase, wait up to S seconds for idle CPUs (default 60; 0: never)",
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
@@ -566,7 +669,9 @@ def main() -> int:
     sizes = ns.size or [60 * MB, 1024 * MB]
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
     print(f"date: {time.strftime('%Y-%m-%d')}\n")
     results = {}
     for size in sizes:

@@ -75,10 +75,13 @@ def write_root(root: Path, runs: int, steps: int) -> Path:
         folder.mkdir(parents=True)
         writer = EventFileWriter(str(folder))
         for step in range(steps):
-            values = [summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step * 0.01 + r))
-                      for k, tag in enumerate(tags)]  # fmt: skip
-            writer.add_event(event_pb2.Event(step=step, wall_time=1000.0 + step,
-                                             summary=summary_pb2.Summary(value=values)))  # fmt: skip
+            values = [
+                summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step * 0.01 + r))
+                for k, tag in enumerate(tags)
+            ]
+            writer.add_event(
+                event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(value=values))
+            )
         writer.close()
     done.write_text(f"{runs} {steps}")
     return root
@@ -111,8 +114,14 @@ def index_figures(tree: Path, root: Path, repeat: int) -> tuple[dict[str, list[f
     how: list[str] = []
 
     def once(cache: Path) -> float:
-        done = subprocess.run([sys.executable, "-c", INDEX_PHASE, str(root), str(cache)], env=env_for(tree),
-                              cwd=tree, capture_output=True, text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", INDEX_PHASE, str(root), str(cache)],
+            env=env_for(tree),
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         seconds, _runs, said = done.stdout.split(maxsplit=2)
         how.append(said.strip())
         return float(seconds)
@@ -125,8 +134,13 @@ def scalars_figures(tree: Path, root: Path, repeat: int) -> dict[str, list[float
 
     def once(cache: Path) -> float:
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rl_board", "scalars", str(root), "--json", "--cache-dir", str(cache)],
-                       env=env_for(tree), cwd=tree, stdout=subprocess.DEVNULL, check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "rl_board", "scalars", str(root), "--json", "--cache-dir", str(cache)],
+            env=env_for(tree),
+            cwd=tree,
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
         return time.perf_counter() - t
 
     return cold_then_warm("scalars", repeat, once)
@@ -143,8 +157,11 @@ def page_figures(tree: Path, root: Path, repeat: int, work: Path) -> dict[str, l
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for k in range(repeat):
             out["load"].append(load_average())
-            out["page"].append(metrics_click(browser, root, work / f"serve-{k}.log", cwd=tree,
-                                             shot=work / f"metrics-page-{k}.png"))  # the server runs this checkout
+            out["page"].append(
+                metrics_click(
+                    browser, root, work / f"serve-{k}.log", cwd=tree, shot=work / f"metrics-page-{k}.png"
+                )
+            )  # the server runs this checkout
         browser.close()
     return out
 
@@ -158,7 +175,9 @@ def spread(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
@@ -169,8 +188,10 @@ def main() -> int:
     ns.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     root = write_root(ns.work / f"root-{ns.runs}x{ns.steps}", ns.runs, ns.steps)
-    print(f"root: {ns.runs} runs x {TAGS} tags x {ns.steps} steps ({time.perf_counter() - t:.0f} s to have it); "
-          f"tree: {ns.tree}; {os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"root: {ns.runs} runs x {TAGS} tags x {ns.steps} steps ({time.perf_counter() - t:.0f} s to have it); "
+        f"tree: {ns.tree}; {os.cpu_count()} cores"
+    )
     figures, how = index_figures(ns.tree, root, ns.repeat)
     loads = figures.pop("load")
     scalars = scalars_figures(ns.tree, root, ns.repeat)
@@ -182,9 +203,13 @@ def main() -> int:
         figures.update(page)
     print(f"\n| figure ({how}) | seconds, median (range) of {ns.repeat} | target |")
     print("|---|---|---|")
-    names = {"index_cold": "whole index, cold", "index_warm": "whole index, warm",
-             "scalars_cold": "`rl-board scalars ROOT --json`, cold", "scalars_warm": "`rl-board scalars ROOT --json`, warm",
-             "page": "Metrics page first visit: click to run list and first run's charts"}  # fmt: skip
+    names = {
+        "index_cold": "whole index, cold",
+        "index_warm": "whole index, warm",
+        "scalars_cold": "`rl-board scalars ROOT --json`, cold",
+        "scalars_warm": "`rl-board scalars ROOT --json`, warm",
+        "page": "Metrics page first visit: click to run list and first run's charts",
+    }
     for key, values in figures.items():
         goal = TARGETS[key]
         verdict = "met" if values and statistics.median(values) <= goal else "**missed**"

@@ -44,8 +44,10 @@ def main() -> int:
         lengths = store.samples(step=step, columns=["n_tokens"])["n_tokens"]
         longest = int(lengths.idxmax())
         size = sum(f.bytes for f in store.report.files) / 1e6
-        print(f"machine: {platform.machine()}, Python {platform.python_version()}; run: {store.num_samples} samples, "
-              f"{size:.0f} MB; longest sample {int(lengths.max())} tokens")
+        print(
+            f"machine: {platform.machine()}, Python {platform.python_version()}; run: {store.num_samples} samples, "
+            f"{size:.0f} MB; longest sample {int(lengths.max())} tokens"
+        )
         print("| page | first run ms | rerun ms (best of 5) |")
         print("|---|---|---|")
         pages = [

@@ -54,36 +54,59 @@ def separation(store: RolloutStore, truth: planted.Planted, kind: str) -> tuple[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--size-mb", type=int, default=200, help="size of the token-level run for the cost figure")
+    parser.add_argument(
+        "--size-mb", type=int, default=200, help="size of the token-level run for the cost figure"
+    )
     ns = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="patterns-"))
     print("False alarms on clean runs (target: none)")
     bundled = sorted(p for p in (REPO / "rollout_samples").iterdir() if p.is_dir())
     for run in (p for p in bundled if p.name not in PLANTED_DEMO):
         store = RolloutStore.open(run, cache_dir=tmp / "cache")
-        print(f"  bundled {run.name:<12} rules fired: {sorted(fired(store, run.name)) or 'none'}; "
-              f"families: {len(store.pattern_families())}")
+        print(
+            f"  bundled {run.name:<12} rules fired: {sorted(fired(store, run.name)) or 'none'}; "
+            f"families: {len(store.pattern_families())}"
+        )
     for seed in range(ns.seeds):
         planted.write(tmp / f"clean{seed}", seed=seed)
         store = RolloutStore.open(tmp / f"clean{seed}", cache_dir=tmp / "cache")
-        print(f"  generated clean seed {seed}: rules fired: {sorted(fired(store, 'clean')) or 'none'}; "
-              f"families: {len(store.pattern_families())}, {store.signal_counts()}")
-    print("\nPlanted runs: separation of the planted answers (target: precision and recall near 1) and rules fired")
+        print(
+            f"  generated clean seed {seed}: rules fired: {sorted(fired(store, 'clean')) or 'none'}; "
+            f"families: {len(store.pattern_families())}, {store.signal_counts()}"
+        )
+    print(
+        "\nPlanted runs: separation of the planted answers (target: precision and recall near 1) and rules fired"
+    )
     for run in (p for p in bundled if p.name in PLANTED_DEMO):  # the demo's own planted hacking
         store = RolloutStore.open(run, cache_dir=tmp / "cache")
-        print(f"  bundled {run.name} ({PLANTED_DEMO[run.name]}): rules fired: "
-              f"{sorted(fired(store, run.name)) or 'none'}; families: {len(store.pattern_families())}")
-    plans = {"template": {"template": 0.5}, "loops": {"loops": 0.4}, "mixed": {"mixed": 0.4}, "cut": {"cut": 0.5}}
+        print(
+            f"  bundled {run.name} ({PLANTED_DEMO[run.name]}): rules fired: "
+            f"{sorted(fired(store, run.name)) or 'none'}; families: {len(store.pattern_families())}"
+        )
+    plans = {
+        "template": {"template": 0.5},
+        "loops": {"loops": 0.4},
+        "mixed": {"mixed": 0.4},
+        "cut": {"cut": 0.5},
+    }
     for kind, rates in plans.items():
         for seed in range(ns.seeds):
             run = tmp / f"{kind}{seed}"
             truth = planted.write(run, seed=seed, **rates)
             store = RolloutStore.open(run, cache_dir=tmp / "cache")
             rules = fired(store, kind)
-            sep = "" if kind == "cut" else "precision {:.3f} recall {:.3f}; ".format(*separation(store, truth, kind))
-            print(f"  {kind:<8} seed {seed}: {sep}rules fired: {sorted(rules)} "
-                  f"({'hit' if RULES[kind] in rules else 'MISSED'})")
-    print("\nCost of the signals at ingest (a token-level demo run, CPU seconds of the in-process parse, median of 3)")
+            sep = (
+                ""
+                if kind == "cut"
+                else "precision {:.3f} recall {:.3f}; ".format(*separation(store, truth, kind))
+            )
+            print(
+                f"  {kind:<8} seed {seed}: {sep}rules fired: {sorted(rules)} "
+                f"({'hit' if RULES[kind] in rules else 'MISSED'})"
+            )
+    print(
+        "\nCost of the signals at ingest (a token-level demo run, CPU seconds of the in-process parse, median of 3)"
+    )
     cost(tmp, ns.size_mb)
     return 0
 
@@ -114,8 +137,10 @@ def cost(tmp: Path, size_mb: int) -> None:
         without.append(timed())
     signals.columns = real
     a, b = statistics.median(with_signals), statistics.median(without)
-    print(f"  {path.stat().st_size / 1e6:.0f} MB: {a:.2f} s with the signals, {b:.2f} s without: +{(a - b) / b:.1%} "
-          "(target: a 1 GB cold load within 15% of before; run benchmarks/load.py for the wall-clock figure)")
+    print(
+        f"  {path.stat().st_size / 1e6:.0f} MB: {a:.2f} s with the signals, {b:.2f} s without: +{(a - b) / b:.1%} "
+        "(target: a 1 GB cold load within 15% of before; run benchmarks/load.py for the wall-clock figure)"
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,11 @@ from load import MB, make_run, parse_size, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM = "You are a careful math tutor. Think step by step and put the final answer after ####."
-LOAD = ("import json, sys, time\nfrom rl_board.rollouts.store import RolloutStore\nt = time.perf_counter()\n"
-        "s = RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2])\n"
-        "print(json.dumps({'seconds': time.perf_counter() - t, 'samples': s.num_samples}))")  # fmt: skip
+LOAD = (
+    "import json, sys, time\nfrom rl_board.rollouts.store import RolloutStore\nt = time.perf_counter()\n"
+    "s = RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2])\n"
+    "print(json.dumps({'seconds': time.perf_counter() - t, 'samples': s.num_samples}))"
+)
 
 
 def verl_run(size: int, work: Path) -> Path:
@@ -53,7 +55,22 @@ def verl_run(size: int, work: Path) -> Path:
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     rng = random.Random(0)
-    words = ["so", "the", "sum", "carries", "one", "and", "then", "we", "add", "the", "tens", "digit", "which", "gives"]
+    words = [
+        "so",
+        "the",
+        "sum",
+        "carries",
+        "one",
+        "and",
+        "then",
+        "we",
+        "add",
+        "the",
+        "tens",
+        "digit",
+        "which",
+        "gives",
+    ]
     written, step = 0, 1
     while written < size:
         lines = []
@@ -63,9 +80,18 @@ def verl_run(size: int, work: Path) -> Path:
             for _ in range(8):
                 body = " ".join(rng.choice(words) for _ in range(rng.randint(150, 350)))
                 answer = f"{body}\n#### {a + b + rng.choice([0, 0, 1])}"
-                lines.append(json.dumps({"input": prompt, "output": answer, "gts": str(a + b),
-                                         "score": float(rng.random() < 0.5), "step": step,
-                                         "request_id": f"{step}-{p}"}))  # fmt: skip
+                lines.append(
+                    json.dumps(
+                        {
+                            "input": prompt,
+                            "output": answer,
+                            "gts": str(a + b),
+                            "score": float(rng.random() < 0.5),
+                            "step": step,
+                            "request_id": f"{step}-{p}",
+                        }
+                    )
+                )
         data = "\n".join(lines) + "\n"
         (run / f"{step}.jsonl").write_text(data)
         written += len(data)
@@ -79,7 +105,9 @@ def unpack(rev: str, work: Path) -> Path:
     if (out / "rl_board").is_dir():
         return out
     out.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "rl_board"], check=True, capture_output=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "rl_board"], check=True, capture_output=True
+    )
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
     return out
 
@@ -88,13 +116,21 @@ def cold(code: Path, run: Path, cache: Path, wait: float) -> float:
     shutil.rmtree(cache, ignore_errors=True)
     wait_idle(wait)
     env = {**os.environ, "PYTHONPATH": str(code)}
-    out = subprocess.run([sys.executable, "-c", LOAD, str(run), str(cache)], env=env, capture_output=True,
-                         text=True, check=True, cwd=str(code))  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, str(run), str(cache)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(code),
+    )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--base", default="HEAD", help="the revision to compare with (default HEAD)")
     parser.add_argument("--size", type=parse_size, default=1024 * MB, help="each run's size (default 1GB)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
@@ -118,8 +154,11 @@ def main() -> None:
         base, here = (times[s] for s in sides)
         ratio = statistics.median(h / b for b, h in zip(base, here, strict=True))
         cells = " ".join(f"{statistics.median(v):>13.2f} s" for v in times.values())
-        print(f"{name:<6} {size:>6.0f} {cells} {ratio:>6.3f}x   (ranges: "
-              + "; ".join(f"{min(v):.2f}-{max(v):.2f}" for v in times.values()) + ")")
+        print(
+            f"{name:<6} {size:>6.0f} {cells} {ratio:>6.3f}x   (ranges: "
+            + "; ".join(f"{min(v):.2f}-{max(v):.2f}" for v in times.values())
+            + ")"
+        )
 
 
 if __name__ == "__main__":

@@ -108,12 +108,25 @@ def write_store(kind: str, folder: Path, steps: int, tags: int) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     home = Path(tempfile.mkdtemp(prefix="rlb-tracker-home-"))
-    env = {**os.environ, "HOME": str(home), "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-           "WANDB_DISABLE_GIT": "true", "SWANLAB_MODE": "offline", "MLFLOW_TRACKING_URI": "",
-           "HF_HUB_OFFLINE": "1", "TRACKIO_DIR": str(folder)}  # fmt: skip
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_DISABLE_GIT": "true",
+        "SWANLAB_MODE": "offline",
+        "MLFLOW_TRACKING_URI": "",
+        "HF_HUB_OFFLINE": "1",
+        "TRACKIO_DIR": str(folder),
+    }
     try:
-        subprocess.run([sys.executable, "-c", WRITERS[kind], str(folder), str(steps), str(tags)], env=env,
-                       cwd=folder, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-c", WRITERS[kind], str(folder), str(steps), str(tags)],
+            env=env,
+            cwd=folder,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)
     done.write_text(f"{steps} {tags}")
@@ -121,8 +134,14 @@ def write_store(kind: str, folder: Path, steps: int, tags: int) -> Path:
 
 
 def read_once(store: Path, cache: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", READ_PHASE, str(store), str(cache)], cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", READ_PHASE, str(store), str(cache)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -161,7 +180,9 @@ def spread(values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--tags", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
@@ -171,10 +192,14 @@ def main() -> None:
     args = parser.parse_args()
     kinds = ["tensorboard", *[k for k in args.only.split(",") if k != "tensorboard" and k in WRITERS]]
     work = Path(args.work)
-    print(f"{args.steps} steps x {args.tags} tags = {args.steps * args.tags:,} points per store; "
-          f"medians of {args.repeat} (range); {os.cpu_count()} cores")  # fmt: skip
-    print(f"{'store':12} {'points':>8} {'cold s':>20} {'us/point':>9} {'vs TB':>6} {'(<=1.2)':>7} "
-          f"{'warm s':>20} {'(<0.1)':>6} {'load':>5}")  # fmt: skip
+    print(
+        f"{args.steps} steps x {args.tags} tags = {args.steps * args.tags:,} points per store; "
+        f"medians of {args.repeat} (range); {os.cpu_count()} cores"
+    )
+    print(
+        f"{'store':12} {'points':>8} {'cold s':>20} {'us/point':>9} {'vs TB':>6} {'(<=1.2)':>7} "
+        f"{'warm s':>20} {'(<0.1)':>6} {'load':>5}"
+    )
     base = None
     for kind in kinds:
         store = write_store(kind, work / kind, args.steps, args.tags)
@@ -184,9 +209,11 @@ def main() -> None:
         base = per_point if kind == "tensorboard" else base
         ratio = per_point / base if base else float("nan")
         warm = statistics.median(got["warm"])
-        print(f"{kind:12} {got['points'][0]:>8} {spread(got['cold']):>20} {per_point:>9.2f} {ratio:>6.2f} "
-              f"{'ok' if ratio <= TARGET_RATIO else 'OVER':>7} {spread(got['warm']):>20} "
-              f"{'ok' if warm < TARGET_WARM else 'OVER':>6} {statistics.median(got['load']):>5.2f}")  # fmt: skip
+        print(
+            f"{kind:12} {got['points'][0]:>8} {spread(got['cold']):>20} {per_point:>9.2f} {ratio:>6.2f} "
+            f"{'ok' if ratio <= TARGET_RATIO else 'OVER':>7} {spread(got['warm']):>20} "
+            f"{'ok' if warm < TARGET_WARM else 'OVER':>6} {statistics.median(got['load']):>5.2f}"
+        )
         if got["problems"]:
             print(f"{'':12} problems: {got['problems']}")
         if args.page:

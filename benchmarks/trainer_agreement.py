@@ -42,16 +42,32 @@ print(json.dumps(out))
 
 
 def run_trainer(out: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HOME": str(out / ".hf"), "PYTHONHASHSEED": "0"}  # fmt: skip
-    subprocess.run([sys.executable, "-m", "tests.real.trainers.trl_grpo", str(out)], cwd=REPO, env=env, check=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HOME": str(out / ".hf"),
+        "PYTHONHASHSEED": "0",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "tests.real.trainers.trl_grpo", str(out)], cwd=REPO, env=env, check=True
+    )
 
 
 def read_back(out: Path, names: list[str], code: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-c", READ, str(out), *names], cwd=code, env=env, capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", READ, str(out), *names],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -83,8 +99,10 @@ def main() -> int:
             ours = got["reward"].get(str(step), got["reward"].get(step))
             zero = got["zero"].get(str(step), got["zero"].get(step))
             fmt = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
-            print(f"  {step:>4}  {fmt(entry.get('reward')):>10}  {fmt(ours):>9}  "
-                  f"{fmt(entry.get('frac_reward_zero_std')):>12}  {fmt(zero):>9}")  # fmt: skip
+            print(
+                f"  {step:>4}  {fmt(entry.get('reward')):>10}  {fmt(ours):>9}  "
+                f"{fmt(entry.get('frac_reward_zero_std')):>12}  {fmt(zero):>9}"
+            )
     return 0
 
 

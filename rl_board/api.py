@@ -151,23 +151,91 @@ _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), impo
 
 
 __all__ = [
-    "BadLine", "Catalogue", "Finding", "GlossaryEntry", "LoadReport", "MAPPABLE_FIELDS", "MetricsBundle",
-    "Problem", "REGISTRY", "RolloutStore", "RunInfo", "SETTINGS_FILE", "SEVERITIES", "SampleDetail",
-    "SampleFilter", "Settings", "Source", "TokenText", "catalogue", "check_metrics", "check_run",
-    "duplicate_copies", "evaluation_summary", "explain", "export_file_name", "list_runs", "load_settings",
-    "metrics_signature", "open_run", "parse_field_option", "prompt_id", "read_metrics", "relative_to_roots",
-    "resolve_within", "to_csv_bytes", "to_jsonl_bytes",
+    "BadLine",
+    "Catalogue",
+    "Finding",
+    "GlossaryEntry",
+    "LoadReport",
+    "MAPPABLE_FIELDS",
+    "MetricsBundle",
+    "Problem",
+    "REGISTRY",
+    "RolloutStore",
+    "RunInfo",
+    "SETTINGS_FILE",
+    "SEVERITIES",
+    "SampleDetail",
+    "SampleFilter",
+    "Settings",
+    "Source",
+    "TokenText",
+    "catalogue",
+    "check_metrics",
+    "check_run",
+    "duplicate_copies",
+    "evaluation_summary",
+    "explain",
+    "export_file_name",
+    "list_runs",
+    "load_settings",
+    "metrics_signature",
+    "open_run",
+    "parse_field_option",
+    "prompt_id",
+    "read_metrics",
+    "relative_to_roots",
+    "resolve_within",
+    "to_csv_bytes",
+    "to_jsonl_bytes",
 ]
 
-__all__ += ["IndexBuild", "MIN_PARALLEL", "MetricsIndex", "OUTSIDE_KIND", "RunSource", "metric_runs", "metric_runs_signature", "refused_metric_runs", "metrics_index_build"]  # sweeps
+__all__ += [
+    "IndexBuild",
+    "MIN_PARALLEL",
+    "MetricsIndex",
+    "OUTSIDE_KIND",
+    "RunSource",
+    "metric_runs",
+    "metric_runs_signature",
+    "refused_metric_runs",
+    "metrics_index_build",
+]  # sweeps
 __all__ += ["metric_kind_label", "metric_kind_logs_copies"]  # metric kinds, named for a page
 __all__ += ["AgentSpec", "GrpoSpec", "demo_runs", "write_agent_run", "write_grpo_run"]  # the demo runs
-__all__ += ["METRICS_ROLE", "remote", "write_dataset"]  # a catalogue's metric sources, logs in buckets, Parquet out
+__all__ += [
+    "METRICS_ROLE",
+    "remote",
+    "write_dataset",
+]  # a catalogue's metric sources, logs in buckets, Parquet out
 __all__ += ["message_text", "parsed_messages"]  # a sample's conversation
-__all__ += ["FINISH_REASONS", "sample_turns", "tool_result"]  # a trajectory: why it ended, the result that answered a call
-__all__ += ["LOOP_REPETITION", "MIN_FAMILY", "MIN_FAMILY_SHARE"]  # failure patterns: a loop, a family's least size
-__all__ += ["Label", "LabelStore", "MAX_NOTE", "MAX_TAG", "SUGGESTED_TAGS", "label_store"]  # labels on samples
-__all__ += ["QUERY_EXAMPLES", "QUERY_MACROS", "QUERY_MAX_ROWS", "QUERY_TIMEOUT", "QueryError", "QueryResult", "query_schema", "run_query"]  # SQL over a run
+__all__ += [
+    "FINISH_REASONS",
+    "sample_turns",
+    "tool_result",
+]  # a trajectory: why it ended, the result that answered a call
+__all__ += [
+    "LOOP_REPETITION",
+    "MIN_FAMILY",
+    "MIN_FAMILY_SHARE",
+]  # failure patterns: a loop, a family's least size
+__all__ += [
+    "Label",
+    "LabelStore",
+    "MAX_NOTE",
+    "MAX_TAG",
+    "SUGGESTED_TAGS",
+    "label_store",
+]  # labels on samples
+__all__ += [
+    "QUERY_EXAMPLES",
+    "QUERY_MACROS",
+    "QUERY_MAX_ROWS",
+    "QUERY_TIMEOUT",
+    "QueryError",
+    "QueryResult",
+    "query_schema",
+    "run_query",
+]  # SQL over a run
 
 Progress = Callable[[int, int], None]
 
@@ -190,17 +258,29 @@ def list_runs(root: Path | str, *, cache_dir: Path | str, allowed: list[Path] | 
     return RolloutStore.list_runs(root, cache_dir=cache_dir, allowed=allowed)
 
 
-def open_run(path: Path | str, *, cache_dir: Path | str, progress: Progress | None = None,
-             allowed_roots: list[Path] | None = None, fields: dict[str, str] | None = None) -> RolloutStore:  # fmt: skip
+def open_run(
+    path: Path | str,
+    *,
+    cache_dir: Path | str,
+    progress: Progress | None = None,
+    allowed_roots: list[Path] | None = None,
+    fields: dict[str, str] | None = None,
+) -> RolloutStore:
     """A run's store, its cache built or brought up to date, read with a field map when one is given."""
     from rl_board.rollouts.store import RolloutStore
 
-    return RolloutStore.open(path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots,
-                             fields=fields)
+    return RolloutStore.open(
+        path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots, fields=fields
+    )
 
 
-def read_metrics(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None,
-                 sources: list[RunSource] | None = None) -> MetricsBundle:  # fmt: skip
+def read_metrics(
+    root: Path | str,
+    *,
+    cache_dir: Path | str,
+    allowed_roots: list[Path] | None = None,
+    sources: list[RunSource] | None = None,
+) -> MetricsBundle:
     """The metric runs under a root (all, or the given ones of ``metric_runs``), through the metrics cache;
     a server passes its served roots."""
     from rl_board.metrics.reader import load_metrics
@@ -215,23 +295,31 @@ def refused_metric_runs(sources: list[RunSource]) -> list[Problem]:
     return split_refused(sources, None)[0]
 
 
-def metric_runs_signature(root: Path | str, sources: list[RunSource], *,
-                          allowed_roots: list[Path] | None = None) -> str:  # fmt: skip
+def metric_runs_signature(
+    root: Path | str, sources: list[RunSource], *, allowed_roots: list[Path] | None = None
+) -> str:
     """A digest of the files of these runs (``metrics_signature`` of part of a root): stats, no reads."""
     from rl_board.metrics.reader import sources_signature
 
     return sources_signature(Path(root), sources, allowed_roots)
 
 
-def metric_runs(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None) -> list[RunSource]:
+def metric_runs(
+    root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None
+) -> list[RunSource]:
     """The metric runs under a root, found by walking it (nothing is read: a run list shows at once)."""
     from rl_board.metrics.reader import discover
 
     return discover(Path(root), skip=(Path(cache_dir),), allowed=allowed_roots)
 
 
-def metrics_index_build(root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None,
-                        sources: list[RunSource] | None = None) -> IndexBuild:  # fmt: skip
+def metrics_index_build(
+    root: Path | str,
+    *,
+    cache_dir: Path | str,
+    allowed_roots: list[Path] | None = None,
+    sources: list[RunSource] | None = None,
+) -> IndexBuild:
     """The background build of a root's metrics index (every run's tags), started if none is under way;
     ``sources`` are its runs as ``metric_runs`` just found them."""
     from rl_board.metrics.background import index_build

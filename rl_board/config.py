@@ -23,7 +23,9 @@ ROOTS_ENV = "RL_BOARD_ROOTS"
 CACHE_ENV = "RL_BOARD_CACHE_DIR"
 TOKENIZER_ENV = "RL_BOARD_TOKENIZER"
 HOSTS_ENV = "RL_BOARD_ALLOWED_HOSTS"
-REMOTES_ENV = "RL_BOARD_REMOTES"  # JSON [[local mirror folder, URL], ...] for roots served from object storage
+REMOTES_ENV = (
+    "RL_BOARD_REMOTES"  # JSON [[local mirror folder, URL], ...] for roots served from object storage
+)
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_ROOT = "rollout_samples"
 
@@ -54,13 +56,17 @@ class Sizes:
 
     max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
     block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
-    pool_min_bytes: int = 160 * MB  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)
+    pool_min_bytes: int = (
+        160 * MB
+    )  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)
     warm_pool_min_bytes: int = 8 * MB  # a warm pool is used from two blocks of this much
     json_block_bytes: int = 4 * MB  # pyarrow.json's parse task size (one per core at a time)
     batch_block_bytes: int = 256 * KB  # blocks this small (one per small file) are parsed several at once
     batch_bytes: int = 4 * MB  # up to this much of them together
     scan_bytes: int = MB  # reads that look for newlines or skip an over-long line
-    structure_scan_bytes: int = 256 * KB  # a line's brackets are counted in passes of this much (bounds memory)
+    structure_scan_bytes: int = (
+        256 * KB
+    )  # a line's brackets are counted in passes of this much (bounds memory)
     path_choice_bytes: int = MB  # bytes of a block looked at to choose its parse path
     sniff_bytes: int = 64 * KB  # the first bytes of a JSON-lines file that say what it is
     sniff_line_bytes: int = 16 * MB  # up to this much of a first line that is longer (ROLL writes one line)
@@ -71,7 +77,9 @@ class Sizes:
     dataset_cache_bytes: int = 512 * MB  # text and tokens of recently shown steps of a dataset read in place
     remote_head_bytes: int = MB  # what a served bucket's big rollout log is copied of until its run is opened
     remote_chunk_bytes: int = 8 * MB  # the size of one ranged read from a bucket
-    growth_check_bytes: int = 4 * KB  # a grown object's old start and end, read back before only its new bytes
+    growth_check_bytes: int = (
+        4 * KB
+    )  # a grown object's old start and end, read back before only its new bytes
     growth_window_bytes: int = 512  # each window read back between them
     tracker_batch_bytes: int = 32 * MB  # a tracker's log (W&B's .wandb) is decoded this much at a time
 
@@ -116,12 +124,18 @@ class ServerConfig:
         tokenizer = env.get(TOKENIZER_ENV)
         hosts = tuple(h for h in env.get(HOSTS_ENV, "").split(",") if h.strip()) or LOOPBACK_HOSTS
         try:
-            remotes = tuple((Path(local), str(url)) for local, url in json.loads(env.get(REMOTES_ENV) or "[]"))
+            remotes = tuple(
+                (Path(local), str(url)) for local, url in json.loads(env.get(REMOTES_ENV) or "[]")
+            )
         except (ValueError, TypeError):
             remotes = ()
-        return cls(roots=roots, cache_dir=default_cache_dir(env),
-                   tokenizer=Path(tokenizer).expanduser() if tokenizer else None, allowed_hosts=hosts,
-                   remotes=remotes)
+        return cls(
+            roots=roots,
+            cache_dir=default_cache_dir(env),
+            tokenizer=Path(tokenizer).expanduser() if tokenizer else None,
+            allowed_hosts=hosts,
+            remotes=remotes,
+        )
 
     def to_env(self) -> dict[str, str]:
         """The environment a server process reads this configuration from."""
@@ -167,7 +181,9 @@ def labels_path(env: Mapping[str, str]) -> Path:
     if explicit:
         return Path(explicit).expanduser()
     base = env.get("XDG_DATA_HOME")
-    return (Path(base).expanduser() if base else Path.home() / ".local" / "share") / "rl-board" / "labels.sqlite"
+    return (
+        (Path(base).expanduser() if base else Path.home() / ".local" / "share") / "rl-board" / "labels.sqlite"
+    )
 
 
 @functools.cache

@@ -53,7 +53,9 @@ class Run:
         self.store = store
 
     def __repr__(self) -> str:
-        return f"rl_board.Run({str(self.store.run_dir)!r}: {self.num_samples} samples, {len(self.steps)} steps)"
+        return (
+            f"rl_board.Run({str(self.store.run_dir)!r}: {self.num_samples} samples, {len(self.steps)} steps)"
+        )
 
     @property
     def path(self) -> Path:
@@ -85,8 +87,9 @@ class Run:
         return sql.run_query(self.store, query, max_rows=max_rows or sys.maxsize, **options).frame
 
 
-def open(path_or_url: str | Path, *, fields: FieldMap | None = None,
-         cache_dir: str | Path | None = None) -> Run:  # fmt: skip
+def open(
+    path_or_url: str | Path, *, fields: FieldMap | None = None, cache_dir: str | Path | None = None
+) -> Run:
     """A rollout run, its cache built or brought up to date. ``fields`` maps rl-board's names to the log's
     (``{"reward": "score"}``), as rl-board.toml does."""
     store = RolloutStore.open(path_or_url, cache_dir=cache_dir, fields=fields)
@@ -134,8 +137,13 @@ class CheckReport:
         return pd.DataFrame(self.findings)
 
 
-def check(path_or_url: str | Path, *, cache_dir: str | Path | None = None, fields: FieldMap | None = None,
-          settings: Sequence[str] = ()) -> CheckReport:  # fmt: skip
+def check(
+    path_or_url: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    fields: FieldMap | None = None,
+    settings: Sequence[str] = (),
+) -> CheckReport:
     """The health rules on every metric and rollout run under a path; ``settings`` overrides thresholds as
     ``check --set`` does (``"rule.param=value"``)."""
     from rl_board.config import metrics_cache_dir
@@ -155,8 +163,9 @@ def check(path_or_url: str | Path, *, cache_dir: str | Path | None = None, field
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=rules)
     rollout_problems = []
     if path.is_dir():
-        rollout_findings, rollout_problems = check_rollout_runs(path, cache_dir=cache_dir, settings=rules,
-                                                                fields=fields)  # fmt: skip
+        rollout_findings, rollout_problems = check_rollout_runs(
+            path, cache_dir=cache_dir, settings=rules, fields=fields
+        )
         findings.extend(rollout_findings)
     problems = [p.shown_under(bundle.root) for p in (*setting_problems, *bundle.problems, *rollout_problems)]
     return CheckReport([f.to_dict() for f in findings], problems)

@@ -25,13 +25,18 @@ class Where:
     desc: bool = False
     text: str = ""  # searched in prompt, response and ground truth
     ranges: dict[str, Bounds] = field(default_factory=dict)  # filter key -> (low, high)
-    contains: dict[str, str] = field(default_factory=dict)  # a text filter of the step browser -> the text it holds
+    contains: dict[str, str] = field(
+        default_factory=dict
+    )  # a text filter of the step browser -> the text it holds
     tag: str | None = None  # a metric tag (for findings on training metrics)
 
     @property
     def has_filters(self) -> bool:
-        return (bool(self.text) or any(b != (None, None) for b in self.ranges.values())
-                or any(self.contains.values()))
+        return (
+            bool(self.text)
+            or any(b != (None, None) for b in self.ranges.values())
+            or any(self.contains.values())
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (``check --json``'s ``link``): only the parts that are set."""
@@ -55,9 +60,14 @@ class Where:
         parts = [f"text contains {self.text[:40]!r}"] if self.text else []
         for key, (low, high) in self.ranges.items():
             name = labels.get(key, key)
-            sides = [f"{name} ≥ {low:.4g}" if low is not None else "", f"{name} ≤ {high:.4g}" if high is not None else ""]
+            sides = [
+                f"{name} ≥ {low:.4g}" if low is not None else "",
+                f"{name} ≤ {high:.4g}" if high is not None else "",
+            ]
             parts.append(" and ".join(p for p in sides if p))
-        parts += [f"{labels.get(key, key)} contains {value[:40]!r}" for key, value in self.contains.items() if value]
+        parts += [
+            f"{labels.get(key, key)} contains {value[:40]!r}" for key, value in self.contains.items() if value
+        ]
         if self.sort:
             parts.append(f"sorted by {labels.get(self.sort, self.sort)}{' descending' if self.desc else ''}")
         return "; ".join(p for p in parts if p)

@@ -58,7 +58,10 @@ class RolloutWriter:
     """
 
     def __init__(
-        self, log_dir: str | os.PathLike[str], *, rank: int | None = None,
+        self,
+        log_dir: str | os.PathLike[str],
+        *,
+        rank: int | None = None,
         filename: str = "rollout_data_rank_{rank}.jsonl",
     ) -> None:
         self.rank = default_rank() if rank is None else int(rank)
@@ -119,8 +122,13 @@ class RolloutWriter:
         if finish_reason is not None:
             record["finish_reason"] = _as_text("finish_reason", finish_reason)
         keep = None if mask is None else [bool(m) for m in _flat_list("mask", mask)]
-        arrays = {"response_tokens": response_tokens, "logprobs": logprobs, "ref_logprobs": ref_logprobs,
-                  "values": values, "token_rewards": token_rewards}
+        arrays = {
+            "response_tokens": response_tokens,
+            "logprobs": logprobs,
+            "ref_logprobs": ref_logprobs,
+            "values": values,
+            "token_rewards": token_rewards,
+        }
         for name, value in arrays.items():
             if value is None:
                 continue
@@ -132,8 +140,10 @@ class RolloutWriter:
             if name == "response_tokens":
                 bad = next((v for v in items if not isinstance(v, str)), None)
                 if bad is not None:
-                    raise TypeError("'response_tokens' must be token strings (e.g. "
-                                    f"tokenizer.convert_ids_to_tokens(ids)), found {type(bad).__name__}")
+                    raise TypeError(
+                        "'response_tokens' must be token strings (e.g. "
+                        f"tokenizer.convert_ids_to_tokens(ids)), found {type(bad).__name__}"
+                    )
             record[name] = items
         for name, value in (("ground_truth", ground_truth), ("ref_response", ref_response)):
             if value is not None:
@@ -166,8 +176,9 @@ class RolloutWriter:
         reward_list = _flat_list("rewards", rewards)
         n = len(prompts)
         if len(responses) != n or len(reward_list) != n:
-            raise ValueError(f"batch sizes differ: {n} prompts, {len(responses)} responses, "
-                             f"{len(reward_list)} rewards")
+            raise ValueError(
+                f"batch sizes differ: {n} prompts, {len(responses)} responses, {len(reward_list)} rewards"
+            )
         if response_mask is not None:
             if "mask" in per_sample_arrays:
                 raise TypeError("give either response_mask or mask, not both")
@@ -185,8 +196,13 @@ class RolloutWriter:
                 raise ValueError(f"'{name}' has {size} rows for a batch of {n}")
             columns[name] = rows
         for i in range(n):
-            self.write(step, prompts[i], responses[i], reward_list[i],
-                       **{name: rows[i] for name, rows in columns.items()})
+            self.write(
+                step,
+                prompts[i],
+                responses[i],
+                reward_list[i],
+                **{name: rows[i] for name, rows in columns.items()},
+            )
         return n
 
     # -- file ----------------------------------------------------------------

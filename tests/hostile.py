@@ -101,8 +101,12 @@ def _duplicates(run: Path) -> None:
 def _long_response(run: Path) -> None:
     tokens = [f"t{i % 50}" for i in range(100_000)]
     record = json.loads(ok(1))
-    record.update(response="".join(tokens), response_tokens=tokens, logprobs=[-0.5] * 100_000,
-                  ref_logprobs=[-0.6] * 100_000)
+    record.update(
+        response="".join(tokens),
+        response_tokens=tokens,
+        logprobs=[-0.5] * 100_000,
+        ref_logprobs=[-0.6] * 100_000,
+    )
     (run / "r0.jsonl").write_text(json.dumps(record) + "\n" + ok(2) + "\n")
 
 
@@ -110,59 +114,141 @@ def cases() -> list[Case]:
     """Every case of the corpus."""
     return [
         Case("truncated last line", _lines(ok(1), ok(2), tail='{"step": 3, "resp'), 2, pending_bytes=17),
-        Case("truncated line in the middle", _lines(ok(1), '{"step": 2, "resp', ok(3)), 2, {2: "not valid JSON"}),
-        Case("NaN and infinities", _lines('{"step": 1, "reward": NaN}', '{"step": 2, "reward": Infinity}',
-                                          '{"step": 3, "reward": -Infinity, "logprobs": [NaN, Infinity]}'), 3,
-             warnings=4),  # no response on each line, and no reward on the first (NaN)
+        Case(
+            "truncated line in the middle",
+            _lines(ok(1), '{"step": 2, "resp', ok(3)),
+            2,
+            {2: "not valid JSON"},
+        ),
+        Case(
+            "NaN and infinities",
+            _lines(
+                '{"step": 1, "reward": NaN}',
+                '{"step": 2, "reward": Infinity}',
+                '{"step": 3, "reward": -Infinity, "logprobs": [NaN, Infinity]}',
+            ),
+            3,
+            warnings=4,
+        ),  # no response on each line, and no reward on the first (NaN)
         Case("step as text", _lines(ok("12")), 1),
         Case("step as float", _lines(ok(12.0)), 1),
         Case("step not a number", _lines(ok("abc"), ok(1)), 1, {1: "'step' is not an integer"}),
         Case("step missing", _lines('{"prompt": "p", "reward": 1}', ok(1)), 1, {1: "missing 'step'"}),
         Case("step negative", _lines(ok(-1), ok(0)), 2),
-        Case("reward as text", _lines(ok(1, reward="high"), ok(2)), 1, {1: "'reward' is a string, not a number"}),
+        Case(
+            "reward as text",
+            _lines(ok(1, reward="high"), ok(2)),
+            1,
+            {1: "'reward' is a string, not a number"},
+        ),
         Case("reward null", _lines(ok(1, reward=None)), 1, warnings=1),
-        Case("reward as list", _lines(ok(1, reward=[1.0]), ok(2)), 1, {1: "'reward' is a list, not a number"}),
-        Case("strings inside a number list", _lines(ok(1, logprobs=[-0.1, "x"]), ok(2)), 1,
-             {1: "'logprobs[1]' is a string, not a number"}),
+        Case(
+            "reward as list", _lines(ok(1, reward=[1.0]), ok(2)), 1, {1: "'reward' is a list, not a number"}
+        ),
+        Case(
+            "strings inside a number list",
+            _lines(ok(1, logprobs=[-0.1, "x"]), ok(2)),
+            1,
+            {1: "'logprobs[1]' is a string, not a number"},
+        ),
         Case("nested lists", _lines(ok(1, values=[[0.1], [0.2]]), ok(2)), 1, {1: "'values[0]' is a list"}),
         Case("empty lists", _lines(ok(1, response_tokens=[], logprobs=[], ref_logprobs=[])), 1),
-        Case("arrays of different lengths", _lines(ok(1, response_tokens=["a", "b", "c"], logprobs=[-1.0],
-                                                      ref_logprobs=[-1.0, -2.0])), 1),
+        Case(
+            "arrays of different lengths",
+            _lines(ok(1, response_tokens=["a", "b", "c"], logprobs=[-1.0], ref_logprobs=[-1.0, -2.0])),
+            1,
+        ),
         Case("10 MB single line", _lines(ok(1, response="x" * 10_000_000), ok(2)), 2),
         Case("100k tokens in one response", _long_response, 2),
         Case("deeply nested JSON", _lines(_nested(10_000), ok(2)), 1, {1: "nested deeper than 64 levels"}),
-        Case("deep nesting after short lines", _after_good_lines(_nested(20_000)), 20,
-             {21: "nested deeper than 64 levels"}),
-        Case("deep objects after short lines", _after_good_lines(_nested_objects(20_000)), 20,
-             {21: "nested deeper than 64 levels"}),
-        Case("deep nesting with items between levels", _after_good_lines(_nested_apart(5_000)), 20,
-             {21: "nested deeper than 64 levels"}),
-        Case("nesting one level too deep", _lines(_nested(63), _nested(64), ok(2)), 2,
-             {2: "nested deeper than 64 levels"}, warnings=2),  # the deepest readable line has no response or reward
-        Case("brackets inside strings", _lines(ok(1, response="[{" * 5_000 + '"\\'), ok(2, prompt="]" * 99)), 2),
-        Case("keys named like derived columns", _lines(ok(1, kl_mean=9.0, n_tokens="many", reward_gap=None),
-                                                       ok(2, kl_mean=8.0)), 2, warnings=1),
-        Case("keys named like the step browser's columns", _lines(ok(1, sample=3, file="a.py", line=7, _line=8),
-                                                                  ok(2, line=9)), 2, warnings=1),
-        Case("lone surrogates", _raw(b'{"step": 1, "response": "bad \\ud83d half", "\\udc00": ["\\ude00"]}\n'
-                                     + ok(2, response="\ud83d\ude00").encode() + b"\n"), 2, warnings=2),
+        Case(
+            "deep nesting after short lines",
+            _after_good_lines(_nested(20_000)),
+            20,
+            {21: "nested deeper than 64 levels"},
+        ),
+        Case(
+            "deep objects after short lines",
+            _after_good_lines(_nested_objects(20_000)),
+            20,
+            {21: "nested deeper than 64 levels"},
+        ),
+        Case(
+            "deep nesting with items between levels",
+            _after_good_lines(_nested_apart(5_000)),
+            20,
+            {21: "nested deeper than 64 levels"},
+        ),
+        Case(
+            "nesting one level too deep",
+            _lines(_nested(63), _nested(64), ok(2)),
+            2,
+            {2: "nested deeper than 64 levels"},
+            warnings=2,
+        ),  # the deepest readable line has no response or reward
+        Case(
+            "brackets inside strings", _lines(ok(1, response="[{" * 5_000 + '"\\'), ok(2, prompt="]" * 99)), 2
+        ),
+        Case(
+            "keys named like derived columns",
+            _lines(ok(1, kl_mean=9.0, n_tokens="many", reward_gap=None), ok(2, kl_mean=8.0)),
+            2,
+            warnings=1,
+        ),
+        Case(
+            "keys named like the step browser's columns",
+            _lines(ok(1, sample=3, file="a.py", line=7, _line=8), ok(2, line=9)),
+            2,
+            warnings=1,
+        ),
+        Case(
+            "lone surrogates",
+            _raw(
+                b'{"step": 1, "response": "bad \\ud83d half", "\\udc00": ["\\ude00"]}\n'
+                + ok(2, response="\ud83d\ude00").encode()
+                + b"\n"
+            ),
+            2,
+            warnings=2,
+        ),
         Case("line longer than the line limit", _sparse_long_line, 2, {2: "longer than the 256 MB limit"}),
-        Case("invalid UTF-8 bytes", _raw(b'{"step": 1, "response": "caf\xe9 \xff"}\n' + ok(2).encode() + b"\n"),
-             2, warnings=2),
+        Case(
+            "invalid UTF-8 bytes",
+            _raw(b'{"step": 1, "response": "caf\xe9 \xff"}\n' + ok(2).encode() + b"\n"),
+            2,
+            warnings=2,
+        ),
         Case("UTF-8 BOM", _raw(b"\xef\xbb\xbf" + ok(1).encode() + b"\n" + ok(2).encode() + b"\n"), 2),
         Case("CRLF line ends", _lines(ok(1), ok(2), end="\r\n"), 2),
         Case("blank lines", _lines(ok(1), "", "   ", ok(2), ""), 2, blank=3),
-        Case("binary file named .jsonl", _raw(bytes(b for b in range(256) if b != 10) * 4 + b"\n"
-                                              + ok(1).encode() + b"\n"), 1, {1: "not valid JSON"}),
+        Case(
+            "binary file named .jsonl",
+            _raw(bytes(b for b in range(256) if b != 10) * 4 + b"\n" + ok(1).encode() + b"\n"),
+            1,
+            {1: "not valid JSON"},
+        ),
         Case("empty file", _raw(b""), 0),
         Case("a folder named .jsonl", _dir_named_jsonl, 1, file_errors={"folder.jsonl": "is a folder"}),
-        Case("symlink loop", _symlink_loop, 1,
-             file_errors={"loop_a.jsonl": "looping symbolic link", "loop_b.jsonl": "looping symbolic link"}),
+        Case(
+            "symlink loop",
+            _symlink_loop,
+            1,
+            file_errors={"loop_a.jsonl": "looping symbolic link", "loop_b.jsonl": "looping symbolic link"},
+        ),
         Case("file without read permission", _unreadable, 2, file_errors={"r1.jsonl": "Permission denied"}),
         Case("duplicate (step, prompt) across ranks", _duplicates, 4),
-        Case("top-level values that are not objects", _lines("[1, 2]", "42", '"text"', "null", "true", ok(1)),
-             1, {1: "not a JSON object", 2: "not a JSON object", 3: "not a JSON object",
-                 4: "not a JSON object", 5: "not a JSON object"}),
+        Case(
+            "top-level values that are not objects",
+            _lines("[1, 2]", "42", '"text"', "null", "true", ok(1)),
+            1,
+            {
+                1: "not a JSON object",
+                2: "not a JSON object",
+                3: "not a JSON object",
+                4: "not a JSON object",
+                5: "not a JSON object",
+            },
+        ),
     ]
 
 
@@ -245,17 +331,35 @@ WANDB_RUN = f"wandb/{TINY_WANDB.name}"
 def store_cases() -> list[StoreCase]:
     """Every metric-store case of the corpus."""
     return [
-        StoreCase("W&B folder copied off its machine", _wandb_copy,
-                  {"wandb/debug.log": "broken or looping"}, reads=(WANDB_RUN,)),
-        StoreCase("W&B log cut in the middle of a record", lambda root: _wandb_copy(root, cut=5000),
-                  reads=(WANDB_RUN,)),
-        StoreCase("W&B log with a damaged chunk", lambda root: _wandb_copy(root, flip=3000),
-                  {WANDB_RUN: "checksum"}, reads=(WANDB_RUN,)),
-        StoreCase("a file named like a W&B log that is not one", _not_a_wandb_log,
-                  {"wandb/run-20261125_000000-junk0000": "not a W&B run log"}),
-        StoreCase("a folder named like a W&B log", _folder_named_wandb_log),  # an empty folder: nothing to name
-        StoreCase("symlink loop", _loop, {"loop-a.log": "broken or looping", "loop-b.log": "broken or looping"}),
+        StoreCase(
+            "W&B folder copied off its machine",
+            _wandb_copy,
+            {"wandb/debug.log": "broken or looping"},
+            reads=(WANDB_RUN,),
+        ),
+        StoreCase(
+            "W&B log cut in the middle of a record",
+            lambda root: _wandb_copy(root, cut=5000),
+            reads=(WANDB_RUN,),
+        ),
+        StoreCase(
+            "W&B log with a damaged chunk",
+            lambda root: _wandb_copy(root, flip=3000),
+            {WANDB_RUN: "checksum"},
+            reads=(WANDB_RUN,),
+        ),
+        StoreCase(
+            "a file named like a W&B log that is not one",
+            _not_a_wandb_log,
+            {"wandb/run-20261125_000000-junk0000": "not a W&B run log"},
+        ),
+        StoreCase(
+            "a folder named like a W&B log", _folder_named_wandb_log
+        ),  # an empty folder: nothing to name
+        StoreCase(
+            "symlink loop", _loop, {"loop-a.log": "broken or looping", "loop-b.log": "broken or looping"}
+        ),
         StoreCase("SQLite file of another program", _foreign_sqlite, {"browser-history.db": "not a log"}),
         StoreCase("corrupt SQLite file", _corrupt_sqlite, {"project.db": "cannot be read"}),
         StoreCase("a pipe named like a database", _fifo_db, {"project.db": "not a log"}),
-    ]  # fmt: skip
+    ]

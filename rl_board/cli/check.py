@@ -23,11 +23,19 @@ from rl_board.cli.common import (
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `check PATH [--json] [--set rule.param=value ...]`."""
-    parser = subparsers.add_parser("check", help="run health checks on the metrics and rollout runs under PATH")
+    parser = subparsers.add_parser(
+        "check", help="run health checks on the metrics and rollout runs under PATH"
+    )
     path_arguments(parser)
     field_arguments(parser)
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="RULE.PARAM=VALUE",
-                        help="override a rule threshold, severity or enabled flag (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="RULE.PARAM=VALUE",
+        help="override a rule threshold, severity or enabled flag (repeatable)",
+    )
     parser.set_defaults(func=run)
     return parser
 

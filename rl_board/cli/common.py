@@ -39,9 +39,15 @@ def terminal_lines(lines: Iterable[str]) -> str:
 
 def field_arguments(parser: argparse.ArgumentParser) -> None:
     """--field FIELD=KEY (repeatable): which key of the logs holds an rl-board field."""
-    parser.add_argument("--field", dest="fields", action="append", default=[], metavar="FIELD=KEY",
-                        help="read rl-board's FIELD from the logs' KEY, e.g. --field reward=score (repeatable; "
-                             "adds to [fields] in rl-board.toml)")
+    parser.add_argument(
+        "--field",
+        dest="fields",
+        action="append",
+        default=[],
+        metavar="FIELD=KEY",
+        help="read rl-board's FIELD from the logs' KEY, e.g. --field reward=score (repeatable; "
+        "adds to [fields] in rl-board.toml)",
+    )
 
 
 def fields_of(ns: argparse.Namespace) -> dict[str, str]:
@@ -51,12 +57,16 @@ def fields_of(ns: argparse.Namespace) -> dict[str, str]:
     return dict(parse_field_option(text) for text in getattr(ns, "fields", []) or [])
 
 
-def run_arguments(parser: argparse.ArgumentParser, *, json_help: str | None = "print one JSON object") -> None:
+def run_arguments(
+    parser: argparse.ArgumentParser, *, json_help: str | None = "print one JSON object"
+) -> None:
     """RUN (a folder, one file or a URL), --cache-dir, --field and (unless ``json_help`` is None) --json.
 
     Called first, so RUN is the first positional argument.
     """
-    parser.add_argument("run_dir", metavar="RUN", help="a run folder, a single rollout file, or a URL (s3://...)")
+    parser.add_argument(
+        "run_dir", metavar="RUN", help="a run folder, a single rollout file, or a URL (s3://...)"
+    )
     if json_help is not None:
         parser.add_argument("--json", action="store_true", help=json_help)
     parser.add_argument("--cache-dir", default=None, help="keep parsed tables here between calls")

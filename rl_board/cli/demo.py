@@ -18,8 +18,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group-size", type=int, default=8, help="GRPO run: answers per prompt")
     p.add_argument("--long-tokens", type=int, default=1500, help="GRPO run: one answer per step this long")
-    p.add_argument("--only", choices=["train", "eval", "grpo", "agent"], default=None,
-                   help="write just one of the runs (agent: multi-turn trajectories that call tools, only on request)")
+    p.add_argument(
+        "--only",
+        choices=["train", "eval", "grpo", "agent"],
+        default=None,
+        help="write just one of the runs (agent: multi-turn trajectories that call tools, only on request)",
+    )
     p.set_defaults(func=run)
 
 
@@ -29,7 +33,9 @@ def run(ns: argparse.Namespace) -> int:
 
     out = Path(ns.out_dir)
     if ns.only in (None, "train"):
-        spec = demo.DemoSpec(steps=ns.steps, samples=ns.samples, ranks=ns.ranks, tokens=ns.tokens, seed=ns.seed)
+        spec = demo.DemoSpec(
+            steps=ns.steps, samples=ns.samples, ranks=ns.ranks, tokens=ns.tokens, seed=ns.seed
+        )
         for p in demo.write_run(out / "ppo_math", spec):
             print(p)
     if ns.only in (None, "eval"):
@@ -42,7 +48,9 @@ def run(ns: argparse.Namespace) -> int:
     if ns.only == "agent":
         from rl_board.api import AgentSpec, write_agent_run
 
-        for p in write_agent_run(out / "agent_tools", AgentSpec(steps=ns.steps, trajectories=ns.samples,
-                                                                ranks=ns.ranks, seed=ns.seed + 3)):  # fmt: skip
+        for p in write_agent_run(
+            out / "agent_tools",
+            AgentSpec(steps=ns.steps, trajectories=ns.samples, ranks=ns.ranks, seed=ns.seed + 3),
+        ):
             print(p)
     return 0

@@ -14,7 +14,9 @@ def add_parser(sub: Any) -> None:
     run_arguments(p)
     p.add_argument("--step", type=int, required=True, help="the sample's step")
     p.add_argument("--sample", type=int, required=True, help="the sample's index within its step")
-    p.add_argument("--tag", required=True, help='a tag, e.g. "reward hack" (free text, at most 64 characters)')
+    p.add_argument(
+        "--tag", required=True, help='a tag, e.g. "reward hack" (free text, at most 64 characters)'
+    )
     p.add_argument("--note", default=None, help="why (free text, at most 4000 characters)")
     p.add_argument("--remove", action="store_true", help="take the tag off the sample")
     p.set_defaults(func=run_label)
@@ -27,8 +29,9 @@ def _opened(ns: argparse.Namespace) -> tuple[Any, Any]:
     from rl_board import config
     from rl_board.api import LabelStore, RolloutStore
 
-    return RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns)), \
-        LabelStore(config.settings().labels)
+    return RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns)), LabelStore(
+        config.settings().labels
+    )
 
 
 def run_label(ns: argparse.Namespace) -> int:
@@ -39,7 +42,11 @@ def run_label(ns: argparse.Namespace) -> int:
         data = {"removed": done, "step": ns.step, "sample": ns.sample, "tag": ns.tag}
     else:
         label = labels.put(**key, tag=ns.tag, note=ns.note)
-        data = {"step": ns.step, "sample": ns.sample, **{k: v for k, v in label.to_dict().items() if k != "run"}}
+        data = {
+            "step": ns.step,
+            "sample": ns.sample,
+            **{k: v for k, v in label.to_dict().items() if k != "run"},
+        }
     print(json.dumps(data) if ns.json else terminal_safe(_said(data, ns.remove)))
     return 0
 
@@ -47,7 +54,11 @@ def run_label(ns: argparse.Namespace) -> int:
 def _said(data: dict, removed: bool) -> str:
     where = f"step {data['step']} sample {data['sample']}"
     if removed:
-        return f"removed {data['tag']!r} from {where}" if data["removed"] else f"{where} had no tag {data['tag']!r}"
+        return (
+            f"removed {data['tag']!r} from {where}"
+            if data["removed"]
+            else f"{where} had no tag {data['tag']!r}"
+        )
     return f"tagged {where} {data['tag']!r}" + (f": {data['note']}" if data.get("note") else "")
 
 

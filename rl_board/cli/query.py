@@ -21,20 +21,36 @@ MAX_ROWS = 10_000
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("query", help="run one read-only SQL statement (DuckDB) over a run's samples and steps",
-                       description="Views: samples (one row per sample: step, sample, file, line and every "
-                                   "logged and derived column) and steps (per-step statistics). Reading "
-                                   "statements only; no file, network or extension access.")
+    p = sub.add_parser(
+        "query",
+        help="run one read-only SQL statement (DuckDB) over a run's samples and steps",
+        description="Views: samples (one row per sample: step, sample, file, line and every "
+        "logged and derived column) and steps (per-step statistics). Reading "
+        "statements only; no file, network or extension access.",
+    )
     run_arguments(p, json_help=None)  # --json is one of the output choices below
-    p.add_argument("sql", metavar="SQL", help='one statement, e.g. "SELECT step, avg(reward) FROM samples '
-                                              'GROUP BY step ORDER BY step"')
+    p.add_argument(
+        "sql",
+        metavar="SQL",
+        help='one statement, e.g. "SELECT step, avg(reward) FROM samples GROUP BY step ORDER BY step"',
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of row objects")
     out.add_argument("--csv", action="store_true", help="print CSV (formula-like cells defused)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                   help=f"stop the query after S seconds (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--max-rows", type=int, default=MAX_ROWS, metavar="N",
-                   help=f"print at most N rows (default {MAX_ROWS})")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"stop the query after S seconds (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-rows",
+        type=int,
+        default=MAX_ROWS,
+        metavar="N",
+        help=f"print at most N rows (default {MAX_ROWS})",
+    )
     p.set_defaults(func=run)
 
 
@@ -45,8 +61,11 @@ def run(ns: argparse.Namespace) -> int:
     run = open_run(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     result = run_query(run.store, ns.sql, timeout=ns.timeout, max_rows=ns.max_rows)
     if result.capped:  # on stderr: the output stays whole and parseable
-        print(f"rl-board: note: only the first {result.max_rows} rows are printed; the result has more "
-              "(add LIMIT, or --max-rows)", file=sys.stderr)
+        print(
+            f"rl-board: note: only the first {result.max_rows} rows are printed; the result has more "
+            "(add LIMIT, or --max-rows)",
+            file=sys.stderr,
+        )
     if ns.json:
         print(json_rows(result.frame))
     elif ns.csv:
@@ -73,8 +92,10 @@ def table_text(frame: pd.DataFrame) -> str:
     if frame.columns.empty:
         return "(no columns)"
     heads = [_clip(terminal_safe(name)) for name in frame.columns]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)
-               for c in frame.columns]  # fmt: skip
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)
+        for c in frame.columns
+    ]
     rows = [[_cell(value) for value in row] for row in frame.itertuples(index=False, name=None)]
     widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(heads)]
 

@@ -15,10 +15,14 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list the runs under ROOT (format, files, samples) and every skipped file")
+    p = sub.add_parser(
+        "runs", help="list the runs under ROOT (format, files, samples) and every skipped file"
+    )
     p.add_argument("root", metavar="ROOT")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--cache-dir", default=None, help="cache folder (runs are opened through it to count samples)")
+    p.add_argument(
+        "--cache-dir", default=None, help="cache folder (runs are opened through it to count samples)"
+    )
     field_arguments(p)
     p.set_defaults(func=run)
 
@@ -37,7 +41,9 @@ def run(ns: argparse.Namespace) -> int:
     return 0
 
 
-def runs_dict(found: Catalogue, cache_dir: str | None, fields: dict[str, str] | None = None) -> dict[str, Any]:
+def runs_dict(
+    found: Catalogue, cache_dir: str | None, fields: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The documented ``runs --json`` object."""
     from rl_board.api import METRICS_ROLE as METRICS
     from rl_board.api import RolloutStore
@@ -45,16 +51,25 @@ def runs_dict(found: Catalogue, cache_dir: str | None, fields: dict[str, str] | 
     runs = []
     for folder in found.rollout_folders():
         store = RolloutStore.open(folder.path, cache_dir=cache_dir, fields=fields)
-        runs.append({"run": folder.relative, "format": store.report.format or folder.format,
-                     "files": folder.files, "samples": store.num_samples, "steps": len(store.steps)})
+        runs.append(
+            {
+                "run": folder.relative,
+                "format": store.report.format or folder.format,
+                "files": folder.files,
+                "samples": store.num_samples,
+                "steps": len(store.steps),
+            }
+        )
     metrics = [{"path": found.name(s.path), "kind": s.format} for s in found.of_role(METRICS)]
     skipped = [{"path": found.name(s.path), "reason": s.reason} for s in found.skipped]
     return {"root": str(found.root), "runs": runs, "metrics": metrics, "skipped": skipped}
 
 
 def _text(data: dict[str, Any]) -> str:
-    lines = [f"{r['run']}  [{r['format']}]  {r['files']} file(s), {r['samples']} samples, {r['steps']} steps"
-             for r in data["runs"]] or ["no rollout runs"]  # fmt: skip
+    lines = [
+        f"{r['run']}  [{r['format']}]  {r['files']} file(s), {r['samples']} samples, {r['steps']} steps"
+        for r in data["runs"]
+    ] or ["no rollout runs"]
     lines += [f"metrics: {m['path']}  [{m['kind']}]" for m in data["metrics"]]
     lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
     return terminal_lines(lines)

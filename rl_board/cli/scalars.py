@@ -34,9 +34,17 @@ def run(ns: argparse.Namespace) -> int:
 
 def scalars_report(index: MetricsIndex) -> dict[str, Any]:
     """The `scalars --json` object: per run its kind, tag summaries, histogram tags and problems."""
-    runs = [{"run": info.run, "kind": info.kind, "tags": info.tags, "histograms": info.histogram_tags,
-             "problems": [p.shown_under(index.root) for p in info.problems],
-             **({"step": info.step_source} if info.step_source else {})} for info in index.runs]  # fmt: skip
+    runs = [
+        {
+            "run": info.run,
+            "kind": info.kind,
+            "tags": info.tags,
+            "histograms": info.histogram_tags,
+            "problems": [p.shown_under(index.root) for p in info.problems],
+            **({"step": info.step_source} if info.step_source else {}),
+        }
+        for info in index.runs
+    ]
     return {"runs": runs}
 
 

@@ -19,37 +19,73 @@ ALL_INTERFACES = {"0.0.0.0", "::", ""}
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the dashboard on one or more log roots")
-    p.add_argument("roots", nargs="*", default=["rollout_samples"], metavar="ROOT",
-                   help="folders that may be browsed, or object-storage prefixes (s3://bucket/runs, gs://..., "
-                        "hf://datasets/org/repo/...) mirrored into the cache (default: rollout_samples)")
-    p.add_argument("--allow-root", action="append", default=[], metavar="DIR",
-                   help="another folder that may be browsed (repeatable)")
+    p.add_argument(
+        "roots",
+        nargs="*",
+        default=["rollout_samples"],
+        metavar="ROOT",
+        help="folders that may be browsed, or object-storage prefixes (s3://bucket/runs, gs://..., "
+        "hf://datasets/org/repo/...) mirrored into the cache (default: rollout_samples)",
+    )
+    p.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another folder that may be browsed (repeatable)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="a host name browsers may reach the server by besides localhost / 127.0.0.1 / ::1, "
-                        "e.g. a reverse proxy's name (repeatable); other names are refused (DNS rebinding)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name browsers may reach the server by besides localhost / 127.0.0.1 / ::1, "
+        "e.g. a reverse proxy's name (repeatable); other names are refused (DNS rebinding)",
+    )
     p.add_argument("--port", type=int, default=8901)
-    p.add_argument("--tokenizer", default=None, metavar="PATH",
-                   help="a tokenizer.json or a local model folder: shows token ids (NeMo-RL, prime-rl) as text")
-    p.add_argument("--cache-dir", default=None, help="cache folder (default $RL_BOARD_CACHE_DIR or ~/.cache/rl-board)")
-    p.add_argument("--remote-every", type=float, default=15.0, metavar="SECONDS",
-                   help="how often remote roots are listed again for new and grown files (default 15)")
-    p.add_argument("--labels", default=None, metavar="FILE",
-                   help="the SQLite file labels on samples are kept in, e.g. one a team shares (default "
-                        "$RL_BOARD_LABELS, else $XDG_DATA_HOME/rl-board/labels.sqlite)")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="PATH",
+        help="a tokenizer.json or a local model folder: shows token ids (NeMo-RL, prime-rl) as text",
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="cache folder (default $RL_BOARD_CACHE_DIR or ~/.cache/rl-board)"
+    )
+    p.add_argument(
+        "--remote-every",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how often remote roots are listed again for new and grown files (default 15)",
+    )
+    p.add_argument(
+        "--labels",
+        default=None,
+        metavar="FILE",
+        help="the SQLite file labels on samples are kept in, e.g. one a team shares (default "
+        "$RL_BOARD_LABELS, else $XDG_DATA_HOME/rl-board/labels.sqlite)",
+    )
     p.set_defaults(func=run)
 
 
 def _mirrored(url: str, cache_dir: Path) -> Path:
     """A remote root brought into the cache before the server starts, with its progress on stderr."""
+
     def show(done: int, total: int) -> None:
-        print(f"\rrl-board: fetching {url}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr)
+        print(
+            f"\rrl-board: fetching {url}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr
+        )
 
     from rl_board.api import remote
 
     result = remote.mirror(url, cache_dir, progress=show, whole=False)  # a run's logs: when it is opened
-    print(f"\rrl-board: {url}: {result.objects} objects, {result.fetched_bytes / 1e6:.1f} MB fetched"
-          f" ({result.unchanged_files} unchanged)", file=sys.stderr)  # fmt: skip
+    print(
+        f"\rrl-board: {url}: {result.objects} objects, {result.fetched_bytes / 1e6:.1f} MB fetched"
+        f" ({result.unchanged_files} unchanged)",
+        file=sys.stderr,
+    )
     for key, why in result.skipped:
         print(f"rl-board: not mirrored: {key}: {why}", file=sys.stderr)
     if not result.local.is_dir():
@@ -87,27 +123,52 @@ def run(ns: argparse.Namespace) -> int:
     if missing:
         raise RLBoardError(f"not a folder: {', '.join(missing)}")
     if not is_loopback(ns.host):
-        print(f"warning: binding {ns.host or 'all interfaces'} exposes the dashboard to your network; "
-              "put it behind a reverse proxy with authentication (see README) and name the host browsers "
-              "use with --allow-host.", file=sys.stderr)
+        print(
+            f"warning: binding {ns.host or 'all interfaces'} exposes the dashboard to your network; "
+            "put it behind a reverse proxy with authentication (see README) and name the host browsers "
+            "use with --allow-host.",
+            file=sys.stderr,
+        )
     tokenizer = Path(ns.tokenizer).expanduser().resolve() if ns.tokenizer else None
     if tokenizer is not None:
         TokenText(tokenizer)  # fail now, with one line, rather than on the first sample page
-    config = ServerConfig(roots=tuple(r.resolve() for r in roots), cache_dir=cache_dir, tokenizer=tokenizer,
-                          allowed_hosts=allowed_hosts(ns.host, ns.allow_host),
-                          remotes=tuple((local.resolve(), url) for local, url in remotes))
+    config = ServerConfig(
+        roots=tuple(r.resolve() for r in roots),
+        cache_dir=cache_dir,
+        tokenizer=tokenizer,
+        allowed_hosts=allowed_hosts(ns.host, ns.allow_host),
+        remotes=tuple((local.resolve(), url) for local, url in remotes),
+    )
     env = {**os.environ, **config.to_env(), REMOTE_EVERY_ENV: str(ns.remote_every)}
     if ns.labels:
         env[LABELS_ENV] = str(Path(ns.labels).expanduser().resolve())
-    cmd = [sys.executable, "-m", "rl_board.server", "run", str(APP),
-           "--server.address", ns.host, "--server.port", str(ns.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal",
-           "--client.showErrorDetails", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rl_board.server",
+        "run",
+        str(APP),
+        "--server.address",
+        ns.host,
+        "--server.port",
+        str(ns.port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--client.toolbarMode",
+        "minimal",
+        "--client.showErrorDetails",
+        "none",
+    ]
     if (PROJECT / ".streamlit" / "config.toml").is_file():
         os.chdir(PROJECT)  # Streamlit reads the theme from ./.streamlit/config.toml
-    print(f"rl-board: serving {', '.join(config.label(r) for r in config.roots)} at http://{ns.host}:{ns.port}",
-          flush=True)
+    print(
+        f"rl-board: serving {', '.join(config.label(r) for r in config.roots)} at http://{ns.host}:{ns.port}",
+        flush=True,
+    )
     # Become the server (exec): a signal to this process reaches Streamlit itself.
     os.execve(sys.executable, cmd, env)
     return 0  # not reached

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("summary", help="load a run (a folder or one file, through the cache) and summarise it")
+    p = sub.add_parser(
+        "summary", help="load a run (a folder or one file, through the cache) and summarise it"
+    )
     run_arguments(p)
     p.set_defaults(func=run)
 
@@ -46,8 +48,11 @@ def run(ns: argparse.Namespace) -> int:
         print(_summary_text(data))
     if not store.num_samples and store.report.bad_lines:  # every line refused: the run cannot be shown
         first = store.report.bad_lines[0]
-        print(f"rl-board: no sample of {terminal_safe(store.source)} could be read; the first refusal: "
-              f"{terminal_safe(f'{first.file}:{first.line}: {first.reason}')}", file=sys.stderr)
+        print(
+            f"rl-board: no sample of {terminal_safe(store.source)} could be read; the first refusal: "
+            f"{terminal_safe(f'{first.file}:{first.line}: {first.reason}')}",
+            file=sys.stderr,
+        )
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -67,8 +72,18 @@ def summary_dict(store: RolloutStore) -> dict:
         "format": report.format,
         "field_map": report.field_map,
         "read_as": report.read_as,
-        "files": [{"name": f.name, "format": f.format, "lines": f.lines, "bytes": f.bytes, "samples": f.samples,
-                   "bad": f.bad, "error": f.error or None} for f in report.files],
+        "files": [
+            {
+                "name": f.name,
+                "format": f.format,
+                "lines": f.lines,
+                "bytes": f.bytes,
+                "samples": f.samples,
+                "bad": f.bad,
+                "error": f.error or None,
+            }
+            for f in report.files
+        ],
         "samples": store.num_samples,
         "steps": store.steps,
         "samples_per_step": {str(k): v for k, v in store.samples_per_step().items()},
@@ -116,8 +131,10 @@ def _summary_text(data: dict) -> str:
     ]
     for row in data["step_stats"]:
         kl = row.get("kl_mean")
-        lines.append(f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
-                     f"{_num(row['reward_std']):>8} {_num(kl):>13}")
+        lines.append(
+            f"{row['step']:>8} {row['samples']:>8} {_num(row['reward_mean']):>12} "
+            f"{_num(row['reward_std']):>8} {_num(kl):>13}"
+        )
     lines += [f"bad: {b['file']}:{b['line']}: {b['reason']}" for b in data["bad_lines"][:20]]
     lines += [f"skipped: {s['path']}: {s['reason']}" for s in data["skipped"]]
     return terminal_lines(lines)
@@ -134,6 +151,8 @@ def _nothing_here(path: Path, fields: dict[str, str]) -> str:
     found = catalogue(path, fields=fields)
     runs = [f.relative for f in found.rollout_folders()]
     if runs:
-        return (f"{path} holds no rollout files itself; runs below it: {', '.join(runs[:8])}"
-                " (see `rl-board runs`)")
+        return (
+            f"{path} holds no rollout files itself; runs below it: {', '.join(runs[:8])}"
+            " (see `rl-board runs`)"
+        )
     return found.nothing_readable()

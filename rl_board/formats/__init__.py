@@ -18,9 +18,18 @@ from typing import Any
 
 # What ``from rl_board.formats import X`` finds, imported on first use: the command line's parser imports
 # ``formats.fieldmap`` and must not pay for pyarrow.
-_LAZY = {"FORMATS": "registry", "NATIVE": "registry", "by_name": "registry", "detect": "registry",
-         "Adapted": "base", "Format": "base", "Options": "base", "Reading": "base", "Record": "base",
-         "step_from_name": "base"}  # fmt: skip
+_LAZY = {
+    "FORMATS": "registry",
+    "NATIVE": "registry",
+    "by_name": "registry",
+    "detect": "registry",
+    "Adapted": "base",
+    "Format": "base",
+    "Options": "base",
+    "Reading": "base",
+    "Record": "base",
+    "step_from_name": "base",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -49,6 +49,8 @@ class Probe:
 
     def names(self, folder: Path) -> list[str]:  # the entries of a folder
         raise NotImplementedError
+
+
 Options = Mapping[str, Any]  # JSON-able facts about a file found beside it (see ``Reading``)
 _STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-=]?(\d+)", re.I), re.compile(r"^(\d+)$"))
 # A Hive partition folder as Spark names it: step=-1, step=3.0 (a double step column), and the folder of rows
@@ -75,7 +77,9 @@ class Format:
     name: str  # short id, e.g. "verl" (summary --json "format")
     label: str  # in words, e.g. "verl rollout dump"
     identify: Callable[[Record], bool]
-    renames: Mapping[str, str] = field(default_factory=dict)  # flat formats: key in the dump -> rl-board field
+    renames: Mapping[str, str] = field(
+        default_factory=dict
+    )  # flat formats: key in the dump -> rl-board field
     nested: Callable[[Record], list[Record]] | None = None  # nested formats: one record -> its samples
     adapt: Callable[[pa.Table, Options], Adapted] = as_is
     field_map: tuple[tuple[str, str], ...] = ()  # (key in the dump, rl-board field), for the load report

@@ -33,7 +33,9 @@ _LEADING_FENCE = re.compile(r"[ \t]*```")
 _RESPONSE_GAP = re.compile(r"</tool_response>\s*<tool_response>")
 _FUNCTION = re.compile(r"<function=([^>\n]*)>")
 _PARAMETER = re.compile(r"<parameter=([^>\n]*)>")
-_PARTIAL = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*(?:,\s*"(?:arguments|parameters)"\s*:\s*)?(.*)\Z', re.S)
+_PARTIAL = re.compile(
+    r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*(?:,\s*"(?:arguments|parameters)"\s*:\s*)?(.*)\Z', re.S
+)
 _BUILTIN = re.compile(r"([A-Za-z_]\w*)\.call\((.*)\)\Z", re.S)
 _BUILTIN_HEAD = re.compile(r"([A-Za-z_]\w*)\.call\((.*)\Z", re.S)
 _CALL_GAP = re.compile(r"[\s;]*")
@@ -223,8 +225,12 @@ def _json_calls(text: str) -> list[dict[str, Any]] | None:
             value, pos = decoder.raw_decode(text, pos)
         except ValueError:
             return None
-        if not (isinstance(value, dict) and isinstance(value.get("name"), str) and set(value) <= _LLAMA_KEYS
-                and ("parameters" in value or "arguments" in value)):  # fmt: skip
+        if not (
+            isinstance(value, dict)
+            and isinstance(value.get("name"), str)
+            and set(value) <= _LLAMA_KEYS
+            and ("parameters" in value or "arguments" in value)
+        ):
             return None
         calls.append(call(value["name"], arguments_text(value.get("parameters", value.get("arguments")))))
         gap = _CALL_GAP.match(text, pos)

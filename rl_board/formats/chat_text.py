@@ -45,17 +45,32 @@ CHATML, LLAMA3, ROLE_LINES = "chatml", "llama3", "role lines"
 
 NO_TEXT = "no text"
 PLAIN = "no chat markers or role lines: kept as one prompt and one response"
-NO_GENERATION_PROMPT = ("the prompt starts with a role line but does not end with the generation prompt "
-                        "line 'assistant': kept as one prompt and one response")  # fmt: skip
-STRIPPED_LLAMA = ("a Llama 3 chat decoded without its special tokens runs the role words into the text, "
-                  "so its turns cannot be told apart: kept as one prompt and one response")  # fmt: skip
-ONLY_IN_RESPONSE = ("chat markers in the response but not in the prompt (written by the model, not by a "
-                    "template): kept as one prompt and one response")  # fmt: skip
+NO_GENERATION_PROMPT = (
+    "the prompt starts with a role line but does not end with the generation prompt "
+    "line 'assistant': kept as one prompt and one response"
+)
+STRIPPED_LLAMA = (
+    "a Llama 3 chat decoded without its special tokens runs the role words into the text, "
+    "so its turns cannot be told apart: kept as one prompt and one response"
+)
+ONLY_IN_RESPONSE = (
+    "chat markers in the response but not in the prompt (written by the model, not by a "
+    "template): kept as one prompt and one response"
+)
 NO_TURNS = "chat markers with no turn in them: kept as one prompt and one response"
 
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
-         "ipython": "tool", "function": "tool", "environment": "environment", "observation": "environment",
-         "env": "environment"}  # fmt: skip
+ROLES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "ipython": "tool",
+    "function": "tool",
+    "environment": "environment",
+    "observation": "environment",
+    "env": "environment",
+}
 
 _IM_START = re.compile(r"<\|im_start\|>([A-Za-z_][\w.-]{0,31})(?:\n|\Z)")
 _HEADER = re.compile(r"<\|start_header_id\|>([A-Za-z_][\w.-]{0,31})<\|end_header_id\|>")
@@ -119,8 +134,9 @@ def _split(blocks: list[_Block], how: str, notes: list[str]) -> Split:
     return Split(messages, how, "; ".join(dict.fromkeys(notes)))
 
 
-def _marked(text: str, cut: int, start: re.Pattern[str], ends: tuple[str, ...],
-            pads: tuple[str, ...]) -> tuple[list[_Block], list[str]]:  # fmt: skip
+def _marked(
+    text: str, cut: int, start: re.Pattern[str], ends: tuple[str, ...], pads: tuple[str, ...]
+) -> tuple[list[_Block], list[str]]:
     """Blocks between a template's start markers; a block ends at an end marker or at the next start."""
     blocks: list[_Block] = []
     notes: list[str] = []
@@ -146,8 +162,9 @@ def _first_of(text: str, markers: tuple[str, ...], start: int, stop: int) -> tup
     return best, which
 
 
-def _outside(text: str, start: int, stop: int, cut: int, pads: tuple[str, ...], blocks: list[_Block],
-             notes: list[str]) -> None:  # fmt: skip
+def _outside(
+    text: str, start: int, stop: int, cut: int, pads: tuple[str, ...], blocks: list[_Block], notes: list[str]
+) -> None:
     """Text between a block's end and the next block's start: a turn of its own when it is not blank."""
     for a, b, role in ((start, min(stop, cut), "user"), (max(start, cut), stop, "assistant")):
         piece = _trim(text[a:b], pads) if a < b else ""
@@ -200,12 +217,17 @@ def _role_line_blocks(prompt: str, response: str) -> list[_Block]:
 def _role_lines(text: str, offset: int, roles: frozenset[str]) -> list[tuple[str, int, int]]:
     """(role, start, end) of the role lines in ``text`` (positions + offset; end past the line's newline)
     that lie outside a closed ``<tool_response>`` or ``<tool_call>``."""
-    inside = _Spans(_closed(text, chat_calls.RESPONSE_OPEN, chat_calls.RESPONSE_CLOSE)
-                    + _closed(text, chat_calls.CALL_OPEN, chat_calls.CALL_CLOSE))  # fmt: skip
+    inside = _Spans(
+        _closed(text, chat_calls.RESPONSE_OPEN, chat_calls.RESPONSE_CLOSE)
+        + _closed(text, chat_calls.CALL_OPEN, chat_calls.CALL_CLOSE)
+    )
     first = _FIRST_ROLE_LINE.match(text)
     found = ([first] if first else []) + list(_ROLE_LINE.finditer(text))
-    return [(m.group(1), m.start(1) + offset, m.end() + offset + (text[m.end() : m.end() + 1] == "\n"))
-            for m in found if m.group(1) in roles and not inside(m.start(1))]  # fmt: skip
+    return [
+        (m.group(1), m.start(1) + offset, m.end() + offset + (text[m.end() : m.end() + 1] == "\n"))
+        for m in found
+        if m.group(1) in roles and not inside(m.start(1))
+    ]
 
 
 def _closed(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
@@ -285,8 +307,10 @@ def may_hold_turns(prompt: pa.Array | pa.ChunkedArray, response: pa.Array | pa.C
     """Per row: whether ``split_sample`` may find more than a prompt and one answer (False: not worth
     splitting; it would keep the text as it is)."""
     look = _Look(prompt, response)
-    maybe = pc.or_(pc.or_(pc.or_(look.prompt_chatml, look.prompt_llama), look.role_line_shaped),
-                   pc.or_(look.answer_tools, pc.and_(pc.equal(look.prompt, ""), look.answer_chatml)))  # fmt: skip
+    maybe = pc.or_(
+        pc.or_(pc.or_(look.prompt_chatml, look.prompt_llama), look.role_line_shaped),
+        pc.or_(look.answer_tools, pc.and_(pc.equal(look.prompt, ""), look.answer_chatml)),
+    )
     if not pc.any(maybe).as_py():
         return maybe
     return pc.and_(maybe, pc.invert(look.single_turn()))
@@ -377,8 +401,10 @@ class _Look:
 
     @cached_property
     def answer_tools(self) -> pa.Array:
-        return pc.or_(pc.match_substring(self.response, chat_calls.CALL_OPEN),
-                      pc.match_substring(self.response, chat_calls.RESPONSE_OPEN))  # fmt: skip
+        return pc.or_(
+            pc.match_substring(self.response, chat_calls.CALL_OPEN),
+            pc.match_substring(self.response, chat_calls.RESPONSE_OPEN),
+        )
 
     @cached_property
     def role_lines_tail(self) -> pa.Array:
@@ -389,7 +415,9 @@ class _Look:
         return pc.and_(pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_HEAD), self.role_lines_tail)
 
     def single_turn(self) -> pa.Array:
-        no_tools = pc.invert(pc.or_(self.answer_tools, pc.match_substring(self.prompt, chat_calls.RESPONSE_OPEN)))
+        no_tools = pc.invert(
+            pc.or_(self.answer_tools, pc.match_substring(self.prompt, chat_calls.RESPONSE_OPEN))
+        )
         return pc.and_(no_tools, pc.or_(self._chatml_single(), self._role_lines_single()))
 
     def _chatml_single(self) -> pa.Array:
@@ -398,18 +426,30 @@ class _Look:
         turns = pc.count_substring_regex(self.prompt, _RE2_CHATML_PROMPT_TURN)
         others = pc.subtract(pc.count_substring(self.prompt, _CHATML_START), turns)
         ends = pc.count_substring(self.response, _CHATML_ENDS[0])
-        answer_ends = pc.or_(pc.equal(ends, 0), pc.and_(pc.equal(ends, 1),
-                                                        pc.match_substring_regex(self.response, _RE2_CHATML_END_ONLY)))
-        return pc.and_(pc.and_(pc.greater(turns, 0), pc.equal(others, 1)),
-                       pc.and_(pc.match_substring_regex(self.prompt, _RE2_CHATML_GENERATION),
-                               pc.and_(pc.invert(self.answer_chatml), answer_ends)))  # fmt: skip
+        answer_ends = pc.or_(
+            pc.equal(ends, 0),
+            pc.and_(pc.equal(ends, 1), pc.match_substring_regex(self.response, _RE2_CHATML_END_ONLY)),
+        )
+        return pc.and_(
+            pc.and_(pc.greater(turns, 0), pc.equal(others, 1)),
+            pc.and_(
+                pc.match_substring_regex(self.prompt, _RE2_CHATML_GENERATION),
+                pc.and_(pc.invert(self.answer_chatml), answer_ends),
+            ),
+        )
 
     def _role_lines_single(self) -> pa.Array:
         """Role lines (markers stripped): the prompt's only answer line is the generation prompt at its end,
         and the answer holds no role line."""
-        marked = pc.or_(pc.or_(self.prompt_chatml, self.prompt_llama),
-                        pc.or_(self.answer_chatml, pc.match_substring(self.response, _LLAMA_START)))  # fmt: skip
-        shaped = pc.and_(pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_HEAD_NOT_LLAMA), self.role_lines_tail)
-        one_answer = pc.and_(pc.equal(pc.count_substring_regex(self.prompt, _RE2_ANSWER_LINE), 1),
-                             pc.invert(pc.match_substring_regex(self.response, _RE2_RESPONSE_LINE)))  # fmt: skip
+        marked = pc.or_(
+            pc.or_(self.prompt_chatml, self.prompt_llama),
+            pc.or_(self.answer_chatml, pc.match_substring(self.response, _LLAMA_START)),
+        )
+        shaped = pc.and_(
+            pc.match_substring_regex(self.prompt, _RE2_ROLE_LINES_HEAD_NOT_LLAMA), self.role_lines_tail
+        )
+        one_answer = pc.and_(
+            pc.equal(pc.count_substring_regex(self.prompt, _RE2_ANSWER_LINE), 1),
+            pc.invert(pc.match_substring_regex(self.response, _RE2_RESPONSE_LINE)),
+        )
         return pc.and_(pc.invert(marked), pc.and_(shaped, one_answer))

@@ -19,8 +19,11 @@ SEPARATOR = "\n\n"
 
 def is_messages(value: Any) -> bool:
     """Whether a logged value is a list of chat messages (every item a dict with a role)."""
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value))  # fmt: skip
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
+    )
 
 
 def content_text(content: Any) -> str | None:
@@ -73,8 +76,11 @@ def as_fields(prompt: Any, response: Any, messages: Any = None) -> tuple[Any, An
         messages = to_json(messages)
     elif messages is None and chat is not None:
         messages = to_json(chat)
-    return (as_text(prompt) if is_messages(prompt) else prompt,
-            as_text(response) if is_messages(response) else response, messages)  # fmt: skip
+    return (
+        as_text(prompt) if is_messages(prompt) else prompt,
+        as_text(response) if is_messages(response) else response,
+        messages,
+    )
 
 
 def parsed(value: Any) -> list[dict[str, Any]] | None:

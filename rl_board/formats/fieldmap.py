@@ -22,8 +22,20 @@ from typing import Any
 
 from rl_board.errors import InvalidArgumentError
 
-MAPPABLE = ("step", "prompt", "response", "reward", "ground_truth", "ref_response", "ref_reward",
-            "response_tokens", "logprobs", "ref_logprobs", "values", "token_rewards")  # fmt: skip
+MAPPABLE = (
+    "step",
+    "prompt",
+    "response",
+    "reward",
+    "ground_truth",
+    "ref_response",
+    "ref_reward",
+    "response_tokens",
+    "logprobs",
+    "ref_logprobs",
+    "values",
+    "token_rewards",
+)
 FieldMap = dict[str, str]
 REWARD = "reward"
 _TERM = re.compile(r"^\s*(?:([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\*\s*)?(\S(?:.*\S)?)\s*$")
@@ -43,7 +55,9 @@ def parse_option(text: str) -> tuple[str, str]:
 
 def check(canonical: str) -> None:
     if canonical not in MAPPABLE:
-        raise InvalidArgumentError(f"cannot map {canonical!r}; fields that can be mapped: {', '.join(MAPPABLE)}")
+        raise InvalidArgumentError(
+            f"cannot map {canonical!r}; fields that can be mapped: {', '.join(MAPPABLE)}"
+        )
 
 
 def digest(fmap: FieldMap) -> str:
@@ -65,8 +79,10 @@ def reward_terms(source: str, *, strict: bool = False) -> dict[str, float] | Non
         weight = float(found.group(1)) if found and found.group(1) else 1.0
         if not found or not math.isfinite(weight) or "*" in found.group(2):
             if strict:
-                raise InvalidArgumentError(f"cannot read the reward sum {source!r}: write it as "
-                                           "'name + 0.5*other' (weights are numbers before '*')")
+                raise InvalidArgumentError(
+                    f"cannot read the reward sum {source!r}: write it as "
+                    "'name + 0.5*other' (weights are numbers before '*')"
+                )
             return None
         terms[found.group(2)] = terms.get(found.group(2), 0.0) + weight
     return terms

@@ -18,8 +18,19 @@ from rl_board.formats.base import Adapted, Format, Options, Record
 from rl_board.formats.schema import DERIVED_SAMPLE_FIELDS, DERIVED_TOKEN_LISTS, PROMPT, RESPONSE
 
 GROUP = "group"
-RL_BOARD_KEYS = frozenset({"prompt", "response", "reward", "response_tokens", "logprobs", "ref_logprobs",
-                           "ground_truth", "ref_response", "token_rewards"})  # fmt: skip
+RL_BOARD_KEYS = frozenset(
+    {
+        "prompt",
+        "response",
+        "reward",
+        "response_tokens",
+        "logprobs",
+        "ref_logprobs",
+        "ground_truth",
+        "ref_response",
+        "token_rewards",
+    }
+)
 
 
 def groups_from_uid(table: pa.Table) -> pa.Table:
@@ -76,9 +87,14 @@ def _dataset_adapt(table: pa.Table, options: Options) -> Adapted:
     return Adapted(from_dataset(table))
 
 
-RL_BOARD_PARQUET = Format("rl-board-parquet", "rl-board Parquet dataset (step=N/ folders)", _is_dataset,
-                          adapt=_dataset_adapt, field_map=(("file", "source_file"), ("line", "source_line")),
-                          notes="derived columns recomputed from the token arrays")  # fmt: skip
+RL_BOARD_PARQUET = Format(
+    "rl-board-parquet",
+    "rl-board Parquet dataset (step=N/ folders)",
+    _is_dataset,
+    adapt=_dataset_adapt,
+    field_map=(("file", "source_file"), ("line", "source_line")),
+    notes="derived columns recomputed from the token arrays",
+)
 
 # -- verl: {step}.jsonl with input / output / gts / score -------------------------------------------------
 VERL_MAP = {"input": "prompt", "output": "response", "score": "reward", "gts": "ground_truth"}
@@ -88,9 +104,16 @@ def _is_verl(record: Record) -> bool:
     return {"input", "output"} <= record.keys() and ("score" in record or "gts" in record)
 
 
-VERL = Format("verl", "verl rollout dump", _is_verl, renames=VERL_MAP, adapt=_native_adapt,
-              field_map=tuple(VERL_MAP.items()), kept=("acc", "pred", "request_id", "uid"),
-              open_calls_end="turn_limit")  # fmt: skip
+VERL = Format(
+    "verl",
+    "verl rollout dump",
+    _is_verl,
+    renames=VERL_MAP,
+    adapt=_native_adapt,
+    field_map=tuple(VERL_MAP.items()),
+    kept=("acc", "pred", "request_id", "uid"),
+    open_calls_end="turn_limit",
+)
 
 # -- AReaL: rollout/{version}/{task_id}.jsonl ---------------------------------------------------------------
 AREAL_MAP = {"completion": "response", "tail_version": "step"}
@@ -107,9 +130,15 @@ def _areal_adapt(table: pa.Table, options: Options) -> Adapted:
     return Adapted(table.append_column(GROUP, pc.cast(table.column("task_id"), pa.string())))
 
 
-AREAL = Format("areal", "AReaL trajectory dump", _is_areal, renames=AREAL_MAP, adapt=_areal_adapt,
-               field_map=tuple(AREAL_MAP.items()),
-               kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"))  # fmt: skip
+AREAL = Format(
+    "areal",
+    "AReaL trajectory dump",
+    _is_areal,
+    renames=AREAL_MAP,
+    adapt=_areal_adapt,
+    field_map=tuple(AREAL_MAP.items()),
+    kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"),
+)
 
 # -- SkyRL: dumped_evals/global_step_{N}_evals/{data_source}.jsonl -------------------------------------------
 SKYRL_MAP = {"input_prompt": "prompt", "output_response": "response", "stop_reason": "finish_reason"}
@@ -144,6 +173,12 @@ def _score_sum(value: object) -> float | None:
     return None
 
 
-SKYRL = Format("skyrl", "SkyRL evaluation dump", _is_skyrl, renames=SKYRL_MAP, adapt=_skyrl_adapt,
-               field_map=(*SKYRL_MAP.items(), ("score", "reward")),
-               kept=("score", "env_class", "data_source", "env_extras"))  # fmt: skip
+SKYRL = Format(
+    "skyrl",
+    "SkyRL evaluation dump",
+    _is_skyrl,
+    renames=SKYRL_MAP,
+    adapt=_skyrl_adapt,
+    field_map=(*SKYRL_MAP.items(), ("score", "reward")),
+    kept=("score", "env_class", "data_source", "env_extras"),
+)

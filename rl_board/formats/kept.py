@@ -58,8 +58,11 @@ def zero_advantage(table: pa.Table) -> pa.Table:
     keys = group_keys(table)
     flat = all_true_per_group(keys, zero)
     judged = [k is not None and a is not None for k, a in zip(keys, advantages, strict=True)]
-    return marked(table, [not f if j else None for f, j in zip(flat, judged, strict=True)],
-                  [ZERO_ADVANTAGE if j and f else None for f, j in zip(flat, judged, strict=True)])  # fmt: skip
+    return marked(
+        table,
+        [not f if j else None for f, j in zip(flat, judged, strict=True)],
+        [ZERO_ADVANTAGE if j and f else None for f, j in zip(flat, judged, strict=True)],
+    )
 
 
 def group_keys(table: pa.Table) -> list[Hashable | None]:

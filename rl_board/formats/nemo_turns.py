@@ -42,8 +42,10 @@ def of_content(content: Any, mask: list | None, runs: int | None = None) -> Turn
     if not strings:
         return Turns(None, None, None)
     found = generations(mask) if runs is None else runs
-    messages = [{"role": role, "content": text}
-                for role, text in zip(roles(len(strings), found), strings, strict=True)]  # fmt: skip
+    messages = [
+        {"role": role, "content": text}
+        for role, text in zip(roles(len(strings), found), strings, strict=True)
+    ]
     answers = [m["content"] for m in messages if m["role"] == "assistant"]
     prompt = [m for m in messages if m["role"] in ("system", "user")]
     prompt_text = strings[0] if len(prompt) == 1 else conversation.as_text(prompt)

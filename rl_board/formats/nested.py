@@ -51,8 +51,9 @@ def _aligned(values: list | None, positions: list[int]) -> list[float] | None:
     return [math.nan if x is None else x for x in out]
 
 
-def _response_tokens(sample: Record, ids: list | None, infer: list | None, train: list | None,
-                     positions: list[int]) -> None:  # fmt: skip
+def _response_tokens(
+    sample: Record, ids: list | None, infer: list | None, train: list | None, positions: list[int]
+) -> None:
     """Token ids of the response (loss-masked positions) with the inference engine's and the trainer's log-probs.
 
     The engine's log-probs are the ones the samples were drawn with, so they are the run's ``logprobs``;
@@ -96,24 +97,22 @@ def _advantage(values: Any, positions: list[int]) -> float | None:
     return picked[0] if picked else None
 
 
-
-
-
-
-
-
-
-
 def _nemo_validation_aside(path: Path, probe: Probe) -> str:
     """NeMo-RL writes validation samples beside the training ones; a run is the training ones."""
-    if path.name.startswith("val_data") and any(n.startswith("train_data_step") for n in probe.names(path.parent)):
+    if path.name.startswith("val_data") and any(
+        n.startswith("train_data_step") for n in probe.names(path.parent)
+    ):
         return "NeMo-RL validation samples beside the training ones: not mixed into the training run"
     return ""
 
 
 def _unfinished_step_aside(path: Path, probe: Probe) -> str:
     """A token-export step is complete once its STABLE marker exists."""
-    return "" if probe.exists(path.parent / "STABLE") else "step not finished yet (no STABLE marker); read once it is"
+    return (
+        ""
+        if probe.exists(path.parent / "STABLE")
+        else "step not finished yet (no STABLE marker); read once it is"
+    )
 
 
 # --------------------------------------------------------------------------- NeMo-RL
@@ -129,8 +128,9 @@ def _nemo_samples(record: Record) -> list[Record]:
     sample: Record = {}
     mask = _row(record.get("token_loss_mask"))
     rows = _plain_rows(record, mask, _NEMO_ROWS)
-    turns = nemo_turns.of_content(record.get("content"), mask,
-                                  None if rows is None or mask is None else arrays.runs(rows["mask"]))  # fmt: skip
+    turns = nemo_turns.of_content(
+        record.get("content"), mask, None if rows is None or mask is None else arrays.runs(rows["mask"])
+    )
     _set(sample, "prompt", turns.prompt)
     _set(sample, "response", turns.response)
     _set(sample, "messages", turns.messages)
@@ -188,8 +188,14 @@ def _advantage_of(value: Any, row: np.ndarray | None, positions: np.ndarray) -> 
 _FIRST = np.zeros(1, np.intp)
 
 
-def _response_tokens_of(sample: Record, rows: dict[str, Any], positions: np.ndarray, ids_key: str,
-                        infer: np.ndarray | None, train: np.ndarray | None) -> None:  # fmt: skip
+def _response_tokens_of(
+    sample: Record,
+    rows: dict[str, Any],
+    positions: np.ndarray,
+    ids_key: str,
+    infer: np.ndarray | None,
+    train: np.ndarray | None,
+) -> None:
     """``_response_tokens`` on plain rows: the span from the first to the last trained position."""
     ids = rows[ids_key]
     if ids is None or not len(positions):
@@ -234,8 +240,13 @@ def _nemo_tokens_per_value(sample: Record, record: Record, mask: list | None) ->
         _set(sample, "gen_logprob_mean", _mean(gen))
         _set(sample, "train_logprob_mean", _mean(prev))
         _set(sample, "logprob_mismatch_max", _mismatch(record, positions))
-        _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("generation_logprobs")),
-                         _row(record.get("prev_logprobs")), positions)
+        _response_tokens(
+            sample,
+            _row(record.get("token_ids")),
+            _row(record.get("generation_logprobs")),
+            _row(record.get("prev_logprobs")),
+            positions,
+        )
         _token_signals(sample, positions, advantage=_row(record.get("advantages")))
 
 
@@ -247,7 +258,9 @@ def _nemo_kept(sample: Record, sample_mask: Any) -> None:
         return
     sample["kept"] = value != 0.0
     if value == 0.0:
-        sample["dropped_reason"] = "masked from the loss (sample_loss_mask = 0: too long, or left out by its environment)"
+        sample["dropped_reason"] = (
+            "masked from the loss (sample_loss_mask = 0: too long, or left out by its environment)"
+        )
 
 
 def _mismatch(record: Record, positions: list[int]) -> float | None:
@@ -261,15 +274,31 @@ def _mismatch(record: Record, positions: list[int]) -> float | None:
 
 
 NEMO_RL = Format(
-    name="nemo-rl", label="NeMo-RL train/val data dump", identify=_nemo_identify, nested=_nemo_samples,
-    field_map=(("content", "prompt"), ("content", "response"), ("rewards", "reward"),
-               ("advantages", "advantage"), ("generation_logprobs", "gen_logprob_mean"),
-               ("prev_logprobs", "train_logprob_mean")),
+    name="nemo-rl",
+    label="NeMo-RL train/val data dump",
+    identify=_nemo_identify,
+    nested=_nemo_samples,
+    field_map=(
+        ("content", "prompt"),
+        ("content", "response"),
+        ("rewards", "reward"),
+        ("advantages", "advantage"),
+        ("generation_logprobs", "gen_logprob_mean"),
+        ("prev_logprobs", "train_logprob_mean"),
+    ),
     notes="Step from the file name (train_data_step{N}.jsonl); token arrays reduced to per-sample means.",
-    kept=("idx", "input_lengths", "advantage", "gen_logprob_mean", "train_logprob_mean",
-          "logprob_mismatch_max", "kept", "dropped_reason"),
+    kept=(
+        "idx",
+        "input_lengths",
+        "advantage",
+        "gen_logprob_mean",
+        "train_logprob_mean",
+        "logprob_mismatch_max",
+        "kept",
+        "dropped_reason",
+    ),
     set_aside=_nemo_validation_aside,
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- prime-rl token exports
@@ -301,10 +330,16 @@ def _tokens_samples(record: Record) -> list[Record]:
         name = key if key == "mismatch_kl" else f"{key}_mean"
         _set(sample, name, _mean(_at(values, positions)) if values is not None else _finite(record.get(key)))
     if mask is not None:
-        _response_tokens(sample, _row(record.get("token_ids")), _row(record.get("inference_logprobs")),
-                         _row(record.get("trainer_logprobs")), positions)
-        _token_signals(sample, positions, advantage=_row(record.get("advantages")),
-                       entropy=_row(record.get("entropy")))
+        _response_tokens(
+            sample,
+            _row(record.get("token_ids")),
+            _row(record.get("inference_logprobs")),
+            _row(record.get("trainer_logprobs")),
+            positions,
+        )
+        _token_signals(
+            sample, positions, advantage=_row(record.get("advantages")), entropy=_row(record.get("entropy"))
+        )
     return [sample]
 
 
@@ -320,29 +355,44 @@ def _tokens_vectorised(sample: Record, record: Record, rows: dict[str, Any], mas
     for key in ("mismatch_kl", "entropy"):
         name = key if key == "mismatch_kl" else f"{key}_mean"
         values = rows[key]
-        _set(sample, name, arrays.mean(arrays.at(values, positions)) if values is not None
-             else _finite(record.get(key)))  # fmt: skip
+        _set(
+            sample,
+            name,
+            arrays.mean(arrays.at(values, positions)) if values is not None else _finite(record.get(key)),
+        )
     if masked:
-        _response_tokens_of(sample, rows, positions, "token_ids", rows["inference_logprobs"],
-                            rows["trainer_logprobs"])
+        _response_tokens_of(
+            sample, rows, positions, "token_ids", rows["inference_logprobs"], rows["trainer_logprobs"]
+        )
         _token_signals_of(sample, positions, advantage=rows["advantages"], entropy=rows["entropy"])
 
 
 PRIME_RL_TOKENS = Format(
-    name="prime-rl-tokens", label="prime-rl token export", identify=_tokens_identify,
+    name="prime-rl-tokens",
+    label="prime-rl token export",
+    identify=_tokens_identify,
     nested=_tokens_samples,
     field_map=(("advantages", "advantage"), ("loss_mask", "n_response_tokens"), ("entropy", "entropy_mean")),
     notes="Only step dirs with a STABLE marker are complete; non-finite floats are written as null.",
     kept=("advantage", "mismatch_kl", "n_response_tokens", "entropy_mean", "rank", "env"),
     set_aside=_unfinished_step_aside,
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- ROLL
 
 
-_ROLL_COLUMNS = ("global_step", "prompt", "messages", "scores", "ground_truth", "id", "tag", "domain",
-                 "difficulty")  # fmt: skip
+_ROLL_COLUMNS = (
+    "global_step",
+    "prompt",
+    "messages",
+    "scores",
+    "ground_truth",
+    "id",
+    "tag",
+    "domain",
+    "difficulty",
+)
 
 
 def _roll_identify(record: Record) -> bool:
@@ -400,9 +450,19 @@ def _roll_samples(record: Record) -> list[Record]:
 
 
 ROLL = Format(
-    name="roll", label="ROLL rollout dump", identify=_roll_identify, nested=_roll_samples, columns=True,
-    field_map=(("responses", "response"), ("scores", "reward"), ("global_step", "step"), ("prompt", "prompt"),
-               ("ground_truth", "ground_truth"), ("id", "group")),
+    name="roll",
+    label="ROLL rollout dump",
+    identify=_roll_identify,
+    nested=_roll_samples,
+    columns=True,
+    field_map=(
+        ("responses", "response"),
+        ("scores", "reward"),
+        ("global_step", "step"),
+        ("prompt", "prompt"),
+        ("ground_truth", "ground_truth"),
+        ("id", "group"),
+    ),
     notes="One JSON object of column lists per file; steps start at 0.",
     kept=("id", "group", "tag", "domain", "difficulty"),
-)  # fmt: skip
+)

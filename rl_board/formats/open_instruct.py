@@ -41,7 +41,9 @@ def _identify(record: Record) -> bool:
     prompt, response = record.get("prompt_tokens"), record.get("response_tokens")
     if not isinstance(prompt, list) or not isinstance(response, list):
         return False
-    return all(not v or _ids(v[:1]) is not None for v in (prompt, response))  # ints, not rl-board's token strings
+    return all(
+        not v or _ids(v[:1]) is not None for v in (prompt, response)
+    )  # ints, not rl-board's token strings
 
 
 def _samples(record: Record) -> list[Record]:
@@ -63,7 +65,11 @@ def _samples(record: Record) -> list[Record]:
     pick.put(sample, "sample_idx", pick.whole(record.get("sample_idx")))
     pick.put(sample, "dataset", pick.scalar(record.get("dataset")))
     truth = record.get("ground_truth")
-    pick.put(sample, "ground_truth", pick.scalar(truth) if not isinstance(truth, (list, dict)) else json.dumps(truth))
+    pick.put(
+        sample,
+        "ground_truth",
+        pick.scalar(truth) if not isinstance(truth, (list, dict)) else json.dumps(truth),
+    )
     _tools(sample, record.get("request_info"))
     return [sample]
 
@@ -72,8 +78,14 @@ def _tools(sample: Record, info: Any) -> None:
     """The tool calls a sample made, as counted by open-instruct (see the module docstring)."""
     if not isinstance(info, dict):
         return
-    calls = [{"name": pick.scalar(s.get("tool_name")) or "", "error": s.get("success") is False,
-              "runtime": pick.finite(s.get("runtime"))} for s in pick.dicts(info.get("tool_call_stats"))]  # fmt: skip
+    calls = [
+        {
+            "name": pick.scalar(s.get("tool_name")) or "",
+            "error": s.get("success") is False,
+            "runtime": pick.finite(s.get("runtime")),
+        }
+        for s in pick.dicts(info.get("tool_call_stats"))
+    ]
     count = pick.whole(info.get("num_calls"))
     if not calls and count:  # an older log: the count without the calls' names
         calls = [{"name": "", "error": None, "runtime": None}] * count
@@ -87,11 +99,29 @@ def _tools(sample: Record, info: Any) -> None:
 
 
 OPEN_INSTRUCT = Format(
-    name="open-instruct", label="open-instruct rollout traces", identify=_identify, nested=_samples,
-    field_map=(("response_tokens", "response_token_ids"), ("reward", "reward"), ("advantage", "advantage"),
-               ("finish_reason", "finish_reason"), ("prompt_idx", "group"),
-               ("request_info.tool_call_stats", TOOL_CALL_LOG)),
+    name="open-instruct",
+    label="open-instruct rollout traces",
+    identify=_identify,
+    nested=_samples,
+    field_map=(
+        ("response_tokens", "response_token_ids"),
+        ("reward", "reward"),
+        ("advantage", "advantage"),
+        ("finish_reason", "finish_reason"),
+        ("prompt_idx", "group"),
+        ("request_info.tool_call_stats", TOOL_CALL_LOG),
+    ),
     notes="Token ids, no text (serve --tokenizer decodes them); tool calls are counted, not shown as turns.",
-    kept=("response_token_ids", "n_prompt_tokens", "advantage", "group", "sample_idx", "dataset", TOOL_CALL_LOG,
-          "tool_outputs", "tool_errors", "tool_timeouts"),
-)  # fmt: skip
+    kept=(
+        "response_token_ids",
+        "n_prompt_tokens",
+        "advantage",
+        "group",
+        "sample_idx",
+        "dataset",
+        TOOL_CALL_LOG,
+        "tool_outputs",
+        "tool_errors",
+        "tool_timeouts",
+    ),
+)

@@ -28,7 +28,9 @@ from rl_board.formats import kept, pick
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
 
 EFFECTIVE = "effective_ids"  # option: the ids of the episodes in effective/ beside this all/ folder
-NOT_EFFECTIVE = "not in effective/: filtered out of training (stale, rejected by the curriculum, or no trainable trace)"
+NOT_EFFECTIVE = (
+    "not in effective/: filtered out of training (stale, rejected by the curriculum, or no trainable trace)"
+)
 _EQUAL = f"not in effective/: {kept.ZERO_ADVANTAGE}"
 
 
@@ -72,7 +74,9 @@ def _message(node: dict) -> dict | None:
     raw = node.get("message")
     if not isinstance(raw, dict):
         return None
-    message = {k: raw[k] for k in ("role", "content", "tool_calls", "tool_call_id", "name") if raw.get(k) is not None}
+    message = {
+        k: raw[k] for k in ("role", "content", "tool_calls", "tool_call_id", "name") if raw.get(k) is not None
+    }
     if raw.get("role") == "assistant":
         message["content"] = _reply(raw)
     return message
@@ -100,7 +104,11 @@ def _failure(record: dict, trace: dict) -> str | None:
     if not failed:
         return None
     first = errors[0] if errors else {}
-    return kept.error_reason(first.get("type"), first.get("message")) if first else "error: the episode is not ok"
+    return (
+        kept.error_reason(first.get("type"), first.get("message"))
+        if first
+        else "error: the episode is not ok"
+    )
 
 
 def finish_reason(trace: dict, failed: bool) -> str | None:
@@ -208,16 +216,35 @@ def _copy_aside(path: Path, probe: Probe) -> str:
 
 
 PRIME_RL = Format(
-    name="prime-rl", label="prime-rl rollout traces", identify=_identify, nested=_samples, adapt=_adapt,
-    field_map=(("traces[0].nodes", "prompt"), ("traces[0].nodes", "response"), ("traces[0].nodes", "messages"),
-               ("traces[0].stop_condition", "finish_reason"), ("traces[0].rewards", "reward"),
-               ("group.id", "group")),
+    name="prime-rl",
+    label="prime-rl rollout traces",
+    identify=_identify,
+    nested=_samples,
+    adapt=_adapt,
+    field_map=(
+        ("traces[0].nodes", "prompt"),
+        ("traces[0].nodes", "response"),
+        ("traces[0].nodes", "messages"),
+        ("traces[0].stop_condition", "finish_reason"),
+        ("traces[0].rewards", "reward"),
+        ("group.id", "group"),
+    ),
     notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async). The conversation "
-          "is the walk from the root to the last node; episodes of all/ missing from effective/ are marked not kept.",
-    kept=("id", "group", "task", "env", "ok", "advantage", "kept", "dropped_reason", "reward/<name>",
-          "metric/<name>"),
+    "is the walk from the root to the last node; episodes of all/ missing from effective/ are marked not kept.",
+    kept=(
+        "id",
+        "group",
+        "task",
+        "env",
+        "ok",
+        "advantage",
+        "kept",
+        "dropped_reason",
+        "reward/<name>",
+        "metric/<name>",
+    ),
     set_aside=_copy_aside,
-)  # fmt: skip
+)
 
 
 # -- before Jul 2026: rollouts/step_N/train_rollouts.jsonl, verifiers v0 ``RolloutOutput`` ----------------------
@@ -239,6 +266,13 @@ def _v0_adapt(table: pa.Table, options: Options) -> Adapted:
     return Adapted(table.set_column(table.schema.get_field_index(FINISH), FINISH, words))
 
 
-PRIME_RL_V0 = Format("prime-rl-v0", "prime-rl rollouts (verifiers v0)", _is_v0, renames=V0_MAP, adapt=_v0_adapt,
-                     field_map=tuple(V0_MAP.items()), notes="a rollout with is_truncated and no stop_condition "
-                     "ended at a length cap", kept=(TRUNCATED, "metrics", "info"))  # fmt: skip
+PRIME_RL_V0 = Format(
+    "prime-rl-v0",
+    "prime-rl rollouts (verifiers v0)",
+    _is_v0,
+    renames=V0_MAP,
+    adapt=_v0_adapt,
+    field_map=tuple(V0_MAP.items()),
+    notes="a rollout with is_truncated and no stop_condition ended at a length cap",
+    kept=(TRUNCATED, "metrics", "info"),
+)

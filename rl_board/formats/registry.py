@@ -10,8 +10,21 @@ from rl_board.formats.prime import PRIME_RL, PRIME_RL_V0
 from rl_board.formats.roll_agentic import ROLL_AGENTIC
 from rl_board.formats.trl import TRL
 
-FORMATS: tuple[Format, ...] = (RL_BOARD_PARQUET, PRIME_RL, PRIME_RL_TOKENS, NEMO_RL, ROLL_AGENTIC, ROLL, OPEN_INSTRUCT,
-                               VERL, AREAL, SKYRL, PRIME_RL_V0, TRL, RL_BOARD)
+FORMATS: tuple[Format, ...] = (
+    RL_BOARD_PARQUET,
+    PRIME_RL,
+    PRIME_RL_TOKENS,
+    NEMO_RL,
+    ROLL_AGENTIC,
+    ROLL,
+    OPEN_INSTRUCT,
+    VERL,
+    AREAL,
+    SKYRL,
+    PRIME_RL_V0,
+    TRL,
+    RL_BOARD,
+)
 _BY_NAME = {f.name: f for f in FORMATS}
 NATIVE = RL_BOARD.name
 
@@ -30,4 +43,3 @@ def _safe_identify(fmt: Format, record: Record) -> bool:
         return bool(fmt.identify(record))
     except (TypeError, ValueError, KeyError, AttributeError):
         return False
-

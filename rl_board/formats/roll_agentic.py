@@ -81,7 +81,12 @@ def _conversation(messages: Any, data: dict) -> list[dict]:
 def _calls_from_text(message: dict) -> dict:
     """An assistant reply decoded as text with its calls still in it (the native manager's): calls split out."""
     text = pick.text(message.get("content"))
-    if message.get("role") != "assistant" or message.get("tool_calls") or not text or chat_calls.CALL_OPEN not in text:
+    if (
+        message.get("role") != "assistant"
+        or message.get("tool_calls")
+        or not text
+        or chat_calls.CALL_OPEN not in text
+    ):
         return message
     split, _ = chat_calls.assistant(text)
     return {**message, **split}
@@ -108,7 +113,11 @@ def _describe(sample: Record, data: dict) -> None:
     step_reward = pick.finite(info.get("step_reward"))
     if step_reward is not None and step_reward != sample.get("reward"):
         sample["step_reward"] = step_reward  # the proxy's step mode: the reward of this step's row
-    pick.put(sample, "finish_reason", pick.scalar(failure.get("stop_reason")) or pick.scalar(data.get("finish_reason")))
+    pick.put(
+        sample,
+        "finish_reason",
+        pick.scalar(failure.get("stop_reason")) or pick.scalar(data.get("finish_reason")),
+    )
     trajectory = pick.scalar(data.get("trajectory_id"))
     pick.put(sample, "id", trajectory)
     pick.put(sample, "group", _group(data, trajectory))
@@ -130,11 +139,19 @@ def _group(data: dict, trajectory: str | None) -> str | None:
 
 
 ROLL_AGENTIC = Format(
-    name="roll-agentic", label="ROLL agentic rollout dump", identify=_identify, nested=_samples, columns=True,
-    field_map=(("messages", "messages"), ("trajectory_data.reward_info.episode_reward", "reward"),
-               ("trajectory_data.finish_reason", "finish_reason"), ("trajectory_data.trajectory_id", "id"),
-               ("global_step", "step")),
+    name="roll-agentic",
+    label="ROLL agentic rollout dump",
+    identify=_identify,
+    nested=_samples,
+    columns=True,
+    field_map=(
+        ("messages", "messages"),
+        ("trajectory_data.reward_info.episode_reward", "reward"),
+        ("trajectory_data.finish_reason", "finish_reason"),
+        ("trajectory_data.trajectory_id", "id"),
+        ("global_step", "step"),
+    ),
     notes="One JSON object of column lists per file; per-step rewards on the assistant turns; the native env "
-          "manager's calls read from the reply's text.",
+    "manager's calls read from the reply's text.",
     kept=("id", "group", "exp_name", "step_reward", "num_actions", "failure_mode"),
-)  # fmt: skip
+)

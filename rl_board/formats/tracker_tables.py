@@ -49,13 +49,20 @@ def rows_of(document: Any, name: str) -> list[Record] | None:
     if isinstance(document, dict) and isinstance(document.get("columns"), list) and "data" in document:
         columns = [str(c) for c in document["columns"]]
         data = document["data"] if isinstance(document["data"], list) else []
-        rows = [dict(zip(columns, row, strict=True)) for row in data
-                if isinstance(row, list) and len(row) == len(columns)]  # fmt: skip
+        rows = [
+            dict(zip(columns, row, strict=True))
+            for row in data
+            if isinstance(row, list) and len(row) == len(columns)
+        ]
         return melted(columns, rows)
     if isinstance(document, dict) and document.get("_swanLab") == "table":
         data = document.get("rowData")
         return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else None
-    if isinstance(document, list) and MLFLOW_GENERATIONS.match(name) and all(isinstance(r, dict) for r in document):
+    if (
+        isinstance(document, list)
+        and MLFLOW_GENERATIONS.match(name)
+        and all(isinstance(r, dict) for r in document)
+    ):
         return list(document)
     return None
 

@@ -37,23 +37,59 @@ from typing import Any
 from rl_board.formats.conversation import content_text
 
 ROLES = ("system", "user", "assistant", "tool", "environment")
-_ROLE_ALIASES = {"ipython": "tool", "function": "tool", "observation": "environment", "env": "environment",
-                 "human": "user", "model": "assistant", "gpt": "assistant"}  # fmt: skip
+_ROLE_ALIASES = {
+    "ipython": "tool",
+    "function": "tool",
+    "observation": "environment",
+    "env": "environment",
+    "human": "user",
+    "model": "assistant",
+    "gpt": "assistant",
+}
 # Why a trajectory ended, whatever the trainer called it.
 FINISH_REASONS = ("stop", "length", "turn_limit", "tool_budget", "timeout", "error", "unknown")
 _FINISH = {
-    "stop": "stop", "eos": "stop", "end_turn": "stop", "completed": "stop", "complete": "stop", "finish": "stop",
-    "finished": "stop", "agent_completed": "stop", "done": "stop", "success": "stop",
-    "length": "length", "max_length": "length", "max_tokens": "length", "max_output_tokens": "length",
-    "max_input_tokens": "length", "max_total_tokens": "length", "context_length": "length", "truncated": "length",
-    "max_turns": "turn_limit", "max_steps": "turn_limit", "turn_limit": "turn_limit",
-    "max_assistant_turns": "turn_limit", "max_user_turns": "turn_limit", "max_iterations": "turn_limit",
-    "max_tool_calls": "tool_budget", "tool_budget": "tool_budget", "max_tool_calling_iterations": "tool_budget",
-    "timeout": "timeout", "timed_out": "timeout", "time_limit": "timeout", "env_timeout": "timeout",
-    "error": "error", "failed": "error", "failure": "error", "aborted": "error", "abort": "error",
-    "exception": "error", "env_reset_failed": "error", "sandbox_init_failed": "error",
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "completed": "stop",
+    "complete": "stop",
+    "finish": "stop",
+    "finished": "stop",
+    "agent_completed": "stop",
+    "done": "stop",
+    "success": "stop",
+    "length": "length",
+    "max_length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "max_input_tokens": "length",
+    "max_total_tokens": "length",
+    "context_length": "length",
+    "truncated": "length",
+    "max_turns": "turn_limit",
+    "max_steps": "turn_limit",
+    "turn_limit": "turn_limit",
+    "max_assistant_turns": "turn_limit",
+    "max_user_turns": "turn_limit",
+    "max_iterations": "turn_limit",
+    "max_tool_calls": "tool_budget",
+    "tool_budget": "tool_budget",
+    "max_tool_calling_iterations": "tool_budget",
+    "timeout": "timeout",
+    "timed_out": "timeout",
+    "time_limit": "timeout",
+    "env_timeout": "timeout",
+    "error": "error",
+    "failed": "error",
+    "failure": "error",
+    "aborted": "error",
+    "abort": "error",
+    "exception": "error",
+    "env_reset_failed": "error",
+    "sandbox_init_failed": "error",
     "llm_generate_failed": "error",
-}  # fmt: skip
+}
 # How tools and environments say a call failed (verl's agent loop, TRL, sandboxes, Python itself).
 _ERROR = re.compile(
     r"^\s*(?:error\b|Error executing tool|Unknown function|Invalid JSON in arguments|Traceback \(most recent call "
@@ -113,8 +149,13 @@ def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(call, dict):
             continue
         inner = call.get("function") if isinstance(call.get("function"), dict) else call
-        out.append({"id": call.get("id"), "name": str(inner.get("name") or ""),
-                    "arguments": _arguments(inner.get("arguments", inner.get("parameters")))})  # fmt: skip
+        out.append(
+            {
+                "id": call.get("id"),
+                "name": str(inner.get("name") or ""),
+                "arguments": _arguments(inner.get("arguments", inner.get("parameters"))),
+            }
+        )
     return out
 
 
@@ -145,8 +186,12 @@ def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _answer(message: dict[str, Any], raw: dict[str, Any], pending: list[dict[str, Any]],
-            by_id: dict[str, dict[str, Any]]) -> None:  # fmt: skip
+def _answer(
+    message: dict[str, Any],
+    raw: dict[str, Any],
+    pending: list[dict[str, Any]],
+    by_id: dict[str, dict[str, Any]],
+) -> None:
     """Match a tool result to its call (by id, else the next unanswered one) and mark a failure."""
     call_id = raw.get("tool_call_id")
     call = by_id.get(call_id) if call_id else None
@@ -223,5 +268,9 @@ def stats(messages: list[dict[str, Any]]) -> Stats:
     names = sorted({str(c.get("name") or "") for c in calls} - {""})
     errors = sum(1 for m in messages if m.get("role") == "tool" and m.get("error"))
     last = messages[-1] if messages else {}
-    answered = last.get("role") == "assistant" and not last.get("tool_calls") and bool(str(last.get("content")).strip())
+    answered = (
+        last.get("role") == "assistant"
+        and not last.get("tool_calls")
+        and bool(str(last.get("content")).strip())
+    )
     return Stats(len(messages), len(calls), ",".join(names), errors, answered)

@@ -70,7 +70,9 @@ def group_ids(table: pa.Table) -> np.ndarray:
     """Each row's group: runs of one prompt repeated back to back, cut into TRL's ``num_generations``."""
     prompts = table.column(PROMPT).to_pylist()
     steps = table.column(STEP).to_pylist() if STEP in table.column_names else [None] * len(prompts)
-    starts = [i for i in range(len(prompts)) if i == 0 or (prompts[i], steps[i]) != (prompts[i - 1], steps[i - 1])]
+    starts = [
+        i for i in range(len(prompts)) if i == 0 or (prompts[i], steps[i]) != (prompts[i - 1], steps[i - 1])
+    ]
     lengths = np.diff([*starts, len(prompts)])
     size = int(np.gcd.reduce(lengths)) if len(lengths) else 1
     return np.arange(len(prompts)) // max(size, 1)
@@ -88,9 +90,14 @@ def _adapt(table: pa.Table, options: Options) -> Adapted:
     adapted = Adapted(rewards.with_reward(table, terms, how))
     if how == ALL_NUMBERS and len(terms) > 1:
         names = " + ".join(terms)
-        adapted.notes.append((0, f"reward = {names}: TRL does not say which of these number columns are reward "
-                                 "functions and which are log_extra columns; if some are not, name the reward in "
-                                 f"rl-board.toml [fields] as reward = \"{names}\" minus those"))
+        adapted.notes.append(
+            (
+                0,
+                f"reward = {names}: TRL does not say which of these number columns are reward "
+                "functions and which are log_extra columns; if some are not, name the reward in "
+                f'rl-board.toml [fields] as reward = "{names}" minus those',
+            )
+        )
     return adapted
 
 
@@ -125,7 +132,9 @@ def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None
     groups = group_ids(table)
     fits = None
     for k in range(1, len(candidates) + 1):
-        reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(zero_copy_only=False)
+        reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(
+            zero_copy_only=False
+        )
         if any(_close(expected, logged) for expected in trl_advantages(reward, groups)):
             fits = k
     return fits
@@ -169,7 +178,14 @@ def _close(expected: np.ndarray, logged: np.ndarray) -> bool:
     return bool(np.allclose(expected[both], logged[both], rtol=1e-3, atol=1e-3))
 
 
-TRL = Format("trl", "TRL completions table", _is_trl, renames=TRL_MAP, adapt=_adapt,
-             field_map=(("completion", "response"),),
-             notes="reward = the weighted sum of the reward-function columns (NaN skipped; NaN when none scored)",
-             kept=("advantage", "group"), open_calls_end="tool_budget")  # fmt: skip
+TRL = Format(
+    "trl",
+    "TRL completions table",
+    _is_trl,
+    renames=TRL_MAP,
+    adapt=_adapt,
+    field_map=(("completion", "response"),),
+    notes="reward = the weighted sum of the reward-function columns (NaN skipped; NaN when none scored)",
+    kept=("advantage", "group"),
+    open_calls_end="tool_budget",
+)

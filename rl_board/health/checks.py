@@ -36,9 +36,21 @@ from rl_board.health.rollout_rules import RolloutRun, check_rollouts
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.store import RolloutStore
 
-__all__ = ["REGISTRY", "SETTINGS_FILE", "SEVERITIES", "Finding", "RolloutRun", "Settings", "check_rollout_runs",
-           "check_rollouts", "check_scalars", "duplicate_copies", "load_settings", "parse_set_option",
-           "worst_severity"]
+__all__ = [
+    "REGISTRY",
+    "SETTINGS_FILE",
+    "SEVERITIES",
+    "Finding",
+    "RolloutRun",
+    "Settings",
+    "check_rollout_runs",
+    "check_rollouts",
+    "check_scalars",
+    "duplicate_copies",
+    "load_settings",
+    "parse_set_option",
+    "worst_severity",
+]
 
 
 def check_scalars(
@@ -53,7 +65,10 @@ def check_scalars(
 
 
 def check_rollout_runs(
-    root: str | Path, *, cache_dir: str | Path | None = None, settings: Settings | None = None,
+    root: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    settings: Settings | None = None,
     fields: dict[str, str] | None = None,
 ) -> tuple[list[Finding], list[Problem]]:
     """Open every rollout run under `root` (through the cache) and check it.

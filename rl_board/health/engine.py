@@ -47,8 +47,13 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
-        out = {"rule": self.rule, "severity": self.severity, "run": self.run, "steps": list(self.steps),
-               "message": self.message}  # fmt: skip
+        out = {
+            "rule": self.rule,
+            "severity": self.severity,
+            "run": self.run,
+            "steps": list(self.steps),
+            "message": self.message,
+        }
         if self.link:
             out["link"] = self.link.to_dict()
         return out
@@ -252,8 +257,11 @@ class RunSeries:
         if self.histograms is None or not len(self.histograms):
             return []
         compiled = [re.compile(p) for p in patterns]
-        return [(str(tag), g.sort_values("step")) for tag, g in self.histograms.groupby("tag")
-                if any(c.search(str(tag)) for c in compiled)]  # fmt: skip
+        return [
+            (str(tag), g.sort_values("step"))
+            for tag, g in self.histograms.groupby("tag")
+            if any(c.search(str(tag)) for c in compiled)
+        ]
 
 
 def worst_severity(findings: Iterable[Finding]) -> str | None:
@@ -288,4 +296,3 @@ def robust_z(series: pd.Series, window: int, min_points: int) -> pd.Series:
         scale = np.maximum(1.4826 * mad, 1e-3 * np.abs(median) + 1e-12)
         z[enough] = (values[enough] - median) / scale
     return pd.Series(z, index=series.index)
-

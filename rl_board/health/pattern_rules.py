@@ -13,10 +13,16 @@ from rl_board.health.rollout_rules import RolloutRun, _link, rolling, rollout_ru
 from rl_board.rollouts.patterns import LOOP
 
 
-@rollout_rule("template_spreading", "warning",
-              "A family of near-identical answers spreads over the steps and earns more than the other answers "
-              "(a reward-hacking template?).",
-              window=3, min_share=0.1, min_rise=0.05, reward_margin=0.1)  # fmt: skip
+@rollout_rule(
+    "template_spreading",
+    "warning",
+    "A family of near-identical answers spreads over the steps and earns more than the other answers "
+    "(a reward-hacking template?).",
+    window=3,
+    min_share=0.1,
+    min_rise=0.05,
+    reward_margin=0.1,
+)
 def _template_spreading(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if data.families is None or data.families.empty or data.family_shares is None:
         return
@@ -32,11 +38,17 @@ def _template_spreading(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]
         paid = family["reward_mean"] - family["reward_rest"] >= ctx.params["reward_margin"]
         if late >= ctx.params["min_share"] and late - early >= ctx.params["min_rise"] and paid:
             steps = [int(s) for s in curve.index[(smooth >= ctx.params["min_share"]).to_numpy()]]
-            message = (f"template {name} ({family['samples']} answers, e.g. {str(family['example'])[:60]!r}) grew "
-                       f"from {early:.0%} to {late:.0%} of the answers and earns {family['reward_mean']:.3g} "
-                       f"against {family['reward_rest']:.3g} for the rest: read it before trusting the reward.")
-            yield ctx.finding(data.run, steps, message, _link(int(family["example_step"]),
-                                                              sample=int(family["example_sample"])))
+            message = (
+                f"template {name} ({family['samples']} answers, e.g. {str(family['example'])[:60]!r}) grew "
+                f"from {early:.0%} to {late:.0%} of the answers and earns {family['reward_mean']:.3g} "
+                f"against {family['reward_rest']:.3g} for the rest: read it before trusting the reward."
+            )
+            yield ctx.finding(
+                data.run,
+                steps,
+                message,
+                _link(int(family["example_step"]), sample=int(family["example_sample"])),
+            )
 
 
 def _share_rule(data: RolloutRun, ctx: RuleContext, flags: np.ndarray) -> tuple[list[int], object]:
@@ -45,23 +57,40 @@ def _share_rule(data: RolloutRun, ctx: RuleContext, flags: np.ndarray) -> tuple[
     return [int(s) for s in share.index[(smooth >= ctx.params["min_share"]).to_numpy()]], share
 
 
-@rollout_rule("loops", "warning", "Answers that loop a phrase (repetition at or above 0.5) make up a share of a "
-              "step's answers.", window=3, min_share=0.05)  # fmt: skip
+@rollout_rule(
+    "loops",
+    "warning",
+    "Answers that loop a phrase (repetition at or above 0.5) make up a share of a step's answers.",
+    window=3,
+    min_share=0.05,
+)
 def _loops(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.REPETITION):
         return
     steps, share = _share_rule(data, ctx, (data.samples[S.REPETITION] >= LOOP).to_numpy())
     if steps:
         worst = int(share[steps].idxmax())
-        message = (f"{share[worst]:.0%} of the answers at step {worst} loop (repetition ≥ {LOOP}); the rolling "
-                   f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s). Degenerate repetition "
-                   "often runs to the length cap.")  # fmt: skip
-        yield ctx.finding(data.run, steps, message, _link(worst, sort=S.REPETITION, desc=True,
-                                                          ranges={"repetition": (LOOP, None)}))
+        message = (
+            f"{share[worst]:.0%} of the answers at step {worst} loop (repetition ≥ {LOOP}); the rolling "
+            f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s). Degenerate repetition "
+            "often runs to the length cap."
+        )
+        yield ctx.finding(
+            data.run,
+            steps,
+            message,
+            _link(worst, sort=S.REPETITION, desc=True, ranges={"repetition": (LOOP, None)}),
+        )
 
 
-@rollout_rule("mixed_scripts", "warning", "Answers that switch writing systems (Latin+Han...) make up a share of a "
-              "step's answers (language mixing).", window=3, min_share=0.05)  # fmt: skip
+@rollout_rule(
+    "mixed_scripts",
+    "warning",
+    "Answers that switch writing systems (Latin+Han...) make up a share of a "
+    "step's answers (language mixing).",
+    window=3,
+    min_share=0.05,
+)
 def _mixed_scripts(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.SCRIPTS):
         return
@@ -69,19 +98,33 @@ def _mixed_scripts(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     steps, share = _share_rule(data, ctx, mixed)
     if steps:
         worst = int(share[steps].idxmax())
-        message = (f"{share[worst]:.0%} of the answers at step {worst} use more than one writing system; the rolling "
-                   f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s).")  # fmt: skip
-        yield ctx.finding(data.run, steps, message, _link(worst, sort=S.SCRIPTS, desc=True, contains={S.SCRIPTS: "+"}))
+        message = (
+            f"{share[worst]:.0%} of the answers at step {worst} use more than one writing system; the rolling "
+            f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s)."
+        )
+        yield ctx.finding(
+            data.run, steps, message, _link(worst, sort=S.SCRIPTS, desc=True, contains={S.SCRIPTS: "+"})
+        )
 
 
-@rollout_rule("cut_at_length", "warning", "Answers the generation cut at the length cap, without an end "
-              "(finish_reason length), make up a share of a step's answers.", window=3, min_share=0.1)  # fmt: skip
+@rollout_rule(
+    "cut_at_length",
+    "warning",
+    "Answers the generation cut at the length cap, without an end "
+    "(finish_reason length), make up a share of a step's answers.",
+    window=3,
+    min_share=0.1,
+)
 def _cut_at_length(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.FINISH_REASON):
         return
     steps, share = _share_rule(data, ctx, (data.samples[S.FINISH_REASON] == "length").to_numpy())
     if steps:
         worst = int(share[steps].idxmax())
-        message = (f"{share[worst]:.0%} of the answers at step {worst} were cut at the length cap without an end; "
-                   f"the rolling share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s).")
-        yield ctx.finding(data.run, steps, message, _link(worst, sort=data.length or S.RESPONSE_CHARS, desc=True))
+        message = (
+            f"{share[worst]:.0%} of the answers at step {worst} were cut at the length cap without an end; "
+            f"the rolling share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s)."
+        )
+        yield ctx.finding(
+            data.run, steps, message, _link(worst, sort=data.length or S.RESPONSE_CHARS, desc=True)
+        )

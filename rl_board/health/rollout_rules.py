@@ -37,9 +37,23 @@ if TYPE_CHECKING:  # the rules read frames; only from_store sees a store
     from rl_board.rollouts.store import RolloutStore
 
 KIND = "rollouts"
-COLUMNS = (S.REWARD, S.REF_REWARD, S.REWARD_GAP, S.LOG_RATIO_MEAN, S.N_TOKENS, S.RESPONSE_CHARS,
-           S.NONFINITE_TOKENS, S.PROMPT, S.TURNS, S.TOOL_CALLS, S.TOOL_ERRORS, S.FINAL_ANSWER,
-           S.FINISH_REASON, S.REPETITION, S.SCRIPTS)  # fmt: skip
+COLUMNS = (
+    S.REWARD,
+    S.REF_REWARD,
+    S.REWARD_GAP,
+    S.LOG_RATIO_MEAN,
+    S.N_TOKENS,
+    S.RESPONSE_CHARS,
+    S.NONFINITE_TOKENS,
+    S.PROMPT,
+    S.TURNS,
+    S.TOOL_CALLS,
+    S.TOOL_ERRORS,
+    S.FINAL_ANSWER,
+    S.FINISH_REASON,
+    S.REPETITION,
+    S.SCRIPTS,
+)
 QUERY_CHARS = 120
 
 
@@ -69,8 +83,15 @@ class RolloutRun:
         gaps = store.mismatch()
         if len(gaps):  # the trainer's log-probs beside the engine's: per-sample mismatch
             frame = frame.merge(gaps, on=[S.STEP, "sample"], how="left")
-        return cls(run, frame, length_column(frame), logged_beside(store), store.reward_weights,
-                   store.pattern_families(), store.family_shares())
+        return cls(
+            run,
+            frame,
+            length_column(frame),
+            logged_beside(store),
+            store.reward_weights,
+            store.pattern_families(),
+            store.family_shares(),
+        )
 
     @classmethod
     def from_frame(cls, run: str, samples: pd.DataFrame) -> RolloutRun:
@@ -134,9 +155,13 @@ def _link(step: int, *, text: str = "", ranges: dict[str, Bounds] | None = None,
 # --------------------------------------------------------------------------- rules
 
 
-@rollout_rule("rollout_kl_negative", "warning",
-              "Mean k1 KL estimate (log-ratio to the reference) negative over a window of steps.",
-              window=3, tolerance=1e-3)  # fmt: skip
+@rollout_rule(
+    "rollout_kl_negative",
+    "warning",
+    "Mean k1 KL estimate (log-ratio to the reference) negative over a window of steps.",
+    window=3,
+    tolerance=1e-3,
+)
 def _kl_negative(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.LOG_RATIO_MEAN):
         return
@@ -145,15 +170,21 @@ def _kl_negative(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     steps = _steps(per_step, smooth < -ctx.params["tolerance"])
     if steps:
         worst = int(per_step[steps].idxmin())
-        message = (f"mean log-ratio to the reference (k1 KL) is negative at {len(steps)} step(s), lowest "
-                   f"{per_step[worst]:.4g} at step {worst}; on samples drawn from the policy it should stay "
-                   ">= 0 (log-probs from another model, temperature or tokenisation?)")  # fmt: skip
+        message = (
+            f"mean log-ratio to the reference (k1 KL) is negative at {len(steps)} step(s), lowest "
+            f"{per_step[worst]:.4g} at step {worst}; on samples drawn from the policy it should stay "
+            ">= 0 (log-probs from another model, temperature or tokenisation?)"
+        )
         yield ctx.finding(data.run, steps, message, _link(worst, sort=S.LOG_RATIO_MEAN, desc=False))
 
 
-@rollout_rule("logprob_mismatch", "warning",
-              "The inference engine's log-probs drift from the trainer's (train-vs-inference mismatch).",
-              window=3, limit=1e-3)  # fmt: skip
+@rollout_rule(
+    "logprob_mismatch",
+    "warning",
+    "The inference engine's log-probs drift from the trainer's (train-vs-inference mismatch).",
+    window=3,
+    limit=1e-3,
+)
 def _logprob_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has("mismatch_mean"):
         return
@@ -163,17 +194,30 @@ def _logprob_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if steps:
         worst = int(per_step[steps].idxmax())
         rows = data.samples[data.samples[S.STEP] == worst]
-        sample = int(rows.loc[rows["mismatch_max"].idxmax(), "sample"]) if rows["mismatch_max"].notna().any() else None
-        message = (f"mean per-token mismatch (k3) between the trainer's and the engine's log-probs reaches "
-                   f"{per_step[worst]:.3g} at step {worst}; the rolling mean exceeds {ctx.params['limit']:g} at "
-                   f"{len(steps)} step(s). Importance ratios are off: check the engine's sampling settings, "
-                   "precision and weight sync.")  # fmt: skip
-        yield ctx.finding(data.run, steps, message, _link(worst, **({"sample": sample} if sample is not None else {})))
+        sample = (
+            int(rows.loc[rows["mismatch_max"].idxmax(), "sample"])
+            if rows["mismatch_max"].notna().any()
+            else None
+        )
+        message = (
+            f"mean per-token mismatch (k3) between the trainer's and the engine's log-probs reaches "
+            f"{per_step[worst]:.3g} at step {worst}; the rolling mean exceeds {ctx.params['limit']:g} at "
+            f"{len(steps)} step(s). Importance ratios are off: check the engine's sampling settings, "
+            "precision and weight sync."
+        )
+        yield ctx.finding(
+            data.run, steps, message, _link(worst, **({"sample": sample} if sample is not None else {}))
+        )
 
 
-@rollout_rule("below_reference", "warning",
-              "Share of samples scoring below the reference model is not shrinking.",
-              window=5, min_share=0.2, min_drop=0.05)  # fmt: skip
+@rollout_rule(
+    "below_reference",
+    "warning",
+    "Share of samples scoring below the reference model is not shrinking.",
+    window=5,
+    min_share=0.2,
+    min_drop=0.05,
+)
 def _below_reference(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.REWARD_GAP):
         return
@@ -189,9 +233,11 @@ def _below_reference(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     steps = _steps(per_step, stuck)
     if steps:
         last = steps[-1]
-        message = (f"{smooth[last]:.0%} of samples score below the reference around step {last} "
-                   f"(first {window} steps: {early:.0%}); it should shrink as training goes on. "
-                   "Samples that never beat the reference deserve a read.")  # fmt: skip
+        message = (
+            f"{smooth[last]:.0%} of samples score below the reference around step {last} "
+            f"(first {window} steps: {early:.0%}); it should shrink as training goes on. "
+            "Samples that never beat the reference deserve a read."
+        )
         yield ctx.finding(data.run, steps, message, _link(last, sort=S.REWARD_GAP, desc=False))
 
 
@@ -206,9 +252,14 @@ def _correlations(data: RolloutRun, min_samples: int) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
-@rollout_rule("length_hacking", "warning",
-              "Response length and reward strongly correlated within steps (the policy may be paid for length).",
-              window=3, limit=0.5, min_samples=8)  # fmt: skip
+@rollout_rule(
+    "length_hacking",
+    "warning",
+    "Response length and reward strongly correlated within steps (the policy may be paid for length).",
+    window=3,
+    limit=0.5,
+    min_samples=8,
+)
 def _length_hacking(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if data.length is None or not data.has(S.REWARD):
         return
@@ -221,18 +272,26 @@ def _length_hacking(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         worst = int(corr[steps].idxmax())
         lengths = data.samples.loc[data.samples[S.STEP] == worst, data.length]
         long_from = float(np.nanquantile(lengths.to_numpy(dtype=float), 0.75))
-        message = (f"length ({data.length}) and reward correlate above {ctx.params['limit']:g} (rolling mean "
-                   f"over {int(ctx.params['window'])} steps) at {len(steps)} step(s); strongest at step {worst} "
-                   f"(r = {corr[worst]:.2f}). Read the long, high-reward samples.")  # fmt: skip
+        message = (
+            f"length ({data.length}) and reward correlate above {ctx.params['limit']:g} (rolling mean "
+            f"over {int(ctx.params['window'])} steps) at {len(steps)} step(s); strongest at step {worst} "
+            f"(r = {corr[worst]:.2f}). Read the long, high-reward samples."
+        )
         link = _link(worst, ranges={"length": (long_from, None)}, sort=S.REWARD, desc=True)
         yield ctx.finding(data.run, steps, message, link)
 
 
-@rollout_rule("truncation_high", "warning",
-              "Many responses stop at the maximum length (truncated). max_length=0 takes the run's longest "
-              "response in tokens; runs without tokens are checked only when max_length is set (in characters); "
-              "steps with fewer than min_samples samples are not judged.",
-              window=3, limit=0.1, max_length=0, min_samples=8)  # fmt: skip
+@rollout_rule(
+    "truncation_high",
+    "warning",
+    "Many responses stop at the maximum length (truncated). max_length=0 takes the run's longest "
+    "response in tokens; runs without tokens are checked only when max_length is set (in characters); "
+    "steps with fewer than min_samples samples are not judged.",
+    window=3,
+    limit=0.1,
+    max_length=0,
+    min_samples=8,
+)
 def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     given = float(ctx.params["max_length"])
     if data.length is None or (data.length != S.N_TOKENS and not given):
@@ -246,9 +305,11 @@ def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if steps:
         worst = int(per_step[steps].idxmax())
         source = "max_length" if given else "the run's longest response"
-        message = (f"{per_step[worst]:.0%} of responses at step {worst} reach {cap:g} {_unit(data.length)} "
-                   f"({source}); the rolling share exceeds {ctx.params['limit']:.0%} at {len(steps)} step(s). "
-                   "Truncated answers tend to be judged unfinished.")  # fmt: skip
+        message = (
+            f"{per_step[worst]:.0%} of responses at step {worst} reach {cap:g} {_unit(data.length)} "
+            f"({source}); the rolling share exceeds {ctx.params['limit']:.0%} at {len(steps)} step(s). "
+            "Truncated answers tend to be judged unfinished."
+        )
         yield ctx.finding(data.run, steps, message, _link(worst, ranges={"length": (cap, None)}))
 
 
@@ -265,9 +326,15 @@ def _flat_groups(data: RolloutRun, min_group: int, tolerance: float) -> pd.DataF
     return groups
 
 
-@rollout_rule("zero_variance_groups", "warning",
-              "Many GRPO groups (samples of one prompt in a step) got identical rewards: no learning signal.",
-              window=3, limit=0.5, min_group=2, tolerance=1e-9)  # fmt: skip
+@rollout_rule(
+    "zero_variance_groups",
+    "warning",
+    "Many GRPO groups (samples of one prompt in a step) got identical rewards: no learning signal.",
+    window=3,
+    limit=0.5,
+    min_group=2,
+    tolerance=1e-9,
+)
 def _zero_variance(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not (data.has(S.PROMPT) and data.has(S.REWARD)):
         return
@@ -281,9 +348,11 @@ def _zero_variance(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         worst = int(per_step[steps].idxmax())
         flat = groups[(groups[S.STEP] == worst) & groups["flat"]]
         prompt = str(flat[S.PROMPT].iloc[0]) if len(flat) else ""
-        message = (f"{per_step[worst]:.0%} of prompt groups at step {worst} have zero reward variance "
-                   f"({len(flat)} of {int((groups[S.STEP] == worst).sum())}); their advantages are all 0. "
-                   f"The rolling share exceeds {ctx.params['limit']:.0%} at {len(steps)} step(s).")  # fmt: skip
+        message = (
+            f"{per_step[worst]:.0%} of prompt groups at step {worst} have zero reward variance "
+            f"({len(flat)} of {int((groups[S.STEP] == worst).sum())}); their advantages are all 0. "
+            f"The rolling share exceeds {ctx.params['limit']:.0%} at {len(steps)} step(s)."
+        )
         yield ctx.finding(data.run, steps, message, _link(worst, text=prompt[-QUERY_CHARS:]))
 
 
@@ -301,8 +370,10 @@ def _nonfinite(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     first = bad.iloc[0]
     steps = sorted({int(s) for s in bad[S.STEP]})
     step, index = int(first[S.STEP]), int(first["sample"])
-    message = (f"{len(bad)} sample(s) in {len(steps)} step(s) hold NaN/Inf token values "
-               f"({int(bad[S.NONFINITE_TOKENS].sum())} values); first at step {step}, sample {index}")  # fmt: skip
+    message = (
+        f"{len(bad)} sample(s) in {len(steps)} step(s) hold NaN/Inf token values "
+        f"({int(bad[S.NONFINITE_TOKENS].sum())} values); first at step {step}, sample {index}"
+    )
     yield ctx.finding(data.run, steps, message, _link(step, sample=index))
 
 

@@ -35,10 +35,20 @@ POLICY_CLIPFRAC = (r"^ppo/policy/clipfrac$", r"^actor/(pg_|ppo_ratio_)?clipfrac$
 APPROX_KL = (r"^ppo/policy/approxkl$", r"^actor/(approxkl|ppo_kl)$", r"(^|/)approx_kl(_avg)?$")
 REF_KL = (r"^objective/kl$", r"^actor/(kl_loss|reward_kl_penalty)$", r"^critic/kl$")
 KL_COEF = (r"^objective/kl_coef$", r"^actor/(kl_coef|reward_kl_penalty_coeff)$", r"(^|/)kl_(ctl|coeff?)$")
-ENTROPY = (r"^objective/entropy$", r"^ppo/policy/entropy$", r"^actor/entropy$", r"^critic/entropy/mean$",
-           r"(^|/)entropy(_loss)?_avg$")  # fmt: skip
-REWARD = (r"^env/reward_mean$", r"^critic/(score|rewards)/mean$", r"^ppo/mean_scores$", r"^val/score/mean$",
-          r"(^|/)reward_mean$")  # fmt: skip
+ENTROPY = (
+    r"^objective/entropy$",
+    r"^ppo/policy/entropy$",
+    r"^actor/entropy$",
+    r"^critic/entropy/mean$",
+    r"(^|/)entropy(_loss)?_avg$",
+)
+REWARD = (
+    r"^env/reward_mean$",
+    r"^critic/(score|rewards)/mean$",
+    r"^ppo/mean_scores$",
+    r"^val/score/mean$",
+    r"(^|/)reward_mean$",
+)
 
 
 def _steps(series: pd.Series, mask: Any) -> list[int]:
@@ -62,12 +72,22 @@ def _non_finite(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         bad = ~finite_mask(series)
         if bad.any():
             steps = _steps(series, bad)
-            yield ctx.finding(data.run, steps, f"{tag} is NaN/Inf at {len(steps)} step(s), first at step {steps[0]}",
-                              where=Where(step=int(steps[0]), tag=tag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} is NaN/Inf at {len(steps)} step(s), first at step {steps[0]}",
+                where=Where(step=int(steps[0]), tag=tag),
+            )
 
 
-@scalar_rule("value_loss_spike", "warning", "Value loss jumped far above its recent median (robust z-score).",
-             window=20, z=8.0, min_points=8)  # fmt: skip
+@scalar_rule(
+    "value_loss_spike",
+    "warning",
+    "Value loss jumped far above its recent median (robust z-score).",
+    window=20,
+    z=8.0,
+    min_points=8,
+)
 def _value_loss_spike(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.find(VALUE_LOSS):
         finite = _finite(series)
@@ -75,12 +95,22 @@ def _value_loss_spike(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         steps = _steps(finite, z > ctx.params["z"])
         if steps:
             peak = int(z.idxmax())
-            yield ctx.finding(data.run, steps, f"{tag} spiked {len(steps)} time(s); largest at step {peak} "
-                              f"({finite[peak]:.4g}, robust z {z[peak]:.1f})", where=Where(step=int(peak), tag=tag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} spiked {len(steps)} time(s); largest at step {peak} "
+                f"({finite[peak]:.4g}, robust z {z[peak]:.1f})",
+                where=Where(step=int(peak), tag=tag),
+            )
 
 
-@scalar_rule("policy_ratio", "warning", "Policy probability ratio far from 1 (mean) or very large (max).",
-             mean_tolerance=0.2, max_limit=10.0)  # fmt: skip
+@scalar_rule(
+    "policy_ratio",
+    "warning",
+    "Policy probability ratio far from 1 (mean) or very large (max).",
+    mean_tolerance=0.2,
+    max_limit=10.0,
+)
 def _policy_ratio(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     tol, limit = ctx.params["mean_tolerance"], ctx.params["max_limit"]
     means = data.find(RATIO_MEAN) + [(f"{t} (mean)", s) for t, s in _histogram_stats(data, "mean")]
@@ -89,14 +119,22 @@ def _policy_ratio(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         finite = _finite(series)
         steps = _steps(finite, (finite - 1).abs() > tol)
         if steps:
-            yield ctx.finding(data.run, steps, f"{tag} is more than {tol:g} away from 1 at {len(steps)} step(s)",
-                              where=Where(step=int(steps[0]), tag=tag.split(" ")[0]))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} is more than {tol:g} away from 1 at {len(steps)} step(s)",
+                where=Where(step=int(steps[0]), tag=tag.split(" ")[0]),
+            )
     for tag, series in maxes:
         finite = _finite(series)
         steps = _steps(finite, finite > limit)
         if steps:
-            yield ctx.finding(data.run, steps, f"{tag} exceeds {limit:g} at {len(steps)} step(s) "
-                              f"(peak {finite.max():.4g})", where=Where(step=int(steps[0]), tag=tag.split(" ")[0]))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} exceeds {limit:g} at {len(steps)} step(s) (peak {finite.max():.4g})",
+                where=Where(step=int(steps[0]), tag=tag.split(" ")[0]),
+            )
 
 
 def _histogram_stats(data: RunSeries, stat: str) -> list[tuple[str, pd.Series]]:
@@ -104,8 +142,9 @@ def _histogram_stats(data: RunSeries, stat: str) -> list[tuple[str, pd.Series]]:
     out = []
     for tag, records in data.find_histograms(RATIO_HIST):
         values = {}
-        for step, left, right, count in zip(records["step"], records["left"], records["right"], records["count"],
-                                            strict=True):  # fmt: skip
+        for step, left, right, count in zip(
+            records["step"], records["left"], records["right"], records["count"], strict=True
+        ):
             counts = np.asarray(count, dtype=float)
             if counts.sum() <= 0:
                 continue
@@ -127,9 +166,13 @@ def _rolling_high(name: str, patterns: tuple[str, ...], what: str, limit: float)
             rolling = finite.rolling(_window(ctx), min_periods=_window(ctx)).mean()
             steps = _steps(finite, rolling > ctx.params["limit"])
             if steps:
-                yield ctx.finding(data.run, steps, f"{tag}: {what} averaged above {ctx.params['limit']:g} over "
-                                  f"{_window(ctx)} points at {len(steps)} step(s) (peak mean {rolling.max():.3g})",
-                                  where=Where(step=int(steps[0]), tag=tag))  # fmt: skip
+                yield ctx.finding(
+                    data.run,
+                    steps,
+                    f"{tag}: {what} averaged above {ctx.params['limit']:g} over "
+                    f"{_window(ctx)} points at {len(steps)} step(s) (peak mean {rolling.max():.3g})",
+                    where=Where(step=int(steps[0]), tag=tag),
+                )
 
     register(
         Rule(
@@ -148,12 +191,23 @@ def _kl_negative(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         finite = _finite(series)
         steps = _steps(finite, finite < -ctx.params["tolerance"])
         if steps:
-            yield ctx.finding(data.run, steps, f"{tag} is negative at {len(steps)} step(s) (lowest "
-                              f"{finite.min():.4g}); KL to the reference should stay >= 0", where=Where(step=int(steps[0]), tag=tag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} is negative at {len(steps)} step(s) (lowest "
+                f"{finite.min():.4g}); KL to the reference should stay >= 0",
+                where=Where(step=int(steps[0]), tag=tag),
+            )
 
 
-@scalar_rule("kl_coef_rising", "warning", "Adaptive KL coefficient rising steadily.",
-             window=10, min_rise=0.5, min_up_fraction=0.8)  # fmt: skip
+@scalar_rule(
+    "kl_coef_rising",
+    "warning",
+    "Adaptive KL coefficient rising steadily.",
+    window=10,
+    min_rise=0.5,
+    min_up_fraction=0.8,
+)
 def _kl_coef_rising(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     window = _window(ctx)
     for tag, series in data.find(KL_COEF):
@@ -162,12 +216,23 @@ def _kl_coef_rising(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         rise = finite / finite.shift(window).abs().clip(lower=1e-12) - 1
         steps = _steps(finite, (ups >= ctx.params["min_up_fraction"]) & (rise >= ctx.params["min_rise"]))
         if steps:
-            yield ctx.finding(data.run, steps, f"{tag} rose by more than {ctx.params['min_rise']:.0%} over "
-                              f"{window} points at {len(steps)} step(s)", where=Where(step=int(steps[0]), tag=tag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} rose by more than {ctx.params['min_rise']:.0%} over "
+                f"{window} points at {len(steps)} step(s)",
+                where=Where(step=int(steps[0]), tag=tag),
+            )
 
 
-@scalar_rule("entropy_collapse", "warning", "Policy entropy fell to a small fraction of its early level.",
-             early_points=5, fraction=0.1, window=5)  # fmt: skip
+@scalar_rule(
+    "entropy_collapse",
+    "warning",
+    "Policy entropy fell to a small fraction of its early level.",
+    early_points=5,
+    fraction=0.1,
+    window=5,
+)
 def _entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.find(ENTROPY):
         finite = _finite(series)
@@ -181,13 +246,24 @@ def _entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
             & (np.arange(len(finite)) >= ctx.params["early_points"]),
         )
         if early > 0 and steps:
-            yield ctx.finding(data.run, steps, f"{tag} fell below {ctx.params['fraction']:.0%} of its early level "
-                              f"({early:.3g}) from step {steps[0]}", where=Where(step=int(steps[0]), tag=tag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{tag} fell below {ctx.params['fraction']:.0%} of its early level "
+                f"({early:.3g}) from step {steps[0]}",
+                where=Where(step=int(steps[0]), tag=tag),
+            )
 
 
-@scalar_rule("reward_stalls_kl_rises", "warning",
-             "Reward plateaued or declined after a peak while KL to the reference kept rising.",
-             window=10, plateau_tolerance=0.1, decline_fraction=0.2, kl_rise=0.1)  # fmt: skip
+@scalar_rule(
+    "reward_stalls_kl_rises",
+    "warning",
+    "Reward plateaued or declined after a peak while KL to the reference kept rising.",
+    window=10,
+    plateau_tolerance=0.1,
+    decline_fraction=0.2,
+    kl_rise=0.1,
+)
 def _reward_stalls_kl_rises(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     window = _window(ctx)
     for (rtag, reward), (ktag, kl) in ((r, k) for r in data.find(REWARD) for k in data.find(REF_KL)):
@@ -205,5 +281,10 @@ def _reward_stalls_kl_rises(data: RunSeries, ctx: RuleContext) -> Iterable[Findi
         kl_up = (k_now - k_before) > ctx.params["kl_rise"] * k_before.abs().clip(lower=1e-12)
         steps = _steps(both, (plateau | decline) & kl_up)
         if steps:
-            yield ctx.finding(data.run, steps, f"{rtag} stopped improving (plateau or decline) while {ktag} kept "
-                              f"rising, from step {steps[0]} ({len(steps)} step(s))", where=Where(step=int(steps[0]), tag=rtag))  # fmt: skip
+            yield ctx.finding(
+                data.run,
+                steps,
+                f"{rtag} stopped improving (plateau or decline) while {ktag} kept "
+                f"rising, from step {steps[0]} ({len(steps)} step(s))",
+                where=Where(step=int(steps[0]), tag=rtag),
+            )

@@ -38,7 +38,9 @@ def _logged(data: RolloutRun, tag: str) -> pd.Series:
 
 def _function_names(data: RolloutRun) -> list[str]:
     tags = [] if data.logged is None else data.logged["tag"].drop_duplicates().tolist()
-    return [t[len("rewards/"):-len("/mean")] for t in tags if t.startswith("rewards/") and t.endswith("/mean")]
+    return [
+        t[len("rewards/") : -len("/mean")] for t in tags if t.startswith("rewards/") and t.endswith("/mean")
+    ]
 
 
 def fitted_weights(data: RolloutRun, names: list[str]) -> dict[str, float] | None:
@@ -70,20 +72,26 @@ def likely_cause(data: RolloutRun, steps: list[int]) -> str:
     names = _function_names(data)
     used = data.reward_weights
     if names and sorted(names) != sorted(used):
-        return (f"rl-board sums {', '.join(used) or 'no column'}, but TRL logged the reward functions "
-                f"{', '.join(names)}: name the reward in rl-board.toml [fields] as reward = \"{' + '.join(names)}\"")
+        return (
+            f"rl-board sums {', '.join(used) or 'no column'}, but TRL logged the reward functions "
+            f'{", ".join(names)}: name the reward in rl-board.toml [fields] as reward = "{" + ".join(names)}"'
+        )
     fitted = fitted_weights(data, names)
     if fitted and any(not math.isclose(fitted[n], used.get(n, 1.0), abs_tol=1e-3) for n in names):
         terms = " + ".join(n if math.isclose(w, 1.0) else f"{w:g}*{n}" for n, w in fitted.items())
-        return (f"the logged rewards fit reward_weights {fitted} (TRL does not write them to its tables): "
-                f"set reward = \"{terms}\" in rl-board.toml [fields] or the Fields panel")
+        return (
+            f"the logged rewards fit reward_weights {fitted} (TRL does not write them to its tables): "
+            f'set reward = "{terms}" in rl-board.toml [fields] or the Fields panel'
+        )
     ours = {n: data.per_step(data.samples[n]) for n in names if n in data.samples.columns}
     for name, per_step in ours.items():
         logged = _logged(data, f"rewards/{name}/mean").reindex(steps)
         if any(not _close(per_step.get(s, math.nan), logged.get(s, math.nan)) for s in steps):
-            return (f"even {name}'s mean differs from TRL's logged rewards/{name}/mean: TRL's completions table "
-                    "holds only the last generation batch of each logging step (logging_steps > 1, or several "
-                    "generation batches per step), while its metrics average them all")
+            return (
+                f"even {name}'s mean differs from TRL's logged rewards/{name}/mean: TRL's completions table "
+                "holds only the last generation batch of each logging step (logging_steps > 1, or several "
+                "generation batches per step), while its metrics average them all"
+            )
     return "the cause is not one rl-board can tell from the logged metrics"
 
 
@@ -93,9 +101,12 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-4)
 
 
-@rollout_rule("trainer_reward_mismatch", "warning",
-              "The per-step reward disagrees with the reward the trainer itself logged (TRL's trainer_state.json).",
-              tolerance=1e-3)  # fmt: skip
+@rollout_rule(
+    "trainer_reward_mismatch",
+    "warning",
+    "The per-step reward disagrees with the reward the trainer itself logged (TRL's trainer_state.json).",
+    tolerance=1e-3,
+)
 def _trainer_reward_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     logged = _logged(data, LOGGED_REWARD)
     if logged.empty or not data.has(S.REWARD):
@@ -107,6 +118,8 @@ def _trainer_reward_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Fin
     if not off:
         return
     first = off[0]
-    message = (f"mean reward {ours[first]:.4g} at step {first}, but the trainer logged {logged[first]:.4g} "
-               f"({len(off)} of {len(both)} steps differ). Likely cause: {likely_cause(data, off)}.")  # fmt: skip
+    message = (
+        f"mean reward {ours[first]:.4g} at step {first}, but the trainer logged {logged[first]:.4g} "
+        f"({len(off)} of {len(both)} steps differ). Likely cause: {likely_cause(data, off)}."
+    )
     yield ctx.finding(data.run, off, message, None)

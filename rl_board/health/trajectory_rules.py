@@ -29,13 +29,22 @@ def _rising(per_step: pd.Series, ctx: RuleContext) -> tuple[list[int], float]:
     smooth = rolling(per_step, ctx)
     early = float(per_step.iloc[:window].mean())
     late = np.arange(len(per_step)) >= window
-    hit = late & (smooth >= early + ctx.params["min_rise"]).to_numpy() & (smooth >= ctx.params["min_level"]).to_numpy()
+    hit = (
+        late
+        & (smooth >= early + ctx.params["min_rise"]).to_numpy()
+        & (smooth >= ctx.params["min_level"]).to_numpy()
+    )
     return [int(s) for s in per_step.index[hit]], early
 
 
-@rollout_rule("tool_errors_rising", "warning",
-              "The share of tool calls that fail is rising (the policy calls tools wrongly more often).",
-              window=3, min_rise=0.1, min_level=0.2)  # fmt: skip
+@rollout_rule(
+    "tool_errors_rising",
+    "warning",
+    "The share of tool calls that fail is rising (the policy calls tools wrongly more often).",
+    window=3,
+    min_rise=0.1,
+    min_level=0.2,
+)
 def _tool_errors_rising(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.TOOL_CALLS) or not (data.samples[S.TOOL_CALLS] > 0).any():
         return
@@ -45,15 +54,26 @@ def _tool_errors_rising(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]
     steps, early = _rising(rate, ctx)
     if steps:
         last = steps[-1]
-        message = (f"{rate[last]:.0%} of tool calls fail at step {last} (first steps: {early:.0%}); read the "
-                   "failing calls' arguments and results: a tool whose format the policy lost, or a sandbox down?")
-        yield ctx.finding(data.run, steps, message, _link(last, sort=S.TOOL_ERRORS, desc=True,
-                                                          ranges={"tool_errors": (1.0, None)}))
+        message = (
+            f"{rate[last]:.0%} of tool calls fail at step {last} (first steps: {early:.0%}); read the "
+            "failing calls' arguments and results: a tool whose format the policy lost, or a sandbox down?"
+        )
+        yield ctx.finding(
+            data.run,
+            steps,
+            message,
+            _link(last, sort=S.TOOL_ERRORS, desc=True, ranges={"tool_errors": (1.0, None)}),
+        )
 
 
-@rollout_rule("cut_by_limits_rising", "warning",
-              "A rising share of trajectories is cut by the turn limit, the length cap or the tool budget.",
-              window=3, min_rise=0.1, min_level=0.2)  # fmt: skip
+@rollout_rule(
+    "cut_by_limits_rising",
+    "warning",
+    "A rising share of trajectories is cut by the turn limit, the length cap or the tool budget.",
+    window=3,
+    min_rise=0.1,
+    min_level=0.2,
+)
 def _cut_by_limits(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.FINISH_REASON):
         return
@@ -65,15 +85,21 @@ def _cut_by_limits(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         rows = data.samples[data.samples[S.STEP] == last]
         causes = rows[S.FINISH_REASON].where(rows[S.FINISH_REASON].isin(CUT)).value_counts()
         which = ", ".join(f"{cause} {count}" for cause, count in causes.items())
-        message = (f"{share[last]:.0%} of trajectories are cut at step {last} ({which}; first steps: {early:.0%}): "
-                   "the policy runs longer than its limits allow, so these end without the answer being scored "
-                   "as intended.")  # fmt: skip
+        message = (
+            f"{share[last]:.0%} of trajectories are cut at step {last} ({which}; first steps: {early:.0%}): "
+            "the policy runs longer than its limits allow, so these end without the answer being scored "
+            "as intended."
+        )
         yield ctx.finding(data.run, steps, message, _link(last, sort=S.TURNS, desc=True))
 
 
-@rollout_rule("no_final_answer", "warning",
-              "Many trajectories end without a final answer (the last turn is a tool call or a result, or empty).",
-              window=3, min_share=0.25)  # fmt: skip
+@rollout_rule(
+    "no_final_answer",
+    "warning",
+    "Many trajectories end without a final answer (the last turn is a tool call or a result, or empty).",
+    window=3,
+    min_share=0.25,
+)
 def _no_final_answer(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if not data.has(S.FINAL_ANSWER) or not data.has(S.TURNS) or not (data.samples[S.TURNS] > 2).any():
         return
@@ -82,7 +108,9 @@ def _no_final_answer(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     steps = [int(s) for s in missing.index[(smooth >= ctx.params["min_share"]).to_numpy()]]
     if steps:
         worst = int(missing[steps].idxmax())
-        message = (f"{missing[worst]:.0%} of trajectories at step {worst} end without a final answer; the rolling "
-                   f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s). Open them sorted "
-                   "by turns: cut by a limit, or a tool loop?")
+        message = (
+            f"{missing[worst]:.0%} of trajectories at step {worst} end without a final answer; the rolling "
+            f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s). Open them sorted "
+            "by turns: cut by a limit, or a tool loop?"
+        )
         yield ctx.finding(data.run, steps, message, _link(worst, sort=S.TURNS, desc=True))

@@ -51,20 +51,47 @@ except ImportError:
 __all__ = ["HAVE_TRANSFORMERS", "RLBoardCallback"]
 
 # Names this callback writes itself (plus rl-board's known fields): user columns with these names are renamed.
-_RESERVED = frozenset({
-    "step", "prompt", "response", "reward", "advantage", "response_tokens", "logprobs", "ref_logprobs",
-    "values", "token_rewards", "ref_response", "ref_reward", "ground_truth", "valid_reward",
-    "ref_valid_reward",
-})
+_RESERVED = frozenset(
+    {
+        "step",
+        "prompt",
+        "response",
+        "reward",
+        "advantage",
+        "response_tokens",
+        "logprobs",
+        "ref_logprobs",
+        "values",
+        "token_rewards",
+        "ref_response",
+        "ref_reward",
+        "ground_truth",
+        "valid_reward",
+        "ref_valid_reward",
+    }
+)
 # What odd data can raise while rows are read and written (never let it reach the training loop).
-_DATA_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, UnicodeError, OSError)
+_DATA_ERRORS = (
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    UnicodeError,
+    OSError,
+)
 
 
 class RLBoardCallback(_CallbackBase):
     """Append each logged GRPO generation batch to an rl-board rollout run folder (``log_dir``)."""
 
     def __init__(
-        self, log_dir: str | Path, *, filename: str = "rollout_data_rank_{rank}.jsonl", include_eval: bool = False
+        self,
+        log_dir: str | Path,
+        *,
+        filename: str = "rollout_data_rank_{rank}.jsonl",
+        include_eval: bool = False,
     ) -> None:
         self.log_dir = Path(log_dir)
         self.filename = filename
@@ -86,8 +113,9 @@ class RLBoardCallback(_CallbackBase):
 
     # -- transformers events -------------------------------------------------
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
-               **kwargs: Any) -> None:
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         """Write the trainer's latest completions once per step, on the main process only."""
         if not getattr(state, "is_world_process_zero", True):
             return None
@@ -150,7 +178,9 @@ class RLBoardCallback(_CallbackBase):
             self._problem(f"step {step}: advantages do not match the {n} completions; left out")
 
         reward_names = {name: _rename(name, _RESERVED, "reward_fn_") for name in rewards}
-        extra_names = {name: _rename(name, _RESERVED | set(reward_names.values()), "extra_") for name in extras}
+        extra_names = {
+            name: _rename(name, _RESERVED | set(reward_names.values()), "extra_") for name in extras
+        }
         if self._writer is None:
             self._writer = RolloutWriter(self.log_dir, filename=self.filename)
         for i in range(n):
@@ -162,7 +192,9 @@ class RLBoardCallback(_CallbackBase):
                 total = _weighted_sum([(weights[name], values[i]) for name, values in rewards.items()])
                 prompt, completion, messages = _turns(prompts[i], completions[i])
                 finish = _open_calls_end(completions[i], self._tool_rounds())
-                self._writer.write(step, prompt, completion, total, messages=messages, finish_reason=finish, **row)
+                self._writer.write(
+                    step, prompt, completion, total, messages=messages, finish_reason=finish, **row
+                )
             except (TypeError, ValueError, OverflowError) as exc:
                 self._problem(f"step {step}, row {i}: {exc}")
                 continue
@@ -198,7 +230,9 @@ class RLBoardCallback(_CallbackBase):
                 given = given.detach().cpu()
             values = given.tolist() if hasattr(given, "tolist") else list(given)
             if len(values) == len(order):
-                weights.update({str(k): float(w) for k, w in zip(order, values, strict=True) if str(k) in weights})
+                weights.update(
+                    {str(k): float(w) for k, w in zip(order, values, strict=True) if str(k) in weights}
+                )
         except _DATA_ERRORS as exc:
             self._problem(f"reward_weights not usable ({exc}); summing unweighted")
         return weights
@@ -208,8 +242,11 @@ class RLBoardCallback(_CallbackBase):
         self.last_problem = message
         if not self._warned:
             self._warned = True
-            warnings.warn(f"rl-board: {message} (further problems are only counted in .problems)",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"rl-board: {message} (further problems are only counted in .problems)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
 def _column(values: Any, n: int) -> list[Any] | None:
@@ -248,8 +285,10 @@ def _turns(prompt: Any, completion: Any) -> tuple[str | None, str | None, list[A
     writer; a plain row as its two texts."""
     if isinstance(prompt, str) and isinstance(completion, str):
         return prompt, completion, None
-    lists = [v if isinstance(v, list) else [{"role": role, "content": _text(v)}]
-             for v, role in ((prompt, "user"), (completion, "assistant"))]  # fmt: skip
+    lists = [
+        v if isinstance(v, list) else [{"role": role, "content": _text(v)}]
+        for v, role in ((prompt, "user"), (completion, "assistant"))
+    ]
     return None, None, [dict(m) for part in lists for m in part if isinstance(m, Mapping)]
 
 

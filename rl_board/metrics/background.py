@@ -57,8 +57,12 @@ _BUILDS: dict[tuple[str, str, str], IndexBuild] = {}
 _LOCK = threading.Lock()
 
 
-def index_build(root: Path, cache_dir: Path, allowed_roots: list[Path] | None = None,
-                sources: list[RunSource] | None = None) -> IndexBuild:  # fmt: skip
+def index_build(
+    root: Path,
+    cache_dir: Path,
+    allowed_roots: list[Path] | None = None,
+    sources: list[RunSource] | None = None,
+) -> IndexBuild:
     """The build of `root`'s index: running, finished, or started now (never two at once for a root).
 
     ``sources``: the root's runs as the caller just found them, so a build does not walk it again.
@@ -72,20 +76,36 @@ def index_build(root: Path, cache_dir: Path, allowed_roots: list[Path] | None = 
         if build is not None and build.index is not None:
             fresh.index = build.index  # what was known stays shown while it is re-checked
         delay = START_AFTER_S if fresh.index is None and fresh.total >= MIN_PARALLEL else 0.0
-        fresh.thread = threading.Thread(target=_build, args=(fresh, root, cache_dir, allowed_roots, sources, delay),
-                                        name="rl-board-metrics-index", daemon=True)  # fmt: skip
+        fresh.thread = threading.Thread(
+            target=_build,
+            args=(fresh, root, cache_dir, allowed_roots, sources, delay),
+            name="rl-board-metrics-index",
+            daemon=True,
+        )
         _BUILDS[key] = fresh
         fresh.thread.start()
         return fresh
 
 
-def _build(build: IndexBuild, root: Path, cache_dir: Path, allowed_roots: list[Path] | None,
-           sources: list[RunSource] | None, delay: float) -> None:  # fmt: skip
+def _build(
+    build: IndexBuild,
+    root: Path,
+    cache_dir: Path,
+    allowed_roots: list[Path] | None,
+    sources: list[RunSource] | None,
+    delay: float,
+) -> None:
     """Run one build; a failure is kept as text for the page (the data layer raises only for a gone root)."""
     time.sleep(delay)
     try:
-        build.index = metrics_index(root, cache_dir=cache_dir, allowed_roots=allowed_roots, progress=build.progress,
-                                    niceness=NICENESS, sources=sources)  # fmt: skip
+        build.index = metrics_index(
+            root,
+            cache_dir=cache_dir,
+            allowed_roots=allowed_roots,
+            progress=build.progress,
+            niceness=NICENESS,
+            sources=sources,
+        )
     except (OSError, RLBoardError) as err:
         build.error = f"{type(err).__name__}: {err}"
     finally:

@@ -35,8 +35,12 @@ from rl_board.metrics.table import (
 
 CACHE_VERSION = 2
 """Bump when a reader's output changes, so older entries are ignored."""
-TABLES = {"scalars": SCALAR_COLUMNS, "histograms": HISTOGRAM_COLUMNS, "texts": TEXT_COLUMNS,
-          "episodes": EPISODE_COLUMNS}  # fmt: skip
+TABLES = {
+    "scalars": SCALAR_COLUMNS,
+    "histograms": HISTOGRAM_COLUMNS,
+    "texts": TEXT_COLUMNS,
+    "episodes": EPISODE_COLUMNS,
+}
 
 
 def signature(files: tuple[Path, ...] | list[Path]) -> list[list[Any]]:
@@ -89,8 +93,12 @@ def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
             if len(getattr(result, name)):
                 table = to_arrow(getattr(result, name), TABLES[name])
                 feather.write_feather(table, str(tmp / f"{name}.arrow"), compression="uncompressed")
-        full = {**meta, "version": CACHE_VERSION, "problems": [p.to_dict() for p in result.problems],
-                "extras": result.extras}  # fmt: skip
+        full = {
+            **meta,
+            "version": CACHE_VERSION,
+            "problems": [p.to_dict() for p in result.problems],
+            "extras": result.extras,
+        }
         (tmp / "meta.json").write_text(json.dumps(full, default=str), encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)

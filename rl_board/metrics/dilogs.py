@@ -50,8 +50,9 @@ class DiEngineKind(MetricKind):
     label = "DI-engine"
     logs_copies = True
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         if "log" not in dirs or not is_di_engine_folder(folder):  # no stat for folders without log/
             return []
         log = folder / "log"
@@ -113,10 +114,17 @@ def _read_logger(folder: Path, role: str, run: str, allowed_roots: list[Path] | 
     parser.finish()
     stat = path.stat()
     status = "empty" if stat.st_size == 0 else "ok"
-    info = {"role": role, "path": LOGGERS[role], "status": status, "size": stat.st_size,
-            "mtime": stat.st_mtime, "records": parser.records}  # fmt: skip
-    return parser.tables.result({"file": info, "network_text": "\n".join(parser.network),
-                                 "logged_saves": parser.saves})  # fmt: skip
+    info = {
+        "role": role,
+        "path": LOGGERS[role],
+        "status": status,
+        "size": stat.st_size,
+        "mtime": stat.st_mtime,
+        "records": parser.records,
+    }
+    return parser.tables.result(
+        {"file": info, "network_text": "\n".join(parser.network), "logged_saves": parser.saves}
+    )
 
 
 @dataclass
@@ -196,8 +204,13 @@ class _LogParser:
             return
         step = self._step()
         for name, text in self.record.items():
-            where = {"run": self.run, "source": self.role, "tag": f"{self.role}/{name}", "step": step,
-                     "wall_time": self.wall_time}  # fmt: skip
+            where = {
+                "run": self.run,
+                "source": self.role,
+                "tag": f"{self.role}/{name}",
+                "step": step,
+                "wall_time": self.wall_time,
+            }
             value = scalar_value(_float_or_none(text))
             if value is None:
                 self.tables.texts.add(text=text, **where)
@@ -229,8 +242,9 @@ def _float_or_none(text: str) -> float | None:
         return None
 
 
-def _config_text(folder: Path, allowed_roots: list[Path] | None = None,
-                 problems: list[Problem] | None = None) -> str:  # fmt: skip
+def _config_text(
+    folder: Path, allowed_roots: list[Path] | None = None, problems: list[Problem] | None = None
+) -> str:
     """The formatted config as plain text (never executed or imported); a refused file is a problem."""
     for name in CONFIG_FILES:
         path = folder / name
@@ -247,9 +261,13 @@ def _config_text(folder: Path, allowed_roots: list[Path] | None = None,
     return ""
 
 
-def checkpoint_listing(folder: Path, logged_saves: list[dict[str, Any]], *,
-                       allowed_roots: list[Path] | None = None,
-                       problems: list[Problem] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def checkpoint_listing(
+    folder: Path,
+    logged_saves: list[dict[str, Any]],
+    *,
+    allowed_roots: list[Path] | None = None,
+    problems: list[Problem] | None = None,
+) -> list[dict[str, Any]]:
     """Files in ckpt/ plus saves the learner logged, so a missing ckpt/ still shows what was saved.
 
     With ``allowed_roots``, a ckpt/ folder or checkpoint file that links

@@ -119,7 +119,7 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "kl",
         "TRL",
         "KL between the policy and the frozen reference: TRL's PPO, RLOO and online DPO sum the k1 estimate "
-        "(logp − ref_logp) over each response and average over the batch (PPO with kl_estimator=\"k3\": k3). "
+        '(logp − ref_logp) over each response and average over the batch (PPO with kl_estimator="k3": k3). '
         "rl-board's rollout KL is per token (mean) and k3 unless the sidebar says otherwise.",
         "Positive and rising slowly; negative values point at a sampling or estimator bug.",
     ),

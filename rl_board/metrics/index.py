@@ -52,10 +52,16 @@ class MetricsIndex:
         return next((r for r in self.runs if r.run == name), None)
 
 
-def metrics_index(path: Path | str, *, cache_dir: Path | str | None = None,
-                  allowed_roots: list[Path] | None = None, workers: int | None = None,
-                  progress: Progress | None = None, niceness: int = 0,
-                  sources: list[RunSource] | None = None) -> MetricsIndex:  # fmt: skip
+def metrics_index(
+    path: Path | str,
+    *,
+    cache_dir: Path | str | None = None,
+    allowed_roots: list[Path] | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    niceness: int = 0,
+    sources: list[RunSource] | None = None,
+) -> MetricsIndex:
     """The index of every metric run under `path`, from its index file when no metric file changed.
 
     ``niceness`` lowers the readers' priority (``parallel.map_batches``), for builds behind a page;
@@ -72,10 +78,17 @@ def metrics_index(path: Path | str, *, cache_dir: Path | str | None = None,
             progress(len(known.runs), len(known.runs))
         return known
     refused, readable = split_refused(sources, allowed_roots)
-    infos = map_batches(info_batch, [(s, cache, allowed_roots) for s in readable], workers=workers,
-                        progress=progress, niceness=niceness)  # fmt: skip
+    infos = map_batches(
+        info_batch,
+        [(s, cache, allowed_roots) for s in readable],
+        workers=workers,
+        progress=progress,
+        niceness=niceness,
+    )
     runs = [info for info in infos if info is not None]
-    skipped = [Problem(str(s.path), NO_METRIC_LINES) for s, info in zip(readable, infos, strict=True) if info is None]
+    skipped = [
+        Problem(str(s.path), NO_METRIC_LINES) for s, info in zip(readable, infos, strict=True) if info is None
+    ]
     index = MetricsIndex(root.resolve(), runs, refused + [p for r in runs for p in r.problems], skipped, sig)
     if file is not None:
         _save(file, index, refused)
@@ -101,14 +114,21 @@ def _load(file: Path, sig: str) -> MetricsIndex | None:
         root = Path(raw["root"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return MetricsIndex(root, runs, refused + [p for r in runs for p in r.problems], skipped, sig, from_cache=True)
+    return MetricsIndex(
+        root, runs, refused + [p for r in runs for p in r.problems], skipped, sig, from_cache=True
+    )
 
 
 def _save(file: Path, index: MetricsIndex, refused: list[Problem]) -> None:
     """Write the index atomically (a reader never sees half of it); a failed write only costs a rebuild."""
-    raw = {"version": INDEX_VERSION, "signature": index.signature, "root": str(index.root),
-           "runs": [r.to_dict() for r in index.runs], "refused": [p.to_dict() for p in refused],
-           "skipped": [p.to_dict() for p in index.skipped]}  # fmt: skip
+    raw = {
+        "version": INDEX_VERSION,
+        "signature": index.signature,
+        "root": str(index.root),
+        "runs": [r.to_dict() for r in index.runs],
+        "refused": [p.to_dict() for p in refused],
+        "skipped": [p.to_dict() for p in index.skipped],
+    }
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=file.parent)

@@ -70,8 +70,9 @@ class MetricKind:
     logs_copies: ClassVar[bool] = False
     """True when a run logs each statistic more than once (DI-engine): the page offers to show one copy."""
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         """Runs this folder is (``Found.whole``) or holds among its own files."""
         return []
 
@@ -95,8 +96,9 @@ class MetricKind:
         merged.extras = {**appended.committed.extras, **appended.tail.extras}
         return merged
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         """An appending store's points from ``resume`` on (None: from the start)."""
         raise NotImplementedError(f"{type(self).__name__} reads whole runs only")
 

@@ -270,13 +270,25 @@ class _Assembly:
     taken whole, and only the other chunks (and the blocks whose walk met damage) are looked at one by one.
     """
 
-    def __init__(self, data: bytes | memoryview, base: int, file: str, limit: np.ndarray, chunks: _Chunks,
-                 crc_ok: np.ndarray, copies: list[bytes] | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        data: bytes | memoryview,
+        base: int,
+        file: str,
+        limit: np.ndarray,
+        chunks: _Chunks,
+        crc_ok: np.ndarray,
+        copies: list[bytes] | None,
+    ) -> None:
         self.data, self.base, self.file, self.chunks = data, base, file, chunks
         self.crc_ok, self.copies = crc_ok, copies
         # per block, as Python numbers: each block is looked at in Python when it is
-        self.limit, self.first, self.stop, self.ended = (limit.tolist(), chunks.first.tolist(),
-                                                         chunks.stop.tolist(), chunks.ended.tolist())  # fmt: skip
+        self.limit, self.first, self.stop, self.ended = (
+            limit.tolist(),
+            chunks.first.tolist(),
+            chunks.stop.tolist(),
+            chunks.ended.tolist(),
+        )
         self.last = (chunks.first + chunks.count).tolist()
         self.take = (chunks.kind == FULL) & crc_ok  # the FULL chunks that are records
         self.odd = np.flatnonzero(~self.take).tolist()
@@ -349,8 +361,11 @@ class _Assembly:
                     self.damage(place, f"zeroed bytes at byte {self.base + place} inside a record")
             else:
                 _, length, kind = CHUNK.unpack(header)
-                self.damage(place, f"a damaged chunk header at byte {self.base + place} (length {length}, "
-                                   f"type {kind}); the rest of its block is skipped")  # fmt: skip
+                self.damage(
+                    place,
+                    f"a damaged chunk header at byte {self.base + place} (length {length}, "
+                    f"type {kind}); the rest of its block is skipped",
+                )
             if self.limit[k] > size:
                 return place
         return None
@@ -408,8 +423,20 @@ class _Assembly:
             rows = (at + np.arange(len(at))).tolist()  # where the inserted records are now
         joined = [payload for _, payload in self.joined]
         copies = None if self.copies is None else [self.copies[c] for c in taken.tolist()]
-        return Frames(self.data, base, self.file, starts, ends, offsets, joined, rows, copies, self.problems,
-                      list(tail), base + resume)  # fmt: skip
+        return Frames(
+            self.data,
+            base,
+            self.file,
+            starts,
+            ends,
+            offsets,
+            joined,
+            rows,
+            copies,
+            self.problems,
+            list(tail),
+            base + resume,
+        )
 
 
 # ---------------------------------------------------------------- a whole log, batch by batch
@@ -447,8 +474,9 @@ class LogFile:
     def __enter__(self) -> LogFile:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -476,8 +504,12 @@ class Scan:
         read = log.read if isinstance(log, LogFile) else lambda at, count: log[at : at + count]
         size = log.size if isinstance(log, LogFile) else len(log)
         if self.offset > size:
-            self.tail.append(Problem(self.file, f"the log is shorter ({size} bytes) than where the last read "
-                                                f"stopped ({self.offset})"))  # fmt: skip
+            self.tail.append(
+                Problem(
+                    self.file,
+                    f"the log is shorter ({size} bytes) than where the last read stopped ({self.offset})",
+                )
+            )
             return
         if self.header:
             head = bytes(read(0, self.header))

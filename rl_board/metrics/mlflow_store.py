@@ -123,8 +123,9 @@ class MlflowKind(MetricKind):
             return [source.path / "meta.yaml", *(f for f in files if not f.is_symlink())]
         return database_files(source.path)
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         """The run's points after those read before (``resume``), or all of them: a run of the SQLite
         store from the row after the last one read (``read_sqlite_from``), a run folder from where each
         metric file's last complete line ended (``read_folder_from``)."""
@@ -180,8 +181,9 @@ def _deleted(stage: str | None) -> str:
     return " (deleted)" if stage == "deleted" else ""
 
 
-def read_sqlite_from(db: Path, run_uuid: str, run: str, resume: dict[str, Any] | None,
-                     allowed_roots: list[Path] | None = None) -> Appended:  # fmt: skip
+def read_sqlite_from(
+    db: Path, run_uuid: str, run: str, resume: dict[str, Any] | None, allowed_roots: list[Path] | None = None
+) -> Appended:
     """One run of an MLflow SQLite store, from the row after ``resume["last_rowid"]`` on (its points in one
     query, turned into columns without a Python step per point beyond fetching the rows).
 
@@ -323,8 +325,9 @@ def _param_extras(params: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def read_folder_from(folder: Path, run: str, resume: dict[str, Any] | None,
-                     allowed_roots: list[Path] | None = None) -> Appended:  # fmt: skip
+def read_folder_from(
+    folder: Path, run: str, resume: dict[str, Any] | None, allowed_roots: list[Path] | None = None
+) -> Appended:
     """One run folder of the file store: every metric file under ``metrics/`` from where the last read
     stopped, and ``params/`` (read again each time: a run may log more).
 

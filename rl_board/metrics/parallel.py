@@ -36,8 +36,14 @@ def workers_wanted(items: int, workers: int | None = None) -> int:
     return 1 if items < MIN_PARALLEL or cores < 2 else cores
 
 
-def map_batches(fn: Callable[[list[T]], list[R]], items: Sequence[T], *, workers: int | None = None,
-                progress: Progress | None = None, niceness: int = 0) -> list[R]:  # fmt: skip
+def map_batches(
+    fn: Callable[[list[T]], list[R]],
+    items: Sequence[T],
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    niceness: int = 0,
+) -> list[R]:
     """``fn`` applied to batches of ``items`` (fn must be a module-level function), results flattened in order.
 
     ``niceness`` lowers the workers' priority: a build behind a page leaves the
@@ -60,9 +66,12 @@ def map_batches(fn: Callable[[list[T]], list[R]], items: Sequence[T], *, workers
     results: dict[int, list[R]] = {}
     context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_renice,
-                                 initargs=(niceness,)) as pool:  # fmt: skip
-            futures: dict[Future[list[R]], int] = {pool.submit(fn, batch): k for k, batch in enumerate(batches)}
+        with ProcessPoolExecutor(
+            max_workers=count, mp_context=context, initializer=_renice, initargs=(niceness,)
+        ) as pool:
+            futures: dict[Future[list[R]], int] = {
+                pool.submit(fn, batch): k for k, batch in enumerate(batches)
+            }
             for future in as_completed(futures):
                 k = futures[future]
                 results[k] = future.result()
@@ -77,8 +86,6 @@ def map_batches(fn: Callable[[list[T]], list[R]], items: Sequence[T], *, workers
                 if progress is not None:
                     progress(done, len(items))
     return [r for k in range(len(batches)) for r in results[k]]
-
-
 
 
 def _renice(niceness: int) -> None:

@@ -106,9 +106,11 @@ def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _ONE = np.uint64(1)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _TOPS = np.uint64(0x8080808080808080)
-_PACK = [(np.uint64(0x007F_007F_007F_007F), np.uint64(0x7F00_7F00_7F00_7F00), np.uint64(1)),
-         (np.uint64(0x0000_3FFF_0000_3FFF), np.uint64(0x3FFF_0000_3FFF_0000), np.uint64(2)),
-         (np.uint64(0x0000_0000_0FFF_FFFF), np.uint64(0x0FFF_FFFF_0000_0000), np.uint64(4))]  # fmt: skip
+_PACK = [
+    (np.uint64(0x007F_007F_007F_007F), np.uint64(0x7F00_7F00_7F00_7F00), np.uint64(1)),
+    (np.uint64(0x0000_3FFF_0000_3FFF), np.uint64(0x3FFF_0000_3FFF_0000), np.uint64(2)),
+    (np.uint64(0x0000_0000_0FFF_FFFF), np.uint64(0x0FFF_FFFF_0000_0000), np.uint64(4)),
+]
 """(the lower groups, the upper groups, how far the upper ones move down) of each packing step."""
 
 
@@ -211,8 +213,11 @@ def _field(buf: np.ndarray, at: np.ndarray, wire: np.ndarray) -> tuple[np.ndarra
     delimited = wire == DELIMITED
     length = np.where(delimited, np.minimum(raw, np.uint64(1 << 40)).astype(np.int64), 0)
     value = np.where(wire == VARINT, raw.view(np.int64), np.where(delimited, at + used, at))
-    after = np.select([wire == VARINT, delimited, wire == FIXED64, wire == FIXED32],
-                      [at + used, at + used + length, at + 8, at + 4], -1)  # fmt: skip
+    after = np.select(
+        [wire == VARINT, delimited, wire == FIXED64, wire == FIXED32],
+        [at + used, at + used + length, at + 8, at + 4],
+        -1,
+    )
     after[(used > 10) & ((wire == VARINT) | delimited)] = -1
     return value, length, after
 
@@ -260,8 +265,9 @@ def slices(blob: bytes, begin: np.ndarray, end: np.ndarray) -> pa.Array:
         begin, end = begin[order], end[order]
     offsets = np.empty(2 * len(begin) + 1, dtype=np.int64)
     offsets[0:-1:2], offsets[1::2], offsets[-1] = begin, end, end[-1]
-    cells = pa.Array.from_buffers(pa.large_binary(), 2 * len(begin),
-                                  [None, pa.py_buffer(offsets), pa.py_buffer(blob)])  # fmt: skip
+    cells = pa.Array.from_buffers(
+        pa.large_binary(), 2 * len(begin), [None, pa.py_buffer(offsets), pa.py_buffer(blob)]
+    )
     picked = np.arange(0, 2 * len(begin), 2)
     if order is not None:
         back = np.empty(len(order), np.int64)

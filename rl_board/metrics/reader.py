@@ -49,7 +49,9 @@ __all__ = ["RunSource", "metric_catalogue"]  # re-exported: defined with the kin
 OUTSIDE_KIND = "outside"  # a file linked from outside the allowed folders: named, never read
 
 
-def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | None = None) -> list[RunSource]:
+def discover(
+    root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | None = None
+) -> list[RunSource]:
     """The metric sources the root's catalogue found, named by their path relative to the root.
 
     With ``allowed``, a file linked from outside those folders that a kind could claim by its name comes
@@ -57,8 +59,11 @@ def discover(root: Path, *, skip: tuple[Path, ...] = (), allowed: list[Path] | N
     """
     found = metric_catalogue(root, skip=skip, allowed=allowed)
     base = found.root if found.root.is_dir() else found.root.parent
-    out = [RunSource(found.name(s.path), OUTSIDE_KIND, s.path) for s in found.skipped
-           if s.reason == OUTSIDE and any(k.may_claim(s.path) for k in kinds.KINDS)]  # fmt: skip
+    out = [
+        RunSource(found.name(s.path), OUTSIDE_KIND, s.path)
+        for s in found.skipped
+        if s.reason == OUTSIDE and any(k.may_claim(s.path) for k in kinds.KINDS)
+    ]
     out += [RunSource(_run_name(s, base), s.format, s.path, s.files, s.part) for s in found.of_role(METRICS)]
     return sorted(out, key=lambda s: s.run)
 
@@ -148,10 +153,16 @@ class MetricsBundle:
         return frame[mask].sort_values("step", kind="stable").reset_index(drop=True)
 
 
-def load_metrics(path: Path | str, *, cache_dir: Path | str | None = None,
-                 allowed_roots: list[Path] | None = None, runs: Collection[str] | None = None,
-                 sources: list[RunSource] | None = None, workers: int | None = None,
-                 progress: Progress | None = None) -> MetricsBundle:  # fmt: skip
+def load_metrics(
+    path: Path | str,
+    *,
+    cache_dir: Path | str | None = None,
+    allowed_roots: list[Path] | None = None,
+    runs: Collection[str] | None = None,
+    sources: list[RunSource] | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> MetricsBundle:
     """Read the metric runs under `path` (a folder or one file); with `allowed_roots`, nothing outside.
 
     ``runs`` names the runs to read, or ``sources`` gives them as ``discover``
@@ -218,15 +229,18 @@ def root_and_cache(path: Path | str, cache_dir: Path | str | None) -> tuple[Path
     return root, Path(cache_dir).expanduser() if cache_dir is not None else None
 
 
-def split_refused(sources: list[RunSource], allowed_roots: list[Path] | None) -> tuple[list[Problem], list[RunSource]]:
+def split_refused(
+    sources: list[RunSource], allowed_roots: list[Path] | None
+) -> tuple[list[Problem], list[RunSource]]:
     """Sources outside the allowed roots (named, never read) and the rest."""
     refused = [s for s in sources if s.kind == OUTSIDE_KIND or not _source_allowed(s, allowed_roots)]
     gone = {id(s) for s in refused}
     return [Problem(str(s.path), OUTSIDE) for s in refused], [s for s in sources if id(s) not in gone]
 
 
-def metrics_signature(path: Path | str, *, cache_dir: Path | str | None = None,
-                      allowed_roots: list[Path] | None = None) -> str:  # fmt: skip
+def metrics_signature(
+    path: Path | str, *, cache_dir: Path | str | None = None, allowed_roots: list[Path] | None = None
+) -> str:
     """A short digest of every file `load_metrics(path)` reads (path, size, mtime).
 
     It changes exactly when a new `load_metrics` could give a different
@@ -258,8 +272,9 @@ def _source_allowed(source: RunSource, allowed_roots: list[Path] | None) -> bool
     return allowed_roots is None or inside(source.path, allowed_roots)
 
 
-def _read_source(source: RunSource, cache: Path | None,
-                 allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult] | None:  # fmt: skip
+def _read_source(
+    source: RunSource, cache: Path | None, allowed_roots: list[Path] | None = None
+) -> tuple[RunInfo, ReadResult] | None:
     """Read one discovered run through its kind (and the cache); None for a file that held no metric."""
     kind = kinds.by_name(source.kind)
     if kind.appends:
@@ -296,11 +311,15 @@ def tag_summary(scalars: pd.DataFrame) -> dict[str, dict[str, int]]:
     """Per tag: how many points and the first and last step (one group-by, not a loop over tags)."""
     if not len(scalars):
         return {}
-    table = pa.table({"tag": pa.array(scalars["tag"].array, pa.string()), "step": pa.array(scalars["step"].array)})
+    table = pa.table(
+        {"tag": pa.array(scalars["tag"].array, pa.string()), "step": pa.array(scalars["step"].array)}
+    )
     stats = table.group_by("tag").aggregate([("step", "count"), ("step", "min"), ("step", "max")]).to_pydict()
     rows = zip(stats["tag"], stats["step_count"], stats["step_min"], stats["step_max"], strict=True)
-    return {str(tag): {"points": int(n), "first_step": int(lo), "last_step": int(hi)}
-            for tag, n, lo, hi in sorted(rows, key=lambda row: str(row[0]))}  # fmt: skip
+    return {
+        str(tag): {"points": int(n), "first_step": int(lo), "last_step": int(hi)}
+        for tag, n, lo, hi in sorted(rows, key=lambda row: str(row[0]))
+    }
 
 
 def _unit_files(source: RunSource, allowed_roots: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
@@ -314,8 +333,9 @@ def _unit_files(source: RunSource, allowed_roots: list[Path] | None = None) -> t
     return [f for f in files if f not in out], refused
 
 
-def _cached(kind: MetricKind, source: RunSource, cache: Path | None,
-            allowed_roots: list[Path] | None = None) -> tuple[RunInfo, ReadResult]:  # fmt: skip
+def _cached(
+    kind: MetricKind, source: RunSource, cache: Path | None, allowed_roots: list[Path] | None = None
+) -> tuple[RunInfo, ReadResult]:
     """A run read whole: the cache entry when its signature matches; otherwise read, then stored.
 
     The signature names the allowed roots and the refused files, so an entry
@@ -360,8 +380,9 @@ def _entry_key(source: RunSource, cache: Path, allowed_roots: list[Path] | None)
     return entry_dir(cache, source.kind, unit), [signature(kept), [str(f) for f in refused], roots]
 
 
-def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
-              allowed_roots: list[Path] | None) -> tuple[RunInfo, ReadResult] | None:  # fmt: skip
+def _appended(
+    kind: MetricKind, source: RunSource, cache: Path | None, allowed_roots: list[Path] | None
+) -> tuple[RunInfo, ReadResult] | None:
     """A store that only grows, read from where the cached read stopped when the bytes before it are
     unchanged (else from the start); what was read whole is cached, a record still being written is not.
     The entry's meta keeps the run's facts with the watched files' signature, so an index of unchanged
@@ -384,8 +405,13 @@ def _appended(kind: MetricKind, source: RunSource, cache: Path | None,
     info = _facts(kind, source, result)
     offset = int(read.resume.get("offset", 0))
     if unit is not None and (base is None or read.resume != resume):
-        meta = {"resume": read.resume, "digest": prefix_digest(log, offset), "whole": _empty(read.tail),
-                "signature": signature(kind.watched(source)), "info": info.to_dict()}  # fmt: skip
+        meta = {
+            "resume": read.resume,
+            "digest": prefix_digest(log, offset),
+            "whole": _empty(read.tail),
+            "signature": signature(kind.watched(source)),
+            "info": info.to_dict(),
+        }
         save_entry(unit, committed, meta)
     return info, result
 
@@ -418,8 +444,10 @@ def _appended_unit(kind: MetricKind, source: RunSource, cache: Path | None) -> P
     return entry_dir(cache, kind.name, log / source.part if source.part else log)
 
 
-def _resume_point(log: Path, hit: tuple[ReadResult, dict[str, Any]] | None,
-                  ) -> tuple[dict[str, Any] | None, ReadResult | None]:  # fmt: skip
+def _resume_point(
+    log: Path,
+    hit: tuple[ReadResult, dict[str, Any]] | None,
+) -> tuple[dict[str, Any] | None, ReadResult | None]:
     """Where to resume reading: the cached point (of the entry ``hit``) if the bytes before it are unchanged."""
     if hit is None:
         return None, None

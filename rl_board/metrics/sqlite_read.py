@@ -207,8 +207,9 @@ def note_current(
             _CURRENT.popitem(last=False)
 
 
-def database_claims(path: Path, allowed: list[Path] | None, kind: str, find: Callable[[Path, list[Path]], Runs],
-                    what: str) -> list[Found]:  # fmt: skip
+def database_claims(
+    path: Path, allowed: list[Path] | None, kind: str, find: Callable[[Path, list[Path]], Runs], what: str
+) -> list[Found]:
     """The runs a database of one kind holds, as claims (``find`` names them; a reason when the file is the
     kind's but cannot be read; "" when it is another program's). Nothing outside ``allowed`` is opened."""
     if (allowed is not None and not inside(path, allowed)) or not is_sqlite_file(path):

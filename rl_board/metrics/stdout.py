@@ -85,15 +85,18 @@ class TextLogKind(MetricKind):
             return [Found(path, skipped=why_not)]
         return [Found(path, (path,), "text log (read for metric lines)")]
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         start = TextProgress(int((resume or {}).get("offset", 0)), int((resume or {}).get("lines", 0)))
         read = read_text_metrics(source.path, source.run, start=start)
         extras: dict[str, Any] = {"formats": sorted(read.formats)}
         if read.rollout_file:
             extras[NOT_METRICS] = "rollout samples, not metric lines"
         read.committed.extras = extras
-        return Appended(read.committed, read.tail, {"offset": read.progress.offset, "lines": read.progress.lines})
+        return Appended(
+            read.committed, read.tail, {"offset": read.progress.offset, "lines": read.progress.lines}
+        )
 
     def merge_extras(self, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         """The line formats seen so far decide what the log is (``stdout`` or ``jsonl``)."""
@@ -127,7 +130,9 @@ def read_text_metrics(path: Path, run: str, *, start: TextProgress | None = None
         number = progress.lines + 1
         target = committed if complete else tail
         if raw is None:
-            target.problems.append(Problem(str(path), too_long_reason(size, config.sizes().max_line_bytes), number))
+            target.problems.append(
+                Problem(str(path), too_long_reason(size, config.sizes().max_line_bytes), number)
+            )
         else:
             _parse_line(raw, number, str(path), run, target, formats, jsonl)
         if jsonl.rollouts:
@@ -284,7 +289,13 @@ def _loaded(text: str, raw: bytes) -> Any:
 
 
 def _parse_jsonl(
-    text: str, raw: bytes, number: int, file: str, run: str, tables: TableSet, formats: set[str],
+    text: str,
+    raw: bytes,
+    number: int,
+    file: str,
+    run: str,
+    tables: TableSet,
+    formats: set[str],
     jsonl: _JsonlState,
 ) -> None:
     """A plain JSON object with a step and scalar fields; rollout records end the file's reading."""

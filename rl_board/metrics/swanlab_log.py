@@ -76,8 +76,9 @@ class SwanlabKind(MetricKind):
     label = "SwanLab"
     appends = True
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         logs = sorted(name for name in files if is_run_log(name))
         if not logs and "logs" in dirs and (folder.parent / DASHBOARD_DB).is_file():
             return [Found(folder, quiet=True, whole=True)]  # an older local run: read through the dashboard
@@ -94,9 +95,17 @@ class SwanlabKind(MetricKind):
             experiments = _experiments(path, side_files(path, allowed)[0])
         except SqliteUnreadable as err:
             return [Found(path, skipped=str(err))]
-        found = [Found(path, (path,), "an experiment in SwanLab's local dashboard database", part=run_id,
-                       label=name or run_id)
-                 for run_id, name in experiments if not _has_run_log(path.parent / run_id, allowed)]  # fmt: skip
+        found = [
+            Found(
+                path,
+                (path,),
+                "an experiment in SwanLab's local dashboard database",
+                part=run_id,
+                label=name or run_id,
+            )
+            for run_id, name in experiments
+            if not _has_run_log(path.parent / run_id, allowed)
+        ]
         return found or [Found(path, quiet=True)]  # each experiment is read from its run folder's log
 
     def may_claim(self, path: Path) -> bool:
@@ -107,8 +116,9 @@ class SwanlabKind(MetricKind):
             return [source.path, *side_files(source.path)[0]]
         return list(source.files) or sorted(p for p in source.path.glob("run-*.swanlab"))
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         if source.part or source.path.name == DASHBOARD_DB:  # rewritten in place: read whole every time
             points = _read_dashboard(source, allowed_roots)
             facts, points.extras = points.extras, {}  # the reader keeps the facts of what it commits
@@ -207,8 +217,13 @@ def _points(run: str, frames: Frames, problems: list[Problem]) -> ReadResult:
     broken = np.concatenate([np.flatnonzero(~record.ok), scalar[~fine]])
     if broken.size:
         first = int(frames.offsets[broken].min())
-        problems.append(Problem(frames.file, f"{broken.size} record(s) could not be decoded as SwanLab records "
-                                       f"(the first at byte {first}); skipped"))  # fmt: skip
+        problems.append(
+            Problem(
+                frames.file,
+                f"{broken.size} record(s) could not be decoded as SwanLab records "
+                f"(the first at byte {first}); skipped",
+            )
+        )
     keep = fine & (fields.value[1] >= 0) & (fields.length[1] > 0)
     if keep.all():
         keep = slice(None)
@@ -255,8 +270,11 @@ def _config(folder: Path, allowed: list[Path] | None, problems: list[Problem]) -
     if isinstance(entries, dict):
         ordered = sorted(entries.items(), key=lambda kv: _sort_of(kv[1]))
         for key, entry in ordered:
-            _flatten(str(key), entry.get("value") if isinstance(entry, dict) and "value" in entry else entry,
-                     hparams)  # fmt: skip
+            _flatten(
+                str(key),
+                entry.get("value") if isinstance(entry, dict) and "value" in entry else entry,
+                hparams,
+            )
     return {"config_text": text, "hparams": hparams}
 
 
@@ -359,8 +377,11 @@ def _experiments(db: Path, sides: list[Path]) -> list[tuple[str, str]]:
 
 
 def _is_dashboard(columns: dict[str, set[str]]) -> bool:
-    return ({"id", "run_id", "name"} <= columns.get("experiment", set())
-            and {"experiment_id", "name", "type"} <= columns.get("tag", set()))  # fmt: skip
+    return {"id", "run_id", "name"} <= columns.get("experiment", set()) and {
+        "experiment_id",
+        "name",
+        "type",
+    } <= columns.get("tag", set())
 
 
 def _plain_name(name: str) -> bool:
@@ -383,13 +404,16 @@ def _read_dashboard(source: RunSource, allowed: list[Path] | None) -> ReadResult
         with open_sqlite_readonly(db, sides) as conn:
             columns = table_columns(conn, ("experiment", "tag"))
             if not _is_dashboard(columns):
-                tables.problems.append(Problem(str(db), "not SwanLab's dashboard database (no experiment and tag "
-                                                        "tables)"))  # fmt: skip
+                tables.problems.append(
+                    Problem(str(db), "not SwanLab's dashboard database (no experiment and tag tables)")
+                )
                 return tables.result()
             folder = "tag.folder" if "folder" in columns["tag"] else "NULL"  # before swanboard 0.1.2b8: none
-            tags = conn.execute(f"SELECT tag.name, {folder}, tag.type FROM tag JOIN experiment ON "
-                                "tag.experiment_id = experiment.id WHERE experiment.run_id = ? ORDER BY tag.id",
-                                (run_id,)).fetchall()  # fmt: skip
+            tags = conn.execute(
+                f"SELECT tag.name, {folder}, tag.type FROM tag JOIN experiment ON "
+                "tag.experiment_id = experiment.id WHERE experiment.run_id = ? ORDER BY tag.id",
+                (run_id,),
+            ).fetchall()
     except (SqliteUnreadable, sqlite3.Error) as err:
         tables.problems.append(Problem(str(db), str(err)))
         return tables.result()
@@ -461,15 +485,23 @@ class _TagLines:
 
     def finish(self) -> None:
         walls = iso_seconds(self.times).tolist()
-        self.tables.scalars.extend(len(self.values), run=self.run, source=SOURCE, tag=self.tags, step=self.steps,
-                                   value=self.values, wall_time=walls)  # fmt: skip
+        self.tables.scalars.extend(
+            len(self.values),
+            run=self.run,
+            source=SOURCE,
+            tag=self.tags,
+            step=self.steps,
+            value=self.values,
+            wall_time=walls,
+        )
 
 
 # ---------------------------------------------------------------- logged tables
 
 
-def logged_tables(run_folder: Path, allowed_roots: list[Path] | None = None,
-                  problems: list[Problem] | None = None) -> list[LoggedTable]:  # fmt: skip
+def logged_tables(
+    run_folder: Path, allowed_roots: list[Path] | None = None, problems: list[Problem] | None = None
+) -> list[LoggedTable]:
     """The tables logged to a run as ``swanlab.echarts.Table`` (verl's ``val/generations``): each
     ``media/echarts/<step:03d>-<sha8>.json`` holding ``{"_swanLab": "table", "colDefs", "rowData"}``, named
     and stepped by the run log's media records (without a run log: every such file, stepped by its name).
@@ -509,8 +541,9 @@ def logged_tables(run_folder: Path, allowed_roots: list[Path] | None = None,
     return sorted(out, key=lambda t: (t.step is None, t.step or 0, t.key))
 
 
-def _media_names(folder: Path, allowed: list[Path] | None,
-                 problems: list[Problem]) -> dict[str, tuple[str, int]] | None:  # fmt: skip
+def _media_names(
+    folder: Path, allowed: list[Path] | None, problems: list[Problem]
+) -> dict[str, tuple[str, int]] | None:
     """Media file name -> (key, step), from the run log's media records (14: key 1, step 2, value 5 ->
     items 1 -> filename 1); None without a run log to read."""
     logs = sorted(folder.glob("run-*.swanlab"))

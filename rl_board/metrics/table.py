@@ -115,15 +115,24 @@ class Columns:
         return pa.table(arrays).to_pandas(types_mapper=_PANDAS_TYPES.get)  # through Arrow: 5x faster
 
 
-_ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "object": pa.list_(pa.float64())}
+_ARROW_TYPES = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "object": pa.list_(pa.float64()),
+}
 _PANDAS_TYPES = {pa.string(): pd.StringDtype()}
 
 
 def to_arrow(frame: pd.DataFrame, schema: dict[str, str]) -> pa.Table:
     """A typed frame as an Arrow table, column by column (pyarrow's own pandas conversion walks
     every string cell of these frames in Python)."""
-    return pa.table({name: pa.array(frame[name].array if dtype != "object" else list(frame[name]),
-                                    _ARROW_TYPES[dtype]) for name, dtype in schema.items()})  # fmt: skip
+    return pa.table(
+        {
+            name: pa.array(frame[name].array if dtype != "object" else list(frame[name]), _ARROW_TYPES[dtype])
+            for name, dtype in schema.items()
+        }
+    )
 
 
 def from_arrow(table: pa.Table, schema: dict[str, str]) -> pd.DataFrame:

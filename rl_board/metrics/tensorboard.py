@@ -48,8 +48,16 @@ def _tb() -> SimpleNamespace:
     from tensorboard.plugins.hparams.error import HParamsError
     from tensorboard.util import tensor_util
 
-    return SimpleNamespace(crc32c=google_crc32c, data_compat=data_compat, event_pb2=event_pb2,
-                           hparams=hparams_metadata, HParamsError=HParamsError, tensor_util=tensor_util)
+    return SimpleNamespace(
+        crc32c=google_crc32c,
+        data_compat=data_compat,
+        event_pb2=event_pb2,
+        hparams=hparams_metadata,
+        HParamsError=HParamsError,
+        tensor_util=tensor_util,
+    )
+
+
 _CRC = struct.Struct("<I")
 
 
@@ -59,13 +67,18 @@ class TensorboardKind(MetricKind):
     name = SOURCE
     label = "TensorBoard"
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         events = tuple(folder / f for f in files if is_event_file(folder / f))
         return [Found(folder, events, "TensorBoard event files")] if events else []
 
     def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
-        return [Found(path.parent, (path,), "TensorBoard event file", named_by=path)] if is_event_file(path) else []
+        return (
+            [Found(path.parent, (path,), "TensorBoard event file", named_by=path)]
+            if is_event_file(path)
+            else []
+        )
 
     def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
         return read_event_files(list(source.files), source.run, allowed_roots=allowed_roots)
@@ -98,8 +111,15 @@ def read_event_files(paths: list[Path], run: str, *, allowed_roots: list[Path] |
             continue
         for event in _events(path, tables.problems):
             _add_event(event, run, tables, extras, skipped, plugins, points)
-    tables.scalars.extend(len(points.values), run=run, source=SOURCE, tag=points.tags, step=points.steps,
-                          value=points.values, wall_time=points.walls)  # fmt: skip
+    tables.scalars.extend(
+        len(points.values),
+        run=run,
+        source=SOURCE,
+        tag=points.tags,
+        step=points.steps,
+        value=points.values,
+        wall_time=points.walls,
+    )
     extras["skipped_tags"] = sorted(skipped)
     return tables.result(extras)
 

@@ -66,8 +66,10 @@ _TRACKIO_CONFIG_KEYS = frozenset({"_Username", "_Created", "_Group"})
 _NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
-TRACE_SESSION = ("a Trackio trace session (one conversation: verl's or ROLL's generations); rl-board does not "
-                 "read traces as rollouts yet")
+TRACE_SESSION = (
+    "a Trackio trace session (one conversation: verl's or ROLL's generations); rl-board does not "
+    "read traces as rollouts yet"
+)
 
 
 def _trace_session(path: Path) -> bool:
@@ -102,7 +104,9 @@ class TrackioKind(MetricKind):
         return path.suffix.lower() == ".db"
 
     def claim_file(self, path: Path, allowed: list[Path] | None = None) -> list[Found]:
-        if path.suffix.lower() == ".jsonl" and remembered(path, "trace session", lambda: _trace_session(path), False):
+        if path.suffix.lower() == ".jsonl" and remembered(
+            path, "trace session", lambda: _trace_session(path), False
+        ):
             return [Found(path, skipped=TRACE_SESSION)]
         if not self.may_claim(path):
             return []
@@ -111,8 +115,9 @@ class TrackioKind(MetricKind):
     def watched(self, source: RunSource) -> list[Path]:
         return database_files(source.path)
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         """The run's rows after the last one read before (``resume``), or all of them.
 
         The resume point is the id of the last row read and a digest of that row: when the row is gone or
@@ -172,8 +177,13 @@ class _Resume:
         return got if shapes and (got.check is None) == (got.last_id == 0) else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "last_id": self.last_id, "check": self.check, "step_keys": self.step_keys,
-                "skipped": self.skipped}  # fmt: skip
+        return {
+            "key": self.key,
+            "last_id": self.last_id,
+            "check": self.check,
+            "step_keys": self.step_keys,
+            "skipped": self.skipped,
+        }
 
     def holds(self, conn: sqlite3.Connection, key: str, part: str) -> bool:
         """Whether the row this read stopped after is still there, as it was."""

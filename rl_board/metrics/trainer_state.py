@@ -36,8 +36,14 @@ class TrainerStateKind(MetricKind):
         newest = companions.newest_trainer_state(path.parent.parent, allowed)
         if newest is None or newest != path:
             return [Found(path, quiet=True)]
-        return [Found(path, (path,), "a Hugging Face trainer's logged metrics (log_history)",
-                      named_by=path.parent.parent)]  # fmt: skip
+        return [
+            Found(
+                path,
+                (path,),
+                "a Hugging Face trainer's logged metrics (log_history)",
+                named_by=path.parent.parent,
+            )
+        ]
 
     def read(self, source: RunSource, allowed_roots: list[Path] | None) -> ReadResult:
         return read_trainer_state(source.path, source.run)
@@ -62,8 +68,9 @@ def read_trainer_state(path: Path, run: str) -> ReadResult:
             continue
         for tag, value in entry.items():
             if tag not in _NOT_METRICS and _number(value):
-                tables.scalars.add(run=run, source=SOURCE, tag=tag, step=int(step), value=float(value),
-                                   wall_time=math.nan)  # fmt: skip
+                tables.scalars.add(
+                    run=run, source=SOURCE, tag=tag, step=int(step), value=float(value), wall_time=math.nan
+                )
     return tables.result({"formats": [SOURCE]})
 
 

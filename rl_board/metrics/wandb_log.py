@@ -69,9 +69,15 @@ def _schema() -> dict[str, type[Message]]:
     """Message classes for the few fields of ``wandb_internal.proto`` read here, in a pool of our own
     (so nothing clashes with wandb's classes when both are imported). Field numbers: wandb 0.31."""
     field_type = descriptor_pb2.FieldDescriptorProto
-    types = {"bytes": field_type.TYPE_BYTES, "string": field_type.TYPE_STRING, "int64": field_type.TYPE_INT64,
-             "int32": field_type.TYPE_INT32, "bool": field_type.TYPE_BOOL, "sint64": field_type.TYPE_SINT64,
-             "double": field_type.TYPE_DOUBLE}  # fmt: skip
+    types = {
+        "bytes": field_type.TYPE_BYTES,
+        "string": field_type.TYPE_STRING,
+        "int64": field_type.TYPE_INT64,
+        "int32": field_type.TYPE_INT32,
+        "bool": field_type.TYPE_BOOL,
+        "sint64": field_type.TYPE_SINT64,
+        "double": field_type.TYPE_DOUBLE,
+    }
     package = "rl_board.wandb_log"
     proto = descriptor_pb2.FileDescriptorProto(
         name="rl_board/wandb_log.proto", package=package, syntax="proto3"
@@ -96,24 +102,51 @@ def _schema() -> dict[str, type[Message]]:
                 entry.oneof_index = 0
 
     # Record: the record types read, each kept as its bytes or as a shallow view of its items.
-    message("Record", "History history 2 oneof", "Updates summary 3 oneof", "Updates config 5 oneof",
-            "bytes metric 12 oneof", "bytes run 17 oneof", oneof="record_type")  # fmt: skip
+    message(
+        "Record",
+        "History history 2 oneof",
+        "Updates summary 3 oneof",
+        "Updates config 5 oneof",
+        "bytes metric 12 oneof",
+        "bytes run 17 oneof",
+        oneof="record_type",
+    )
     message("History", "repeated bytes item 1", "Step step 2")  # HistoryRecord: items left as bytes
     message("Step", "int64 num 1")
     message("Updates", "repeated bytes update 1", "repeated bytes remove 2")  # SummaryRecord, ConfigRecord
     # HistoryItem / SummaryItem / ConfigItem (the typed value, fields 3-8, only in HistoryItem).
-    message("Item", "string key 1", "repeated string nested_key 2", "int32 none 3 oneof",
-            "bool boolean 4 oneof", "sint64 integer 5 oneof", "double number 6 oneof", "string text 7 oneof",
-            "string json 8 oneof", "string value_json 16", oneof="value")  # fmt: skip
+    message(
+        "Item",
+        "string key 1",
+        "repeated string nested_key 2",
+        "int32 none 3 oneof",
+        "bool boolean 4 oneof",
+        "sint64 integer 5 oneof",
+        "double number 6 oneof",
+        "string text 7 oneof",
+        "string json 8 oneof",
+        "string value_json 16",
+        oneof="value",
+    )
     message("Metric", "string name 1", "string glob_name 2", "string step_metric 4", "Control control 9")
     message("Control", "bool overwrite 1")
-    message("Run", "string run_id 1", "string entity 2", "string project 3", "bytes config 4",
-            "bytes summary 5", "string display_name 8", "Timestamp start_time 17")  # fmt: skip
+    message(
+        "Run",
+        "string run_id 1",
+        "string entity 2",
+        "string project 3",
+        "bytes config 4",
+        "bytes summary 5",
+        "string display_name 8",
+        "Timestamp start_time 17",
+    )
     message("Timestamp", "int64 seconds 1", "int32 nanos 2")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    return {spec.name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{spec.name}"))
-            for spec in proto.message_type}  # fmt: skip
+    return {
+        spec.name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{spec.name}"))
+        for spec in proto.message_type
+    }
 
 
 _PB = _schema()
@@ -129,8 +162,9 @@ class WandbKind(MetricKind):
     label = "W&B"
     appends = True
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         """A run folder is one run, claimed whole; ``wandb/`` itself and its ``latest-run`` link are not."""
         mode = run_folder_mode(folder.name)
         log = _log_name(folder.name, files) if mode else None
@@ -146,8 +180,9 @@ class WandbKind(MetricKind):
         """The run's log: the only file a read opens."""
         return [run_log(source)]
 
-    def read_from(self, source: RunSource, resume: dict[str, Any] | None,
-                  allowed_roots: list[Path] | None) -> Appended:  # fmt: skip
+    def read_from(
+        self, source: RunSource, resume: dict[str, Any] | None, allowed_roots: list[Path] | None
+    ) -> Appended:
         """The run's points from ``resume`` on: complete records are committed; a record still being
         written is left for the next read (``resume["offset"]`` is where it starts)."""
         path = run_log(source)
@@ -242,9 +277,13 @@ class _State:
 
     def extras(self) -> dict[str, Any]:
         config = {key: value for key, value in self.config.items() if key != "_wandb"}
-        return {"config_text": json.dumps(config, indent=2, ensure_ascii=False) if config else "",
-                "hparams": _flat(config), "summary": _collapse_media(self.summary),
-                "step_source": self.step_source(), "wandb_run": dict(self.run)}  # fmt: skip
+        return {
+            "config_text": json.dumps(config, indent=2, ensure_ascii=False) if config else "",
+            "hparams": _flat(config),
+            "summary": _collapse_media(self.summary),
+            "step_source": self.step_source(),
+            "wandb_run": dict(self.run),
+        }
 
     def step_source(self) -> str:
         """Which step the points are at, in words."""
@@ -473,19 +512,25 @@ class _Batch:
                 slow_keys.append(self.key(_name(item)))
                 slow_texts.append(text)
                 slow_order.append(index)
-        return _Items(row=np.concatenate([row[fast], np.array(slow_rows, dtype=np.int64)]),
-                      key=np.concatenate([key, np.array(slow_keys, dtype=np.int64)]), names=list(self.names),
-                      order=np.concatenate([fast, np.array(slow_order, dtype=np.int64)]),
-                      blob=blob, begin=starts[fast] + 5 + key_len, end=ends[fast],
-                      slow=slow_texts)  # fmt: skip
+        return _Items(
+            row=np.concatenate([row[fast], np.array(slow_rows, dtype=np.int64)]),
+            key=np.concatenate([key, np.array(slow_keys, dtype=np.int64)]),
+            names=list(self.names),
+            order=np.concatenate([fast, np.array(slow_order, dtype=np.int64)]),
+            blob=blob,
+            begin=starts[fast] + 5 + key_len,
+            end=ends[fast],
+            slow=slow_texts,
+        )
 
     def key(self, name: str) -> int:
         return self.names.setdefault(name, len(self.names))
 
     # -- points
 
-    def points(self, items: _Items, row_steps: list[float], segments: list[_Segment], run: str,
-               tables: TableSet) -> None:  # fmt: skip
+    def points(
+        self, items: _Items, row_steps: list[float], segments: list[_Segment], run: str, tables: TableSet
+    ) -> None:
         """Each numeric item of each row as a point at its step (see the module's docstring)."""
         state, names = self.state, items.names
         nrows = len(row_steps)
@@ -544,13 +589,20 @@ class _Batch:
         kept = np.flatnonzero(keep)
         kept = kept[np.argsort(items.order[kept], kind="stable")]  # in file order (two sorted runs: cheap)
         tags = np.array(names, dtype=object)[items.key[kept]].tolist() if len(names) else []
-        tables.scalars.extend(len(kept), run=run, source=SOURCE, tag=tags,
-                              step=steps[kept].astype(np.int64).tolist(), value=values[kept].tolist(),
-                              wall_time=walls[items.row[kept]].tolist())  # fmt: skip
+        tables.scalars.extend(
+            len(kept),
+            run=run,
+            source=SOURCE,
+            tag=tags,
+            step=steps[kept].astype(np.int64).tolist(),
+            value=values[kept].tolist(),
+            wall_time=walls[items.row[kept]].tolist(),
+        )
         self.histograms(items, media, steps, walls, run, tables)
 
-    def histograms(self, items: _Items, media: set[str], steps: np.ndarray, walls: np.ndarray, run: str,
-                   tables: TableSet) -> None:  # fmt: skip
+    def histograms(
+        self, items: _Items, media: set[str], steps: np.ndarray, walls: np.ndarray, run: str, tables: TableSet
+    ) -> None:
         """``wandb.Histogram``s (``k._type`` "histogram", ``k.bins`` edges, ``k.values`` counts) into the
         histogram table, at the step of their row's ``_type`` item."""
         wanted = {f"{m}.{part}": (m, part) for m in media for part in ("_type", "bins", "values")}
@@ -574,10 +626,16 @@ class _Batch:
                 continue
             if len(bins) != len(counts) + 1:
                 continue
-            tables.histograms.add(run=run, source=SOURCE, tag=owner, step=int(steps[parts["index"]]),
-                                  wall_time=float(walls[row]), left=[float(b) for b in bins[:-1]],
-                                  right=[float(b) for b in bins[1:]],
-                                  count=[float(c) for c in counts])  # fmt: skip
+            tables.histograms.add(
+                run=run,
+                source=SOURCE,
+                tag=owner,
+                step=int(steps[parts["index"]]),
+                wall_time=float(walls[row]),
+                left=[float(b) for b in bins[:-1]],
+                right=[float(b) for b in bins[1:]],
+                count=[float(c) for c in counts],
+            )
 
     # -- config, summary, run
 
@@ -635,9 +693,16 @@ def _simple_items(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
     key_len = at(starts + 1)
     value_at = starts + 2 + key_len
     value_len = at(value_at + 2)
-    return (((at(starts) == 0x12) | (at(starts) == 0x0A)) & (key_len < 0x80) & (ends - starts >= 5)
-            & (at(value_at) == 0x82) & (at(value_at + 1) == 0x01) & (value_len > 0) & (value_len < 0x80)
-            & (value_at + 3 + value_len == ends))  # fmt: skip
+    return (
+        ((at(starts) == 0x12) | (at(starts) == 0x0A))
+        & (key_len < 0x80)
+        & (ends - starts >= 5)
+        & (at(value_at) == 0x82)
+        & (at(value_at + 1) == 0x01)
+        & (value_len > 0)
+        & (value_len < 0x80)
+        & (value_at + 3 + value_len == ends)
+    )
 
 
 def _strings(texts: pa.Array) -> pa.Array:
@@ -778,12 +843,17 @@ def _refs_in_row(row: dict[str, Any], state: _State, step: int | None) -> list[_
 
 
 def _is_step(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and float(value).is_integer()  # fmt: skip
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and float(value).is_integer()
+    )
 
 
-def _load_table(run_folder: Path, key: str, step: int | None, ref: dict[str, Any],
-                allowed_roots: list[Path] | None) -> LoggedTable:  # fmt: skip
+def _load_table(
+    run_folder: Path, key: str, step: int | None, ref: dict[str, Any], allowed_roots: list[Path] | None
+) -> LoggedTable:
     """One referenced table file, or the table with no rows and why in ``where``."""
     files = run_folder / "files"
     target = files / str(ref.get("path", ""))
@@ -807,5 +877,10 @@ def _load_table(run_folder: Path, key: str, step: int | None, ref: dict[str, Any
     columns, rows = (table.get("columns"), table.get("data")) if isinstance(table, dict) else (None, None)
     if not isinstance(columns, list) or not isinstance(rows, list):
         return missing("not a W&B table (no columns and data)")
-    return LoggedTable(key=key, step=step, columns=[str(c) for c in columns],
-                       rows=[list(r) if isinstance(r, list) else [r] for r in rows], where=where)  # fmt: skip
+    return LoggedTable(
+        key=key,
+        step=step,
+        columns=[str(c) for c in columns],
+        rows=[list(r) if isinstance(r, list) else [r] for r in rows],
+        where=where,
+    )

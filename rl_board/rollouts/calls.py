@@ -39,8 +39,15 @@ SELECT step, sample, coalesce(nullif(tool, ''), '{NO_NAME}') AS tool, sum(calls)
        sum(errors)::BIGINT AS errors
 FROM used GROUP BY ALL ORDER BY step, sample, tool
 """
-_TYPES = pa.schema([("step", pa.int64()), ("sample", pa.int64()), ("tool", pa.string()), ("calls", pa.int64()),
-                    ("errors", pa.int64())])  # fmt: skip
+_TYPES = pa.schema(
+    [
+        ("step", pa.int64()),
+        ("sample", pa.int64()),
+        ("tool", pa.string()),
+        ("calls", pa.int64()),
+        ("errors", pa.int64()),
+    ]
+)
 
 
 def usage_table(messages: pa.Table) -> pa.Table:
@@ -63,8 +70,11 @@ def usage_table(messages: pa.Table) -> pa.Table:
 def usage_walk(messages: pa.Table) -> pa.Table:
     """``usage_table`` one trajectory at a time, in Python: the definition the query is held to."""
     rows: list[tuple[int, int, str, int, int]] = []
-    columns = (messages.column(S.STEP).to_pylist(), messages.column("sample").to_pylist(),
-               messages.column(S.MESSAGES).to_pylist())  # fmt: skip
+    columns = (
+        messages.column(S.STEP).to_pylist(),
+        messages.column("sample").to_pylist(),
+        messages.column(S.MESSAGES).to_pylist(),
+    )
     for step, sample, raw in zip(*columns, strict=True):
         calls, errors = Counter(), Counter()
         for m in trajectory.parsed(raw) or ():
@@ -75,11 +85,17 @@ def usage_walk(messages: pa.Table) -> pa.Table:
             elif m.get("role") == "tool" and m.get("error"):
                 errors[_name(m.get("name"))] += 1
         rows += [(int(step), int(sample), tool, calls[tool], errors[tool]) for tool in sorted(calls | errors)]
-    return pa.table([pa.array(list(col), _TYPES.field(k).type) for k, col in enumerate(zip(*rows, strict=True))]
-                    if rows else [pa.array([], t.type) for t in _TYPES], schema=_TYPES)  # fmt: skip
+    return pa.table(
+        [pa.array(list(col), _TYPES.field(k).type) for k, col in enumerate(zip(*rows, strict=True))]
+        if rows
+        else [pa.array([], t.type) for t in _TYPES],
+        schema=_TYPES,
+    )
 
 
-def with_logged(usage: pa.Table, steps: Iterable[int], samples: Iterable[int], logs: Iterable[object]) -> pa.Table:
+def with_logged(
+    usage: pa.Table, steps: Iterable[int], samples: Iterable[int], logs: Iterable[object]
+) -> pa.Table:
     """``usage`` plus the calls a log counted without turns (``tool_call_log``, open-instruct), per sample and tool."""
     from rl_board.rollouts.trajectories import logged_calls
 
@@ -92,12 +108,21 @@ def with_logged(usage: pa.Table, steps: Iterable[int], samples: Iterable[int], l
         rows += [(int(step), int(sample), tool, calls[tool], errors[tool]) for tool in sorted(calls)]
     if not rows:
         return usage
-    extra = pa.table([pa.array(list(col), _TYPES.field(k).type) for k, col in enumerate(zip(*rows, strict=True))],
-                     schema=_TYPES)
-    merged = pa.concat_tables([usage.cast(_TYPES), extra]).group_by(["step", "sample", "tool"]).aggregate(
-        [("calls", "sum"), ("errors", "sum")])
-    merged = merged.select(["step", "sample", "tool", "calls_sum", "errors_sum"]).rename_columns(list(USAGE_COLUMNS))
-    return merged.sort_by([("step", "ascending"), ("sample", "ascending"), ("tool", "ascending")]).cast(_TYPES)
+    extra = pa.table(
+        [pa.array(list(col), _TYPES.field(k).type) for k, col in enumerate(zip(*rows, strict=True))],
+        schema=_TYPES,
+    )
+    merged = (
+        pa.concat_tables([usage.cast(_TYPES), extra])
+        .group_by(["step", "sample", "tool"])
+        .aggregate([("calls", "sum"), ("errors", "sum")])
+    )
+    merged = merged.select(["step", "sample", "tool", "calls_sum", "errors_sum"]).rename_columns(
+        list(USAGE_COLUMNS)
+    )
+    return merged.sort_by([("step", "ascending"), ("sample", "ascending"), ("tool", "ascending")]).cast(
+        _TYPES
+    )
 
 
 def _name(value: object) -> str:

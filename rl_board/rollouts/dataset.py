@@ -31,8 +31,12 @@ from rl_board.sources.locations import fsspec_of
 
 PART = "part-0.parquet"
 META_KEY = b"rl_board"
-HEAVY_TEXT = frozenset({S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH, S.MESSAGES})  # read per step, not at open
-Part = tuple[pa.Table, pa.Schema, dict[str, int], list[str]]  # numbers, heavy schema, values set, column order
+HEAVY_TEXT = frozenset(
+    {S.PROMPT, S.RESPONSE, S.REF_RESPONSE, S.GROUND_TRUTH, S.MESSAGES}
+)  # read per step, not at open
+Part = tuple[
+    pa.Table, pa.Schema, dict[str, int], list[str]
+]  # numbers, heavy schema, values set, column order
 PRESENT_KEY = b"rl_board_present"  # {column: values set} of the file
 
 
@@ -46,8 +50,13 @@ class Written:
     bytes: int
 
 
-def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, int], None] | None = None,
-                  compression: str = "zstd") -> Written:  # fmt: skip
+def write_dataset(
+    table: pa.Table,
+    out: str | Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    compression: str = "zstd",
+) -> Written:
     """Write ``table`` (``RolloutStore.arrow_samples()``: step, sample, file, line, ...) under ``out``.
 
     Each step is written to a temporary name and renamed, so a reader never sees half a step file.
@@ -69,7 +78,11 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
     for k, (step, start, end) in enumerate(zip(steps, starts, ends, strict=True)):
         part = body.slice(int(start), int(end - start))
         counts = present_counts(part)
-        meta = {**(part.schema.metadata or {}), META_KEY: b"dataset 1", PRESENT_KEY: json.dumps(counts).encode()}
+        meta = {
+            **(part.schema.metadata or {}),
+            META_KEY: b"dataset 1",
+            PRESENT_KEY: json.dumps(counts).encode(),
+        }
         part = part.replace_schema_metadata(meta)
         folder = f"{base}/step={int(step)}"
         fs.makedirs(folder, exist_ok=True)
@@ -79,10 +92,18 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
         fs.mv(tmp, final)
         size = int(fs.size(final))
         total += size
-        entries.append((f"step={int(step)}/{PART}", size,
-                        light_part(part.select(light_names(part.schema)), part.schema,
-                                        {n: counts[n] for n in part.schema.names if is_heavy(part.schema.field(n))},
-                                        int(step))))  # fmt: skip
+        entries.append(
+            (
+                f"step={int(step)}/{PART}",
+                size,
+                light_part(
+                    part.select(light_names(part.schema)),
+                    part.schema,
+                    {n: counts[n] for n in part.schema.names if is_heavy(part.schema.field(n))},
+                    int(step),
+                ),
+            )
+        )
         if progress is not None:
             progress(k + 1, len(steps))
     write_index(fs, base, entries)  # a reader opens the whole dataset with one read of this file
@@ -91,8 +112,12 @@ def write_dataset(table: pa.Table, out: str | Path, *, progress: Callable[[int, 
 
 def is_heavy(field: pa.Field) -> bool:
     """Text and token arrays: the bulk of a run, left in the files until a step is shown."""
-    return field.name in HEAVY_TEXT or pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
+    return (
+        field.name in HEAVY_TEXT
+        or pa.types.is_list(field.type)
+        or pa.types.is_large_list(field.type)
         or pa.types.is_large_string(field.type)
+    )
 
 
 def light_names(schema: pa.Schema) -> list[str]:
@@ -103,7 +128,11 @@ def light_names(schema: pa.Schema) -> list[str]:
 def light_part(table: pa.Table, schema: pa.Schema, counts: dict[str, int], step: int) -> Part:
     """A step file's part from its number columns (``table``) and its full schema."""
     table = from_dataset_names(table)
-    order = [{"file": "source_file", "line": "source_line"}.get(f.name, f.name) for f in schema if f.name != "sample"]
+    order = [
+        {"file": "source_file", "line": "source_line"}.get(f.name, f.name)
+        for f in schema
+        if f.name != "sample"
+    ]
     n = table.num_rows
     table = table.append_column(S.STEP, pa.array(np.full(n, step, dtype=np.int64)))
     table = table.append_column(S.LINE, pa.array(np.arange(1, n + 1, dtype=np.int64)))
@@ -120,13 +149,17 @@ def write_index(fs: Any, base: str, entries: list[tuple[str, int, Part]]) -> Non
     """Write the index of (file name, file size, part) for every step file of a dataset at ``base``."""
     lights = [part[0] for _, _, part in entries]
     table = records.unify_tables(lights)
-    table = table.append_column(FILE_INDEX_COL, pa.array(np.repeat(np.arange(len(lights), dtype=np.int32),
-                                                              [t.num_rows for t in lights])))  # fmt: skip
+    table = table.append_column(
+        FILE_INDEX_COL,
+        pa.array(np.repeat(np.arange(len(lights), dtype=np.int32), [t.num_rows for t in lights])),
+    )
     heavy = pa.unify_schemas([part[1] for _, _, part in entries], promote_options="permissive")
-    meta = {b"files": json.dumps([[name, size] for name, size, _ in entries]).encode(),
-            b"counts": json.dumps([part[2] for _, _, part in entries]).encode(),
-            b"order": json.dumps([part[3] for _, _, part in entries]).encode(),
-            b"heavy": heavy.serialize().to_pybytes()}  # fmt: skip
+    meta = {
+        b"files": json.dumps([[name, size] for name, size, _ in entries]).encode(),
+        b"counts": json.dumps([part[2] for _, _, part in entries]).encode(),
+        b"order": json.dumps([part[3] for _, _, part in entries]).encode(),
+        b"heavy": heavy.serialize().to_pybytes(),
+    }
     table = table.combine_chunks().replace_schema_metadata(meta)  # one batch: read back in one request
     fs.makedirs(f"{base}/_rl_board", exist_ok=True)
     tmp = f"{base}/_rl_board/.index.arrow.tmp"

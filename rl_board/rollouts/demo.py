@@ -18,8 +18,28 @@ import numpy as np
 
 SYSTEM = "You are a careful assistant. Answer with a number.<endofsystem>"
 PAD, EOD = "<PAD>", "<EOD>"
-WORDS = ("The", " answer", " is", " we", " add", " the", " two", " numbers", " so", " first",
-         " then", " carry", " one", ",", ".", " result", " check", " again", " total", " sum")
+WORDS = (
+    "The",
+    " answer",
+    " is",
+    " we",
+    " add",
+    " the",
+    " two",
+    " numbers",
+    " so",
+    " first",
+    " then",
+    " carry",
+    " one",
+    ",",
+    ".",
+    " result",
+    " check",
+    " again",
+    " total",
+    " sum",
+)
 HACK = (" Great", " question", "!", " Indeed", " truly", " wonderful")
 
 
@@ -73,10 +93,13 @@ def write_eval_run(out_dir: str | Path, *, seed: int = 1) -> list[Path]:
                 correct = rng.random() < skill
                 answer = a + b if correct else a + b + int(rng.integers(1, 9))
                 record = {
-                    "step": step, "prompt": f"What is {a} + {b}?", "response": f"The answer is {answer}.",
+                    "step": step,
+                    "prompt": f"What is {a} + {b}?",
+                    "response": f"The answer is {answer}.",
                     "reward": round(float(correct) + rng.normal(0, 0.05), 4),
                     "ref_response": f"The answer is {a + b + int(rng.integers(0, 3))}.",
-                    "ref_reward": round(0.4 + rng.normal(0, 0.1), 4), "ground_truth": str(a + b),
+                    "ref_reward": round(0.4 + rng.normal(0, 0.1), 4),
+                    "ground_truth": str(a + b),
                 }
                 f.write(json.dumps(record) + "\n")
     return [path]
@@ -107,8 +130,9 @@ def _sample(rng: np.random.Generator, spec: DemoSpec, step: int, progress: float
     return record
 
 
-def _response(rng: np.random.Generator, spec: DemoSpec, total: int, correct: bool,
-              hacking: bool) -> tuple[list[str], str]:
+def _response(
+    rng: np.random.Generator, spec: DemoSpec, total: int, correct: bool, hacking: bool
+) -> tuple[list[str], str]:
     n = max(4, int(rng.normal(spec.tokens, spec.tokens / 4)))
     if hacking:
         words = [HACK[k % len(HACK)] for k in range(n * 3)]
@@ -124,8 +148,9 @@ def _response(rng: np.random.Generator, spec: DemoSpec, total: int, correct: boo
     return tokens, text
 
 
-def _token_arrays(rng: np.random.Generator, tokens: list[str], progress: float,
-                  hacking: bool, reward: float) -> dict:
+def _token_arrays(
+    rng: np.random.Generator, tokens: list[str], progress: float, hacking: bool, reward: float
+) -> dict:
     n = len(tokens) - (1 if tokens and tokens[-1] == EOD else 0)
     ref = -np.abs(rng.normal(1.2, 0.8, size=n))
     drift = 0.05 + 0.6 * progress + (1.5 if hacking else 0.0)

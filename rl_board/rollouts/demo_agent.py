@@ -28,17 +28,52 @@ from rl_board.formats.conversation import as_text
 
 TOOLS = ("python", "search", "read_file", "shell")
 ERROR_RATE = {"python": (0.35, 0.05), "search": (0.2, 0.05), "read_file": (0.15, 0.1), "shell": (0.6, 0.5)}
-THOUGHT = (" Let", " me", " check", " the", " file", " first", ",", " then", " run", " the", " tests", ".",
-           " The", " output", " shows", " a", " failing", " case", " so", " I", " will", " fix", " it")  # fmt: skip
-SNIPPETS = ("print(solve(3))", "import math\nprint(math.gcd(12, 18))", "x = [1, 2, 3]\nprint(sum(x) / 0)",
-            "print(open('data.csv').read()[:80])")
-QUERIES = ("pytest fixture scope", "python gcd of a list", "ZeroDivisionError mean of empty list", "csv header skip")
+THOUGHT = (
+    " Let",
+    " me",
+    " check",
+    " the",
+    " file",
+    " first",
+    ",",
+    " then",
+    " run",
+    " the",
+    " tests",
+    ".",
+    " The",
+    " output",
+    " shows",
+    " a",
+    " failing",
+    " case",
+    " so",
+    " I",
+    " will",
+    " fix",
+    " it",
+)
+SNIPPETS = (
+    "print(solve(3))",
+    "import math\nprint(math.gcd(12, 18))",
+    "x = [1, 2, 3]\nprint(sum(x) / 0)",
+    "print(open('data.csv').read()[:80])",
+)
+QUERIES = (
+    "pytest fixture scope",
+    "python gcd of a list",
+    "ZeroDivisionError mean of empty list",
+    "csv header skip",
+)
 PATHS = ("solver.py", "tests/test_solver.py", "utils/stats.py", "README.md")
 COMMANDS = ("pytest -x -q", "git diff --stat", "python -m solver --check", "ls tests")
 OUTPUT = (" ok", " 42", " passed", " line", " 17", ":", " def", " solve", "(", ")", " return", " x", "\n")
-ERRORS = {"python": "Traceback (most recent call last):\n  File \"<cell>\", line 1\nZeroDivisionError: division by zero",
-          "search": "Error executing tool 'search': rate limited", "read_file": "Error: no such file 'src/main.py'",
-          "shell": "Error executing tool 'shell': command timed out after 30 s"}  # fmt: skip
+ERRORS = {
+    "python": 'Traceback (most recent call last):\n  File "<cell>", line 1\nZeroDivisionError: division by zero',
+    "search": "Error executing tool 'search': rate limited",
+    "read_file": "Error: no such file 'src/main.py'",
+    "shell": "Error executing tool 'shell': command timed out after 30 s",
+}
 
 
 @dataclass(frozen=True)
@@ -76,9 +111,14 @@ def write_agent_run(out_dir: str | Path, spec: AgentSpec) -> list[Path]:
 def trajectory_record(rng: np.random.Generator, spec: AgentSpec, step: int, progress: float, i: int) -> dict:
     """One trajectory as one line of rl-board's format."""
     task = f"Task {step}-{i}: fix the failing test in repo {int(rng.integers(100, 999))}."
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent. Call tools to inspect and "
-                                                          "change the repository, then answer."},
-                            {"role": "user", "content": task}]  # fmt: skip
+    messages: list[dict] = [
+        {
+            "role": "system",
+            "content": "You are a coding agent. Call tools to inspect and "
+            "change the repository, then answer.",
+        },
+        {"role": "user", "content": task},
+    ]
     reason = _finish(rng, progress)
     ends_early = reason in ("stop", "error")
     budget = int(rng.integers(spec.turns // 2, spec.turns + 1)) if ends_early else spec.turns
@@ -86,7 +126,9 @@ def trajectory_record(rng: np.random.Generator, spec: AgentSpec, step: int, prog
     errors = 0
     while len(messages) < budget - 1:
         calls = _calls(rng, f"{step}-{i}-{len(messages)}", min(2, budget - 1 - len(messages)))
-        messages.append({"role": "assistant", "content": _words(rng, THOUGHT, spec.tokens), "tool_calls": calls})
+        messages.append(
+            {"role": "assistant", "content": _words(rng, THOUGHT, spec.tokens), "tool_calls": calls}
+        )
         for call in calls:
             name = call["function"]["name"]
             failed = rng.random() < _error_rate(name, progress)
@@ -98,8 +140,14 @@ def trajectory_record(rng: np.random.Generator, spec: AgentSpec, step: int, prog
     solved = reason == "stop" and rng.random() < 0.3 + 0.6 * progress
     reward = float(solved) - 0.05 * errors + rng.normal(0, 0.05)
     first = 2  # the response is every message after the system prompt and the task
-    record: dict = {"step": step, "prompt": as_text(messages[:first]), "response": as_text(messages[first:]),
-                    "reward": round(reward, 4), "ground_truth": "42", "finish_reason": reason}  # fmt: skip
+    record: dict = {
+        "step": step,
+        "prompt": as_text(messages[:first]),
+        "response": as_text(messages[first:]),
+        "reward": round(reward, 4),
+        "ground_truth": "42",
+        "finish_reason": reason,
+    }
     if spec.token_level:
         record.update(_token_arrays(rng, messages, first, progress))
     record["messages"] = messages
@@ -108,7 +156,9 @@ def trajectory_record(rng: np.random.Generator, spec: AgentSpec, step: int, prog
 
 def _finish(rng: np.random.Generator, progress: float) -> str:
     late = progress
-    weights = np.array([0.35 + 0.5 * late, 0.25 - 0.2 * late, 0.25 - 0.2 * late, 0.05, 0.05, 0.05 - 0.04 * late])
+    weights = np.array(
+        [0.35 + 0.5 * late, 0.25 - 0.2 * late, 0.25 - 0.2 * late, 0.05, 0.05, 0.05 - 0.04 * late]
+    )
     names = ("stop", "length", "turn_limit", "tool_budget", "timeout", "error")
     return str(names[int(rng.choice(len(names), p=weights / weights.sum()))])
 
@@ -123,10 +173,19 @@ def _calls(rng: np.random.Generator, key: str, most: int) -> list[dict]:
     for j in range(int(rng.integers(1, max(1, most) + 1))):
         name = str(TOOLS[int(rng.choice(len(TOOLS), p=[0.4, 0.25, 0.2, 0.15]))])
         pick = int(rng.integers(0, len(SNIPPETS)))
-        arguments = {"python": {"code": SNIPPETS[pick]}, "search": {"query": QUERIES[pick], "top_k": 3},
-                     "read_file": {"path": f"src/{PATHS[pick]}"}, "shell": {"cmd": COMMANDS[pick]}}[name]  # fmt: skip
-        out.append({"id": f"call-{key}-{j}", "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)}})  # fmt: skip
+        arguments = {
+            "python": {"code": SNIPPETS[pick]},
+            "search": {"query": QUERIES[pick], "top_k": 3},
+            "read_file": {"path": f"src/{PATHS[pick]}"},
+            "shell": {"cmd": COMMANDS[pick]},
+        }[name]
+        out.append(
+            {
+                "id": f"call-{key}-{j}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        )
     return out
 
 
@@ -152,8 +211,9 @@ def _token_arrays(rng: np.random.Generator, messages: list[dict], first: int, pr
     drift_turn = int(rng.integers(first, len(messages))) if drifting else -1
     shifts: list[np.ndarray] = []
     for k, message in enumerate(messages[first:], start=first):
-        text = message["content"] + "".join(f" {c['function']['name']}({c['function']['arguments']})"
-                                            for c in message.get("tool_calls", ()))  # fmt: skip
+        text = message["content"] + "".join(
+            f" {c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls", ())
+        )
         pieces = _pieces(text)
         trained = message["role"] == "assistant"
         message["tokens"] = [len(tokens), len(tokens) + len(pieces)]
@@ -165,5 +225,9 @@ def _token_arrays(rng: np.random.Generator, messages: list[dict], first: int, pr
     n = len(tokens)
     ref = -np.abs(rng.normal(1.0, 0.7, size=n))
     logp = np.minimum(ref + np.concatenate(shifts) if shifts else ref, 0.0)
-    return {"response_tokens": tokens, "logprobs": np.round(logp, 4).tolist(),
-            "ref_logprobs": np.round(ref, 4).tolist(), "token_loss_mask": mask}  # fmt: skip
+    return {
+        "response_tokens": tokens,
+        "logprobs": np.round(logp, 4).tolist(),
+        "ref_logprobs": np.round(ref, 4).tolist(),
+        "token_loss_mask": mask,
+    }

@@ -17,9 +17,38 @@ from pathlib import Path
 
 import numpy as np
 
-THINK = (" Let", " me", " think", " about", " this", ".", " First", ",", " we", " have", " the", " numbers",
-         " and", " we", " need", " their", " sum", ".", " Wait", ",", " check", " the", " carry", " again",
-         " so", " the", " total", " is", " clear", ".")  # fmt: skip
+THINK = (
+    " Let",
+    " me",
+    " think",
+    " about",
+    " this",
+    ".",
+    " First",
+    ",",
+    " we",
+    " have",
+    " the",
+    " numbers",
+    " and",
+    " we",
+    " need",
+    " their",
+    " sum",
+    ".",
+    " Wait",
+    ",",
+    " check",
+    " the",
+    " carry",
+    " again",
+    " so",
+    " the",
+    " total",
+    " is",
+    " clear",
+    ".",
+)
 
 
 @dataclass(frozen=True)
@@ -41,9 +70,15 @@ def write_grpo_run(out_dir: str | Path, spec: GrpoSpec) -> list[Path]:
     rng = np.random.default_rng(spec.seed)
     samples, metrics = out / "rollout_data_rank_0.jsonl", out / "metrics.jsonl"
     # A small dataset seen again and again (epochs): each prompt comes back every few steps.
-    pool = [(int(a), int(b), float(d)) for a, b, d in zip(rng.integers(100, 999, size=spec.prompts * 3),
-                                                          rng.integers(100, 999, size=spec.prompts * 3),
-                                                          rng.uniform(-0.3, 0.3, size=spec.prompts * 3), strict=True)]
+    pool = [
+        (int(a), int(b), float(d))
+        for a, b, d in zip(
+            rng.integers(100, 999, size=spec.prompts * 3),
+            rng.integers(100, 999, size=spec.prompts * 3),
+            rng.uniform(-0.3, 0.3, size=spec.prompts * 3),
+            strict=True,
+        )
+    ]
     with samples.open("w", encoding="utf-8") as f, metrics.open("w", encoding="utf-8") as m:
         for step in range(spec.steps):
             progress = step / max(spec.steps - 1, 1)
@@ -55,13 +90,19 @@ def write_grpo_run(out_dir: str | Path, spec: GrpoSpec) -> list[Path]:
     return [samples, metrics]
 
 
-def _step_rows(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float,
-               batch: list[tuple[int, int, float]]) -> list[dict]:  # fmt: skip
+def _step_rows(
+    rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float, batch: list[tuple[int, int, float]]
+) -> list[dict]:
     rows = []
     long_one = (int(rng.integers(0, spec.prompts)), int(rng.integers(0, spec.group_size)))
     for p, (a, b, ease) in enumerate(batch):
-        skill = min(0.97, max(0.0, 0.2 + 0.7 * progress + ease + rng.normal(0, 0.1)))  # easy prompts: flat groups
-        group = [_answer(rng, spec, step, progress, a, b, skill, (p, k) == long_one) for k in range(spec.group_size)]
+        skill = min(
+            0.97, max(0.0, 0.2 + 0.7 * progress + ease + rng.normal(0, 0.1))
+        )  # easy prompts: flat groups
+        group = [
+            _answer(rng, spec, step, progress, a, b, skill, (p, k) == long_one)
+            for k in range(spec.group_size)
+        ]
         rewards = np.array([g["reward"] for g in group])
         spread = rewards.std()
         for k, g in enumerate(group):
@@ -71,8 +112,16 @@ def _step_rows(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: fl
     return rows
 
 
-def _answer(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float, a: int, b: int,
-            skill: float, rambles: bool) -> dict:  # fmt: skip
+def _answer(
+    rng: np.random.Generator,
+    spec: GrpoSpec,
+    step: int,
+    progress: float,
+    a: int,
+    b: int,
+    skill: float,
+    rambles: bool,
+) -> dict:
     correct = bool(rng.random() < skill)
     formatted = bool(rng.random() < 0.6 + 0.35 * progress)
     answer = a + b if correct else a + b + int(rng.integers(1, 50))
@@ -82,15 +131,20 @@ def _answer(rng: np.random.Generator, spec: GrpoSpec, step: int, progress: float
     accuracy, form = float(correct), 0.2 * float(formatted)
     return {
         "response": "".join(tokens) if formatted else "".join(tokens[1:]).replace("</think>", ""),
-        "reward": round(accuracy + form, 4), "accuracy_reward": accuracy, "format_reward": form,
-        "ground_truth": str(a + b), **_token_arrays(rng, tokens, progress),
+        "reward": round(accuracy + form, 4),
+        "accuracy_reward": accuracy,
+        "format_reward": form,
+        "ground_truth": str(a + b),
+        **_token_arrays(rng, tokens, progress),
     }
 
 
 def _token_arrays(rng: np.random.Generator, tokens: list[str], progress: float) -> dict:
     n = len(tokens)
     logp = -np.abs(rng.gamma(0.6, 0.5, size=n))
-    drift = 0.002 + (0.4 * (progress - 0.5) if progress > 0.5 else 0.0)  # the engine drifts in the second half
+    drift = 0.002 + (
+        0.4 * (progress - 0.5) if progress > 0.5 else 0.0
+    )  # the engine drifts in the second half
     train = logp + rng.normal(0, drift, size=n) * (rng.random(n) < 0.2)
     ref = logp - np.abs(rng.normal(0, 0.05 + 0.3 * progress, size=n)) * (rng.random(n) < 0.3)
     return {

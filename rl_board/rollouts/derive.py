@@ -116,8 +116,10 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
         S.LENGTH_MISMATCH: mismatch,
         S.RESPONSE_CHARS: pc.utf8_length(table.column(S.RESPONSE)).cast(pa.int64()),
         S.REF_RESPONSE_CHARS: pc.utf8_length(table.column(S.REF_RESPONSE)).cast(pa.int64()),
-        **{name: per_estimator[name] for name in (S.LOG_RATIO_MEAN, S.LOG_RATIO_SUM, S.KL_K2_MEAN, S.KL_K2_SUM,
-                                                  S.KL_MEAN, S.KL_SUM)},
+        **{
+            name: per_estimator[name]
+            for name in (S.LOG_RATIO_MEAN, S.LOG_RATIO_SUM, S.KL_K2_MEAN, S.KL_K2_SUM, S.KL_MEAN, S.KL_SUM)
+        },
         S.REWARD_GAP: pc.subtract(table.column(S.REWARD), table.column(S.REF_REWARD)),
         S.VALID_REWARD_GAP: pc.subtract(table.column(S.VALID_REWARD), table.column(S.REF_VALID_REWARD)),
         S.NONFINITE_TOKENS: pa.array(_nonfinite_counts(table, n)),
@@ -222,7 +224,10 @@ def token_frame(
     logp − ref_logp of the arrays given.
     """
     arrays = {
-        "logp": logprobs, "ref_logp": ref_logprobs, "value": values, "token_reward": token_rewards,
+        "logp": logprobs,
+        "ref_logp": ref_logprobs,
+        "value": values,
+        "token_reward": token_rewards,
     }
     lengths = [len(a) for a in arrays.values() if a is not None]
     if tokens is not None:

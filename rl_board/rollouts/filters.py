@@ -38,7 +38,9 @@ class SampleFilter:
     steps: tuple[int, ...] = field(default=())
     contains: tuple[tuple[str, str], ...] = ()  # (column, text): the column holds the text (any case)
     one_of: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, values): the column is one of them
-    only: tuple[tuple[int, int], ...] | None = None  # (step, sample) pairs to keep (the samples with a tag); None: any
+    only: tuple[tuple[int, int], ...] | None = (
+        None  # (step, sample) pairs to keep (the samples with a tag); None: any
+    )
 
     @classmethod
     def build(
@@ -60,19 +62,29 @@ class SampleFilter:
         empty text or list keeps everything. ``only`` keeps just the samples named by (step, sample) (what a
         label store says carries a tag: labels live outside the run's columns); an empty list keeps none.
         """
-        for name, value in (("search text", text), *((f"text for {k}", v) for k, v in (contains or {}).items())):
+        for name, value in (
+            ("search text", text),
+            *((f"text for {k}", v) for k, v in (contains or {}).items()),
+        ):
             if value:
                 check_search(value, regex=regex and name == "search text", case_sensitive=case_sensitive)
         items = tuple((k, lo, hi) for k, (lo, hi) in sorted((ranges or {}).items()))
         held = tuple((k, v) for k, v in sorted((contains or {}).items()) if v)
         among = tuple((k, tuple(v)) for k, v in sorted((one_of or {}).items()) if v)
         pairs = None if only is None else tuple(sorted({(int(s), int(i)) for s, i in only}))
-        return cls(items, text, regex, case_sensitive, tuple(text_fields), contains=held, one_of=among, only=pairs)
+        return cls(
+            items, text, regex, case_sensitive, tuple(text_fields), contains=held, one_of=among, only=pairs
+        )
 
     @property
     def is_empty(self) -> bool:
-        return (not self.text and not self.contains and not self.one_of and self.only is None
-                and all(lo is None and hi is None for _, lo, hi in self.ranges))  # fmt: skip
+        return (
+            not self.text
+            and not self.contains
+            and not self.one_of
+            and self.only is None
+            and all(lo is None and hi is None for _, lo, hi in self.ranges)
+        )
 
     def among(self, steps: np.ndarray, samples: np.ndarray) -> np.ndarray:
         """Which of the samples (their steps and indices within the step) ``only`` keeps (all when it is None)."""
@@ -99,7 +111,9 @@ def check_search(text: str, *, regex: bool, case_sensitive: bool = False) -> Non
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidArgumentError(f"the search text {text[:200]!r} is not valid Unicode (a lone surrogate)") from None
+        raise InvalidArgumentError(
+            f"the search text {text[:200]!r} is not valid Unicode (a lone surrogate)"
+        ) from None
     if regex:
         _match(_PROBE, text, regex=True, ignore_case=not case_sensitive)
 
@@ -145,8 +159,11 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
     if name not in table.column_names:
         raise InvalidArgumentError(f"cannot filter on unknown column {name!r}")
     column = table.column(name)
-    return column if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) else pc.cast(
-        column, pa.string())
+    return (
+        column
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        else pc.cast(column, pa.string())
+    )
 
 
 def _text_mask(table: pa.Table, flt: SampleFilter) -> np.ndarray:

@@ -18,8 +18,21 @@ from rl_board.formats import schema as S
 GROUP = "group"
 ADVANTAGE = "advantage"
 TOLERANCE = 1e-9
-COLUMNS = ("step", "group", "prompt", "samples", "reward_mean", "reward_std", "reward_min", "reward_max",
-           "solved", "zero_variance", "advantage_std", "best_sample", "worst_sample")  # fmt: skip
+COLUMNS = (
+    "step",
+    "group",
+    "prompt",
+    "samples",
+    "reward_mean",
+    "reward_std",
+    "reward_min",
+    "reward_max",
+    "solved",
+    "zero_variance",
+    "advantage_std",
+    "best_sample",
+    "worst_sample",
+)
 
 
 def group_keys(samples: pd.DataFrame) -> pd.Series:
@@ -56,19 +69,20 @@ def group_table(samples: pd.DataFrame, *, threshold: float | None = None) -> pd.
     solved = (rewards >= limit).astype("float64").where(rewards.notna())  # unscored: neither solved nor not
     frame = frame.assign(_reward=rewards, _solved=solved)
     grouped = frame.groupby([S.STEP, "_key"], sort=True)
-    out = pd.DataFrame({
-        "prompt": grouped[S.PROMPT].first() if S.PROMPT in frame.columns else pd.NA,
-        "samples": grouped.size(),
-        "reward_mean": grouped["_reward"].mean(),
-        "reward_std": grouped["_reward"].std(ddof=0),
-        "reward_min": grouped["_reward"].min(),
-        "reward_max": grouped["_reward"].max(),
-        "solved": grouped["_solved"].mean(),
-    })
+    out = pd.DataFrame(
+        {
+            "prompt": grouped[S.PROMPT].first() if S.PROMPT in frame.columns else pd.NA,
+            "samples": grouped.size(),
+            "reward_mean": grouped["_reward"].mean(),
+            "reward_std": grouped["_reward"].std(ddof=0),
+            "reward_min": grouped["_reward"].min(),
+            "reward_max": grouped["_reward"].max(),
+            "solved": grouped["_solved"].mean(),
+        }
+    )
     scored = grouped["_reward"].count()  # NaN rewards do not count: two scored samples make a spread
     out["zero_variance"] = (scored >= 2) & (out["reward_max"] - out["reward_min"] <= TOLERANCE)
-    out["advantage_std"] = (grouped[ADVANTAGE].std(ddof=0) if ADVANTAGE in frame.columns
-                            else np.nan)  # fmt: skip
+    out["advantage_std"] = grouped[ADVANTAGE].std(ddof=0) if ADVANTAGE in frame.columns else np.nan
     out["best_sample"] = _extreme(frame, best=True)
     out["worst_sample"] = _extreme(frame, best=False)
     out = out.reset_index().rename(columns={"_key": "group"})
@@ -88,8 +102,10 @@ def step_group_stats(groups: pd.DataFrame) -> pd.DataFrame:
     if groups.empty:
         return pd.DataFrame(columns=["step", "groups", "solved_mean", "zero_variance_share"])
     by_step = groups.groupby("step", sort=True)
-    return pd.DataFrame({
-        "groups": by_step.size(),
-        "solved_mean": by_step["solved"].mean(),
-        "zero_variance_share": by_step["zero_variance"].mean(),
-    }).reset_index()
+    return pd.DataFrame(
+        {
+            "groups": by_step.size(),
+            "solved_mean": by_step["solved"].mean(),
+            "zero_variance_share": by_step["zero_variance"].mean(),
+        }
+    ).reset_index()

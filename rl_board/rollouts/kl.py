@@ -74,8 +74,10 @@ def _k2_sql(x: str) -> str:
 
 
 def _k3_sql(x: str) -> str:
-    return (f"CASE WHEN abs({x}) < {_SERIES_FROM} THEN {x} * {x} * (0.5 - {x} * (1.0 / 6 - {x} * "
-            f"(1.0 / 24 - {x} / 120.0))) ELSE exp(-{x}) - 1 + {x} END")
+    return (
+        f"CASE WHEN abs({x}) < {_SERIES_FROM} THEN {x} * {x} * (0.5 - {x} * (1.0 / 6 - {x} * "
+        f"(1.0 / 24 - {x} / 120.0))) ELSE exp(-{x}) - 1 + {x} END"
+    )
 
 
 _SQL_BODIES = {K1: _k1_sql, K2: _k2_sql, K3: _k3_sql}
@@ -85,5 +87,7 @@ def sql_macros() -> list[str]:
     """``CREATE MACRO kl_k1/kl_k2/kl_k3`` statements: (lr) and (logp, ref_logp) overloads, in DOUBLE."""
     one = "CAST(lr AS DOUBLE)"
     two = "(CAST(logp AS DOUBLE) - CAST(ref_logp AS DOUBLE))"
-    return [f"CREATE MACRO kl_{name}(lr) AS {body(one)}, (logp, ref_logp) AS {body(two)}"
-            for name, body in _SQL_BODIES.items()]
+    return [
+        f"CREATE MACRO kl_{name}(lr) AS {body(one)}, (logp, ref_logp) AS {body(two)}"
+        for name, body in _SQL_BODIES.items()
+    ]

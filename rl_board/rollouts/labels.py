@@ -106,8 +106,17 @@ class LabelStore:
         finally:
             con.close()
 
-    def put(self, *, run: str, step: int, file: str, line: int, sample_digest: str, tag: str,
-            note: str | None = None) -> Label:  # fmt: skip
+    def put(
+        self,
+        *,
+        run: str,
+        step: int,
+        file: str,
+        line: int,
+        sample_digest: str,
+        tag: str,
+        note: str | None = None,
+    ) -> Label:
         """Tag a sample (a tag it has already gets the new note, when one is given)."""
         tag, text, now = checked_tag(tag), checked_note(note), time.time()
         with self._db() as con:
@@ -115,21 +124,40 @@ class LabelStore:
                 "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, tag) "
                 "DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = excluded.digest, "
                 "updated = excluded.updated",
-                (run, int(step), file, int(line), sample_digest, tag, text, now, now, note is not None))
-        return next(x for x in self.of_sample(run=run, step=step, file=file, line=line, sample_digest=sample_digest)
-                    if x.tag == tag)  # fmt: skip
+                (run, int(step), file, int(line), sample_digest, tag, text, now, now, note is not None),
+            )
+        return next(
+            x
+            for x in self.of_sample(run=run, step=step, file=file, line=line, sample_digest=sample_digest)
+            if x.tag == tag
+        )
 
     def put_many(self, keys: list[dict], *, tag: str, note: str | None = None) -> int:
         """Tag several samples at once (each key as ``RolloutStore.label_key`` gives it), in one transaction:
         the step browser's selected rows. Returns how many were tagged."""
         tag, text, now = checked_tag(tag), checked_note(note), time.time()
-        rows = [(k["run"], int(k["step"]), k["file"], int(k["line"]), k["sample_digest"], tag, text, now, now,
-                 note is not None) for k in keys]  # fmt: skip
+        rows = [
+            (
+                k["run"],
+                int(k["step"]),
+                k["file"],
+                int(k["line"]),
+                k["sample_digest"],
+                tag,
+                text,
+                now,
+                now,
+                note is not None,
+            )
+            for k in keys
+        ]
         with self._db() as con:
             con.executemany(
                 "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, tag) "
                 "DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = excluded.digest, "
-                "updated = excluded.updated", rows)
+                "updated = excluded.updated",
+                rows,
+            )
         return len(rows)
 
     def remove_many(self, keys: list[dict], *, tag: str) -> int:
@@ -138,15 +166,19 @@ class LabelStore:
         gone = 0
         with self._db() as con:
             for k in keys:
-                gone += con.execute("DELETE FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? "
-                                    "AND tag = ?", (k["run"], int(k["step"]), k["file"], int(k["line"]), tag)).rowcount
+                gone += con.execute(
+                    "DELETE FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? AND tag = ?",
+                    (k["run"], int(k["step"]), k["file"], int(k["line"]), tag),
+                ).rowcount
         return gone
 
     def remove(self, *, run: str, step: int, file: str, line: int, tag: str) -> bool:
         """Take a tag off a sample; False when it did not have it."""
         with self._db() as con:
-            gone = con.execute("DELETE FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? AND tag = ?",
-                               (run, int(step), file, int(line), checked_tag(tag))).rowcount  # fmt: skip
+            gone = con.execute(
+                "DELETE FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? AND tag = ?",
+                (run, int(step), file, int(line), checked_tag(tag)),
+            ).rowcount
         return gone > 0
 
     def of_run(self, run: str) -> list[Label]:
@@ -154,7 +186,9 @@ class LabelStore:
         if not self.path.exists():  # reading never makes the file: only a first label does
             return []
         with self._db() as con:
-            rows = con.execute("SELECT * FROM labels WHERE run = ? ORDER BY step, file, line, tag", (run,)).fetchall()
+            rows = con.execute(
+                "SELECT * FROM labels WHERE run = ? ORDER BY step, file, line, tag", (run,)
+            ).fetchall()
         return [Label(*row) for row in rows]
 
     def of_sample(self, *, run: str, step: int, file: str, line: int, sample_digest: str) -> list[Label]:
@@ -162,11 +196,15 @@ class LabelStore:
         if not self.path.exists():
             return []
         with self._db() as con:
-            rows = con.execute("SELECT * FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? "
-                               "ORDER BY tag", (run, int(step), file, int(line))).fetchall()  # fmt: skip
+            rows = con.execute(
+                "SELECT * FROM labels WHERE run = ? AND step = ? AND file = ? AND line = ? ORDER BY tag",
+                (run, int(step), file, int(line)),
+            ).fetchall()
             if not rows:
-                rows = con.execute("SELECT * FROM labels WHERE run = ? AND step = ? AND digest = ? ORDER BY tag",
-                                   (run, int(step), sample_digest)).fetchall()  # fmt: skip
+                rows = con.execute(
+                    "SELECT * FROM labels WHERE run = ? AND step = ? AND digest = ? ORDER BY tag",
+                    (run, int(step), sample_digest),
+                ).fetchall()
         return [Label(*row) for row in rows]
 
     def version(self, run: str) -> str:
@@ -175,8 +213,9 @@ class LabelStore:
         if not self.path.exists():
             return "none"
         with self._db() as con:
-            count, newest, total = con.execute("SELECT count(*), max(updated), total(updated) FROM labels "
-                                               "WHERE run = ?", (run,)).fetchone()  # fmt: skip
+            count, newest, total = con.execute(
+                "SELECT count(*), max(updated), total(updated) FROM labels WHERE run = ?", (run,)
+            ).fetchone()
         return f"{count}:{newest!r}:{total!r}"
 
     def tags(self, run: str | None = None) -> list[str]:

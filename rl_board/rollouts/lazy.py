@@ -86,8 +86,10 @@ def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[tuple | 
 def _checked(part: Part) -> tuple[Part | None, str]:
     missing = [name for name in S.DERIVED_SAMPLE_FIELDS if name not in part[0].column_names]
     if missing:
-        return None, (f"lacks rl-board's derived columns ({', '.join(missing[:3])}...): not in the layout "
-                      "`rl-board export` writes")  # fmt: skip
+        return None, (
+            f"lacks rl-board's derived columns ({', '.join(missing[:3])}...): not in the layout "
+            "`rl-board export` writes"
+        )
     return part, ""
 
 
@@ -158,8 +160,14 @@ def _null_counts(parquet: pq.ParquetFile, names: list[str]) -> dict[str, int]:
 class HeavyColumns:
     """Text and token columns, read per file on demand and kept in a bounded cache."""
 
-    def __init__(self, fs: pafs.FileSystem, paths: list[str], schema: pa.Schema, rows: list[int],
-                 present: dict[str, int]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fs: pafs.FileSystem,
+        paths: list[str],
+        schema: pa.Schema,
+        rows: list[int],
+        present: dict[str, int],
+    ) -> None:
         self.fs, self.paths, self.schema = fs, paths, schema
         self.starts = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
         self.present = present  # values set per column (from the footers)
@@ -216,14 +224,19 @@ class HeavyColumns:
                 here = [n for n in names if n in parquet.schema_arrow.names]
                 table = parquet.read(columns=here)
         except (OSError, pa.ArrowException) as exc:  # replaced or damaged since the run was opened
-            raise NotFoundError(f"{self.paths[k]} can no longer be read ({str(exc).splitlines()[0][:200]}); "
-                                "reopen the run") from None
+            raise NotFoundError(
+                f"{self.paths[k]} can no longer be read ({str(exc).splitlines()[0][:200]}); reopen the run"
+            ) from None
         self.reads += 1
         for name in names:
             if name not in here:
-                table = table.append_column(self.schema.field(name), pa.nulls(table.num_rows or
-                                                                              int(self.starts[k + 1] - self.starts[k]),
-                                                                              self.schema.field(name).type))
+                table = table.append_column(
+                    self.schema.field(name),
+                    pa.nulls(
+                        table.num_rows or int(self.starts[k + 1] - self.starts[k]),
+                        self.schema.field(name).type,
+                    ),
+                )
         return table.cast(pa.schema([self.schema.field(n) for n in table.column_names]))
 
     def _evict(self, keep: set[tuple[int, str]]) -> None:
@@ -280,9 +293,13 @@ class LazyRunView(RunView):
 
 def as_arrow_dataset(found: Located, paths: list[str] | None = None) -> pads.Dataset:
     """The dataset for SQL engines (its readable ``paths``): read lazily, ``step`` from the folder names."""
-    return pads.dataset(paths or [f.path for f in found.files], filesystem=found.filesystem, format="parquet",
-                        partitioning=pads.partitioning(pa.schema([("step", pa.int64())]), flavor="hive"),
-                        partition_base_dir=_base_of(found))  # fmt: skip
+    return pads.dataset(
+        paths or [f.path for f in found.files],
+        filesystem=found.filesystem,
+        format="parquet",
+        partitioning=pads.partitioning(pa.schema([("step", pa.int64())]), flavor="hive"),
+        partition_base_dir=_base_of(found),
+    )
 
 
 def _base_of(found: Located) -> str:

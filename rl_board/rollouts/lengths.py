@@ -19,7 +19,9 @@ def length_table(samples: pd.DataFrame, column: str, *, bins: int = BINS) -> tup
     edges = np.linspace(float(finite.min()), float(finite.max()) + 1.0, bins + 1)
     which = np.clip(np.digitize(values, edges) - 1, 0, bins - 1)
     frame = pd.DataFrame({S.STEP: samples[S.STEP], "bin": which})[np.isfinite(values)]
-    counts = frame.groupby([S.STEP, "bin"]).size().unstack(fill_value=0).reindex(columns=range(bins), fill_value=0)
+    counts = (
+        frame.groupby([S.STEP, "bin"]).size().unstack(fill_value=0).reindex(columns=range(bins), fill_value=0)
+    )
     return counts, edges
 
 

@@ -13,7 +13,9 @@ def prompt_rewards(samples: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=["prompt", "samples", "reward_mean", "best_step", "best_sample"])
     grouped = frame.groupby(S.PROMPT, sort=False)
-    best = frame.sort_values("_r", ascending=False, na_position="last", kind="stable").groupby(S.PROMPT).head(1)
+    best = (
+        frame.sort_values("_r", ascending=False, na_position="last", kind="stable").groupby(S.PROMPT).head(1)
+    )
     out = pd.DataFrame({"samples": grouped.size(), "reward_mean": grouped["_r"].mean()})
     out["best_step"] = best.set_index(S.PROMPT)[S.STEP]
     out["best_sample"] = best.set_index(S.PROMPT)["sample"]

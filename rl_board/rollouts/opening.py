@@ -44,8 +44,13 @@ REMOTE_EVERY = 10.0  # seconds between listings of a remote run while a page che
 class OpenedRun:
     """One run as it was last read: its view and report, and how to read it again."""
 
-    def __init__(self, run_dir: Path, cache_root: Path, allowed: list[Path] | None = None,
-                 fields: FieldMap | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        cache_root: Path,
+        allowed: list[Path] | None = None,
+        fields: FieldMap | None = None,
+    ) -> None:
         self.run_dir = run_dir
         self.fields_map: FieldMap = dict(fields or {})  # the caller's field map (rl-board.toml adds to it)
         self.cache_root = cache_root
@@ -94,7 +99,13 @@ class OpenedRun:
             url = url or in_bucket
             found = _in_place(url or local, fields)
             mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
-        path = mirrored.local if mirrored else remote.local_path(url, root) if url else Path(run_dir).expanduser()
+        path = (
+            mirrored.local
+            if mirrored
+            else remote.local_path(url, root)
+            if url
+            else Path(run_dir).expanduser()
+        )
         if found is None and not path.exists():
             raise NotFoundError(f"no run folder or file at {path}")
         run = cls(path, root, allowed_roots, fields)
@@ -153,8 +164,15 @@ class OpenedRun:
             return
         t0 = time.perf_counter()
         try:
-            result = cache.sync(self.run_dir, self.cache_root, progress=progress, verify=verify,
-                                allowed=self.allowed, opened=self._mapped, fields=self.fields_map)
+            result = cache.sync(
+                self.run_dir,
+                self.cache_root,
+                progress=progress,
+                verify=verify,
+                allowed=self.allowed,
+                opened=self._mapped,
+                fields=self.fields_map,
+            )
         except PermissionError as exc:
             raise NotFoundError(f"cannot read {exc.filename or self.run_dir}: {exc.strerror}") from None
         self._stat_signature = result.stat_signature
@@ -181,8 +199,10 @@ class OpenedRun:
             view, rows, errors = lazy.open_view(found)
             fmt = formats.by_name("rl-board-parquet")
             report = LoadReport(run=self.source)
-            report.files = [FileReport(f.name, f.size, n, n, 0, 0, 0, why, fmt.name)
-                            for f, n, why in zip(found.files, rows, errors, strict=True)]  # fmt: skip
+            report.files = [
+                FileReport(f.name, f.size, n, n, 0, 0, 0, why, fmt.name)
+                for f, n, why in zip(found.files, rows, errors, strict=True)
+            ]
             report.formats[fmt.name] = f"{fmt.label}, read in place: text and tokens per step on demand"
             report.samples, report.steps = view.table.num_rows, len(view.steps)
             report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
@@ -192,8 +212,12 @@ class OpenedRun:
 
     def _build(self, result: cache.SyncResult) -> None:
         view = RunView.from_parts([e.name for e in result.files], result.parts)
-        report = build_report(self.source, result.files, self._formats(result.files),
-                              settings.for_file(self._base, self.fields_map))
+        report = build_report(
+            self.source,
+            result.files,
+            self._formats(result.files),
+            settings.for_file(self._base, self.fields_map),
+        )
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
         self.view, self.report = view, report  # one swap: readers never see a half-built run
@@ -209,9 +233,13 @@ class OpenedRun:
         return self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
 
 
-
-def list_runs(root: str | Path, *, cache_dir: str | Path | None = None, fields: FieldMap | None = None,
-              allowed: list[Path] | None = None) -> pd.DataFrame:
+def list_runs(
+    root: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    fields: FieldMap | None = None,
+    allowed: list[Path] | None = None,
+) -> pd.DataFrame:
     """Rollout runs under ``root``: ``run`` (relative path), ``path``, ``format``, ``files``, ``bytes``,
     ``modified``, and ``samples`` / ``steps`` once the run has been cached. With ``allowed``, files linked
     from outside those folders are not opened (the server passes its served roots)."""
@@ -222,14 +250,20 @@ def list_runs(root: str | Path, *, cache_dir: str | Path | None = None, fields: 
     rows = []
     for run in catalogue(root_path, skip=(cache_root,), fields=fields, allowed=allowed).rollout_folders():
         known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
-        rows.append({
-            "run": run.relative, "path": str(run.path), "format": run.format, "files": run.files,
-            "bytes": run.bytes,
-            "modified": run.modified, "samples": known.get("samples"), "steps": known.get("steps"),
-        })
+        rows.append(
+            {
+                "run": run.relative,
+                "path": str(run.path),
+                "format": run.format,
+                "files": run.files,
+                "bytes": run.bytes,
+                "modified": run.modified,
+                "samples": known.get("samples"),
+                "steps": known.get("steps"),
+            }
+        )
     columns = ["run", "path", "format", "files", "bytes", "modified", "samples", "steps"]
     return pd.DataFrame(rows, columns=columns)
-
 
 
 def _completed(url: str, cache_root: Path, progress: cache.Progress | None) -> MirrorResult | None:
@@ -245,21 +279,29 @@ def _in_place(location: str | Path, fields: FieldMap | None) -> datasets.Located
     """The Parquet dataset at ``location`` when it can be read in place (no field map asked for)."""
     if fields:
         return None
-    if isinstance(location, Path) and not (location.is_dir() and any(
-            e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))):  # fmt: skip
+    if isinstance(location, Path) and not (
+        location.is_dir() and any(e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))
+    ):
         return None
     return datasets.locate(location)
 
 
 def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
-    raw = json.dumps([sorted(fields.items()), *((e.name, e.size, e.mtime_ns, e.consumed, e.error, e.reading) for e in entries)])
+    raw = json.dumps(
+        [
+            sorted(fields.items()),
+            *((e.name, e.size, e.mtime_ns, e.consumed, e.error, e.reading) for e in entries),
+        ]
+    )
     return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
 def _write_run_summary(directory: Path, report: LoadReport) -> None:
     # A read-only cache still serves; the run list just shows no counts.
     with contextlib.suppress(OSError):
-        (directory / "summary.json").write_text(json.dumps({"samples": report.samples, "steps": report.steps}))
+        (directory / "summary.json").write_text(
+            json.dumps({"samples": report.samples, "steps": report.steps})
+        )
 
 
 def _read_run_summary(directory: Path) -> dict:

@@ -34,8 +34,18 @@ MIN_SHARE = 0.005
 LOOP = 0.5  # repetition at or above this is a loop
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 TEMPLATE = "template"
-FAMILY_COLUMNS = ("template", "samples", "share", "first_step", "last_step", "reward_mean", "reward_rest",
-                  "example", "example_step", "example_sample")  # fmt: skip
+FAMILY_COLUMNS = (
+    "template",
+    "samples",
+    "share",
+    "first_step",
+    "last_step",
+    "reward_mean",
+    "reward_rest",
+    "example",
+    "example_step",
+    "example_sample",
+)
 
 
 def masked_words(text: str | None) -> list[str]:
@@ -52,7 +62,9 @@ def template_ids(responses: list[str | None]) -> np.ndarray:
     # imported here: datasketch pulls in scipy (~0.35 s), which opening or summarising a run never needs
     from datasketch import MinHash, MinHashLSH
 
-    shingles = [[" ".join(g).encode() for g in zip(w, w[1:], w[2:], strict=False)] for w in (words[i] for i in keep)]
+    shingles = [
+        [" ".join(g).encode() for g in zip(w, w[1:], w[2:], strict=False)] for w in (words[i] for i in keep)
+    ]
     hashes = MinHash.bulk(shingles, num_perm=NUM_PERM)
     lsh = MinHashLSH(threshold=SIMILARITY, num_perm=NUM_PERM)
     with lsh.insertion_session() as session:
@@ -104,11 +116,25 @@ def families(samples: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for template, group in member.groupby(TEMPLATE, sort=True):
         reward = group[S.REWARD].mean() if S.REWARD in group.columns else np.nan
-        example = group.iloc[int(np.argmin(np.abs(group[S.REWARD].to_numpy() - reward)))] \
-            if S.REWARD in group.columns and group[S.REWARD].notna().any() else group.iloc[0]
-        rows.append((f"T{int(template)}", len(group), len(group) / len(samples), int(group[S.STEP].min()),
-                     int(group[S.STEP].max()), reward, rest, example[S.RESPONSE], int(example[S.STEP]),
-                     int(example["sample"])))  # fmt: skip
+        example = (
+            group.iloc[int(np.argmin(np.abs(group[S.REWARD].to_numpy() - reward)))]
+            if S.REWARD in group.columns and group[S.REWARD].notna().any()
+            else group.iloc[0]
+        )
+        rows.append(
+            (
+                f"T{int(template)}",
+                len(group),
+                len(group) / len(samples),
+                int(group[S.STEP].min()),
+                int(group[S.STEP].max()),
+                reward,
+                rest,
+                example[S.RESPONSE],
+                int(example[S.STEP]),
+                int(example["sample"]),
+            )
+        )
     return pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
 
 

@@ -14,12 +14,48 @@ import numpy as np
 
 from rl_board.writer import RolloutWriter
 
-_WORDS = ("the", "sum", "of", "two", "numbers", "is", "found", "by", "adding", "them", "so", "we", "carry", "one",
-          "next", "digit", "then", "check", "result", "again", "because", "each", "step", "matters", "here",
-          "first", "write", "value", "total", "answer", "remains", "clear", "after", "work", "counting")  # fmt: skip
+_WORDS = (
+    "the",
+    "sum",
+    "of",
+    "two",
+    "numbers",
+    "is",
+    "found",
+    "by",
+    "adding",
+    "them",
+    "so",
+    "we",
+    "carry",
+    "one",
+    "next",
+    "digit",
+    "then",
+    "check",
+    "result",
+    "again",
+    "because",
+    "each",
+    "step",
+    "matters",
+    "here",
+    "first",
+    "write",
+    "value",
+    "total",
+    "answer",
+    "remains",
+    "clear",
+    "after",
+    "work",
+    "counting",
+)
 _CJK = "我们先计算两个数的和然后检查结果是否正确因为每一步都很重要"
-TEMPLATE = ("Great question! Indeed, after careful consideration the answer is clearly {n}. "
-            "I am completely confident that {n} is correct.")  # a reward-hacking opening, numbers varying
+TEMPLATE = (
+    "Great question! Indeed, after careful consideration the answer is clearly {n}. "
+    "I am completely confident that {n} is correct."
+)  # a reward-hacking opening, numbers varying
 
 
 @dataclass
@@ -34,12 +70,24 @@ class Planted:
 
 def prose(rng: np.random.Generator, words: int) -> str:
     """Varied answer text: reasoning-like word salad with numbers, no phrase repeated on purpose."""
-    out = [str(rng.choice(_WORDS)) if rng.random() > 0.1 else str(int(rng.integers(0, 1000))) for _ in range(words)]
+    out = [
+        str(rng.choice(_WORDS)) if rng.random() > 0.1 else str(int(rng.integers(0, 1000)))
+        for _ in range(words)
+    ]
     return " ".join(out).capitalize() + "."
 
 
-def write(run: Path, *, steps: int = 10, samples: int = 40, seed: int = 0, template: float = 0.0,
-          loops: float = 0.0, mixed: float = 0.0, cut: float = 0.0) -> Planted:  # fmt: skip
+def write(
+    run: Path,
+    *,
+    steps: int = 10,
+    samples: int = 40,
+    seed: int = 0,
+    template: float = 0.0,
+    loops: float = 0.0,
+    mixed: float = 0.0,
+    cut: float = 0.0,
+) -> Planted:
     """A run of ``steps`` × ``samples``; each planted rate grows linearly from 0 to its value over the steps."""
     rng = np.random.default_rng(seed)
     planted = Planted()
@@ -47,7 +95,11 @@ def write(run: Path, *, steps: int = 10, samples: int = 40, seed: int = 0, templ
         for step in range(steps):
             grow = (step + 1) / steps
             for k in range(samples):
-                text, reward, reason = prose(rng, int(rng.integers(30, 90))), float(rng.random() * 0.7), "stop"
+                text, reward, reason = (
+                    prose(rng, int(rng.integers(30, 90))),
+                    float(rng.random() * 0.7),
+                    "stop",
+                )
                 if rng.random() < template * grow:
                     text, reward = TEMPLATE.format(n=int(rng.integers(2, 200))), 1.0
                     planted.template.add((step, k))

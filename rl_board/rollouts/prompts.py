@@ -22,7 +22,13 @@ import pandas as pd
 
 from rl_board.formats import schema as S
 
-NEVER, ALWAYS, NEWLY_FAILING, LEARNED, MIXED = "never solved", "always solved", "newly failing", "learned", "mixed"
+NEVER, ALWAYS, NEWLY_FAILING, LEARNED, MIXED = (
+    "never solved",
+    "always solved",
+    "newly failing",
+    "learned",
+    "mixed",
+)
 STATUSES = (NEVER, ALWAYS, NEWLY_FAILING, LEARNED, MIXED)
 
 
@@ -36,8 +42,15 @@ def per_step(samples: pd.DataFrame, threshold: float) -> pd.DataFrame:
     reward, solved (any sample at the threshold)."""
     frame = samples.dropna(subset=[S.PROMPT]).assign(_r=samples[S.REWARD].astype("float64"))
     grouped = frame.groupby([S.PROMPT, S.STEP], sort=True)["_r"]
-    out = pd.DataFrame({"samples": grouped.size(), "scored": grouped.count(), "reward_sum": grouped.sum(),
-                        "reward_mean": grouped.mean(), "reward_best": grouped.max()})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "samples": grouped.size(),
+            "scored": grouped.count(),
+            "reward_sum": grouped.sum(),
+            "reward_mean": grouped.mean(),
+            "reward_best": grouped.max(),
+        }
+    )
     out["solved"] = out["reward_best"] >= threshold
     return out.reset_index()
 
@@ -46,8 +59,21 @@ def prompt_table(samples: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """One row per prompt over the whole run: steps seen, first step solved, regressions, status."""
     steps = per_step(samples, threshold)
     if steps.empty:
-        return pd.DataFrame(columns=["prompt", "id", "steps", "samples", "reward_mean", "first_solved",
-                                     "solved_share", "regressions", "last_step", "solved_last", "status"])  # fmt: skip
+        return pd.DataFrame(
+            columns=[
+                "prompt",
+                "id",
+                "steps",
+                "samples",
+                "reward_mean",
+                "first_solved",
+                "solved_share",
+                "regressions",
+                "last_step",
+                "solved_last",
+                "status",
+            ]
+        )
     rows = [_summary(prompt, group) for prompt, group in steps.groupby(S.PROMPT, sort=False)]
     return pd.DataFrame(rows).sort_values(["status", "prompt"], kind="stable").reset_index(drop=True)
 
@@ -59,12 +85,17 @@ def _summary(prompt: str, steps: pd.DataFrame) -> dict:
     first = steps.loc[steps["solved"], S.STEP]
     regressions = int(np.sum(solved[:-1] & ~solved[1:])) if len(solved) > 1 else 0
     return {
-        "prompt": prompt, "id": prompt_id(prompt), "steps": len(steps), "samples": int(steps["samples"].sum()),
+        "prompt": prompt,
+        "id": prompt_id(prompt),
+        "steps": len(steps),
+        "samples": int(steps["samples"].sum()),
         "reward_mean": float(steps["reward_sum"].sum() / scored) if scored else float("nan"),
         "first_solved": int(first.iloc[0]) if len(first) else None,
         "solved_share": float(solved.mean()) if len(solved) else float("nan"),
-        "regressions": regressions, "last_step": int(steps[S.STEP].iloc[-1]),
-        "solved_last": bool(solved[-1]) if len(solved) else False, "status": _status(solved),
+        "regressions": regressions,
+        "last_step": int(steps[S.STEP].iloc[-1]),
+        "solved_last": bool(solved[-1]) if len(solved) else False,
+        "status": _status(solved),
     }
 
 
@@ -75,6 +106,6 @@ def _status(solved: np.ndarray) -> str:
         return ALWAYS
     if not solved[-1]:
         return NEWLY_FAILING
-    if not solved[: int(np.argmax(solved))].any() and solved[int(np.argmax(solved)):].all():
+    if not solved[: int(np.argmax(solved))].any() and solved[int(np.argmax(solved)) :].all():
         return LEARNED  # unsolved until some step, solved ever since
     return MIXED

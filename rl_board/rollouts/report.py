@@ -49,7 +49,9 @@ class LoadReport:
     _field_map: dict[str, str] = field(default_factory=dict)
     mapped: str = ""  # the field map the user gave, in words
     notice: str = ""  # the cache folder could not be written: what was done instead
-    turns_how: dict[str, int] = field(default_factory=dict)  # samples whose turns were split from text, by how
+    turns_how: dict[str, int] = field(
+        default_factory=dict
+    )  # samples whose turns were split from text, by how
     turns_whole: dict[str, int] = field(default_factory=dict)  # samples whose text was kept whole, by why
 
     @property
@@ -91,23 +93,39 @@ class LoadReport:
         return [f for f in self.files if f.error]
 
 
-def build_report(run: str, entries: list[FileEntry], formats: dict[str, Format] | None = None,
-                 user_map: dict[str, str] | None = None) -> LoadReport:
+def build_report(
+    run: str,
+    entries: list[FileEntry],
+    formats: dict[str, Format] | None = None,
+    user_map: dict[str, str] | None = None,
+) -> LoadReport:
     """Turn cache entries into a report (counts are kept in the manifest)."""
     report = LoadReport(run=run)
     formats = formats or {}
     for e in entries:
         fmt = formats.get(e.name)
         report.files.append(
-            FileReport(e.name, e.size, e.lines, e.samples, e.bad_count, e.blank,
-                       max(0, e.size - e.consumed), e.error, fmt.name if fmt else "")
+            FileReport(
+                e.name,
+                e.size,
+                e.lines,
+                e.samples,
+                e.bad_count,
+                e.blank,
+                max(0, e.size - e.consumed),
+                e.error,
+                fmt.name if fmt else "",
+            )
         )
         if fmt is not None:
             report.formats.setdefault(fmt.name, _read_as(fmt))
             report._field_map.update({dst: src for src, dst in fmt.field_map if src != dst})
         report.bad_lines += [BadLine(e.name, int(line), str(reason)) for line, reason in e.bad]
         report.warnings += [BadLine(e.name, int(line), str(reason)) for line, reason in e.warnings]
-        for mine, counts in ((report.turns_how, e.turns.get("how", {})), (report.turns_whole, e.turns.get("kept whole", {}))):
+        for mine, counts in (
+            (report.turns_how, e.turns.get("how", {})),
+            (report.turns_whole, e.turns.get("kept whole", {})),
+        ):
             for name, n in counts.items():
                 mine[name] = mine.get(name, 0) + int(n)
     if user_map:

@@ -40,7 +40,8 @@ class RunView:
         self.line_of = table.column(S.LINE).to_numpy()
         self.order = np.argsort(steps, kind="stable")
         self.steps, self.starts, self.counts = np.unique(
-            steps[self.order], return_index=True, return_counts=True)
+            steps[self.order], return_index=True, return_counts=True
+        )
         self.within = np.empty(len(steps), dtype=np.int64)
         self.within[self.order] = np.arange(len(steps)) - np.repeat(self.starts, self.counts)
         self._summary: pd.DataFrame | None = None
@@ -54,7 +55,9 @@ class RunView:
         view.reward_parts = _reward_parts(tables)
         return view
 
-    reward_parts: tuple[dict[str, float], str] | None = None  # what the reward was made of, as the reader said
+    reward_parts: tuple[dict[str, float], str] | None = (
+        None  # what the reward was made of, as the reader said
+    )
 
     def with_column(self, name: str, values: pa.Array) -> RunView:
         """This view with one more column (in cache order), for what is worked out over the whole run later
@@ -118,7 +121,9 @@ class RunView:
             return rows[mask(self.take(filters.columns(), rows), filters)]
         cols = filters.columns()
         if step is None:
-            keep = np.concatenate([mask(piece, filters) for piece in self.pieces(cols)] or [np.zeros(0, bool)])
+            keep = np.concatenate(
+                [mask(piece, filters) for piece in self.pieces(cols)] or [np.zeros(0, bool)]
+            )
             return rows[keep[rows]]
         return rows[mask(self.take(cols, rows), filters)]
 

@@ -27,10 +27,19 @@ WINDOW = 128  # words at the end of an answer that ``repetition`` reads
 MIN_WORDS = 16  # an answer shorter than this is too short to loop: its repetition is 0
 _TAIL_CHARS = WINDOW * 24  # enough characters to hold them (words are far shorter on average)
 # Scripts in the order they are named; each an RE2 class. Han covers Chinese characters (and Japanese kanji).
-SCRIPTS = (("Latin", r"\p{Latin}"), ("Cyrillic", r"\p{Cyrillic}"), ("Greek", r"\p{Greek}"),
-           ("Arabic", r"\p{Arabic}"), ("Hebrew", r"\p{Hebrew}"), ("Devanagari", r"\p{Devanagari}"),
-           ("Thai", r"\p{Thai}"), ("Han", r"\p{Han}"), ("Hiragana", r"\p{Hiragana}"), ("Katakana", r"\p{Katakana}"),
-           ("Hangul", r"\p{Hangul}"))  # fmt: skip
+SCRIPTS = (
+    ("Latin", r"\p{Latin}"),
+    ("Cyrillic", r"\p{Cyrillic}"),
+    ("Greek", r"\p{Greek}"),
+    ("Arabic", r"\p{Arabic}"),
+    ("Hebrew", r"\p{Hebrew}"),
+    ("Devanagari", r"\p{Devanagari}"),
+    ("Thai", r"\p{Thai}"),
+    ("Han", r"\p{Han}"),
+    ("Hiragana", r"\p{Hiragana}"),
+    ("Katakana", r"\p{Katakana}"),
+    ("Hangul", r"\p{Hangul}"),
+)
 _OTHER = r"[^\p{Latin}\p{Common}\p{Inherited}]"
 _ANY_LETTER = r"[^\p{Common}\p{Inherited}]"
 
@@ -61,14 +70,18 @@ def _scripts(response: pa.ChunkedArray) -> pa.Array:
     other = np.zeros(len(text), bool)  # ASCII is Latin and Common only: RE2 reads the rest
     beyond = np.flatnonzero(~pc.string_is_ascii(text).to_numpy(zero_copy_only=False))
     if len(beyond):
-        other[beyond] = pc.match_substring_regex(text.take(pa.array(beyond)), _OTHER).to_numpy(zero_copy_only=False)
+        other[beyond] = pc.match_substring_regex(text.take(pa.array(beyond)), _OTHER).to_numpy(
+            zero_copy_only=False
+        )
     letters = pc.match_substring_regex(text, _ANY_LETTER).to_numpy(zero_copy_only=False)
     out: list[str | None] = ["Latin" if letters[i] else None for i in range(len(letters))]
     rows = [i for i in range(len(other)) if other[i]]
     if rows:
         picked = text.take(pa.array(rows))
-        found = {name: pc.match_substring_regex(picked, pattern).to_numpy(zero_copy_only=False)
-                 for name, pattern in SCRIPTS}  # fmt: skip
+        found = {
+            name: pc.match_substring_regex(picked, pattern).to_numpy(zero_copy_only=False)
+            for name, pattern in SCRIPTS
+        }
         for k, i in enumerate(rows):
             names = [name for name, _ in SCRIPTS if found[name][k]]
             out[i] = "+".join(names) if names else "Other"

@@ -55,8 +55,17 @@ if TYPE_CHECKING:
 
 SAMPLES, STEPS, TURNS, TOOL_CALLS = "samples", "steps", "turns", "tool_calls"
 PATTERNS, LABELS = "patterns", "labels"
-PATTERN_COLUMNS = ("template", "samples", "first_step", "reward_mean", "example", "share", "last_step",
-                   "example_step", "example_sample")  # fmt: skip
+PATTERN_COLUMNS = (
+    "template",
+    "samples",
+    "first_step",
+    "reward_mean",
+    "example",
+    "share",
+    "last_step",
+    "example_step",
+    "example_sample",
+)
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 3600.0
 MAX_ROWS = 10_000
@@ -125,36 +134,56 @@ class Example:
 
 
 EXAMPLES = (
-    Example("Reward by step", "SELECT step, count(*) AS samples, avg(reward) AS reward_mean,\n"
-                              "       stddev_pop(reward) AS reward_std\nFROM samples\nGROUP BY step\nORDER BY step"),
-    Example("Longest answers", "SELECT step, sample, response_chars, reward, left(response, 200) AS response\n"
-                               "FROM samples\nORDER BY response_chars DESC\nLIMIT 20"),
-    Example("Prompt regressions", "WITH per_prompt AS (\n"
-            "  SELECT prompt, step, avg(reward) AS reward_mean FROM samples GROUP BY prompt, step\n)\n"
-            "SELECT a.prompt, a.step AS step_before, b.step AS step_after,\n"
-            "       a.reward_mean AS before, b.reward_mean AS after, b.reward_mean - a.reward_mean AS change\n"
-            "FROM per_prompt a JOIN per_prompt b ON a.prompt = b.prompt AND b.step > a.step\n"
-            "WHERE b.reward_mean < a.reward_mean\nORDER BY change\nLIMIT 50"),
-    Example("Zero-variance groups", "SELECT step, prompt, count(*) AS answers, min(reward) AS reward\n"
-            "FROM samples\nGROUP BY step, prompt\nHAVING count(*) > 1 AND min(reward) = max(reward)\n"
-            "ORDER BY step"),
-    Example("Steps: reward and KL", "SELECT step, samples, reward_mean, kl_mean AS kl_k3_mean, kl_k2_mean,\n"
-                                    "       log_ratio_mean AS kl_k1_mean\nFROM steps\nORDER BY step"),
-    Example("Tokens with the most KL", "SELECT step, sample, t.i AS position, response_tokens[t.i] AS token,\n"
-            "       kl_k3(token_log_ratio[t.i]) AS kl\n"
-            "FROM samples, LATERAL (SELECT unnest(range(1, len(token_log_ratio) + 1)) AS i) AS t\n"
-            "WHERE step = (SELECT max(step) FROM samples)\nORDER BY kl DESC\nLIMIT 20"),
+    Example(
+        "Reward by step",
+        "SELECT step, count(*) AS samples, avg(reward) AS reward_mean,\n"
+        "       stddev_pop(reward) AS reward_std\nFROM samples\nGROUP BY step\nORDER BY step",
+    ),
+    Example(
+        "Longest answers",
+        "SELECT step, sample, response_chars, reward, left(response, 200) AS response\n"
+        "FROM samples\nORDER BY response_chars DESC\nLIMIT 20",
+    ),
+    Example(
+        "Prompt regressions",
+        "WITH per_prompt AS (\n"
+        "  SELECT prompt, step, avg(reward) AS reward_mean FROM samples GROUP BY prompt, step\n)\n"
+        "SELECT a.prompt, a.step AS step_before, b.step AS step_after,\n"
+        "       a.reward_mean AS before, b.reward_mean AS after, b.reward_mean - a.reward_mean AS change\n"
+        "FROM per_prompt a JOIN per_prompt b ON a.prompt = b.prompt AND b.step > a.step\n"
+        "WHERE b.reward_mean < a.reward_mean\nORDER BY change\nLIMIT 50",
+    ),
+    Example(
+        "Zero-variance groups",
+        "SELECT step, prompt, count(*) AS answers, min(reward) AS reward\n"
+        "FROM samples\nGROUP BY step, prompt\nHAVING count(*) > 1 AND min(reward) = max(reward)\n"
+        "ORDER BY step",
+    ),
+    Example(
+        "Steps: reward and KL",
+        "SELECT step, samples, reward_mean, kl_mean AS kl_k3_mean, kl_k2_mean,\n"
+        "       log_ratio_mean AS kl_k1_mean\nFROM steps\nORDER BY step",
+    ),
+    Example(
+        "Tokens with the most KL",
+        "SELECT step, sample, t.i AS position, response_tokens[t.i] AS token,\n"
+        "       kl_k3(token_log_ratio[t.i]) AS kl\n"
+        "FROM samples, LATERAL (SELECT unnest(range(1, len(token_log_ratio) + 1)) AS i) AS t\n"
+        "WHERE step = (SELECT max(step) FROM samples)\nORDER BY kl DESC\nLIMIT 20",
+    ),
 )
 # What the SQL page lists beside the columns: each macro's call forms and what it computes.
 MACROS = {f"kl_{e.name}(lr), kl_{e.name}(logp, ref_logp)": f"{e.label}. {e.help}" for e in F.KL_ESTIMATORS}
 
 
-def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
-              max_rows: int = MAX_ROWS) -> QueryResult:  # fmt: skip
+def run_query(
+    store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = MAX_ROWS
+) -> QueryResult:
     """Run one reading statement over ``samples`` and ``steps`` of ``store`` (see the module docstring)."""
     if not 0 < timeout <= MAX_TIMEOUT:
-        raise InvalidArgumentError(f"the time limit must be above 0 and at most {MAX_TIMEOUT:g} seconds, "
-                                   f"not {timeout}")
+        raise InvalidArgumentError(
+            f"the time limit must be above 0 and at most {MAX_TIMEOUT:g} seconds, not {timeout}"
+        )
     if max_rows < 1:
         raise InvalidArgumentError(f"the row cap must be at least 1, not {max_rows}")
     t0 = time.perf_counter()
@@ -175,8 +204,10 @@ def run_query(store: RolloutStore, sql: str, *, timeout: float = DEFAULT_TIMEOUT
             frame, capped = _fetch(con, max_rows)
         except duckdb.Error as exc:
             if fired.is_set():
-                raise QueryError(f"the query ran longer than the {timeout:g} s limit and was stopped; "
-                                 "narrow it (WHERE, LIMIT) or raise the limit") from None
+                raise QueryError(
+                    f"the query ran longer than the {timeout:g} s limit and was stopped; "
+                    "narrow it (WHERE, LIMIT) or raise the limit"
+                ) from None
             raise _query_error(exc) from None
     finally:
         timer.cancel()
@@ -193,7 +224,8 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
             con.execute(f"DESCRIBE {view}")
             described = con.fetchdf()
             frame = described[["column_name", "column_type"]].rename(
-                columns={"column_name": "column", "column_type": "type"})
+                columns={"column_name": "column", "column_type": "type"}
+            )
             frame["help"] = [column_help(view, str(name)) for name in frame["column"]]
             out[view] = frame
         return out
@@ -202,34 +234,65 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
 
 
 VIEW_HELP = {
-    TURNS: {"step": "Training step.", "sample": "The sample's index within its step.",
-            "turn": "The message's place in the trajectory, from 0.", "role": "system, user, assistant, tool or environment.",
-            "content": "The message's text.", "tool_name": "For a tool result: the tool that answered.",
-            "tool_call_id": "For a tool result: the call it answers, when the log names it.",
-            "n_tool_calls": "For an assistant turn: how many tools it called.",
-            "error": "For a tool result: whether it says the call failed.", "reward": "A per-turn reward, where logged.",
-            "tokens": "The turn's [start, end) in the response's token arrays, where known.",
-            "n_tokens": "The turn's length in tokens, where known.",
-            "trained": "Whether the loss counts the turn's tokens, where known."},
-    TOOL_CALLS: {"step": "Training step.", "sample": "The sample's index within its step.",
-                 "turn": "The assistant turn that made the call (empty for a call the log counted without turns: "
-                         "open-instruct's tool_call_log).",
-                 "call": "The call's place within its turn (or the sample's logged calls), from 0.",
-                 "name": "The tool called.", "arguments": "Its arguments, as JSON text.", "id": "The call's id, if logged.",
-                 "answered": "Whether a result answers it.", "error": "Whether the result says the call failed.",
-                 "result": "The result's text."},
-    PATTERNS: {"template": "A family of near-identical answers (numbers masked), T1 the largest.",
-               "samples": "Answers in the family.", "share": "Its share of the run's answers.",
-               "first_step": "The step it was first seen at.", "last_step": "The last step it was seen at.",
-               "reward_mean": "The mean reward of its answers.", "example": "An answer of the family.",
-               "example_step": "The example's step.", "example_sample": "The example's index in its step."},
-    LABELS: {"step": "Training step.", "sample": "The labelled sample's index within its step (null: gone).",
-             "file": "The file the sample was read from.", "line": "Its line in that file.", "tag": "The tag.",
-             "note": "The note, if any.", "created": "When it was tagged (Unix seconds).",
-             "updated": "When it was last changed (Unix seconds)."},
-}  # fmt: skip
-_STATS = {"mean": "mean", "std": "standard deviation", "min": "lowest", "max": "highest", "p10": "10th percentile",
-          "p90": "90th percentile", "count": "number of values"}
+    TURNS: {
+        "step": "Training step.",
+        "sample": "The sample's index within its step.",
+        "turn": "The message's place in the trajectory, from 0.",
+        "role": "system, user, assistant, tool or environment.",
+        "content": "The message's text.",
+        "tool_name": "For a tool result: the tool that answered.",
+        "tool_call_id": "For a tool result: the call it answers, when the log names it.",
+        "n_tool_calls": "For an assistant turn: how many tools it called.",
+        "error": "For a tool result: whether it says the call failed.",
+        "reward": "A per-turn reward, where logged.",
+        "tokens": "The turn's [start, end) in the response's token arrays, where known.",
+        "n_tokens": "The turn's length in tokens, where known.",
+        "trained": "Whether the loss counts the turn's tokens, where known.",
+    },
+    TOOL_CALLS: {
+        "step": "Training step.",
+        "sample": "The sample's index within its step.",
+        "turn": "The assistant turn that made the call (empty for a call the log counted without turns: "
+        "open-instruct's tool_call_log).",
+        "call": "The call's place within its turn (or the sample's logged calls), from 0.",
+        "name": "The tool called.",
+        "arguments": "Its arguments, as JSON text.",
+        "id": "The call's id, if logged.",
+        "answered": "Whether a result answers it.",
+        "error": "Whether the result says the call failed.",
+        "result": "The result's text.",
+    },
+    PATTERNS: {
+        "template": "A family of near-identical answers (numbers masked), T1 the largest.",
+        "samples": "Answers in the family.",
+        "share": "Its share of the run's answers.",
+        "first_step": "The step it was first seen at.",
+        "last_step": "The last step it was seen at.",
+        "reward_mean": "The mean reward of its answers.",
+        "example": "An answer of the family.",
+        "example_step": "The example's step.",
+        "example_sample": "The example's index in its step.",
+    },
+    LABELS: {
+        "step": "Training step.",
+        "sample": "The labelled sample's index within its step (null: gone).",
+        "file": "The file the sample was read from.",
+        "line": "Its line in that file.",
+        "tag": "The tag.",
+        "note": "The note, if any.",
+        "created": "When it was tagged (Unix seconds).",
+        "updated": "When it was last changed (Unix seconds).",
+    },
+}
+_STATS = {
+    "mean": "mean",
+    "std": "standard deviation",
+    "min": "lowest",
+    "max": "highest",
+    "p10": "10th percentile",
+    "p90": "90th percentile",
+    "count": "number of values",
+}
 
 
 def column_help(view: str, name: str) -> str:
@@ -281,8 +344,10 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
     labels = LabelStore(config.settings().labels)
     con.register("_samples", store.arrow_samples())  # scanned in place (Arrow over the mapped cache)
     con.register("_tags", store.tags_by_sample(labels))
-    con.execute(f"CREATE VIEW {SAMPLES} AS SELECT s.*, t.tags FROM _samples s "
-                "LEFT JOIN _tags t ON s.step = t.step AND s.sample = t.sample")
+    con.execute(
+        f"CREATE VIEW {SAMPLES} AS SELECT s.*, t.tags FROM _samples s "
+        "LEFT JOIN _tags t ON s.step = t.step AND s.sample = t.sample"
+    )
     con.register(STEPS, steps_table(store))
     con.register(TURNS, store.turns())  # one row per message of the samples that keep their turns
     con.register(TOOL_CALLS, store.tool_calls())
@@ -303,15 +368,19 @@ def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     except duckdb.Error as exc:
         raise _query_error(exc) from None
     if not statements:
-        raise QueryError("the query is empty: write one SELECT statement, e.g. SELECT * FROM samples LIMIT 10")
+        raise QueryError(
+            "the query is empty: write one SELECT statement, e.g. SELECT * FROM samples LIMIT 10"
+        )
     if len(statements) > 1:
-        raise QueryError(f"one statement at a time, please: this text holds {len(statements)} "
-                         "(separated by ';')")
+        raise QueryError(
+            f"one statement at a time, please: this text holds {len(statements)} (separated by ';')"
+        )
     statement = statements[0]
     if statement.type not in _READING:
         kind = statement.type.name if hasattr(statement.type, "name") else str(statement.type)
-        raise QueryError(f"only reading statements run here (SELECT, WITH, DESCRIBE, SUMMARIZE, EXPLAIN), "
-                         f"not {kind}")
+        raise QueryError(
+            f"only reading statements run here (SELECT, WITH, DESCRIBE, SUMMARIZE, EXPLAIN), not {kind}"
+        )
     return sql
 
 
@@ -345,7 +414,9 @@ def _query_error(exc: duckdb.Error) -> QueryError:
             caret_line = lines[k + 1] if k + 1 < len(lines) else ""
             prefix = len(f"LINE {match.group(1)}:{match.group(2)}")
             caret = caret_line.find("^")
-            where = f"at line {match.group(1)}" + (f", column {caret - prefix + 1}" if caret >= prefix else "")
+            where = f"at line {match.group(1)}" + (
+                f", column {caret - prefix + 1}" if caret >= prefix else ""
+            )
             break
         if line.strip():
             kept.append(line.strip())

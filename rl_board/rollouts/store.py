@@ -110,7 +110,9 @@ class RolloutStore:
     def __init__(self, run: OpenedRun) -> None:
         self._run = run
         self._mismatch: tuple[str, pd.DataFrame] | None = None
-        self._memo: dict[tuple[str, int | None], tuple[str, Any]] = {}  # what -> (signature it was built at, it)
+        self._memo: dict[
+            tuple[str, int | None], tuple[str, Any]
+        ] = {}  # what -> (signature it was built at, it)
 
     @classmethod
     def open(
@@ -123,8 +125,11 @@ class RolloutStore:
         fields: FieldMap | None = None,
     ) -> RolloutStore:
         """Open a run (a folder, a file, a URL or a Parquet dataset; see ``OpenedRun.open``)."""
-        return cls(OpenedRun.open(run_dir, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots,
-                                  fields=fields))  # fmt: skip
+        return cls(
+            OpenedRun.open(
+                run_dir, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots, fields=fields
+            )
+        )
 
     list_runs = staticmethod(list_runs)
 
@@ -255,7 +260,9 @@ class RolloutStore:
         """
         wanted = [S.PROMPT, S.REWARD, groups.GROUP, groups.ADVANTAGE]
         frame = self.samples(step=step, columns=[c for c in wanted if self.has(c)])
-        return groups.group_table(frame, threshold=self.reward_threshold() if threshold is None else threshold)
+        return groups.group_table(
+            frame, threshold=self.reward_threshold() if threshold is None else threshold
+        )
 
     def reward_threshold(self) -> float | None:
         """The reward that counts as solved unless the user sets one: the run's highest (None without rewards)."""
@@ -286,7 +293,9 @@ class RolloutStore:
             return matchup.prompt_rewards(pd.DataFrame(columns=[S.STEP, "sample", S.PROMPT, S.REWARD]))
         return matchup.prompt_rewards(self.samples(step=step, columns=[S.PROMPT, S.REWARD]))
 
-    def versus(self, other: RolloutStore, *, step: int | None = None, other_step: int | None = None) -> pd.DataFrame:
+    def versus(
+        self, other: RolloutStore, *, step: int | None = None, other_step: int | None = None
+    ) -> pd.DataFrame:
         """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and gain (other − this)."""
         return matchup.match(self.prompt_rewards(step=step), other.prompt_rewards(step=other_step))
 
@@ -297,7 +306,9 @@ class RolloutStore:
         with self._lock:  # computed once per state of the files
             if self._mismatch is None or self._mismatch[0] != self.signature:
                 v = self._view
-                parts = [mismatch.per_sample(piece) for piece in v.pieces([S.LOGPROBS, mismatch.TRAIN_LOGPROBS])]
+                parts = [
+                    mismatch.per_sample(piece) for piece in v.pieces([S.LOGPROBS, mismatch.TRAIN_LOGPROBS])
+                ]
                 mean, top = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
                 frame = v.frame(v.order, [])
                 frame[mismatch.MEAN] = mean[v.order]
@@ -342,14 +353,19 @@ class RolloutStore:
         """The run's template families, largest first (``patterns.FAMILY_COLUMNS``)."""
         self.find_templates()
         wanted = [c for c in (patterns.TEMPLATE, S.REWARD, S.RESPONSE) if c in self._view.names]
-        return patterns.families(self.samples(columns=wanted)) if patterns.TEMPLATE in wanted else \
-            patterns.families(pd.DataFrame(columns=[S.STEP, "sample", patterns.TEMPLATE]))
+        return (
+            patterns.families(self.samples(columns=wanted))
+            if patterns.TEMPLATE in wanted
+            else patterns.families(pd.DataFrame(columns=[S.STEP, "sample", patterns.TEMPLATE]))
+        )
 
     def signal_counts(self) -> dict[str, int]:
         """How many answers loop (``repetition`` at or above ``patterns.LOOP``) and mix scripts."""
         frame = self.samples(columns=[c for c in (S.REPETITION, S.SCRIPTS) if self.has(c)])
         loops = int((frame[S.REPETITION] >= patterns.LOOP).sum()) if S.REPETITION in frame.columns else 0
-        mixed = int(frame[S.SCRIPTS].str.contains("+", regex=False).sum()) if S.SCRIPTS in frame.columns else 0
+        mixed = (
+            int(frame[S.SCRIPTS].str.contains("+", regex=False).sum()) if S.SCRIPTS in frame.columns else 0
+        )
         return {"loops": loops, "mixed_scripts": mixed}
 
     def signals_by_step(self) -> pd.DataFrame:
@@ -357,12 +373,17 @@ class RolloutStore:
         (answers in two or more scripts): where in training those failures start."""
         frame = self.samples(columns=[c for c in (S.REPETITION, S.SCRIPTS) if self.has(c)])
         loops = frame[S.REPETITION] >= patterns.LOOP if S.REPETITION in frame.columns else False
-        mixed = frame[S.SCRIPTS].str.contains("+", regex=False).fillna(False).astype(bool) \
-            if S.SCRIPTS in frame.columns else False
+        mixed = (
+            frame[S.SCRIPTS].str.contains("+", regex=False).fillna(False).astype(bool)
+            if S.SCRIPTS in frame.columns
+            else False
+        )
         marks = pd.DataFrame({S.STEP: frame[S.STEP], "loops": loops, "mixed_scripts": mixed}).astype(
-            {"loops": "int64", "mixed_scripts": "int64"})
-        out = marks.groupby(S.STEP, sort=True).agg(samples=("loops", "size"), loops=("loops", "sum"),
-                                                   mixed_scripts=("mixed_scripts", "sum"))  # fmt: skip
+            {"loops": "int64", "mixed_scripts": "int64"}
+        )
+        out = marks.groupby(S.STEP, sort=True).agg(
+            samples=("loops", "size"), loops=("loops", "sum"), mixed_scripts=("mixed_scripts", "sum")
+        )
         return out.reset_index()
 
     def family_shares(self) -> pd.DataFrame:
@@ -384,8 +405,13 @@ class RolloutStore:
         texts = v.frame(np.array([row]), [c for c in (S.PROMPT, S.RESPONSE) if c in v.names])
         prompt = texts[S.PROMPT].iloc[0] if S.PROMPT in texts.columns else None
         response = texts[S.RESPONSE].iloc[0] if S.RESPONSE in texts.columns else None
-        return {"run": self.source, "step": int(step), "file": v.files[v.file_idx[row]],
-                "line": int(v.line_of[row]), "sample_digest": labels_mod.digest(prompt, response)}
+        return {
+            "run": self.source,
+            "step": int(step),
+            "file": v.files[v.file_idx[row]],
+            "line": int(v.line_of[row]),
+            "sample_digest": labels_mod.digest(prompt, response),
+        }
 
     def labels(self, store: labels_mod.LabelStore) -> pd.DataFrame:
         """Every label of this run with the sample it is on now: ``step, sample, file, line, tag, note, created,
@@ -395,24 +421,40 @@ class RolloutStore:
         if not found:
             return pd.DataFrame(columns=columns)
         v = self._view
-        frame = pd.DataFrame([(x.step, x.file, x.line, x.tag, x.note, x.created, x.updated) for x in found],
-                             columns=[c for c in columns if c != "sample"])  # fmt: skip
+        frame = pd.DataFrame(
+            [(x.step, x.file, x.line, x.tag, x.note, x.created, x.updated) for x in found],
+            columns=[c for c in columns if c != "sample"],
+        )
         # where each label's (step, file, line) is now, over every row at once (a run has many rows, few labels)
         files = pd.Series(range(len(v.files)), index=list(v.files), dtype="int64")
         frame_file = frame["file"].map(files).fillna(-1).astype("int64")
-        here = pd.DataFrame({"step": v.step_of.astype("int64"), "file_idx": v.file_idx.astype("int64"),
-                             "line": v.line_of.astype("int64"), "sample": v.within.astype("int64")})  # fmt: skip
-        keys = pd.DataFrame({"step": frame["step"].astype("int64"), "file_idx": frame_file,
-                             "line": frame["line"].astype("int64")})  # fmt: skip
-        placed = keys.merge(here.drop_duplicates(["step", "file_idx", "line"]), how="left",
-                            on=["step", "file_idx", "line"])  # fmt: skip
+        here = pd.DataFrame(
+            {
+                "step": v.step_of.astype("int64"),
+                "file_idx": v.file_idx.astype("int64"),
+                "line": v.line_of.astype("int64"),
+                "sample": v.within.astype("int64"),
+            }
+        )
+        keys = pd.DataFrame(
+            {
+                "step": frame["step"].astype("int64"),
+                "file_idx": frame_file,
+                "line": frame["line"].astype("int64"),
+            }
+        )
+        placed = keys.merge(
+            here.drop_duplicates(["step", "file_idx", "line"]), how="left", on=["step", "file_idx", "line"]
+        )
         frame.insert(1, "sample", placed["sample"].astype("Int64").to_numpy())
         return frame[columns]
 
     def with_tags(self, table: pa.Table, store: labels_mod.LabelStore) -> pa.Table:
         """``table`` (step and sample columns) with a ``tags`` column: each sample's tags, comma-joined."""
         tags = self.tags_by_sample(store)
-        lookup = {(int(s), int(i)): t for s, i, t in zip(tags["step"], tags["sample"], tags["tags"], strict=True)}
+        lookup = {
+            (int(s), int(i)): t for s, i, t in zip(tags["step"], tags["sample"], tags["tags"], strict=True)
+        }
         steps, samples = table.column(STEP_COL).to_pylist(), table.column(INDEX_COL).to_pylist()
         values = [lookup.get((s, i)) for s, i in zip(steps, samples, strict=True)]
         return table.append_column("tags", pa.array(values, pa.string()))
@@ -473,8 +515,9 @@ class RolloutStore:
     def tools_summary(self) -> pd.DataFrame:
         """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward."""
         rewards = self.samples(columns=[S.REWARD] if self.has(S.REWARD) else [])
-        return trajectories.tool_table(self.tool_usage(), rewards[[c for c in (S.STEP, "sample", S.REWARD)
-                                                                    if c in rewards.columns]])  # fmt: skip
+        return trajectories.tool_table(
+            self.tool_usage(), rewards[[c for c in (S.STEP, "sample", S.REWARD) if c in rewards.columns]]
+        )
 
     def _messages(self, step: int | None) -> pd.DataFrame:
         """The samples with turns (``messages``) or with tool calls logged without turns (``tool_call_log``)."""
@@ -502,9 +545,18 @@ class RolloutStore:
         rows = v.rows(step)
         if not self.has(S.MESSAGES):
             rows = rows[:0]
-        table = v.take([S.MESSAGES], rows) if S.MESSAGES in v.names else pa.table({S.MESSAGES: pa.nulls(0, pa.string())})
-        table = pa.table({S.STEP: pa.array(v.step_of[rows], pa.int64()), "sample": pa.array(v.within[rows], pa.int64()),
-                          S.MESSAGES: pc.cast(table.column(S.MESSAGES), pa.string())})  # fmt: skip
+        table = (
+            v.take([S.MESSAGES], rows)
+            if S.MESSAGES in v.names
+            else pa.table({S.MESSAGES: pa.nulls(0, pa.string())})
+        )
+        table = pa.table(
+            {
+                S.STEP: pa.array(v.step_of[rows], pa.int64()),
+                "sample": pa.array(v.within[rows], pa.int64()),
+                S.MESSAGES: pc.cast(table.column(S.MESSAGES), pa.string()),
+            }
+        )
         return table.filter(pc.is_valid(table.column(S.MESSAGES)))
 
     def _cached(self, what: str, step: int | None, build: Any) -> Any:
@@ -533,11 +585,18 @@ class RolloutStore:
         if in_place is not None:  # a Parquet dataset read in place: the engine reads its files itself
             return lazy.as_arrow_dataset(in_place, self._view.heavy.paths)
         v = self._view
-        table = v.table.drop_columns([c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL)
-                                      if c in v.table.column_names])  # fmt: skip
-        files = pa.DictionaryArray.from_arrays(pa.array(v.file_idx, pa.int32()), pa.array(v.files or [], pa.string()))
-        head = [(STEP_COL, pa.array(v.step_of, pa.int64())), (INDEX_COL, pa.array(v.within, pa.int64())),
-                (FILE_COL, files), (LINE_COL, pa.array(v.line_of, pa.int64()))]
+        table = v.table.drop_columns(
+            [c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL) if c in v.table.column_names]
+        )
+        files = pa.DictionaryArray.from_arrays(
+            pa.array(v.file_idx, pa.int32()), pa.array(v.files or [], pa.string())
+        )
+        head = [
+            (STEP_COL, pa.array(v.step_of, pa.int64())),
+            (INDEX_COL, pa.array(v.within, pa.int64())),
+            (FILE_COL, files),
+            (LINE_COL, pa.array(v.line_of, pa.int64())),
+        ]
         for k, (name, column) in enumerate(head):
             table = table.add_column(k, name, column)
         return table
@@ -594,7 +653,10 @@ class RolloutStore:
         _add_token_signals(tokens, record)
         n_tok, n_lp = strings, record.get(S.LOGPROBS)
         return SampleDetail(
-            step=step, index=index, file=v.files[v.file_idx[row]], line=int(record[S.LINE]),
+            step=step,
+            index=index,
+            file=v.files[v.file_idx[row]],
+            line=int(record[S.LINE]),
             fields={k: val for k, val in record.items() if k not in (S.LINE, *S.DERIVED_TOKEN_LISTS)},
             tokens=tokens,
             n_tokens=None if n_tok is None else len(n_tok),
@@ -609,7 +671,9 @@ def _add_mismatch(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
     if train is None or len(train) < len(tokens) or not len(tokens):
         return
     tokens["train_logp"] = train[: len(tokens)]
-    tokens["mismatch"] = mismatch.k3(tokens["logp"].to_numpy(dtype=np.float64), tokens["train_logp"].to_numpy())
+    tokens["mismatch"] = mismatch.k3(
+        tokens["logp"].to_numpy(dtype=np.float64), tokens["train_logp"].to_numpy()
+    )
 
 
 def _add_token_signals(tokens: pd.DataFrame, record: dict[str, Any]) -> None:

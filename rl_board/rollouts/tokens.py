@@ -38,7 +38,9 @@ class TokenText:
         try:
             self._tokenizer = Tokenizer.from_file(str(file))
         except Exception as exc:
-            raise NotFoundError(f"{file} is not a tokenizer file the tokenizers library reads ({exc})") from None
+            raise NotFoundError(
+                f"{file} is not a tokenizer file the tokenizers library reads ({exc})"
+            ) from None
         self.path = file
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
@@ -66,7 +68,7 @@ class TokenText:
             if now.endswith(REPLACEMENT) and end < len(ids) and held < MAX_HELD:
                 out.append("")  # an unfinished character: its last token will show it
                 continue
-            out.append(now[len(before):])
+            out.append(now[len(before) :])
             context, shown = shown, end
         return out
 

@@ -71,12 +71,32 @@ def _log_stats(calls: list[dict]) -> tuple[int, int, str | None]:
 def logged_calls(raw: object) -> list[dict]:
     """The calls of one ``tool_call_log`` value: ``{"name", "error"}`` each (error None when not logged)."""
     listed = trajectory.parsed(raw) if isinstance(raw, str) else None
-    return [{"name": str(c.get("name") or ""), "error": c.get("error") if isinstance(c.get("error"), bool) else None}
-            for c in listed or () if isinstance(c, dict)]  # fmt: skip
+    return [
+        {
+            "name": str(c.get("name") or ""),
+            "error": c.get("error") if isinstance(c.get("error"), bool) else None,
+        }
+        for c in listed or ()
+        if isinstance(c, dict)
+    ]
 
 
-TURN_COLUMNS = ("step", "sample", "turn", "role", "content", "reasoning", "tool_name", "tool_call_id",
-                "n_tool_calls", "error", "reward", "tokens", "n_tokens", "trained")  # fmt: skip
+TURN_COLUMNS = (
+    "step",
+    "sample",
+    "turn",
+    "role",
+    "content",
+    "reasoning",
+    "tool_name",
+    "tool_call_id",
+    "n_tool_calls",
+    "error",
+    "reward",
+    "tokens",
+    "n_tokens",
+    "trained",
+)
 CALL_COLUMNS = ("step", "sample", "turn", "call", "name", "arguments", "id", "answered", "error", "result")
 
 
@@ -115,8 +135,9 @@ def _message_rows(frame: pd.DataFrame) -> pa.Table:
 def _split_rows(frame: pd.DataFrame) -> pa.Table:
     """The turn rows of samples kept as text whose prompt is chat-marked (split here, as they are asked for)."""
     rows: dict[str, list] = {name: [] for name in TURN_COLUMNS}
-    for step, sample, prompt, response in zip(frame[S.STEP], frame["sample"], frame[S.PROMPT], frame[S.RESPONSE],
-                                              strict=True):  # fmt: skip
+    for step, sample, prompt, response in zip(
+        frame[S.STEP], frame["sample"], frame[S.PROMPT], frame[S.RESPONSE], strict=True
+    ):
         messages = chat_text.single_turn_messages(prompt, response, marked=True)
         _add_turns(rows, int(step), int(sample), trajectory.normalize(messages))
     return _turns(rows)
@@ -131,24 +152,53 @@ def _plain_rows(frame: pd.DataFrame) -> pa.Table:
     responses = pa.array(frame[S.RESPONSE].tolist(), pa.string())
     has_prompt = pc.fill_null(pc.greater(pc.utf8_length(prompts), 0), False)
     has_response = pc.fill_null(pc.greater(pc.utf8_length(responses), 0), False)
-    user = pa.table({"step": steps, "sample": samples, "turn": pa.array(np.zeros(len(frame), np.int64)),
-                     "role": pa.array(["user"] * len(frame), pa.string()), "content": prompts}).filter(has_prompt)
-    answer = pa.table({"step": steps, "sample": samples, "turn": pc.cast(has_prompt, pa.int64()),
-                       "role": pa.array(["assistant"] * len(frame), pa.string()),
-                       "content": responses}).filter(has_response)  # fmt: skip
+    user = pa.table(
+        {
+            "step": steps,
+            "sample": samples,
+            "turn": pa.array(np.zeros(len(frame), np.int64)),
+            "role": pa.array(["user"] * len(frame), pa.string()),
+            "content": prompts,
+        }
+    ).filter(has_prompt)
+    answer = pa.table(
+        {
+            "step": steps,
+            "sample": samples,
+            "turn": pc.cast(has_prompt, pa.int64()),
+            "role": pa.array(["assistant"] * len(frame), pa.string()),
+            "content": responses,
+        }
+    ).filter(has_response)
     both = pa.concat_tables([user, answer])
     n = both.num_rows
-    return pa.table({name: both.column(name) if name in both.column_names else pa.nulls(n, _TURN_TYPES[name])
-                     for name in TURN_COLUMNS})  # fmt: skip
+    return pa.table(
+        {
+            name: both.column(name) if name in both.column_names else pa.nulls(n, _TURN_TYPES[name])
+            for name in TURN_COLUMNS
+        }
+    )
 
 
 def _add_turns(rows: dict[str, list], step: int, sample: int, messages: Any) -> None:
     for turn, m in enumerate(messages):
         tool = m.get("role") == "tool"
-        values = (step, sample, turn, m.get("role"), m.get("content"), m.get("reasoning"),
-                  m.get("name") if tool else None, m.get("tool_call_id"), len(m.get("tool_calls") or ()),
-                  m.get("error") if tool else None, _number(m.get("reward")), _span(m.get("tokens")),
-                  _length(m.get("tokens")), m.get("trained"))  # fmt: skip
+        values = (
+            step,
+            sample,
+            turn,
+            m.get("role"),
+            m.get("content"),
+            m.get("reasoning"),
+            m.get("name") if tool else None,
+            m.get("tool_call_id"),
+            len(m.get("tool_calls") or ()),
+            m.get("error") if tool else None,
+            _number(m.get("reward")),
+            _span(m.get("tokens")),
+            _length(m.get("tokens")),
+            m.get("trained"),
+        )
         for name, value in zip(TURN_COLUMNS, values, strict=True):
             rows[name].append(value)
 
@@ -171,9 +221,18 @@ def call_table(frame: pd.DataFrame) -> pa.Table:
         for turn, m in enumerate(messages):
             for k, call in enumerate(m.get("tool_calls") or ()):
                 result = trajectory.result_of(messages, turn, k)
-                values = (int(step), int(sample), turn, k, call.get("name"), call.get("arguments"), call.get("id"),
-                          result is not None, bool(result.get("error")) if result else None,
-                          result.get("content") if result else None)  # fmt: skip
+                values = (
+                    int(step),
+                    int(sample),
+                    turn,
+                    k,
+                    call.get("name"),
+                    call.get("arguments"),
+                    call.get("id"),
+                    result is not None,
+                    bool(result.get("error")) if result else None,
+                    result.get("content") if result else None,
+                )
                 for name, value in zip(CALL_COLUMNS, values, strict=True):
                     rows[name].append(value)
     return pa.table({name: pa.array(values, _CALL_TYPES[name]) for name, values in rows.items()})
@@ -191,8 +250,13 @@ def step_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per step: turns and tool calls per trajectory, the tool error rate, the share with no final answer, and
     the share of each finish reason (``finish_<reason>``)."""
     by_step = frame.groupby(S.STEP, sort=True)
-    out = pd.DataFrame({"trajectories": by_step.size(), "turns_mean": by_step[S.TURNS].mean(),
-                        "tool_calls_mean": by_step[S.TOOL_CALLS].mean()})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "trajectories": by_step.size(),
+            "turns_mean": by_step[S.TURNS].mean(),
+            "tool_calls_mean": by_step[S.TOOL_CALLS].mean(),
+        }
+    )
     calls = by_step[S.TOOL_CALLS].sum()
     out["tool_error_rate"] = (by_step[S.TOOL_ERRORS].sum() / calls).where(calls > 0)
     out["no_final_answer_share"] = 1.0 - by_step[S.FINAL_ANSWER].mean()
@@ -211,11 +275,15 @@ def tool_table(usage: pa.Table, rewards: pd.DataFrame) -> pd.DataFrame:
     """
     frame = usage.select(["step", "sample", "tool", "calls", "errors"]).to_pandas()
     if frame.empty:
-        return pd.DataFrame(columns=["tool", "step", "calls", "errors", "error_rate", "trajectories", "reward_mean"])
+        return pd.DataFrame(
+            columns=["tool", "step", "calls", "errors", "error_rate", "trajectories", "reward_mean"]
+        )
     grouped = frame.groupby(["tool", "step"], sort=True)
     out = pd.DataFrame({"calls": grouped["calls"].sum(), "errors": grouped["errors"].sum()})
     out["error_rate"] = (out["errors"] / out["calls"]).where(out["calls"] > 0)
-    used = frame.loc[frame["calls"] > 0, ["tool", "step", "sample"]].merge(rewards, on=["step", "sample"], how="left")
+    used = frame.loc[frame["calls"] > 0, ["tool", "step", "sample"]].merge(
+        rewards, on=["step", "sample"], how="left"
+    )
     per = used.groupby(["tool", "step"], sort=True)
     out["trajectories"] = per.size().reindex(out.index, fill_value=0)
     out["reward_mean"] = per[S.REWARD].mean().reindex(out.index) if S.REWARD in used.columns else np.nan
@@ -237,11 +305,32 @@ def _span(value: object) -> list[int] | None:
     return None
 
 
-_TURN_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "role": pa.string(),
-               "content": pa.string(), "reasoning": pa.string(), "tool_name": pa.string(), "tool_call_id": pa.string(),
-               "n_tool_calls": pa.int64(), "error": pa.bool_(), "reward": pa.float64(),
-               "tokens": pa.list_(pa.int64()), "n_tokens": pa.int64(), "trained": pa.bool_()}  # fmt: skip
-_CALL_TYPES = {"step": pa.int64(), "sample": pa.int64(), "turn": pa.int64(), "call": pa.int64(),
-               "name": pa.string(), "arguments": pa.string(), "id": pa.string(), "answered": pa.bool_(),
-               "error": pa.bool_(), "result": pa.string()}  # fmt: skip
+_TURN_TYPES = {
+    "step": pa.int64(),
+    "sample": pa.int64(),
+    "turn": pa.int64(),
+    "role": pa.string(),
+    "content": pa.string(),
+    "reasoning": pa.string(),
+    "tool_name": pa.string(),
+    "tool_call_id": pa.string(),
+    "n_tool_calls": pa.int64(),
+    "error": pa.bool_(),
+    "reward": pa.float64(),
+    "tokens": pa.list_(pa.int64()),
+    "n_tokens": pa.int64(),
+    "trained": pa.bool_(),
+}
+_CALL_TYPES = {
+    "step": pa.int64(),
+    "sample": pa.int64(),
+    "turn": pa.int64(),
+    "call": pa.int64(),
+    "name": pa.string(),
+    "arguments": pa.string(),
+    "id": pa.string(),
+    "answered": pa.bool_(),
+    "error": pa.bool_(),
+    "result": pa.string(),
+}
 CALL_TYPES = _CALL_TYPES  # the types of the call table, for other builders of it

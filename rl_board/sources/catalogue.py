@@ -67,7 +67,9 @@ class Source:
     format: str = ""  # rollout: its format; metrics: the name of the metric kind that claimed it
     reason: str = ""  # why a file is skipped, or what a source is, in words
     files: tuple[Path, ...] = ()  # a metric source's files (event files of a TensorBoard run)
-    reading: Reading | None = None  # a rollout file: how it is read (format, field map, options found beside it)
+    reading: Reading | None = (
+        None  # a rollout file: how it is read (format, field map, options found beside it)
+    )
     part: str = ""  # a metric run inside a store holding several (see ``claims.Found``)
     label: str = ""  # that run's name after its store's path
     named_by: Path | None = None  # the path a metric run is named for, when not ``path``
@@ -154,13 +156,23 @@ def run_of(source: Source) -> str:
         if home is not None:
             return "/".join(parts[:home]) or "."
     for k in range(len(parts) - 1, -1, -1):
-        if STEP_FOLDER.match(parts[k]) or HIVE_STEP.match(parts[k]) or (source.format == "areal" and parts[k].isdigit()):
+        if (
+            STEP_FOLDER.match(parts[k])
+            or HIVE_STEP.match(parts[k])
+            or (source.format == "areal" and parts[k].isdigit())
+        ):
             return "/".join(parts[:k]) or "."
     return source.folder
 
 
-def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | None = None,
-              allowed: list[Path] | None = None, metric_kinds: Sequence[MetricClaims] = ()) -> Catalogue:
+def catalogue(
+    root: Path,
+    *,
+    skip: tuple[Path, ...] = (),
+    fields: FieldMap | None = None,
+    allowed: list[Path] | None = None,
+    metric_kinds: Sequence[MetricClaims] = (),
+) -> Catalogue:
     """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps.
 
     With ``allowed`` (a server's served roots), a file linked from outside them is named as such and never
@@ -177,7 +189,9 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
     skipped = {p.expanduser().resolve() for p in skip}
     base = len(root.parts)
     looked: dict[str, int] = {}
-    whole_runs: list[Path] = []  # metric runs claimed whole: below them, only rollouts (their tables) are found
+    whole_runs: list[
+        Path
+    ] = []  # metric runs claimed whole: below them, only rollouts (their tables) are found
     for current, dirs, files in os.walk(root, followlinks=False):
         here = Path(current)
         depth = len(here.parts) - base
@@ -185,27 +199,41 @@ def catalogue(root: Path, *, skip: tuple[Path, ...] = (), fields: FieldMap | Non
         entries = list(dirs)
         dirs[:] = sorted(d for d in dirs if _walkable(here / d, skipped)) if depth < MAX_DEPTH else []
         if IN_PLACE in files:  # the mirror of a bucket's Parquet dataset: one run, read in the bucket
-            found.sources.append(Source(here, folder, ROLLOUT, "rl-board-parquet",
-                                        "Parquet dataset read in place from object storage"))
+            found.sources.append(
+                Source(
+                    here,
+                    folder,
+                    ROLLOUT,
+                    "rl-board-parquet",
+                    "Parquet dataset read in place from object storage",
+                )
+            )
             dirs[:] = []
             continue
         in_run = any(here.is_relative_to(c) for c in whole_runs)
-        claimed, whole = ([], False) if in_run else _folder_claims(here, folder, entries, files, metric_kinds, limits)
+        claimed, whole = (
+            ([], False) if in_run else _folder_claims(here, folder, entries, files, metric_kinds, limits)
+        )
         found.sources.extend(claimed)
         if whole:
             whole_runs.append(here)
             in_run = True
         taken = {f for s in claimed for f in s.files}
         fmap = settings.for_file(here, fields, seen=looked)  # one look per folder (and its parents once)
-        options = _FolderOptions(here, limits, () if in_run else metric_kinds)  # one look beside it per format
+        options = _FolderOptions(
+            here, limits, () if in_run else metric_kinds
+        )  # one look beside it per format
         for path in (here / f for f in sorted(files)):
             if path in taken or (in_run and not _may_be_rollout(path)):
                 continue
             if _linked_out(path, limits):
                 found.sources.append(Source(path, folder, SKIPPED, "", OUTSIDE))
             else:
-                found.sources.extend(s for s in _classify_file(path, folder, fields, fmap, options)
-                                     if not in_run or s.role == ROLLOUT or tracker_tables.may_be_table(path))  # fmt: skip
+                found.sources.extend(
+                    s
+                    for s in _classify_file(path, folder, fields, fmap, options)
+                    if not in_run or s.role == ROLLOUT or tracker_tables.may_be_table(path)
+                )
     return _without_quiet(found)
 
 
@@ -215,8 +243,14 @@ def _may_be_rollout(path: Path) -> bool:
     return suffix in sniff.JSON_LINES_SUFFIXES or sniff.is_whole_file(path)
 
 
-def _folder_claims(here: Path, folder: str, dirs: list[str], files: list[str], kinds: Sequence[MetricClaims],
-                   allowed: list[Path] | None) -> tuple[list[Source], bool]:  # fmt: skip
+def _folder_claims(
+    here: Path,
+    folder: str,
+    dirs: list[str],
+    files: list[str],
+    kinds: Sequence[MetricClaims],
+    allowed: list[Path] | None,
+) -> tuple[list[Source], bool]:
     """The metric runs the kinds find in one folder, and whether one of them took the folder whole."""
     out: list[Source] = []
     whole = False
@@ -233,8 +267,17 @@ def _claimed(claim: Found, folder: str, kind: str) -> Source:
         return Source(claim.path, folder, QUIET)
     if claim.skipped:
         return Source(claim.path, folder, SKIPPED, "", claim.skipped)
-    return Source(claim.path, folder, METRICS, kind, claim.reason, claim.files, part=claim.part,
-                  label=claim.label, named_by=claim.named_by)
+    return Source(
+        claim.path,
+        folder,
+        METRICS,
+        kind,
+        claim.reason,
+        claim.files,
+        part=claim.part,
+        label=claim.label,
+        named_by=claim.named_by,
+    )
 
 
 def _without_quiet(found: Catalogue) -> Catalogue:
@@ -286,8 +329,13 @@ def classify(path: Path, fields: FieldMap | None = None, allowed: list[Path] | N
     return _classify_file(path, path.parent.name, fields, options=_FolderOptions(path.parent, allowed))[0]
 
 
-def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap: FieldMap | None = None,
-                   options: _FolderOptions | None = None) -> list[Source]:  # fmt: skip
+def _classify_file(
+    path: Path,
+    folder: str,
+    fields: FieldMap | None = None,
+    fmap: FieldMap | None = None,
+    options: _FolderOptions | None = None,
+) -> list[Source]:
     """What one file is: a rollout file, the metric runs a kind finds in it, or skipped (with why).
 
     ``fmap``: the folder's effective field map when the caller already knows it.
@@ -302,7 +350,9 @@ def _classify_file(path: Path, folder: str, fields: FieldMap | None = None, fmap
             return [Source(path, folder, SKIPPED, fmt, aside)]
         if role == ROLLOUT:
             found = (options or _FolderOptions(path.parent, [path.parent]))(fmt)
-            return [Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))]
+            return [
+                Source(path, folder, role, fmt, reason, reading=Reading(fmt or formats.NATIVE, fmap, found))
+            ]
         sniffed = Source(path, folder, SKIPPED, "", reason)
     claims = _file_claims(path, folder, options)
     if claims:

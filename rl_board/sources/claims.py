@@ -41,8 +41,9 @@ class MetricClaims(Protocol):
 
     name: str
 
-    def claim_folder(self, folder: Path, dirs: list[str], files: list[str],
-                     allowed: list[Path] | None = None) -> list[Found]:  # fmt: skip
+    def claim_folder(
+        self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None
+    ) -> list[Found]:
         """Runs this folder is, or holds among its files; ``dirs`` and ``files`` are its entries' names.
         With ``allowed`` (a server's roots), nothing outside them is opened or listed."""
         ...

@@ -77,7 +77,7 @@ def listed_files(location: str | Path) -> tuple[pafs.FileSystem, list[DatasetFil
     for info in listing:
         if info.type != pafs.FileType.File:
             continue
-        rel = info.path[len(base):].lstrip("/")
+        rel = info.path[len(base) :].lstrip("/")
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts):
             continue

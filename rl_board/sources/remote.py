@@ -47,19 +47,32 @@ from rl_board.errors import NotFoundError, RLBoardError
 log = logging.getLogger(__name__)
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 STATE = ".rl-board-remote.json"  # per mirrored folder: name -> {size, version}
-IN_PLACE = ".rl-board-in-place"  # marks a mirrored folder that stands for a Parquet dataset read in the bucket
+IN_PLACE = (
+    ".rl-board-in-place"  # marks a mirrored folder that stands for a Parquet dataset read in the bucket
+)
 _PARTITION_KEY = re.compile(r"^(?:(.*)/)?step=-?\d+/[^/]+\.parquet$")
 CHECK_BETWEEN = 6  # windows between the start and the end of a grown object's old bytes that are read back
 HEAD_SUFFIXES = frozenset({".jsonl", ".ndjson"})  # logs whose first lines say what they are
 NOT_FETCHED = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npy", ".npz"})
-EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
-          "az": "adlfs", "abfs": "adlfs"}  # fmt: skip
+EXTRAS = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "hf": "huggingface_hub",
+    "az": "adlfs",
+    "abfs": "adlfs",
+}
 Progress = Callable[[int, int], None]  # (bytes done, bytes to fetch)
 
 
 def is_url(text: str | Path) -> bool:
     """Whether a root is a URL (``s3://``, ``gs://``, ``hf://``...) rather than a local path."""
-    return isinstance(text, str) and bool(URL.match(text.strip())) and not text.strip().lower().startswith("file://")
+    return (
+        isinstance(text, str)
+        and bool(URL.match(text.strip()))
+        and not text.strip().lower().startswith("file://")
+    )
 
 
 @dataclass
@@ -129,7 +142,9 @@ def _datasets_in_place(url: str, base: Path, keys: list[str]) -> set[str]:
     candidates = {m[1] or "" for k in keys if (m := _PARTITION_KEY.match(k))}
     found = set()
     for folder in candidates:
-        if (base / folder / IN_PLACE).is_file() or datasets.locate(f"{url.rstrip('/')}/{folder}" if folder else url) is not None:  # judged at an earlier look: no listing and footer again
+        if (base / folder / IN_PLACE).is_file() or datasets.locate(
+            f"{url.rstrip('/')}/{folder}" if folder else url
+        ) is not None:  # judged at an earlier look: no listing and footer again
             found.add(folder)
     return found
 
@@ -139,7 +154,9 @@ def _under_any(rel: str, folders: set[str]) -> bool:
     return any(not folder or rel.startswith(folder + "/") for folder in folders)
 
 
-def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whole: bool = True) -> MirrorResult:
+def mirror(
+    url: str, cache_root: Path, progress: Progress | None = None, *, whole: bool = True
+) -> MirrorResult:
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring.
 
     ``whole=False`` (a served root, listed for its runs): a rollout log over ``Sizes.remote_head_bytes`` gets only its
@@ -153,10 +170,10 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     base = local_path(url, cache_root)
     result = MirrorResult(url=url, local=base, objects=len(listing))
     single = list(listing) == [path]
-    in_place = set() if single else _datasets_in_place(url, base, [k[len(path) + 1:] for k in listing])
+    in_place = set() if single else _datasets_in_place(url, base, [k[len(path) + 1 :] for k in listing])
     plans = []
     for key, info in listing.items():
-        rel = posixpath.basename(key) if single else key[len(path) + 1:]
+        rel = posixpath.basename(key) if single else key[len(path) + 1 :]
         if _under_any(rel, in_place):
             continue  # a Parquet dataset is read where it lies, per step (rollouts/lazy.py)
         problem = _bad_key(rel)
@@ -166,8 +183,14 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
         target = (base.parent if single else base) / rel
         plans.append((key, target, int(info.get("size") or 0), _version(info)))
     head_bytes = config.sizes().remote_head_bytes
-    total = [0, sum(size if whole or size <= head_bytes or t.suffix.lower() not in HEAD_SUFFIXES else head_bytes
-                    for _, t, size, _ in plans if t.suffix.lower() not in NOT_FETCHED)]  # fmt: skip
+    total = [
+        0,
+        sum(
+            size if whole or size <= head_bytes or t.suffix.lower() not in HEAD_SUFFIXES else head_bytes
+            for _, t, size, _ in plans
+            if t.suffix.lower() not in NOT_FETCHED
+        ),
+    ]
     for key, target, size, version in plans:
         try:
             _sync_one(fs, key, target, size, version, result, total, progress, whole)
@@ -185,8 +208,9 @@ def mirror(url: str, cache_root: Path, progress: Progress | None = None, *, whol
     return result
 
 
-def follow(urls: list[str], cache_root: Path, every: float | None = None,
-           stop: threading.Event | None = None) -> threading.Thread:  # fmt: skip
+def follow(
+    urls: list[str], cache_root: Path, every: float | None = None, stop: threading.Event | None = None
+) -> threading.Thread:
     """Keep the mirrors of served remote roots fresh from a background thread (the server process).
 
     ``every`` defaults to $RL_BOARD_REMOTE_EVERY (15 s). A failed listing is logged and tried again later.
@@ -236,8 +260,11 @@ def _listing(fs: Any, path: str, url: str) -> dict[str, dict]:
         found = {}
     except (OSError, PermissionError) as exc:
         raise RemoteError(f"cannot list {url}: {exc}") from None
-    inside = {k.rstrip("/"): v for k, v in found.items()
-              if (k.rstrip("/") == path or k.startswith(path + "/")) and v.get("type", "file") == "file"}  # fmt: skip
+    inside = {
+        k.rstrip("/"): v
+        for k, v in found.items()
+        if (k.rstrip("/") == path or k.startswith(path + "/")) and v.get("type", "file") == "file"
+    }
     if not inside:
         raise NotFoundError(f"nothing at {url}")
     return inside
@@ -261,8 +288,17 @@ def _bad_key(rel: str) -> str:
     return ""
 
 
-def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: MirrorResult,
-              total: list[int], progress: Progress | None, whole: bool = True) -> None:  # fmt: skip
+def _sync_one(
+    fs: Any,
+    key: str,
+    target: Path,
+    size: int,
+    version: str,
+    result: MirrorResult,
+    total: list[int],
+    progress: Progress | None,
+    whole: bool = True,
+) -> None:
     """Bring one object's copy up to date (``whole=False``: a big rollout log's first lines are enough)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with _state(target.parent) as state:
@@ -277,11 +313,23 @@ def _sync_one(fs: Any, key: str, target: Path, size: int, version: str, result: 
             return  # a copy already started: completed (and checked) when its run is opened
         if target.suffix.lower() in NOT_FETCHED:  # a checkpoint: named, never fetched
             _placeholder(target, size)
-        elif old is not None and 0 < here == have < size and (
-                old.get("version") == version or _same_prefix(fs, key, target, here, result)):
+        elif (
+            old is not None
+            and 0 < here == have < size
+            and (old.get("version") == version or _same_prefix(fs, key, target, here, result))
+        ):
             _append(fs, key, target, here, size, result, total, progress)  # the rest of the same object, or
         elif not whole and size > config.sizes().remote_head_bytes and target.suffix.lower() in HEAD_SUFFIXES:
-            _fetch(fs, key, target, config.sizes().remote_head_bytes, result, total, progress, cut_at_newline=True)
+            _fetch(
+                fs,
+                key,
+                target,
+                config.sizes().remote_head_bytes,
+                result,
+                total,
+                progress,
+                cut_at_newline=True,
+            )
             if _role(target) != "rollout":  # a long metrics log: the Metrics page reads it all
                 _append(fs, key, target, target.stat().st_size, size, result, total, progress)
         else:  # anything else is fetched whole
@@ -315,8 +363,10 @@ def check_windows(old_size: int) -> list[tuple[int, int]]:
     sizes = config.sizes()
     ends, window = sizes.growth_check_bytes, sizes.growth_window_bytes
     spots = [(0, ends), (old_size - ends, old_size)]
-    spots += [(old_size * k // (CHECK_BETWEEN + 1), old_size * k // (CHECK_BETWEEN + 1) + window)
-              for k in range(1, CHECK_BETWEEN + 1)]  # fmt: skip
+    spots += [
+        (old_size * k // (CHECK_BETWEEN + 1), old_size * k // (CHECK_BETWEEN + 1) + window)
+        for k in range(1, CHECK_BETWEEN + 1)
+    ]
     merged: list[tuple[int, int]] = []
     for start, end in sorted((max(0, a), min(old_size, b)) for a, b in spots):
         if merged and start <= merged[-1][1]:
@@ -339,8 +389,16 @@ def _same_prefix(fs: Any, key: str, target: Path, old_size: int, result: MirrorR
     return True
 
 
-def _append(fs: Any, key: str, target: Path, start: int, size: int, result: MirrorResult,
-            total: list[int], progress: Progress | None) -> None:  # fmt: skip
+def _append(
+    fs: Any,
+    key: str,
+    target: Path,
+    start: int,
+    size: int,
+    result: MirrorResult,
+    total: list[int],
+    progress: Progress | None,
+) -> None:
     with open(target, "ab") as out:
         for data in _ranges(fs, key, start, size):
             out.write(data)
@@ -349,8 +407,16 @@ def _append(fs: Any, key: str, target: Path, start: int, size: int, result: Mirr
             _tick(progress, result, total)
 
 
-def _fetch(fs: Any, key: str, target: Path, size: int, result: MirrorResult,
-           total: list[int], progress: Progress | None, cut_at_newline: bool = False) -> None:  # fmt: skip
+def _fetch(
+    fs: Any,
+    key: str,
+    target: Path,
+    size: int,
+    result: MirrorResult,
+    total: list[int],
+    progress: Progress | None,
+    cut_at_newline: bool = False,
+) -> None:
     """The first ``size`` bytes of an object (its complete lines only, with ``cut_at_newline``)."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".rl-board-part-")
     try:

@@ -20,7 +20,9 @@ SETTINGS_FILE = "rl-board.toml"
 SEARCH_UP = 6
 
 
-def for_file(path: Path, overrides: FieldMap | None = None, *, seen: dict[str, int] | None = None) -> FieldMap:
+def for_file(
+    path: Path, overrides: FieldMap | None = None, *, seen: dict[str, int] | None = None
+) -> FieldMap:
     """The effective map of one file: rl-board.toml files above it, then the caller's overrides.
 
     ``seen`` remembers, for one walk, which folders hold a settings file (its mtime, or -1 for none):

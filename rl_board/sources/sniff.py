@@ -21,8 +21,22 @@ SETTINGS_FILE = "rl-board.toml"
 RL_BOARD = "rl-board"
 LINES_TRIED = 20
 # Keys that make a JSON line a rollout sample rather than a metrics record.
-ROLLOUT_KEYS = frozenset({"prompt", "response", "prompts", "responses", "completion", "reward", "ground_truth",
-                          "response_tokens", "logprobs", "ref_logprobs", "ref_response", "token_rewards"})
+ROLLOUT_KEYS = frozenset(
+    {
+        "prompt",
+        "response",
+        "prompts",
+        "responses",
+        "completion",
+        "reward",
+        "ground_truth",
+        "response_tokens",
+        "logprobs",
+        "ref_logprobs",
+        "ref_response",
+        "token_rewards",
+    }
+)
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter", "train_iter", "train/global_step")
 _KEY_TEXT = re.compile(r'"([A-Za-z_][\w/.-]{0,63})"\s*:\s*(.)')
 _SHAPE_OF = {"[": [], "{": {}, '"': "", "t": True, "f": False, "n": None}
@@ -47,9 +61,11 @@ _SUFFIX_REASONS = {
 }
 
 
-DI_ENGINE_LOGGERS = {"collector": "log/collector/collector_logger.txt",
-                     "evaluator": "log/evaluator/evaluator_logger.txt",
-                     "learner": "log/learner/learner_logger.txt"}  # fmt: skip
+DI_ENGINE_LOGGERS = {
+    "collector": "log/collector/collector_logger.txt",
+    "evaluator": "log/evaluator/evaluator_logger.txt",
+    "learner": "log/learner/learner_logger.txt",
+}
 
 
 def is_event_file(path: Path) -> bool:
@@ -95,8 +111,14 @@ def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]
         return "rollout", RL_BOARD, "no line parses yet; its reader reports each one"
     looks_like = sorted({k for r in records for k in ROLLOUT_KEYS & r.keys()})
     if looks_like:
-        return "skipped", "", (f"looks like rollout samples ({', '.join(looks_like)}) but matches no known "
-                               "format: name its keys in rl-board.toml [fields] (e.g. prompt = \"question\")")
+        return (
+            "skipped",
+            "",
+            (
+                f"looks like rollout samples ({', '.join(looks_like)}) but matches no known "
+                'format: name its keys in rl-board.toml [fields] (e.g. prompt = "question")'
+            ),
+        )
     if any(_has_step(r) for r in records):
         return "metrics", "jsonl", "JSON-lines metrics"
     keys = sorted({k for r in records for k in r})[:8]
@@ -212,4 +234,6 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
 
 
 def _has_step(record: dict[str, Any]) -> bool:
-    return any(isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool) for k in STEP_KEYS)
+    return any(
+        isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool) for k in STEP_KEYS
+    )

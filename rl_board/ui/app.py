@@ -34,7 +34,10 @@ PAGE_FILES = {key: file for key, file, _, _ in PAGES}
 
 def pages() -> list[st.Page]:
     """Every page of the app, in menu order."""
-    return [st.Page(file, title=title, icon=icon, default=k == 0) for k, (_, file, title, icon) in enumerate(PAGES)]
+    return [
+        st.Page(file, title=title, icon=icon, default=k == 0)
+        for k, (_, file, title, icon) in enumerate(PAGES)
+    ]
 
 
 def show_notices() -> None:

@@ -16,8 +16,10 @@ from rl_board.errors import RLBoardError
 from rl_board.ui.text import escape_markdown
 
 _LOG = logging.getLogger("rl_board.ui")
-BUG_MESSAGE = ("Something went wrong while drawing this page (a bug in rl-board, not in your logs). "
-               "The details are in the server's log; other pages still work.")
+BUG_MESSAGE = (
+    "Something went wrong while drawing this page (a bug in rl-board, not in your logs). "
+    "The details are in the server's log; other pages still work."
+)
 
 
 @contextmanager

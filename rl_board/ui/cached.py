@@ -49,14 +49,25 @@ class StoreRegistry:
     def is_open(self, run_path: str, cache_root: str, fields: dict[str, str] | None = None) -> bool:
         return (run_path, cache_root, _fields_key(fields)) in self._stores
 
-    def get(self, run_path: str, cache_root: str, progress: Progress | None = None,
-            allowed_roots: list[Path] | None = None, fields: dict[str, str] | None = None) -> RolloutStore:
+    def get(
+        self,
+        run_path: str,
+        cache_root: str,
+        progress: Progress | None = None,
+        allowed_roots: list[Path] | None = None,
+        fields: dict[str, str] | None = None,
+    ) -> RolloutStore:
         key = (run_path, cache_root, _fields_key(fields))
         with self._lock(key):
             store = self._stores.get(key)
             if store is None:
-                store = api.open_run(run_path, cache_dir=cache_root, progress=progress,
-                                     allowed_roots=allowed_roots, fields=fields)
+                store = api.open_run(
+                    run_path,
+                    cache_dir=cache_root,
+                    progress=progress,
+                    allowed_roots=allowed_roots,
+                    fields=fields,
+                )
             elif store.stale():
                 store.refresh(progress=progress)
             with self._guard:
@@ -77,10 +88,13 @@ def is_open(run_path: Path, fields: dict[str, str] | None = None) -> bool:
     return registry().is_open(str(run_path), cache_dir(), fields)
 
 
-def store_for(run_path: Path, progress: Progress | None = None, fields: dict[str, str] | None = None) -> RolloutStore:
+def store_for(
+    run_path: Path, progress: Progress | None = None, fields: dict[str, str] | None = None
+) -> RolloutStore:
     """The shared, up-to-date store of a run read with a field map (opened on first use)."""
-    return registry().get(str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots),
-                          fields=fields)
+    return registry().get(
+        str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots), fields=fields
+    )
 
 
 def run_name(run_path: Path) -> str:
@@ -112,7 +126,9 @@ def runs_under(root: str, cache_root: str) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
 def rollout_files_signature(root: str, cache_root: str) -> str:
     """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken every 5 s)."""
-    return api.catalogue(Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots)).rollout_signature()
+    return api.catalogue(
+        Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots)
+    ).rollout_signature()
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
@@ -124,13 +140,17 @@ def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def column_summary(run_path: str, signature: str, columns: tuple[str, ...], _store: RolloutStore) -> pd.DataFrame:
+def column_summary(
+    run_path: str, signature: str, columns: tuple[str, ...], _store: RolloutStore
+) -> pd.DataFrame:
     """Per-step statistics of some per-sample columns (reward components), keyed by the run's signature."""
     return _store.column_summary(list(columns))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def groups(run_path: str, signature: str, step: int, threshold: float | None, _store: RolloutStore) -> pd.DataFrame:
+def groups(
+    run_path: str, signature: str, step: int, threshold: float | None, _store: RolloutStore
+) -> pd.DataFrame:
     """The groups of one step (a threshold of None: the run's highest reward)."""
     return _store.groups(step=step, threshold=threshold)
 
@@ -172,8 +192,9 @@ def step_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.Data
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def step_frame(run_path: str, signature: str, step: int, columns: tuple[str, ...],
-               _store: RolloutStore) -> pd.DataFrame:
+def step_frame(
+    run_path: str, signature: str, step: int, columns: tuple[str, ...], _store: RolloutStore
+) -> pd.DataFrame:
     """Numeric per-sample columns of one step (for the step charts and metrics)."""
     present = [c for c in columns if _store.has(c)]
     return _store.samples(step=step, columns=present)
@@ -222,14 +243,26 @@ def signals_by_step(run_path: str, signature: str, _store: RolloutStore) -> pd.D
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def run_labels(run_path: str, signature: str, labels_file: str, version: str, _store: RolloutStore,
-               _labels: api.LabelStore) -> pd.DataFrame:  # fmt: skip
+def run_labels(
+    run_path: str,
+    signature: str,
+    labels_file: str,
+    version: str,
+    _store: RolloutStore,
+    _labels: api.LabelStore,
+) -> pd.DataFrame:
     """Every label of the run with the sample it is on now (``RolloutStore.labels``)."""
     return _store.labels(_labels)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def tags_by_sample(run_path: str, signature: str, labels_file: str, version: str, _store: RolloutStore,
-                   _labels: api.LabelStore) -> pd.DataFrame:  # fmt: skip
+def tags_by_sample(
+    run_path: str,
+    signature: str,
+    labels_file: str,
+    version: str,
+    _store: RolloutStore,
+    _labels: api.LabelStore,
+) -> pd.DataFrame:
     """``step, sample, tags`` (comma-joined) of every labelled sample of the run."""
     return _store.tags_by_sample(_labels)

@@ -42,8 +42,11 @@ class CurveOptions:
 
 # band -> (lower column suffix, upper column suffix, words for the note); "std" is computed from the mean
 NO_BAND = "none"  # a line alone (a share per step has no spread of samples to show)
-BANDS = {"p10-p90": ("p10", "p90", "10th–90th percentile of the step's samples"),
-         "min-max": ("min", "max", "lowest to highest sample of the step"), "std": ("", "", "")}
+BANDS = {
+    "p10-p90": ("p10", "p90", "10th–90th percentile of the step's samples"),
+    "min-max": ("min", "max", "lowest to highest sample of the step"),
+    "std": ("", "", ""),
+}
 
 
 def plotly_text(text: object) -> str:
@@ -70,43 +73,59 @@ def _hex_to_rgba(color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _series_traces(data: pd.DataFrame, prefix: str, *, label: str, color: str, group: str,
-                   options: CurveOptions) -> list[go.Scatter]:
+def _series_traces(
+    data: pd.DataFrame, prefix: str, *, label: str, color: str, group: str, options: CurveOptions
+) -> list[go.Scatter]:
     """Band (upper, lower filled) and mean line of one series of a step summary."""
     x = data["step"].to_numpy()
     mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
-    std = np.nan_to_num(data.get(f"{prefix}_std", pd.Series(0.0, index=data.index)).to_numpy(dtype=np.float64))
+    std = np.nan_to_num(
+        data.get(f"{prefix}_std", pd.Series(0.0, index=data.index)).to_numpy(dtype=np.float64)
+    )
     count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
     low, high = _band(data, prefix, mean, std, options)
     if options.zero_shift:
         finite = mean[np.isfinite(mean)]
         shift = finite[0] if len(finite) else 0.0
         mean, low, high = mean - shift, low - shift, high - shift
-    band = {"x": x, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False,
-            "legendgroup": group}
+    band = {
+        "x": x,
+        "mode": "lines",
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "legendgroup": group,
+    }
     return [
         go.Scatter(y=high, name=f"{label} +band", **band),
-        go.Scatter(y=low, name=f"{label} −band", fill="tonexty",
-                   fillcolor=_hex_to_rgba(color, 0.18), **band),
+        go.Scatter(y=low, name=f"{label} −band", fill="tonexty", fillcolor=_hex_to_rgba(color, 0.18), **band),
         go.Scatter(
-            x=x, y=mean, name=label, legendgroup=group, mode="lines+markers", marker={"size": 5},
+            x=x,
+            y=mean,
+            name=label,
+            legendgroup=group,
+            mode="lines+markers",
+            marker={"size": 5},
             line={"color": color, "width": 2},
             customdata=np.column_stack([std, count.to_numpy(dtype=np.float64)]),
             hovertemplate="step %{x}<br>mean %{y:.4g}<br>std %{customdata[0]:.4g}"
-                          "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
+            "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
         ),
     ]
 
 
-def _band(data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray,
-          options: CurveOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _band(
+    data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray, options: CurveOptions
+) -> tuple[np.ndarray, np.ndarray]:
     """The band's lower and upper edge: percentiles or extremes of the step's samples, or mean ± k·std."""
     if options.band == NO_BAND:
         return mean, mean
     lo_col, hi_col, _ = BANDS.get(options.band, BANDS["std"])
     if lo_col and f"{prefix}_{lo_col}" in data.columns and f"{prefix}_{hi_col}" in data.columns:
-        return (data[f"{prefix}_{lo_col}"].to_numpy(dtype=np.float64),
-                data[f"{prefix}_{hi_col}"].to_numpy(dtype=np.float64))  # fmt: skip
+        return (
+            data[f"{prefix}_{lo_col}"].to_numpy(dtype=np.float64),
+            data[f"{prefix}_{hi_col}"].to_numpy(dtype=np.float64),
+        )
     return mean - options.band_scale * std, mean + options.band_scale * std
 
 
@@ -117,20 +136,36 @@ def _band_note(options: CurveOptions) -> str:
     return f"band = {words}" if words else f"band = mean ± {options.band_scale:g}·std"
 
 
-def _curve_layout(fig: go.Figure, *, title: str, y_title: str, options: CurveOptions,
-                  shown: int, total: int) -> None:
+def _curve_layout(
+    fig: go.Figure, *, title: str, y_title: str, options: CurveOptions, shown: int, total: int
+) -> None:
     notes = [_band_note(options)] if options.band != NO_BAND else []
     if options.zero_shift:
         notes.append("each curve shifted to start at 0")
     if shown < total:
         notes.append(f"showing {shown} of {total} steps (evenly spaced, last step kept)")
     fig.update_layout(
-        title={"text": title}, xaxis_title="step", yaxis_title=y_title, height=340,
-        hovermode="closest", clickmode="event+select", dragmode="zoom",
+        title={"text": title},
+        xaxis_title="step",
+        yaxis_title=y_title,
+        height=340,
+        hovermode="closest",
+        clickmode="event+select",
+        dragmode="zoom",
         margin={"l": 10, "r": 10, "t": 50, "b": 60},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-        annotations=[{"text": " · ".join(notes), "showarrow": False, "xref": "paper", "yref": "paper",
-                      "x": 0, "y": -0.28, "xanchor": "left", "font": {"size": 11}}],
+        annotations=[
+            {
+                "text": " · ".join(notes),
+                "showarrow": False,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": -0.28,
+                "xanchor": "left",
+                "font": {"size": 11},
+            }
+        ],
     )
 
 
@@ -156,9 +191,16 @@ def curve_figure(
         if has_series(data, prefix):
             # Names are catalogue fields or the log's own columns (user text): escaped for Plotly's labels.
             label = (labels or {}).get(prefix) or F.label(prefix, F.STEP)  # a per-sample column's own label
-            fig.add_traces(_series_traces(data, prefix, label=plotly_text(label),
-                                          color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
-                                          group=prefix, options=options))
+            fig.add_traces(
+                _series_traces(
+                    data,
+                    prefix,
+                    label=plotly_text(label),
+                    color=F.color(prefix, default=RUN_COLORS[k % len(RUN_COLORS)]),
+                    group=prefix,
+                    options=options,
+                )
+            )
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=len(data), total=len(summary))
     return fig
 
@@ -182,8 +224,16 @@ def comparison_figure(
         if not has_series(data, prefix):
             continue
         shown, total = max(shown, len(data)), max(total, len(summary))
-        fig.add_traces(_series_traces(data, prefix, label=plotly_text(run), group=f"run{k}",
-                                      color=RUN_COLORS[k % len(RUN_COLORS)], options=options))
+        fig.add_traces(
+            _series_traces(
+                data,
+                prefix,
+                label=plotly_text(run),
+                group=f"run{k}",
+                color=RUN_COLORS[k % len(RUN_COLORS)],
+                options=options,
+            )
+        )
     _curve_layout(fig, title=title, y_title=y_title, options=options, shown=shown, total=total)
     return fig
 
@@ -194,11 +244,16 @@ def reward_bars_figure(samples: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for column in ("reward", "ref_reward"):
         if column in data.columns and data[column].notna().any():
-            fig.add_trace(go.Bar(
-                x=data["sample"], y=data[column], name=F.label(column),
-                marker_color=F.color(column, F.SAMPLE), customdata=data["sample"],
-                hovertemplate="sample %{x}<br>" + column + " %{y:.4g}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Bar(
+                    x=data["sample"],
+                    y=data[column],
+                    name=F.label(column),
+                    marker_color=F.color(column, F.SAMPLE),
+                    customdata=data["sample"],
+                    hovertemplate="sample %{x}<br>" + column + " %{y:.4g}<extra></extra>",
+                )
+            )
     _bar_layout(fig, "Reward per sample", "reward", len(samples))
     fig.update_layout(barmode="group", clickmode="event+select")
     return fig
@@ -211,9 +266,16 @@ def reward_gap_figure(samples: pd.DataFrame) -> go.Figure:
     if "reward_gap" in data.columns and data["reward_gap"].notna().any():
         gap = data["reward_gap"].to_numpy(dtype=np.float64)
         colors = np.where(gap >= 0, "#2da44e", "#cf222e")
-        fig.add_trace(go.Bar(x=data["sample"], y=gap, name=F.label("reward_gap"), marker_color=colors,
-                             customdata=data["sample"],
-                             hovertemplate="sample %{x}<br>gap %{y:.4g}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=data["sample"],
+                y=gap,
+                name=F.label("reward_gap"),
+                marker_color=colors,
+                customdata=data["sample"],
+                hovertemplate="sample %{x}<br>gap %{y:.4g}<extra></extra>",
+            )
+        )
     _bar_layout(fig, "Reward gap (reward − ref reward)", "gap", len(samples))
     return fig
 
@@ -222,7 +284,9 @@ def _bar_layout(fig: go.Figure, title: str, y_title: str, total: int) -> None:
     shown = min(total, MAX_BARS)
     fig.update_layout(
         title={"text": title if shown == total else f"{title} — first {shown} of {total} samples"},
-        xaxis_title="sample", yaxis_title=y_title, height=300,
+        xaxis_title="sample",
+        yaxis_title=y_title,
+        height=300,
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
     )
@@ -233,11 +297,24 @@ def reward_hist_figure(samples: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for column in ("reward", "ref_reward"):
         if column in samples.columns and samples[column].notna().any():
-            fig.add_trace(go.Histogram(x=samples[column], name=F.label(column), opacity=0.65,
-                                       marker_color=F.color(column, F.SAMPLE), nbinsx=30))
-    fig.update_layout(barmode="overlay", title={"text": "Reward distribution"}, xaxis_title="reward",
-                      yaxis_title="samples", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})
+            fig.add_trace(
+                go.Histogram(
+                    x=samples[column],
+                    name=F.label(column),
+                    opacity=0.65,
+                    marker_color=F.color(column, F.SAMPLE),
+                    nbinsx=30,
+                )
+            )
+    fig.update_layout(
+        barmode="overlay",
+        title={"text": "Reward distribution"},
+        xaxis_title="reward",
+        yaxis_title="samples",
+        height=300,
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+    )
     return fig
 
 
@@ -256,20 +333,30 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
         values = tokens[metric].to_numpy(dtype=np.float64)
         finite = values[np.isfinite(values)]
         diverging = is_diverging(metric)
-        trace: dict = {"colorscale": _HEAT_SCALES["diverging" if diverging else "sequential"],
-                       "showscale": False}
+        trace: dict = {
+            "colorscale": _HEAT_SCALES["diverging" if diverging else "sequential"],
+            "showscale": False,
+        }
         if diverging:
             bound = float(np.max(np.abs(finite))) if len(finite) else 1.0
             trace.update(zmin=-(bound or 1.0), zmax=bound or 1.0)
         elif len(finite):
             lo, hi = float(finite.min()), float(finite.max())
             trace.update(zmin=lo, zmax=hi if hi > lo else lo + 1.0)
-        fig.add_trace(go.Heatmap(
-            # numeric y: plotly.js fails to draw several one-row heatmaps on a categorical axis
-            z=[values], x=x, y=[row], customdata=[labels], name=metric, xgap=1, ygap=2,
-            hovertemplate="token #%{x} %{customdata}<br>" + metric + " = %{z:.4g}<extra></extra>",
-            **trace,
-        ))
+        fig.add_trace(
+            go.Heatmap(
+                # numeric y: plotly.js fails to draw several one-row heatmaps on a categorical axis
+                z=[values],
+                x=x,
+                y=[row],
+                customdata=[labels],
+                name=metric,
+                xgap=1,
+                ygap=2,
+                hovertemplate="token #%{x} %{customdata}<br>" + metric + " = %{z:.4g}<extra></extra>",
+                **trace,
+            )
+        )
     tick = {}
     if 0 < len(tokens) <= 80:
         tick = {"tickmode": "array", "tickvals": x, "ticktext": labels, "tickangle": -60}
@@ -278,8 +365,13 @@ def token_heatmap_figure(tokens: pd.DataFrame, metrics: Sequence[str]) -> go.Fig
         height=110 + 34 * max(len(present), 1) + (90 if tick else 0),
         margin={"l": 10, "r": 10, "t": 50, "b": 20},
         xaxis={"title": "token position", **tick},
-        yaxis={"autorange": "reversed", "ticktext": [F.label(m, F.TOKEN) for m in present],
-               "tickvals": list(range(len(present))), "tickmode": "array", "showgrid": False,
-               "zeroline": False},
+        yaxis={
+            "autorange": "reversed",
+            "ticktext": [F.label(m, F.TOKEN) for m in present],
+            "tickvals": list(range(len(present))),
+            "tickmode": "array",
+            "showgrid": False,
+            "zeroline": False,
+        },
     )
     return fig

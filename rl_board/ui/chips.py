@@ -24,8 +24,10 @@ _NEG, _MID, _POS = (33, 102, 172), (247, 247, 247), (178, 24, 43)
 _LOW, _HIGH = (250, 250, 250), (214, 96, 77)
 _MISSING = "#d9d9d9"
 _UNTRAINED_STYLE = ";opacity:0.45;border-style:dashed;text-decoration:line-through"
-_CHIP_STYLE = ("color:#111;padding:1px 3px;margin:1px;border-radius:4px;white-space:pre-wrap;"
-               "display:inline-block;border:1px solid rgba(0,0,0,0.12)")
+_CHIP_STYLE = (
+    "color:#111;padding:1px 3px;margin:1px;border-radius:4px;white-space:pre-wrap;"
+    "display:inline-block;border:1px solid rgba(0,0,0,0.12)"
+)
 
 
 @dataclass(frozen=True)
@@ -106,14 +108,19 @@ def chips_html(
         value = row.get(metric)
         color = scale.color(float(value) if value is not None else math.nan)
         untrained = bool(untrained_token)  # shown, but the loss does not count it
-        title = html.escape(_title(position, token, row, metrics) + ("  (not trained on)" if untrained else ""),
-                            quote=True)
+        title = html.escape(
+            _title(position, token, row, metrics) + ("  (not trained on)" if untrained else ""), quote=True
+        )
         text = html.escape(token_label(token), quote=True)
         style = _UNTRAINED_STYLE if untrained else ""
-        spans.append(f'<span class="rlb-chip{" rlb-untrained" if untrained else ""}" title="{title}" '
-                     f'style="background:{color};{_CHIP_STYLE}{style}">{text}</span>')
+        spans.append(
+            f'<span class="rlb-chip{" rlb-untrained" if untrained else ""}" title="{title}" '
+            f'style="background:{color};{_CHIP_STYLE}{style}">{text}</span>'
+        )
     body = "".join(spans) or '<span style="opacity:0.7">(no tokens to show)</span>'
-    return f'<div class="rlb-chips" style="line-height:1.9;font-family:monospace;font-size:0.9rem">{body}</div>'
+    return (
+        f'<div class="rlb-chips" style="line-height:1.9;font-family:monospace;font-size:0.9rem">{body}</div>'
+    )
 
 
 def legend_html(scale: Scale, metric: str) -> str:
@@ -130,8 +137,10 @@ def legend_html(scale: Scale, metric: str) -> str:
         for v, c in stops
     )
     missing = f'<span style="background:{_MISSING};{_CHIP_STYLE}">no value</span>'
-    return (f'<div class="rlb-legend" style="font-size:0.85rem;margin:4px 0 8px 0">'
-            f"Colour = {label}: {cells} {missing}</div>")
+    return (
+        f'<div class="rlb-legend" style="font-size:0.85rem;margin:4px 0 8px 0">'
+        f"Colour = {label}: {cells} {missing}</div>"
+    )
 
 
 def diverging(metric: str) -> bool:
@@ -140,14 +149,20 @@ def diverging(metric: str) -> bool:
     return bool(field and field.diverging)
 
 
-def turn_chips_html(tokens: pd.DataFrame, metric: str, groups: Sequence[tuple[str, pd.DataFrame, Sequence[bool]]],
-                    scale: Scale) -> str:
+def turn_chips_html(
+    tokens: pd.DataFrame,
+    metric: str,
+    groups: Sequence[tuple[str, pd.DataFrame, Sequence[bool]]],
+    scale: Scale,
+) -> str:
     """Chips split at turn boundaries: each group (its label, its tokens, which of them the loss skips) under a
     header line, all coloured on one ``scale``. Labels are model-free text (roles, numbers) and are escaped too."""
     blocks = []
     for label, part, untrained in groups:
         head = html.escape(label, quote=True)
-        blocks.append(f'<div class="rlb-turn" style="font-size:0.8rem;opacity:0.75;margin:6px 0 0 0;'
-                      f'border-top:1px solid rgba(0,0,0,0.15);padding-top:2px">{head}</div>'
-                      + chips_html(part, metric, scale=scale, untrained=untrained))
+        blocks.append(
+            f'<div class="rlb-turn" style="font-size:0.8rem;opacity:0.75;margin:6px 0 0 0;'
+            f'border-top:1px solid rgba(0,0,0,0.15);padding-top:2px">{head}</div>'
+            + chips_html(part, metric, scale=scale, untrained=untrained)
+        )
     return "".join(blocks) or chips_html(tokens, metric, scale=scale)

@@ -34,6 +34,9 @@ def diff_html(left: str, right: str) -> str:
             parts.append(f'<span style="{_INS}">{html.escape("".join(b[j1:j2]))}</span>')
         if op == "equal":
             parts.append(html.escape("".join(a[i1:i2])))
-    note = "" if len(words(left)) <= MAX_WORDS and len(words(right)) <= MAX_WORDS else (
-        f'<div style="color:#57606a">(first {MAX_WORDS} words compared)</div>')
+    note = (
+        ""
+        if len(words(left)) <= MAX_WORDS and len(words(right)) <= MAX_WORDS
+        else (f'<div style="color:#57606a">(first {MAX_WORDS} words compared)</div>')
+    )
     return f'<div class="rlb-diff" style="{_STYLE}">{"".join(parts)}</div>{note}'

@@ -25,10 +25,14 @@ from rl_board.ui.chips import Scale, legend_html, scale_for
 WIDTH = 100  # tokens per row of a wrapped grid (as token_heatmap.WIDTH)
 # Cells are styled by class, one rule per colour (inline styles on thousands of cells cost the browser
 # twice the time); a colour's channels are rounded to a multiple of 4, so a scale has at most ~64 colours.
-_RULES = (".rlb-heat i.u{opacity:0.35;outline:1px dashed #666;outline-offset:-1px}"
-          ".rlb-heat i.t{box-shadow:inset 2px 0 0 #333}")
-_LABEL = ("font-size:0.7rem;opacity:0.75;text-align:right;padding-right:4px;white-space:nowrap;overflow:hidden;"
-          "text-overflow:ellipsis;line-height:1")
+_RULES = (
+    ".rlb-heat i.u{opacity:0.35;outline:1px dashed #666;outline-offset:-1px}"
+    ".rlb-heat i.t{box-shadow:inset 2px 0 0 #333}"
+)
+_LABEL = (
+    "font-size:0.7rem;opacity:0.75;text-align:right;padding-right:4px;white-space:nowrap;overflow:hidden;"
+    "text-overflow:ellipsis;line-height:1"
+)
 
 
 def _number(value: float) -> str:
@@ -43,8 +47,15 @@ def _hex(color: str) -> str:
     return f"{r:02x}{g:02x}{b:02x}"
 
 
-def _cell(position: int, metric: str, value: float, scale: Scale, colours: set[str], untrained: bool = False,
-          first: bool = False) -> str:  # fmt: skip
+def _cell(
+    position: int,
+    metric: str,
+    value: float,
+    scale: Scale,
+    colours: set[str],
+    untrained: bool = False,
+    first: bool = False,
+) -> str:
     # as short as it can be said: an 8k-token answer has 8k of these
     title = f"#{position} {metric}={_number(value)}" + (" (not trained)" if untrained else "")
     colour = _hex(scale.color(value))
@@ -54,7 +65,12 @@ def _cell(position: int, metric: str, value: float, scale: Scale, colours: set[s
 
 
 def _style(colours: set[str]) -> str:
-    return "<style>" + _RULES + "".join(f".rlb-heat i.c{c}{{background:#{c}}}" for c in sorted(colours)) + "</style>"
+    return (
+        "<style>"
+        + _RULES
+        + "".join(f".rlb-heat i.c{c}{{background:#{c}}}" for c in sorted(colours))
+        + "</style>"
+    )
 
 
 def _label(text: str) -> str:
@@ -63,17 +79,26 @@ def _label(text: str) -> str:
 
 
 def _grid(cells: list[str], columns: int, row_height: int, label_width: str) -> str:
-    return (f'<div class="rlb-heat-grid" style="display:grid;grid-template-columns:{label_width} '
-            f'repeat({columns},minmax(0,1fr));grid-auto-rows:{row_height}px;gap:1px;align-items:stretch">'
-            + "".join(cells) + "</div>")
+    return (
+        f'<div class="rlb-heat-grid" style="display:grid;grid-template-columns:{label_width} '
+        f'repeat({columns},minmax(0,1fr));grid-auto-rows:{row_height}px;gap:1px;align-items:stretch">'
+        + "".join(cells)
+        + "</div>"
+    )
 
 
 def _title(text: str) -> str:
     return f'<div style="font-size:0.9rem;font-weight:600;margin:4px 0">{html.escape(text, quote=True)}</div>'
 
 
-def wrapped_grid_html(tokens: pd.DataFrame, metric: str, *, groups: Sequence[tuple[str, int, int]] = (),
-                      untrained: np.ndarray | None = None, width: int = WIDTH) -> str:  # fmt: skip
+def wrapped_grid_html(
+    tokens: pd.DataFrame,
+    metric: str,
+    *,
+    groups: Sequence[tuple[str, int, int]] = (),
+    untrained: np.ndarray | None = None,
+    width: int = WIDTH,
+) -> str:
     """``metric`` of every token, ``width`` tokens a row, like text; with ``groups`` (label, first row, end row
     of ``tokens``) each turn starts a new row, labelled, and the tokens the loss skips are faded.
 
@@ -97,11 +122,17 @@ def wrapped_grid_html(tokens: pd.DataFrame, metric: str, *, groups: Sequence[tup
             cells.append(_label(head))
             cells.append(_band_row(colours[first:last], width, positions, first, last, metric, label))
     name = F.label(metric, F.TOKEN)
-    what = "one turn per block of rows; faded: not trained (masked)" if groups else "the first token's position"
-    title = (f"{name} of all {len(tokens)} tokens, {width} per row ({what}); one band per token, hover a row "
-             "for its tokens, or switch on the interactive heatmap for each token's value")
-    return (f'<div class="rlb-heat">{_title(title)}{legend_html(scale, metric)}'
-            f'{_rows(cells, "9em" if groups else "3.5em")}</div>')
+    what = (
+        "one turn per block of rows; faded: not trained (masked)" if groups else "the first token's position"
+    )
+    title = (
+        f"{name} of all {len(tokens)} tokens, {width} per row ({what}); one band per token, hover a row "
+        "for its tokens, or switch on the interactive heatmap for each token's value"
+    )
+    return (
+        f'<div class="rlb-heat">{_title(title)}{legend_html(scale, metric)}'
+        f"{_rows(cells, '9em' if groups else '3.5em')}</div>"
+    )
 
 
 def _faded(colour: str) -> str:
@@ -110,8 +141,9 @@ def _faded(colour: str) -> str:
     return "".join(f"{round(0.35 * c + 0.65 * 255):02x}" for c in (r, g, b))
 
 
-def _band_row(colours: list[str], width: int, positions: np.ndarray, first: int, last: int, metric: str,
-              label: str) -> str:  # fmt: skip
+def _band_row(
+    colours: list[str], width: int, positions: np.ndarray, first: int, last: int, metric: str, label: str
+) -> str:
     """One row of tokens as a gradient with a hard stop per change of colour (the rest of a short row empty)."""
     stops: list[str] = []
     k = 0
@@ -132,12 +164,19 @@ def _pct(k: int, width: int) -> str:
 
 
 def _rows(cells: list[str], label_width: str) -> str:
-    return (f'<div class="rlb-heat-rows" style="display:grid;grid-template-columns:{label_width} 1fr;'
-            f'grid-auto-rows:12px;gap:1px">' + "".join(cells) + "</div>")
+    return (
+        f'<div class="rlb-heat-rows" style="display:grid;grid-template-columns:{label_width} 1fr;'
+        f'grid-auto-rows:12px;gap:1px">' + "".join(cells) + "</div>"
+    )
 
 
-def metric_rows_html(tokens: pd.DataFrame, metrics: Sequence[str], *, groups: Sequence[tuple[str, int, int]] = (),
-                     untrained: np.ndarray | None = None) -> str:  # fmt: skip
+def metric_rows_html(
+    tokens: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    groups: Sequence[tuple[str, int, int]] = (),
+    untrained: np.ndarray | None = None,
+) -> str:
     """Token × metric: one row per metric, each coloured on its own scale (diverging metrics centred on 0);
     a turn's first token has a line on its left, and the tokens the loss skips are faded."""
     present = [m for m in metrics if m in tokens.columns and tokens[m].notna().any()]
@@ -150,8 +189,13 @@ def metric_rows_html(tokens: pd.DataFrame, metrics: Sequence[str], *, groups: Se
         values = tokens[metric].to_numpy(dtype=np.float64)
         scale = scale_for(values.tolist(), metric)
         cells.append(_label(F.label(metric, F.TOKEN)))
-        cells += [_cell(int(positions[i]), metric, float(values[i]), scale, colours, bool(skipped[i]), i in starts)
-                  for i in range(len(tokens))]
-    title = ("Token × metric (each row coloured on its own scale" + ("; a line where a turn starts, faded: not "
-             "trained" if groups else "") + "; hover a cell for its position and value)")
+        cells += [
+            _cell(int(positions[i]), metric, float(values[i]), scale, colours, bool(skipped[i]), i in starts)
+            for i in range(len(tokens))
+        ]
+    title = (
+        "Token × metric (each row coloured on its own scale"
+        + ("; a line where a turn starts, faded: not trained" if groups else "")
+        + "; hover a cell for its position and value)"
+    )
     return f'{_style(colours)}<div class="rlb-heat">{_title(title)}{_grid(cells, max(len(tokens), 1), 22, "9em")}</div>'

@@ -136,19 +136,28 @@ def scalar_figure(
         if bad:
             notes.append(f"{_esc(run)}: {bad} NaN/Inf point(s) not drawn")
         line_color = (colors or {}).get(run, color(k))
-        shown = pd.DataFrame({"x": x_values(data, x_axis).to_numpy(), "raw": np.where(np.isfinite(values), values, np.nan),
-                              "smooth": ema(values, smoothing), "step": data["step"].to_numpy()})  # fmt: skip
+        shown = pd.DataFrame(
+            {
+                "x": x_values(data, x_axis).to_numpy(),
+                "raw": np.where(np.isfinite(values), values, np.nan),
+                "smooth": ema(values, smoothing),
+                "step": data["step"].to_numpy(),
+            }
+        )
         if len(shown) > max_points:
             notes.append(f"{_esc(run)}: {max_points} of {len(shown)} points shown")
             shown = downsample(shown, max_points)
         _add_run_traces(fig, shown, _esc(names[run]), line_color, smoothing)
     several = len(series) > 1
     fig.update_layout(
-        title={"text": _esc(tag), "font": {"size": 14}}, height=300 + (30 if several else 0), hovermode="x unified",
+        title={"text": _esc(tag), "font": {"size": 14}},
+        height=300 + (30 if several else 0),
+        hovermode="x unified",
         margin={"l": 10, "r": 10, "t": 40, "b": 40 + (18 if notes else 0) + (40 if several else 0)},
-        xaxis_title=X_AXES.get(x_axis, x_axis), showlegend=several,
+        xaxis_title=X_AXES.get(x_axis, x_axis),
+        showlegend=several,
         legend=LEGEND,
-    )  # fmt: skip
+    )
     _constant_axis(fig, finite_values)
     if notes:
         _note(fig, " · ".join(notes))
@@ -160,7 +169,10 @@ def aliases(runs: list[str]) -> dict[str, str]:
     short = {run: run.rsplit("/", 1)[-1] for run in runs}
     if len(set(short.values())) < len(runs):
         short = {run: run for run in runs}
-    return {run: name if len(name) <= ALIAS_CHARS else "…" + name[-(ALIAS_CHARS - 1):] for run, name in short.items()}
+    return {
+        run: name if len(name) <= ALIAS_CHARS else "…" + name[-(ALIAS_CHARS - 1) :]
+        for run, name in short.items()
+    }
 
 
 def _constant_axis(fig: go.Figure, values: list[np.ndarray]) -> None:
@@ -175,23 +187,38 @@ def _constant_axis(fig: go.Figure, values: list[np.ndarray]) -> None:
 
 def _add_run_traces(fig: go.Figure, shown: pd.DataFrame, run: str, line_color: str, smoothing: float) -> None:
     smooth = smoothing > 0
-    fig.add_trace(go.Scatter(
-        x=shown["x"], y=shown["raw"], mode="lines", name=run if not smooth else f"{run} (raw)",
-        line={"color": _rgba(line_color, 0.3) if smooth else line_color, "width": 1},
-        legendgroup=run, showlegend=not smooth, customdata=shown["step"],
-        hovertemplate="step %{customdata}<br>raw %{y:.5g}<extra>" + run + "</extra>",
-    ))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=shown["x"],
+            y=shown["raw"],
+            mode="lines",
+            name=run if not smooth else f"{run} (raw)",
+            line={"color": _rgba(line_color, 0.3) if smooth else line_color, "width": 1},
+            legendgroup=run,
+            showlegend=not smooth,
+            customdata=shown["step"],
+            hovertemplate="step %{customdata}<br>raw %{y:.5g}<extra>" + run + "</extra>",
+        )
+    )
     if smooth:
-        fig.add_trace(go.Scatter(
-            x=shown["x"], y=shown["smooth"], mode="lines", name=run, legendgroup=run,
-            line={"color": line_color, "width": 2}, customdata=shown["step"],
-            hovertemplate="step %{customdata}<br>smoothed %{y:.5g}<extra>" + run + "</extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=shown["x"],
+                y=shown["smooth"],
+                mode="lines",
+                name=run,
+                legendgroup=run,
+                line={"color": line_color, "width": 2},
+                customdata=shown["step"],
+                hovertemplate="step %{customdata}<br>smoothed %{y:.5g}<extra>" + run + "</extra>",
+            )
+        )
 
 
 def _note(fig: go.Figure, text: str) -> None:
-    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0, y=-0.3,
-                       xanchor="left", font={"size": 10})  # fmt: skip
+    fig.add_annotation(
+        text=text, showarrow=False, xref="paper", yref="paper", x=0, y=-0.3, xanchor="left", font={"size": 10}
+    )
 
 
 # --------------------------------------------------------------------------- histograms
@@ -227,13 +254,25 @@ def histogram_figure(records: pd.DataFrame, *, tag: str, run: str = "", bins: in
         steps, z = steps[idx], z[idx]
     totals = z.sum(axis=1, keepdims=True)
     share = np.divide(z, totals, out=np.zeros_like(z), where=totals > 0)
-    fig = go.Figure(go.Heatmap(
-        x=centres, y=steps, z=share, colorscale="Viridis", customdata=z, colorbar={"title": "share"},
-        hovertemplate="step %{y}<br>value ≈ %{x:.4g}<br>share %{z:.2%} (count %{customdata:.4g})<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            x=centres,
+            y=steps,
+            z=share,
+            colorscale="Viridis",
+            customdata=z,
+            colorbar={"title": "share"},
+            hovertemplate="step %{y}<br>value ≈ %{x:.4g}<br>share %{z:.2%} (count %{customdata:.4g})<extra></extra>",
+        )
+    )
     title = f"{_esc(tag)} (histogram over steps)" + (f" · {_esc(run)}" if run else "")
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=320, xaxis_title="value",
-                      yaxis_title="step", margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=320,
+        xaxis_title="value",
+        yaxis_title="step",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    )
     return fig
 
 
@@ -249,21 +288,49 @@ def episodes_figure(episodes: pd.DataFrame, *, run: str = "", line_color: str | 
     stats = evaluation_summary(episodes)
     c = line_color or color(0)
     x = stats["train_iter"]
-    fig = go.Figure([
-        go.Scatter(x=x, y=stats["max"], mode="lines", line={"width": 0}, hoverinfo="skip", showlegend=False),
-        go.Scatter(x=x, y=stats["min"], mode="lines", line={"width": 0}, fill="tonexty", name="min–max",
-                   fillcolor=_rgba(c, 0.15), hoverinfo="skip"),
-        go.Scatter(x=data["train_iter"], y=data["reward"], mode="markers", name="episode",
-                   marker={"size": 5, "color": _rgba(c, 0.45)},
-                   hovertemplate="train iter %{x}<br>episode reward %{y:.5g}<extra></extra>"),
-        go.Scatter(x=x, y=stats["mean"], mode="lines+markers", name="mean", line={"color": c, "width": 2},
-                   customdata=stats["size"],
-                   hovertemplate="train iter %{x}<br>mean %{y:.5g} over %{customdata} episodes<extra></extra>"),
-    ])  # fmt: skip
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x, y=stats["max"], mode="lines", line={"width": 0}, hoverinfo="skip", showlegend=False
+            ),
+            go.Scatter(
+                x=x,
+                y=stats["min"],
+                mode="lines",
+                line={"width": 0},
+                fill="tonexty",
+                name="min–max",
+                fillcolor=_rgba(c, 0.15),
+                hoverinfo="skip",
+            ),
+            go.Scatter(
+                x=data["train_iter"],
+                y=data["reward"],
+                mode="markers",
+                name="episode",
+                marker={"size": 5, "color": _rgba(c, 0.45)},
+                hovertemplate="train iter %{x}<br>episode reward %{y:.5g}<extra></extra>",
+            ),
+            go.Scatter(
+                x=x,
+                y=stats["mean"],
+                mode="lines+markers",
+                name="mean",
+                line={"color": c, "width": 2},
+                customdata=stats["size"],
+                hovertemplate="train iter %{x}<br>mean %{y:.5g} over %{customdata} episodes<extra></extra>",
+            ),
+        ]
+    )
     title = "Evaluator reward per episode" + (f" · {_esc(run)}" if run else "")
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=340, xaxis_title="train iteration",
-                      yaxis_title="episode reward", margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      legend=LEGEND)  # fmt: skip
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=340,
+        xaxis_title="train iteration",
+        yaxis_title="episode reward",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        legend=LEGEND,
+    )
     return fig
 
 

@@ -71,8 +71,12 @@ def runs_signature(root: str, runs: tuple[str, ...]) -> str:
 @st.cache_data(show_spinner="Reading the chosen runs…", max_entries=16)
 def runs_bundle(root: str, runs: tuple[str, ...], files_signature: str) -> MetricsBundle:
     """The chosen runs' points (a chart needs no other run's), through the on-disk cache."""
-    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots),
-                            sources=_sources(root, runs))  # fmt: skip
+    return api.read_metrics(
+        root,
+        cache_dir=metrics_cache_dir(),
+        allowed_roots=list(server_config().roots),
+        sources=_sources(root, runs),
+    )
 
 
 def _sources(root: str, runs: tuple[str, ...]) -> list[RunSource]:
@@ -89,8 +93,12 @@ def chosen_runs(root: Path, runs: list[str]) -> MetricsBundle:
 
 def index_build(root: Path) -> IndexBuild:
     """The background build of every run's tags under a root (shared by every session; never waited for)."""
-    return api.metrics_index_build(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots),
-                                   sources=run_list(str(root)))  # fmt: skip
+    return api.metrics_index_build(
+        root,
+        cache_dir=metrics_cache_dir(),
+        allowed_roots=list(server_config().roots),
+        sources=run_list(str(root)),
+    )
 
 
 @dataclass(frozen=True)
@@ -110,15 +118,22 @@ def health_settings(root: Path) -> HealthSettings:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def scalar_findings(root: str, files_signature: str, settings_key: str, _bundle: MetricsBundle,
-                    _settings: Settings) -> list[Finding]:  # fmt: skip
+def scalar_findings(
+    root: str, files_signature: str, settings_key: str, _bundle: MetricsBundle, _settings: Settings
+) -> list[Finding]:
     """Scalar rule findings of every metric run under a root."""
     return api.check_metrics(_bundle, _settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def rollout_findings(run_path: str, store_signature: str, run: str, settings_key: str, _store: RolloutStore,
-                     _settings: Settings) -> list[Finding]:  # fmt: skip
+def rollout_findings(
+    run_path: str,
+    store_signature: str,
+    run: str,
+    settings_key: str,
+    _store: RolloutStore,
+    _settings: Settings,
+) -> list[Finding]:
     """Rollout rule findings of one run, named `run` (its name in the sidebar)."""
     return api.check_run(run, _store, _settings)
 

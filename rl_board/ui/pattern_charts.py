@@ -12,16 +12,23 @@ import plotly.graph_objects as go
 from rl_board.ui.charts import RUN_COLORS, downsample, plotly_text
 
 # signal -> (chart title, colour)
-SIGNALS = {"loops": ("Answers that loop, per step", "#cf222e"),
-           "mixed_scripts": ("Answers that mix scripts, per step", "#8250df")}  # fmt: skip
+SIGNALS = {
+    "loops": ("Answers that loop, per step", "#cf222e"),
+    "mixed_scripts": ("Answers that mix scripts, per step", "#8250df"),
+}
 
 
 def _layout(fig: go.Figure, title: str, y: dict) -> go.Figure:
     fig.update_layout(
-        title={"text": title}, xaxis_title="step", yaxis=y, height=300, hovermode="closest",
-        clickmode="event+select", margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        title={"text": title},
+        xaxis_title="step",
+        yaxis=y,
+        height=300,
+        hovermode="closest",
+        clickmode="event+select",
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -33,12 +40,22 @@ def shares_figure(shares: pd.DataFrame, names: list[str]) -> go.Figure:
         if name not in data.columns:
             continue
         label = plotly_text(name)
-        fig.add_trace(go.Scatter(
-            x=data["step"], y=data[name], name=label, mode="lines+markers", marker={"size": 5},
-            line={"color": RUN_COLORS[k % len(RUN_COLORS)], "width": 2},
-            hovertemplate="step %{x}<br>" + label + ": %{y:.1%} of the answers<extra></extra>"))  # fmt: skip
-    return _layout(fig, "Share of each step's answers, per family",
-                   {"title": "share of the step's answers", "tickformat": ".0%", "rangemode": "tozero"})
+        fig.add_trace(
+            go.Scatter(
+                x=data["step"],
+                y=data[name],
+                name=label,
+                mode="lines+markers",
+                marker={"size": 5},
+                line={"color": RUN_COLORS[k % len(RUN_COLORS)], "width": 2},
+                hovertemplate="step %{x}<br>" + label + ": %{y:.1%} of the answers<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        "Share of each step's answers, per family",
+        {"title": "share of the step's answers", "tickformat": ".0%", "rangemode": "tozero"},
+    )
 
 
 def signal_figure(signals: pd.DataFrame, column: str) -> go.Figure:
@@ -46,7 +63,13 @@ def signal_figure(signals: pd.DataFrame, column: str) -> go.Figure:
     title, color = SIGNALS[column]
     data = downsample(signals.sort_values("step"))
     share = data[column] / data["samples"].where(data["samples"] > 0)
-    fig = go.Figure(go.Bar(
-        x=data["step"], y=data[column], marker={"color": color}, customdata=share.fillna(0.0),
-        hovertemplate="step %{x}<br>%{y} answers (%{customdata:.1%})<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=data["step"],
+            y=data[column],
+            marker={"color": color},
+            customdata=share.fillna(0.0),
+            hovertemplate="step %{x}<br>%{y} answers (%{customdata:.1%})<extra></extra>",
+        )
+    )
     return _layout(fig, title, {"title": "answers", "rangemode": "tozero"})

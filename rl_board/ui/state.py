@@ -56,30 +56,54 @@ class Param:
 
 
 PARAMS = (
-    Param("run", "str"), Param("step", "int"), Param("sample", "int"),
-    Param("sort", "str", "sample"), Param("descending", "bool", False, ("desc",)),
-    Param("search", "str", "", ("q",)), Param("regex", "bool", False), Param("match_case", "bool", False, ("case",)),
+    Param("run", "str"),
+    Param("step", "int"),
+    Param("sample", "int"),
+    Param("sort", "str", "sample"),
+    Param("descending", "bool", False, ("desc",)),
+    Param("search", "str", "", ("q",)),
+    Param("regex", "bool", False),
+    Param("match_case", "bool", False, ("case",)),
     Param("all_steps", "bool", False, ("all",)),
-    Param("reward", "range"), Param("kl", "range"), Param("length", "range", old=("len",)),
-    Param("table_page", "int", 1, ("tpage",)), Param("token_metric", "str", "kl", ("metric",)),
-    Param("compare", "list", ()), Param("fields", "str", ""),
-    Param("filter_column", "str", "", ("xcol",)), Param("filter_range", "range", old=("xr",)),
-    Param("threshold", "float", old=("thr",)), Param("zero_variance", "bool", False, ("flat",)),
-    Param("group", "str", old=("grp",)), Param("prompt_id", "str", old=("pid",)),
-    Param("prompt_status", "str", "all", ("pst",)), Param("versus", "str", old=("vs",)),
-    Param("step_a", "str", old=("sa",)), Param("step_b", "str", old=("sb",)),
-    Param("matchup_row", "int", old=("mrow",)), Param("token_page", "int", 1, ("tokpage",)),
-    Param("metric_runs", "list", (), ("mruns",)), Param("metric_filter", "str", "", ("mq",)),
-    Param("smoothing", "float", 0.6, ("msm",)), Param("x_axis", "str", "step", ("mx",)),
+    Param("reward", "range"),
+    Param("kl", "range"),
+    Param("length", "range", old=("len",)),
+    Param("table_page", "int", 1, ("tpage",)),
+    Param("token_metric", "str", "kl", ("metric",)),
+    Param("compare", "list", ()),
+    Param("fields", "str", ""),
+    Param("filter_column", "str", "", ("xcol",)),
+    Param("filter_range", "range", old=("xr",)),
+    Param("threshold", "float", old=("thr",)),
+    Param("zero_variance", "bool", False, ("flat",)),
+    Param("group", "str", old=("grp",)),
+    Param("prompt_id", "str", old=("pid",)),
+    Param("prompt_status", "str", "all", ("pst",)),
+    Param("versus", "str", old=("vs",)),
+    Param("step_a", "str", old=("sa",)),
+    Param("step_b", "str", old=("sb",)),
+    Param("matchup_row", "int", old=("mrow",)),
+    Param("token_page", "int", 1, ("tokpage",)),
+    Param("metric_runs", "list", (), ("mruns",)),
+    Param("metric_filter", "str", "", ("mq",)),
+    Param("smoothing", "float", 0.6, ("msm",)),
+    Param("x_axis", "str", "step", ("mx",)),
     Param("one_copy", "bool", True, ("mone",)),
     Param("kl_estimator", "str", F.DEFAULT_KL_ESTIMATOR, choices=tuple(e.name for e in F.KL_ESTIMATORS)),
     Param("sql", "str", "SELECT * FROM samples ORDER BY step, sample LIMIT 100"),
     # trajectories: the step browser's filters, the sample's focused turn, the Tools page's tool
-    Param("turns", "range"), Param("tool_calls", "range"), Param("tools", "str", ""),
-    Param("tool_errors", "bool", False), Param("finish_reason", "list", ()),
-    Param("turn", "int"), Param("tool", "str"),
+    Param("turns", "range"),
+    Param("tool_calls", "range"),
+    Param("tools", "str", ""),
+    Param("tool_errors", "bool", False),
+    Param("finish_reason", "list", ()),
+    Param("turn", "int"),
+    Param("tool", "str"),
     # failure patterns and labels: the step browser's filters, the Patterns page's family
-    Param("repetition", "range"), Param("scripts", "str", ""), Param("template", "int"), Param("tag", "str", ""),
+    Param("repetition", "range"),
+    Param("scripts", "str", ""),
+    Param("template", "int"),
+    Param("tag", "str", ""),
     Param("family", "int"),
 )
 TRAJECTORY_RANGES = ("turns", "tool_calls")  # range filters shown for multi-turn runs only
@@ -172,7 +196,9 @@ def _parse_range(name: str, raw: str) -> tuple[float | None, float | None]:
         if not text.strip():
             bounds.append(None)
             continue
-        bounds.append(_finite(text, f"`{name}` bounds must be numbers", f"`{name}` bounds must be finite numbers"))
+        bounds.append(
+            _finite(text, f"`{name}` bounds must be numbers", f"`{name}` bounds must be finite numbers")
+        )
     lo, hi = bounds
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"`{name}` low bound is above its high bound")
@@ -217,8 +243,10 @@ def read_url_once() -> None:
         try:
             value = parse_value(param, raw)
         except ValueError as exc:
-            notice(f"Ignored link parameter {given}={escape_markdown(repr(raw[:80]))}: "
-                   f"{escape_markdown(str(exc))}.")
+            notice(
+                f"Ignored link parameter {given}={escape_markdown(repr(raw[:80]))}: "
+                f"{escape_markdown(str(exc))}."
+            )
             continue
         if param.kind == "range":
             put(f"{param.name}.lo", value[0])
@@ -257,9 +285,25 @@ def write_url() -> None:
 
 def show(where: Where) -> None:
     """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
-    put_many(run=where.run, step=where.step, sample=where.sample, table_page=1, search=where.text, regex=False,
-             match_case=False, all_steps=False, sort=where.sort or "sample", descending=bool(where.desc),
-             tools="", tool_errors=False, finish_reason=[], turn=None, scripts="", template=None, tag="")
+    put_many(
+        run=where.run,
+        step=where.step,
+        sample=where.sample,
+        table_page=1,
+        search=where.text,
+        regex=False,
+        match_case=False,
+        all_steps=False,
+        sort=where.sort or "sample",
+        descending=bool(where.desc),
+        tools="",
+        tool_errors=False,
+        finish_reason=[],
+        turn=None,
+        scripts="",
+        template=None,
+        tag="",
+    )
     put_many(**{name: text for name, text in where.contains.items() if name in CONTAINS_PARAMS})
     for name in RANGE_PARAMS:
         low, high = where.ranges.get(name, (None, None))
@@ -270,8 +314,16 @@ def where() -> Where:
     """The view state as a ``Where`` (run, step, sample, sort, text search, ranges and text filters)."""
     ranges = {name: get_range(name) for name in RANGE_PARAMS if get_range(name) != (None, None)}
     contains = {name: get(name) for name in CONTAINS_PARAMS if get(name)}
-    return Where(run=get("run"), step=get("step"), sample=get("sample"), sort=get("sort"),
-                 desc=bool(get("descending")), text=get("search") or "", ranges=ranges, contains=contains)
+    return Where(
+        run=get("run"),
+        step=get("step"),
+        sample=get("sample"),
+        sort=get("sort"),
+        desc=bool(get("descending")),
+        text=get("search") or "",
+        ranges=ranges,
+        contains=contains,
+    )
 
 
 # -- messages, navigation requests and the shared context ------------------

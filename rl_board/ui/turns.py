@@ -43,19 +43,30 @@ def is_trajectory(messages: list[dict[str, Any]] | None) -> bool:
     if not messages:
         return False
     roles = [m.get("role") for m in messages]
-    return (any(m.get("tool_calls") or m.get("reasoning") for m in messages) or "tool" in roles or "environment" in roles
-            or roles.count("assistant") > 1 or any(span(m) is not None for m in messages))  # fmt: skip
+    return (
+        any(m.get("tool_calls") or m.get("reasoning") for m in messages)
+        or "tool" in roles
+        or "environment" in roles
+        or roles.count("assistant") > 1
+        or any(span(m) is not None for m in messages)
+    )
 
 
 def span(message: dict[str, Any]) -> tuple[int, int] | None:
     tokens = message.get("tokens")
-    if (isinstance(tokens, list) and len(tokens) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                             for v in tokens) and 0 <= tokens[0] <= tokens[1]):
+    if (
+        isinstance(tokens, list)
+        and len(tokens) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in tokens)
+        and 0 <= tokens[0] <= tokens[1]
+    ):
         return int(tokens[0]), int(tokens[1])
     return None
 
 
-def segments(messages: list[dict[str, Any]], n_tokens: int, loss_mask: np.ndarray | None = None) -> list[Segment]:
+def segments(
+    messages: list[dict[str, Any]], n_tokens: int, loss_mask: np.ndarray | None = None
+) -> list[Segment]:
     """The turns' token spans, in token order: from the messages' spans, else from the loss mask's runs (named
     after the response-side turns when there are as many of them as runs)."""
     found = []
@@ -63,8 +74,15 @@ def segments(messages: list[dict[str, Any]], n_tokens: int, loss_mask: np.ndarra
         s = span(m)
         if s is not None and s[0] < n_tokens:
             trained = m.get("trained")
-            found.append(Segment(k, str(m.get("role") or "?"), s[0], min(s[1], n_tokens),
-                                 trained if isinstance(trained, bool) else None))  # fmt: skip
+            found.append(
+                Segment(
+                    k,
+                    str(m.get("role") or "?"),
+                    s[0],
+                    min(s[1], n_tokens),
+                    trained if isinstance(trained, bool) else None,
+                )
+            )
     if found:
         return sorted(found, key=lambda g: g.start)
     if loss_mask is None or not len(loss_mask):
@@ -79,16 +97,23 @@ def _mask_runs(messages: list[dict[str, Any]], mask: np.ndarray) -> list[Segment
     first = next((k for k, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
     side = [k for k in range(first, len(messages)) if messages[k].get("role") in RESPONSE_SIDE]
     named = len(side) == len(starts)
-    return [Segment(side[j] if named else -1,
-                    str(messages[side[j]].get("role")) if named else ("trained" if trained[s] else "masked"),
-                    int(s), int(e), bool(trained[s])) for j, (s, e) in enumerate(zip(starts, ends, strict=True))]
+    return [
+        Segment(
+            side[j] if named else -1,
+            str(messages[side[j]].get("role")) if named else ("trained" if trained[s] else "masked"),
+            int(s),
+            int(e),
+            bool(trained[s]),
+        )
+        for j, (s, e) in enumerate(zip(starts, ends, strict=True))
+    ]
 
 
 def untrained(tokens: pd.DataFrame, parts: list[Segment]) -> np.ndarray:
     """Per token (row of ``tokens``, indexed by position): whether the loss skips it (mask 0, or its turn's
     ``trained`` is false)."""
     if "loss_mask" in tokens.columns:
-        return (tokens["loss_mask"].to_numpy(dtype=np.float64) == 0.0)
+        return tokens["loss_mask"].to_numpy(dtype=np.float64) == 0.0
     out = np.zeros(len(tokens), dtype=bool)
     positions = tokens.index.to_numpy()
     for g in parts:
@@ -155,8 +180,10 @@ def groups(tokens: pd.DataFrame, parts: list[Segment]) -> list[tuple[str, int, i
     seg = segment_of(tokens.index.to_numpy(), parts)
     cuts = np.flatnonzero(seg[1:] != seg[:-1]) + 1
     starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(seg)]])
-    return [(parts[seg[s]].label if seg[s] >= 0 else "outside the turns", int(s), int(e))
-            for s, e in zip(starts, ends, strict=True)]
+    return [
+        (parts[seg[s]].label if seg[s] >= 0 else "outside the turns", int(s), int(e))
+        for s, e in zip(starts, ends, strict=True)
+    ]
 
 
 def of_sample(messages: list[dict[str, Any]] | None, tokens: pd.DataFrame) -> list[Segment]:

@@ -37,9 +37,21 @@ def write_extras_run(run: Path) -> None:
     run.mkdir()
     with (run / "r.jsonl").open("w") as f:
         for i in range(4):
-            f.write(json.dumps({"step": 0, "prompt": f"p{i}", "response": "r", "reward": i / 10,
-                                "tags": ["a", str(i)], "meta": {"k": i}, "note": f"n{i}",
-                                "score2": 3 - i}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "step": 0,
+                        "prompt": f"p{i}",
+                        "response": "r",
+                        "reward": i / 10,
+                        "tags": ["a", str(i)],
+                        "meta": {"k": i},
+                        "note": f"n{i}",
+                        "score2": 3 - i,
+                    }
+                )
+                + "\n"
+            )
 
 
 def write_broken_run(run: Path) -> None:
@@ -52,10 +64,15 @@ def write_broken_run(run: Path) -> None:
 def write_hostile_run(run: Path) -> None:
     """Model text that tries to be markup: HTML, Markdown, attribute breakouts."""
     run.mkdir()
-    record = {"step": 0, "prompt": "# Heading [x](javascript:alert(1))", "reward": 1.0,
-              "response": "<script>alert(1)</script><img src=x onerror=alert(2)>",
-              "response_tokens": ["<script>", '" onmouseover="alert(1)'], "logprobs": [-0.1, -0.2],
-              "ref_logprobs": [-0.2, -0.1]}
+    record = {
+        "step": 0,
+        "prompt": "# Heading [x](javascript:alert(1))",
+        "reward": 1.0,
+        "response": "<script>alert(1)</script><img src=x onerror=alert(2)>",
+        "response_tokens": ["<script>", '" onmouseover="alert(1)'],
+        "logprobs": [-0.1, -0.2],
+        "ref_logprobs": [-0.2, -0.1],
+    }
     (run / "r.jsonl").write_text(json.dumps(record) + "\n")
 
 

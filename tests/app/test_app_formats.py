@@ -58,7 +58,10 @@ def test_rollouts_left_out_of_training_are_shown_with_their_reason(tmp_path: Pat
     assert len(frame) == len(want) and {"kept", "dropped_reason"} <= set(frame.columns)
     dropped = frame[~frame["kept"].astype(bool)]
     assert len(dropped) == sum(w.kept is False for w in want) > 0
-    assert dropped["dropped_reason"].notna().all() and frame.loc[frame["kept"].astype(bool), "dropped_reason"].isna().all()
+    assert (
+        dropped["dropped_reason"].notna().all()
+        and frame.loc[frame["kept"].astype(bool), "dropped_reason"].isna().all()
+    )
 
 
 def test_fields_panel_says_how_turns_were_split(tmp_path: Path, serve) -> None:
@@ -109,7 +112,9 @@ def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
     assert_clean(at)
     chart = next(c for c in at.get("plotly_chart") if "Reward components" in c.proto.spec)
     assert "accuracy_reward" in chart.proto.spec and "think_format_reward" in chart.proto.spec
-    steps = open_page("steps", run="trl/completions", step="2", filter_column="accuracy_reward", filter_range="1:")
+    steps = open_page(
+        "steps", run="trl/completions", step="2", filter_column="accuracy_reward", filter_range="1:"
+    )
     assert_clean(steps)
     frame = table(steps)
     assert len(frame) and (frame["accuracy_reward"] >= 1).all()

@@ -12,11 +12,27 @@ def _param(at, name):
     return value[0] if isinstance(value, list) else value
 
 
-LINK = {"run": "ppo", "step": "3", "sample": "2", "sort": "kl_mean", "descending": "1",
-        "reward": "-10:10", "search": "What", "token_metric": "log_ratio"}
+LINK = {
+    "run": "ppo",
+    "step": "3",
+    "sample": "2",
+    "sort": "kl_mean",
+    "descending": "1",
+    "reward": "-10:10",
+    "search": "What",
+    "token_metric": "log_ratio",
+}
 # The same view as links written before the parameters got readable names spelled it.
-OLD_LINK = {"run": "ppo", "step": "3", "sample": "2", "sort": "kl_mean", "desc": "1",
-            "reward": "-10:10", "q": "What", "metric": "log_ratio"}
+OLD_LINK = {
+    "run": "ppo",
+    "step": "3",
+    "sample": "2",
+    "sort": "kl_mean",
+    "desc": "1",
+    "reward": "-10:10",
+    "q": "What",
+    "metric": "log_ratio",
+}
 
 
 def test_link_restores_sample_view(open_app):
@@ -50,18 +66,21 @@ def test_state_survives_page_switches(open_app):
     assert at.selectbox(key="w.sort").value == "reward"
 
 
-@pytest.mark.parametrize(("params", "needle"), [
-    ({"step": "abc"}, "whole number"),
-    ({"step": "999"}, "Step 999 is not in this run"),
-    ({"step": "2", "sample": "99"}, "Sample 99 is not in this step"),
-    ({"sort": "no_such_column"}, "Cannot sort by"),
-    ({"reward": "x:y"}, "must be numbers"),
-    ({"reward": "5:1"}, "low bound is above"),
-    ({"descending": "maybe"}, "must be 1 or 0"),
-    ({"desc": "maybe"}, "must be 1 or 0"),
-    ({"token_metric": "bogus"}, "not available"),
-    ({"kl_estimator": "k4"}, "must be one of k3, k2, k1"),
-])
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ({"step": "abc"}, "whole number"),
+        ({"step": "999"}, "Step 999 is not in this run"),
+        ({"step": "2", "sample": "99"}, "Sample 99 is not in this step"),
+        ({"sort": "no_such_column"}, "Cannot sort by"),
+        ({"reward": "x:y"}, "must be numbers"),
+        ({"reward": "5:1"}, "low bound is above"),
+        ({"descending": "maybe"}, "must be 1 or 0"),
+        ({"desc": "maybe"}, "must be 1 or 0"),
+        ({"token_metric": "bogus"}, "not available"),
+        ({"kl_estimator": "k4"}, "must be one of k3, k2, k1"),
+    ],
+)
 def test_bad_link_values_warn_instead_of_failing(open_app, params, needle):
     page = "steps" if "sort" in params else "sample"
     at = open_app(page, run="ppo", **params)
@@ -74,22 +93,48 @@ def test_an_old_link_opens_the_same_view_and_is_rewritten_with_the_new_names(ope
     new, old = open_app(page, **LINK), open_app(page, **OLD_LINK)
     assert_clean(new)
     assert_clean(old)
-    assert {k: _param(old, k) for k in old.query_params} == {k: _param(new, k) for k in new.query_params} == LINK
+    assert (
+        {k: _param(old, k) for k in old.query_params} == {k: _param(new, k) for k in new.query_params} == LINK
+    )
     if page == "steps":
         assert old.text_input(key="w.search").value == new.text_input(key="w.search").value == "What"
         assert old.toggle(key="w.descending").value is new.toggle(key="w.descending").value is True
         assert table(old).equals(table(new))
     else:
-        assert old.button_group(key="w.token_metric").value == new.button_group(key="w.token_metric").value == "log_ratio"
+        assert (
+            old.button_group(key="w.token_metric").value
+            == new.button_group(key="w.token_metric").value
+            == "log_ratio"
+        )
         assert texts(old.markdown) == texts(new.markdown)
 
 
 def test_every_old_name_is_read_as_its_new_one(open_app):
     from rl_board.ui import state
 
-    olds = {"xcol": "", "tpage": "1", "tokpage": "1", "pst": "learned", "thr": "0.5", "flat": "1", "mq": "loss",
-            "msm": "0.3", "mx": "wall_time", "mone": "0", "case": "1", "all": "1", "len": "3:", "xr": ":2",
-            "grp": "g", "pid": "abc", "vs": "ppo", "sa": "1", "sb": "2", "mrow": "0", "mruns": "x"}
+    olds = {
+        "xcol": "",
+        "tpage": "1",
+        "tokpage": "1",
+        "pst": "learned",
+        "thr": "0.5",
+        "flat": "1",
+        "mq": "loss",
+        "msm": "0.3",
+        "mx": "wall_time",
+        "mone": "0",
+        "case": "1",
+        "all": "1",
+        "len": "3:",
+        "xr": ":2",
+        "grp": "g",
+        "pid": "abc",
+        "vs": "ppo",
+        "sa": "1",
+        "sb": "2",
+        "mrow": "0",
+        "mruns": "x",
+    }
     assert set(olds) | {"desc", "q", "metric"} == set(state.RENAMED)  # every renamed parameter is checked
     at = open_app("steps", run="ppo", step="1", **olds)
     assert_clean(at)
@@ -97,14 +142,22 @@ def test_every_old_name_is_read_as_its_new_one(open_app):
     assert not set(olds) & set(written)  # the address bar now uses the new names only
     for old, value in olds.items():
         new = state.RENAMED[old]
-        default = state.format_value(state._BY_NAME[new], state._BY_NAME[new].default) \
-            if state._BY_NAME[new].default not in (None, ()) else None
+        default = (
+            state.format_value(state._BY_NAME[new], state._BY_NAME[new].default)
+            if state._BY_NAME[new].default not in (None, ())
+            else None
+        )
         assert written.get(new, default) == value, (old, new)
 
 
-@pytest.mark.parametrize(("run", "needle"), [
-    ("../../etc", "outside the folders"), ("/etc", "outside the folders"), ("no_such_run", "No run"),
-])
+@pytest.mark.parametrize(
+    ("run", "needle"),
+    [
+        ("../../etc", "outside the folders"),
+        ("/etc", "outside the folders"),
+        ("no_such_run", "No run"),
+    ],
+)
 def test_bad_run_in_link_is_a_message(open_app, run, needle):
     at = open_app("steps", run=run)
     assert_clean(at)

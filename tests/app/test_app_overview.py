@@ -12,7 +12,17 @@ def test_start_page_lists_runs_and_asks_for_one(open_app):
     assert_clean(at)
     assert any("Choose a run" in t for t in texts(at.info))
     runs = next(f.value for f in at.dataframe if "run" in f.value.columns)
-    assert set(runs["run"]) == {"ppo", "eval", "single", "noref", "empty", "big", "hostile", "broken", "extras"}
+    assert set(runs["run"]) == {
+        "ppo",
+        "eval",
+        "single",
+        "noref",
+        "empty",
+        "big",
+        "hostile",
+        "broken",
+        "extras",
+    }
     assert len(at.get("plotly_chart")) == 0
 
 

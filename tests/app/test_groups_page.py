@@ -45,7 +45,9 @@ def test_threshold_and_zero_variance_filter(v1_root: Path, tmp_path: Path) -> No
     store = RolloutStore.open(v1_root / "grpo", cache_dir=tmp_path / "expected")
     step = store.steps[-1]
     expected = store.groups(step=step, threshold=0.01)
-    assert expected["zero_variance"].any() and not expected["zero_variance"].all()  # the filter has work to do
+    assert (
+        expected["zero_variance"].any() and not expected["zero_variance"].all()
+    )  # the filter has work to do
     at = open_page("groups", run="grpo", step=str(step), threshold="0.01", zero_variance="1")
     assert_clean(at)
     frame = table(at)

@@ -23,9 +23,19 @@ def write_nan_run(folder: Path) -> None:
     for step in range(3):
         for i in range(3):
             logprobs = [-1.0, float("nan") if (step, i) == (1, 2) else -1.0]
-            lines.append(json.dumps({"step": step, "prompt": f"q{step}{i}", "response": "a b", "reward": float(i),
-                                     "response_tokens": ["a", "b"], "logprobs": logprobs,
-                                     "ref_logprobs": [-1.1, -1.1]}))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "step": step,
+                        "prompt": f"q{step}{i}",
+                        "response": "a b",
+                        "reward": float(i),
+                        "response_tokens": ["a", "b"],
+                        "logprobs": logprobs,
+                        "ref_logprobs": [-1.1, -1.1],
+                    }
+                )
+            )
     (folder / "rollouts.jsonl").write_text("\n".join(lines) + "\n")
 
 
@@ -91,7 +101,11 @@ def test_rollout_link_opens_the_step_browser_at_the_step_pre_filtered(health_pag
     assert at.slider(key="w.step").value == 29
     assert at.query_params["run"] == ["rollouts/ppo"] or at.query_params["run"] == "rollouts/ppo"
     low = at.number_input(key="w.length.lo").value
-    assert low is not None and at.selectbox(key="w.sort").value == "reward" and at.toggle(key="w.descending").value
+    assert (
+        low is not None
+        and at.selectbox(key="w.sort").value == "reward"
+        and at.toggle(key="w.descending").value
+    )
     rows = table(at)
     assert len(rows) < 24 and (rows["n_tokens"] >= low).all()
     assert list(rows["reward"]) == sorted(rows["reward"], reverse=True)

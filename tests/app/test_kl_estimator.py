@@ -24,7 +24,9 @@ def test_overview_curve_follows_the_estimator_and_the_link_keeps_it(open_app, st
     figs = figures(at)
     assert "KL (k3) to the reference per step" not in figs
     spec = figs["KL (k2) to the reference per step"]
-    np.testing.assert_allclose(decode(trace(spec, "KL (k2, mean per sample)")["y"]), summary["kl_k2_mean"], rtol=1e-9)
+    np.testing.assert_allclose(
+        decode(trace(spec, "KL (k2, mean per sample)")["y"]), summary["kl_k2_mean"], rtol=1e-9
+    )
     band = decode(trace(spec, "KL (k2, mean per sample) +band")["y"])
     np.testing.assert_allclose(band, summary["kl_k2_p90"], rtol=1e-9)  # the band is the k2 spread too
     assert _param(at, "kl_estimator") == "k2"
@@ -58,7 +60,9 @@ def test_switching_the_estimator_moves_a_kl_sort_along(open_app):
 
 
 def test_sample_page_cards_and_token_colours_use_the_estimator(open_app, store_of):
-    at = open_app("sample", run="ppo", step="2", sample="1", kl_estimator="k2", metric="kl")  # an old-style colour
+    at = open_app(
+        "sample", run="ppo", step="2", sample="1", kl_estimator="k2", metric="kl"
+    )  # an old-style colour
     assert_clean(at)
     row = store_of("ppo").samples(step=2, columns=["kl_k2_mean", "kl_k2_sum"], offset=1, limit=1).iloc[0]
     cards = {m.label.replace("\\", ""): m.value for m in at.metric}  # labels are Markdown-escaped

@@ -40,8 +40,15 @@ RUN_A = "![I](https:/evil.example/run.png)"  # the red team's repro: ROOT/<RUN_A
 RUN_B = f"<img src=x onerror=alert(1)> `tick` $x$ [l](https:/evil.example/l) {RLO}evil"
 FILE_B = f"![f](evil.png) <img src=f> [l](evil) `b` $y$ {RLO}"
 TB_RUN = f"tb/![T](https:/evil.example/t.png) <img src=t> {RLO}evil"
-TB_TAGS = ["![G](https:/evil.example/g.png)", "<img src=evil>", "`evil`", "$evil$",
-           "[evil](https:/evil.example/x)", f"evil{RLO}/loss", 'say "evil"']
+TB_TAGS = [
+    "![G](https:/evil.example/g.png)",
+    "<img src=evil>",
+    "`evil`",
+    "$evil$",
+    "[evil](https:/evil.example/x)",
+    f"evil{RLO}/loss",
+    'say "evil"',
+]
 JSONL_TAGS = ["![K](https:/evil.example/k.png)", "<img src=evilk>", "`evilk`", "$evilk$", f"evilk{RLO}"]
 JSONL_RUN_DIR = "logs/![J](https:/evil.example/j.png)"
 DI_RUN = f"di/![D](https:/evil.example/d.png) <img src=d> {RLO}"
@@ -78,11 +85,17 @@ def _write_agent_run(run: Path) -> None:
     lines = []
     for step in (1, 2):
         for i in range(3):
-            call = {"id": f"c{i}", "type": "function", "function": {"name": TOOL, "arguments": json.dumps({"q": TOOL})}}
-            messages = [{"role": "user", "content": f"task {i}"},
-                        {"role": "assistant", "content": "calling", "tool_calls": [call]},
-                        {"role": "tool", "tool_call_id": f"c{i}", "name": TOOL, "content": f"Error: {TOOL}"},
-                        {"role": "assistant", "content": f"done {TOOL}"}]
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": TOOL, "arguments": json.dumps({"q": TOOL})},
+            }
+            messages = [
+                {"role": "user", "content": f"task {i}"},
+                {"role": "assistant", "content": "calling", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "name": TOOL, "content": f"Error: {TOOL}"},
+                {"role": "assistant", "content": f"done {TOOL}"},
+            ]
             lines.append({"step": step, "messages": messages, "reward": float(i), "finish_reason": "stop"})
     (run / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
@@ -207,8 +220,18 @@ def markdown_with(page: Shown, *needles: str) -> list[str]:
 
 
 def test_the_visits_below_cover_every_page():
-    visited = {"overview", "steps", "sample", "groups", "prompts", "matchup", "metrics", "health", "tools",
-               "patterns"}  # fmt: skip
+    visited = {
+        "overview",
+        "steps",
+        "sample",
+        "groups",
+        "prompts",
+        "matchup",
+        "metrics",
+        "health",
+        "tools",
+        "patterns",
+    }
     assert set(PAGES) == visited
 
 
@@ -250,7 +273,6 @@ def test_groups_prompts_and_same_prompts(visit, run):
     check(visit("matchup", run, versus=run))
 
 
-
 def test_agent_run_pages_with_a_hostile_tool(visit):
     """The tool's name is a label, an option and a chart's text on the Tools page, and a card on the Sample page."""
     page = check(visit("tools", AGENT_RUN))
@@ -287,6 +309,7 @@ def test_sql_page(visit, run):
     page = check(visit("views/query.py", run))
     if run == RUN_B:
         assert any("⟨U+202E⟩" in text for where, text in page.plain if where == "Dataframe.cell")
+
 
 def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs):
     at = visit("metrics", **{"metric_runs": metric_runs, "metric_filter": "evil", "x_axis": "wall_time"})

@@ -57,14 +57,22 @@ def test_tag_and_note_a_sample_from_the_sample_page(root, own_labels_file):
     assert_clean(at)
     assert said(at) == ["Tagged 1 sample\\(s\\) “reward hack”\\."]
     [label] = labels().of_run(str(root / "run"))
-    assert (label.step, label.tag, label.note) == (2, "reward hack", "says <b>great</b> [x](https:/evil.example)")
+    assert (label.step, label.tag, label.note) == (
+        2,
+        "reward hack",
+        "says <b>great</b> [x](https:/evil.example)",
+    )
     assert own_labels_file.exists() and not list((root / "run").glob("*.sqlite"))  # the config's file only
     assert ":material/label: **reward hack**" in texts(at.markdown)
     assert "says \\<b\\>great\\</b\\> \\[x\\]\\(https\\:/evil\\.example\\)" in texts(at.caption)  # as text
-    assert at.text_input(key="sample_label_tag").value == "" and at.text_area(key="sample_label_note").value == ""
+    assert (
+        at.text_input(key="sample_label_tag").value == ""
+        and at.text_area(key="sample_label_note").value == ""
+    )
     # the label sits on the sample whose text was written at step 2, index 5
-    found = labels().of_sample(run=str(root / "run"), step=2, file=label.file, line=label.line,
-                               sample_digest=label.digest)  # fmt: skip
+    found = labels().of_sample(
+        run=str(root / "run"), step=2, file=label.file, line=label.line, sample_digest=label.digest
+    )
     line = (root / "run" / label.file).read_text().splitlines()[label.line - 1]  # lines count from 1
     assert found and json.loads(line)["response"] == written_response(root, 2, 5)
 
@@ -88,7 +96,9 @@ def test_a_refused_tag_or_note_is_a_message_not_a_traceback(root):
     at.text_area(key="sample_label_note").input("n" * (MAX_NOTE + 1)).run()
     at.button(key="label_add").click().run()
     assert_clean(at)
-    assert said(at) == [f"Not saved\\: a note is at most {MAX_NOTE} characters \\(this one has {MAX_NOTE + 1}\\)\\."]
+    assert said(at) == [
+        f"Not saved\\: a note is at most {MAX_NOTE} characters \\(this one has {MAX_NOTE + 1}\\)\\."
+    ]
     assert labels().of_run(str(root / "run")) == []
 
 
@@ -99,7 +109,9 @@ def test_a_typed_tag_is_text_everywhere(root):
     at.button(key="label_add").click().run()
     assert_clean(at)
     shown = [t for t in texts(at.markdown) if t.startswith(":material/label:")]
-    assert shown == [":material/label: **\\!\\[x\\]\\(https\\:/evil\\.example/t\\.png\\) \\<b\\>hack\\</b\\> \\***"]
+    assert shown == [
+        ":material/label: **\\!\\[x\\]\\(https\\:/evil\\.example/t\\.png\\) \\<b\\>hack\\</b\\> \\***"
+    ]
     at = open_page("steps", run="run", step="0", tag=HOSTILE_TAG)
     assert_clean(at)
     frame = table(at)
@@ -120,7 +132,10 @@ def test_tag_ticked_rows_in_the_step_browser_then_filter_by_tag(root):
     assert_clean(at)
     assert said(at) == ["Tagged 3 sample\\(s\\) “loop”\\."]
     frame = table(at)
-    assert frame.loc[frame["tags"] != "", "sample"].tolist() == [1, 4, 6] and set(frame["tags"]) == {"", "loop"}
+    assert frame.loc[frame["tags"] != "", "sample"].tolist() == [1, 4, 6] and set(frame["tags"]) == {
+        "",
+        "loop",
+    }
     stored = labels().of_run(str(root / "run"))
     assert sorted((x.step, x.note) for x in stored) == [(3, "repeats itself")] * 3
 
@@ -147,7 +162,9 @@ def test_remove_a_tag_from_ticked_rows(root):
     assert said(at) == ["Removed “good” from 1 of 2 sample\\(s\\)\\."]
     assert [(x.step, x.tag) for x in labels().of_run(str(root / "run"))] == [(1, "good")]
     at.slider(key="w.step").set_value(2).run()  # other samples shown: no tick carries over to them
-    assert at.button(key="rows_label_add").disabled and at.button(key="rows_label_add").label == "Tag 0 row(s)"
+    assert (
+        at.button(key="rows_label_add").disabled and at.button(key="rows_label_add").label == "Tag 0 row(s)"
+    )
     at.toggle(key="w.tag_rows").set_value(False).run()  # a click opens a sample again
     assert [d.key for d in at.dataframe if d.key] == ["sample_table"]
 
@@ -164,7 +181,9 @@ def test_signal_filters_of_the_step_browser(root):
     loops = table(at)
     assert len(loops) and (loops["repetition"] >= 0.5).all()
     assert at.number_input(key="w.repetition.lo").value == 0.5
-    phrase_loops = [k for k, x in enumerate(step3) if len(x["response"].split()) > 100]  # 20 words + 40 × a phrase
+    phrase_loops = [
+        k for k, x in enumerate(step3) if len(x["response"].split()) > 100
+    ]  # 20 words + 40 × a phrase
     assert sorted(loops["sample"]) == phrase_loops
     at = open_page("steps", run="run", step="3", template="1")
     great = [k for k, x in enumerate(step3) if x["response"].startswith("Great question!")]

@@ -10,7 +10,9 @@ from tests.helpers.apptest import assert_clean, open_page, table
 
 def test_two_steps_of_one_run_share_prompts(grpo_root: Path, tmp_path: Path) -> None:
     store = RolloutStore.open(grpo_root / "grpo", cache_dir=tmp_path / "x")
-    expected = store.versus(store, step=0, other_step=3)  # a pool of 9 prompts, 3 per step: step 3 repeats step 0
+    expected = store.versus(
+        store, step=0, other_step=3
+    )  # a pool of 9 prompts, 3 per step: step 3 repeats step 0
     assert len(expected) == 3
     at = open_page("views/matchup.py", run="grpo", versus="grpo", step_a="0", step_b="3", matchup_row="0")
     assert_clean(at)

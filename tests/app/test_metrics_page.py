@@ -223,8 +223,14 @@ def test_metrics_page_state_is_in_the_link(metrics_root, tmp_path, serve):
     at.run()
     at.switch_page("views/metrics.py").run()
     assert_clean(at)
-    assert at.text_input(key="w.metric_filter").value == "loss" and at.query_params["metric_filter"] in ("loss", ["loss"])
-    assert at.query_params["smoothing"] in ("0.3", ["0.3"]) and at.query_params["x_axis"] in ("relative", ["relative"])
+    assert at.text_input(key="w.metric_filter").value == "loss" and at.query_params["metric_filter"] in (
+        "loss",
+        ["loss"],
+    )
+    assert at.query_params["smoothing"] in ("0.3", ["0.3"]) and at.query_params["x_axis"] in (
+        "relative",
+        ["relative"],
+    )
 
 
 def test_a_sweep_lists_every_run_and_reads_only_the_chosen_ones(tmp_path, monkeypatch):

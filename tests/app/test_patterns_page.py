@@ -24,7 +24,9 @@ SECOND_STEPS = range(5, 10)  # two answers per step of a second, smaller family,
 @pytest.fixture
 def planted_root(tmp_path, serve) -> tuple[Path, planted.Planted]:
     root = tmp_path / "served"
-    truth = planted.write(root / "planted", steps=STEPS, samples=SAMPLES, seed=2, template=0.5, loops=0.3, mixed=0.3)
+    truth = planted.write(
+        root / "planted", steps=STEPS, samples=SAMPLES, seed=2, template=0.5, loops=0.3, mixed=0.3
+    )
     with RolloutWriter(root / "planted", rank=1) as writer:  # rank 1 sorts after rank 0: planted indices hold
         for step in SECOND_STEPS:
             for k in range(2):
@@ -36,7 +38,9 @@ def planted_root(tmp_path, serve) -> tuple[Path, planted.Planted]:
 
 def lines(root: Path) -> list[dict]:
     """The planted run's lines in the store's order: by step, then file, then line."""
-    rows = [json.loads(x) for p in sorted((root / "planted").glob("*.jsonl")) for x in p.read_text().splitlines()]
+    rows = [
+        json.loads(x) for p in sorted((root / "planted").glob("*.jsonl")) for x in p.read_text().splitlines()
+    ]
     by_step: dict[int, list] = {}
     for row in rows:
         by_step.setdefault(row["step"], []).append(row)
@@ -91,9 +95,13 @@ def test_the_share_curve_and_the_signal_bars_per_step(planted_root):
     want = [sum(1 for s, _ in truth.template if s == step) / per_step[step] for step in range(STEPS)]
     assert decode(t1["y"]).tolist() == pytest.approx(want)
     loops = charts["Answers that loop, per step"]["data"][0]
-    assert decode(loops["y"]).tolist() == [sum(1 for s, _ in truth.loop if s == step) for step in range(STEPS)]
+    assert decode(loops["y"]).tolist() == [
+        sum(1 for s, _ in truth.loop if s == step) for step in range(STEPS)
+    ]
     mixed = charts["Answers that mix scripts, per step"]["data"][0]
-    assert decode(mixed["y"]).tolist() == [sum(1 for s, _ in truth.mixed if s == step) for step in range(STEPS)]
+    assert decode(mixed["y"]).tolist() == [
+        sum(1 for s, _ in truth.mixed if s == step) for step in range(STEPS)
+    ]
 
 
 def _place(head: str) -> tuple[int, int]:
@@ -105,8 +113,11 @@ def _place(head: str) -> tuple[int, int]:
 def test_a_family_answers_shown_as_text_beside_two_others(planted_root):
     root, truth = planted_root
     at = open_page("patterns", run="planted")
-    heads = {t.split(" · ")[0]: _place(t) for t in texts(at.markdown)
-             if t.startswith(("**Representative**", "**First seen**", "**Latest**"))}  # fmt: skip
+    heads = {
+        t.split(" · ")[0]: _place(t)
+        for t in texts(at.markdown)
+        if t.startswith(("**Representative**", "**First seen**", "**Latest**"))
+    }
     assert len(heads) == 3 and len(set(heads.values())) == 3 and set(heads.values()) <= truth.template
     others = sorted(truth.template - {heads["**Representative**"]})
     assert heads["**First seen**"] == others[0] and heads["**Latest**"] == others[-1]
@@ -167,8 +178,14 @@ def test_the_health_finding_on_mixed_scripts_opens_just_those_answers(planted_ro
     assert_clean(at)
     [card] = [t for t in texts(at.markdown) if "use more than one writing system" in t]
     step = int(card.split(" of the answers at step ")[1].split(" ")[0])
-    [key] = [b.key for b in at.button if b.key and b.key.startswith("hlink.") and b.label == f"Open step {step}"
-             and any("scripts contains" in c for c in texts(at.caption))]  # fmt: skip
+    [key] = [
+        b.key
+        for b in at.button
+        if b.key
+        and b.key.startswith("hlink.")
+        and b.label == f"Open step {step}"
+        and any("scripts contains" in c for c in texts(at.caption))
+    ]
     at.button(key=key).click().run()
     at.switch_page("views/steps.py").run()
     assert_clean(at)

@@ -33,12 +33,17 @@ def test_default_query_runs_on_opening(app_env, store_of):
     assert_clean(at)
     table = result_table(at)
     want = store_of("ppo").samples(limit=100)
-    assert table["step"].tolist() == want["step"].tolist() and table["sample"].tolist() == want["sample"].tolist()
+    assert (
+        table["step"].tolist() == want["step"].tolist()
+        and table["sample"].tolist() == want["sample"].tolist()
+    )
     assert "sql" not in at.query_params  # the default query is not spelled in the link
 
 
 def test_run_a_query_and_see_its_table(app_env, store_of):
-    at = run_sql(open_page(PAGE, run="ppo"), "SELECT step, avg(reward) AS r FROM samples GROUP BY step ORDER BY step")
+    at = run_sql(
+        open_page(PAGE, run="ppo"), "SELECT step, avg(reward) AS r FROM samples GROUP BY step ORDER BY step"
+    )
     table = result_table(at)
     summary = store_of("ppo").step_summary()
     assert table["step"].tolist() == summary["step"].tolist()
@@ -55,8 +60,15 @@ def test_a_bad_query_is_an_error_message_not_an_exception(app_env):
     assert not [f for f in at.main.dataframe if list(f.value.columns) not in SCHEMA_COLUMNS]
 
 
-@pytest.mark.parametrize("text", ["SELECT * FROM read_csv('/etc/passwd')", "COPY samples TO 'x.csv'",
-                                  "SELECT 1; SELECT 2", "ATTACH ':memory:' AS m"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "COPY samples TO 'x.csv'",
+        "SELECT 1; SELECT 2",
+        "ATTACH ':memory:' AS m",
+    ],
+)
 def test_refused_queries_are_messages(app_env, text):
     at = run_sql(open_page(PAGE, run="ppo"), text)
     assert len(at.error) == 1
@@ -84,7 +96,9 @@ def test_schema_expander_lists_both_views_their_meaning_and_the_kl_macros(app_en
     schemas = [f.value for f in at.main.dataframe if list(f.value.columns) == SCHEMA_COLUMNS[0]]
     assert len(schemas) == 2
     samples, steps = (frame.set_index("column")["help"] for frame in schemas)
-    assert {"step", "sample", "file", "line", "reward", "logprobs", "token_log_ratio", "kl_k2_sum"} <= set(samples.index)
+    assert {"step", "sample", "file", "line", "reward", "logprobs", "token_log_ratio", "kl_k2_sum"} <= set(
+        samples.index
+    )
     assert {"step", "samples", "reward_mean", "kl_mean", "kl_k2_mean", "log_ratio_mean"} <= set(steps.index)
     assert "k3" in samples["kl_mean"] and "k2" in samples["kl_k2_mean"] and "k1" in samples["log_ratio_mean"]
     assert "k2" in steps["kl_k2_mean"] and "standard deviation" in steps["kl_k2_std"]
@@ -100,24 +114,27 @@ def test_row_cap_is_said(app_env):
 
 def test_rows_with_step_and_sample_open_that_sample(app_env):
     """AppTest cannot click a row: check the rows the click would open, then what the click does."""
-    at = run_sql(open_page(PAGE, run="ppo"), "SELECT step, sample, reward FROM samples ORDER BY reward DESC LIMIT 5")
+    at = run_sql(
+        open_page(PAGE, run="ppo"), "SELECT step, sample, reward FROM samples ORDER BY reward DESC LIMIT 5"
+    )
     table = result_table(at)
     assert at.session_state[Q._ROWS_KEY] == list(zip(table["step"], table["sample"], strict=True))
     at = run_sql(at, "SELECT step, avg(reward) FROM samples GROUP BY step")
     assert any("Add `step` and `sample`" in str(c.value) for c in at.caption)
 
 
-
-
 def test_display_frame_makes_names_unique_and_shows_text():
     frame = pd.DataFrame([[1, "a\u202eb", [1, 2], "x" * 2000]], columns=["c", "c", "l", "t"])
     out = Q.display_frame(frame)
     assert list(out.columns) == ["c", "c'", "l", "t"]
-    assert out["c'"].iloc[0] == "a⟨U+202E⟩b" and out["l"].iloc[0] == "[1, 2]" and len(out["t"].iloc[0]) == 1001
+    assert (
+        out["c'"].iloc[0] == "a⟨U+202E⟩b" and out["l"].iloc[0] == "[1, 2]" and len(out["t"].iloc[0]) == 1001
+    )
 
 
 def test_hostile_text_stays_text(app_env):
-    at = run_sql(open_page(PAGE, run="hostile"), "SELECT prompt, response AS \"<img src=x>\u202e\" FROM samples")
+    at = run_sql(
+        open_page(PAGE, run="hostile"), 'SELECT prompt, response AS "<img src=x>\u202e" FROM samples'
+    )
     table = result_table(at)
     assert table.iloc[0, 1].startswith("<script>") and "<img src=x>⟨U+202E⟩" in table.columns
-

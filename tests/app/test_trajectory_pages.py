@@ -36,8 +36,11 @@ def agent_root(tmp_path, serve) -> Path:
     root = tmp_path / "served"
     write_agent_run(root / "agent", SPEC)
     write_run(root / "ppo", DemoSpec(steps=3, samples=4, ranks=1, tokens=8, seed=2))
-    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"},
-            {"role": "assistant", "content": "4"}]  # fmt: skip
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "4"},
+    ]
     with RolloutWriter(root / "chat") as writer:
         writer.write(0, None, None, 1.0, messages=chat)
     return serve(root)
@@ -45,7 +48,9 @@ def agent_root(tmp_path, serve) -> Path:
 
 def written(root: Path) -> list[dict]:
     """The agent run's lines in the store's order: by step, then file, then line."""
-    lines = [json.loads(x) for p in sorted((root / "agent").glob("*.jsonl")) for x in p.read_text().splitlines()]
+    lines = [
+        json.loads(x) for p in sorted((root / "agent").glob("*.jsonl")) for x in p.read_text().splitlines()
+    ]
     by_step: dict[int, list] = {}
     for line in lines:
         by_step.setdefault(line["step"], []).append(line)
@@ -60,7 +65,9 @@ def _sample_with_error(root: Path) -> tuple[int, int, dict]:
     for step in range(SPEC.steps):
         rows = [x for x in written(root) if x["step"] == step]
         for k, x in enumerate(rows):
-            if any(m["role"] == "tool" and m["content"].startswith(("Error", "Traceback")) for m in x["messages"]):
+            if any(
+                m["role"] == "tool" and m["content"].startswith(("Error", "Traceback")) for m in x["messages"]
+            ):
                 return step, k, x
     raise AssertionError("the demo wrote no failed call")
 
@@ -78,12 +85,17 @@ def test_a_trajectory_turn_by_turn_with_its_tool_cards(agent_root):
     summary = next(t for t in texts(at.markdown) if t.startswith("**Conversation**"))
     assert f"{len(messages)} turns" in summary and f"{len(calls)} tool calls" in summary
     assert f"{len(errors)} tool errors" in summary and line["finish_reason"] in summary
-    shown = [k for k in range(10) if any(t.startswith(("**", "▶")) and f" · turn {k} · " in t for t in texts(at.markdown))]
+    shown = [
+        k
+        for k in range(10)
+        if any(t.startswith(("**", "▶")) and f" · turn {k} · " in t for t in texts(at.markdown))
+    ]
     assert shown == list(range(min(10, len(messages))))  # the first page of turns
     cards = [t for t in texts(at.markdown) if t.startswith(":material/build:")]
     first_page_calls = [c for m in messages[:10] for c in m.get("tool_calls", ())]
     assert [re.search(r"\*\*(.+?)\*\*", t).group(1).replace("\\_", "_") for t in cards] == [
-        c["function"]["name"] for c in first_page_calls]
+        c["function"]["name"] for c in first_page_calls
+    ]
     boxes = plain_texts(at)
     for c in first_page_calls:  # arguments pretty-printed as JSON text
         assert json.dumps(json.loads(c["function"]["arguments"]), indent=2) in boxes
@@ -94,8 +106,11 @@ def test_jumps_to_the_next_error_call_and_highest_kl_turn(agent_root):
     step, index, line = _sample_with_error(agent_root)
     messages = line["messages"]
     at = open_page("sample", run="agent", step=str(step), sample=str(index))
-    first_error = next(k for k, m in enumerate(messages)
-                       if m["role"] == "tool" and m["content"].startswith(("Error", "Traceback")))
+    first_error = next(
+        k
+        for k, m in enumerate(messages)
+        if m["role"] == "tool" and m["content"].startswith(("Error", "Traceback"))
+    )
     at.button(key="jump_error").click().run()
     assert_clean(at)
     assert at.query_params["turn"] in (str(first_error), [str(first_error)])
@@ -111,8 +126,11 @@ def test_jumps_to_the_next_error_call_and_highest_kl_turn(agent_root):
     logp, ref = np.array(line["logprobs"]), np.array(line["ref_logprobs"])
     r = logp - ref
     kl = np.exp(-r) - 1 + r
-    means = {k: kl[m["tokens"][0]:m["tokens"][1]].mean() for k, m in enumerate(messages)
-             if m.get("trained") and m["tokens"][1] > m["tokens"][0]}
+    means = {
+        k: kl[m["tokens"][0] : m["tokens"][1]].mean()
+        for k, m in enumerate(messages)
+        if m.get("trained") and m["tokens"][1] > m["tokens"][0]
+    }
     at.button(key="jump_kl").click().run()
     assert_clean(at)
     assert at.query_params["turn"] in (str(max(means, key=means.get)), [str(max(means, key=means.get))])
@@ -135,7 +153,9 @@ def test_tokens_split_at_turns_untrained_struck_through(agent_root):
         assert grid.count("(not trained)") == untrained * grid.count("<span style=")
     at.toggle(key="heatmap_interactive").set_value(True).run()
     assert_clean(at)
-    heat = next(spec for title, spec in figures(at).items() if "by turn" in title or "one turn per block" in title)
+    heat = next(
+        spec for title, spec in figures(at).items() if "by turn" in title or "one turn per block" in title
+    )
     if "shapes" in heat["layout"]:  # a short answer: turn lines and grey spans over the untrained tokens
         rects = [s for s in heat["layout"]["shapes"] if s["type"] == "rect"]
         flags = [m["trained"] for m in response_turns]  # back-to-back tool results are one grey span
@@ -163,7 +183,9 @@ def test_step_browser_trajectory_columns_and_filters(agent_root):
     frame = table(at)
     assert {"turns", "n_tool_calls", "n_tool_errors", "tools", "finish_reason"} <= set(frame.columns)
     assert frame["turns"].tolist() == [len(x["messages"]) for x in rows]
-    assert frame["n_tool_calls"].tolist() == [sum(len(m.get("tool_calls", ())) for m in x["messages"]) for x in rows]
+    assert frame["n_tool_calls"].tolist() == [
+        sum(len(m.get("tool_calls", ())) for m in x["messages"]) for x in rows
+    ]
     labels = [n.label for n in at.number_input]
     assert "Turns ≥" in labels and "Tool calls ≤" in labels
 
@@ -171,13 +193,28 @@ def test_step_browser_trajectory_columns_and_filters(agent_root):
         return any(c["function"]["name"] == tool for m in x["messages"] for c in m.get("tool_calls", ()))
 
     def failed(x: dict) -> bool:
-        return any(m["role"] == "tool" and m["content"].startswith(("Error", "Traceback")) for m in x["messages"])
+        return any(
+            m["role"] == "tool" and m["content"].startswith(("Error", "Traceback")) for m in x["messages"]
+        )
 
-    at = open_page("steps", run="agent", step="2", finish_reason="length,turn_limit", tool_errors="1",
-                   tools="shell", turns="12:")
+    at = open_page(
+        "steps",
+        run="agent",
+        step="2",
+        finish_reason="length,turn_limit",
+        tool_errors="1",
+        tools="shell",
+        turns="12:",
+    )
     assert_clean(at)
-    want = [k for k, x in enumerate(rows) if x["finish_reason"] in ("length", "max_turns", "turn_limit")
-            and failed(x) and called(x, "shell") and len(x["messages"]) >= 12]
+    want = [
+        k
+        for k, x in enumerate(rows)
+        if x["finish_reason"] in ("length", "max_turns", "turn_limit")
+        and failed(x)
+        and called(x, "shell")
+        and len(x["messages"]) >= 12
+    ]
     got = table(at)["sample"].tolist() if want else []
     assert got == want
     assert any(f"**{len(want)}** of {len(rows)} samples" in t for t in texts(at.markdown))
@@ -210,12 +247,21 @@ def test_overview_trajectory_curves(agent_root):
     for s, got in enumerate(decode(rate["y"])):
         mine = [x for x in lines if x["step"] == s]
         calls = sum(len(m.get("tool_calls", ())) for x in mine for m in x["messages"])
-        errors = sum(m["role"] == "tool" and m["content"].startswith(("Error", "Traceback"))
-                     for x in mine for m in x["messages"])
+        errors = sum(
+            m["role"] == "tool" and m["content"].startswith(("Error", "Traceback"))
+            for x in mine
+            for m in x["messages"]
+        )
         assert np.isclose(got, errors / calls)
     finish = figs["Why trajectories ended, per step"]
-    names = {"stop": "stop", "length": "length", "turn_limit": "turn_limit", "tool_budget": "tool_budget",
-             "timeout": "timeout", "error": "error"}  # the demo writes the vocabulary's own names
+    names = {
+        "stop": "stop",
+        "length": "length",
+        "turn_limit": "turn_limit",
+        "tool_budget": "tool_budget",
+        "timeout": "timeout",
+        "error": "error",
+    }  # the demo writes the vocabulary's own names
     shares = Counter(x["finish_reason"] for x in lines if x["step"] == 0)
     for t in finish["data"]:
         assert np.isclose(decode(t["y"])[0], shares[names[t["name"]]] / SPEC.trajectories)
@@ -252,13 +298,17 @@ def test_tools_page_counts_calls_errors_and_rewards(agent_root):
         assert np.isclose(frame.loc[tool, "mean reward"], np.mean(values))
     assert list(frame.index) == sorted(calls, key=lambda t: (-calls[t], t))
     figs = figures(at)
-    assert {"Calls per step, per tool", "Mean reward of the trajectories that called it, per tool"} <= set(figs)
+    assert {"Calls per step, per tool", "Mean reward of the trajectories that called it, per tool"} <= set(
+        figs
+    )
     examples = next(f.value for f in at.dataframe if "arguments" in f.value.columns)
     tool = frame.index[0]
     last = [x for x in lines if x["step"] == SPEC.steps - 1]
     for row in examples.itertuples():
         m = last[row.sample]["messages"][row.turn]
-        assert row.arguments in [c["function"]["arguments"] for c in m["tool_calls"] if c["function"]["name"] == tool]
+        assert row.arguments in [
+            c["function"]["arguments"] for c in m["tool_calls"] if c["function"]["name"] == tool
+        ]
 
 
 def test_tools_page_of_a_single_turn_run_says_so(agent_root):

@@ -37,10 +37,17 @@ def browser_root(tmp_path_factory) -> Path:
     hostile = root / "hostile"
     hostile.mkdir()
     record = {
-        "step": 0, "reward": 1.0, "prompt": "# Big heading\n[click](javascript:alert(1)) **bold**",
+        "step": 0,
+        "reward": 1.0,
+        "prompt": "# Big heading\n[click](javascript:alert(1)) **bold**",
         "response": '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>',
-        "response_tokens": ['<img src=x onerror="window.__xss=1">', "<script>", '" onmouseover="window.__xss=1'],
-        "logprobs": [-0.1, -0.2, -0.3], "ref_logprobs": [-0.2, -0.1, -0.3],
+        "response_tokens": [
+            '<img src=x onerror="window.__xss=1">',
+            "<script>",
+            '" onmouseover="window.__xss=1',
+        ],
+        "logprobs": [-0.1, -0.2, -0.3],
+        "ref_logprobs": [-0.2, -0.1, -0.3],
     }
     (hostile / "r.jsonl").write_text(json.dumps(record) + "\n")
     write_run(root / "growing", DemoSpec(steps=2, samples=4, ranks=1, tokens=8, seed=9))
@@ -50,10 +57,16 @@ def browser_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(browser_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={  # REPO: the project's config.toml
-        "RL_BOARD_ROOTS": str(browser_root), "RL_BOARD_CACHE_DIR": str(logs / "cache"),
-        "RL_BOARD_LABELS": str(logs / "labels.sqlite"),  # never the user's data folder
-    })
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={  # REPO: the project's config.toml
+            "RL_BOARD_ROOTS": str(browser_root),
+            "RL_BOARD_CACHE_DIR": str(logs / "cache"),
+            "RL_BOARD_LABELS": str(logs / "labels.sqlite"),  # never the user's data folder
+        },
+    )
     yield srv
     stop_streamlit(srv.proc)
 

@@ -21,8 +21,12 @@ def dumps(tmp_path_factory):
     root = tmp_path_factory.mktemp("dumps") / "logs"
     verl, trl = T.write_verl(root / "verl"), T.write_trl(root / "trl")
     logs = tmp_path_factory.mktemp("dumps-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv, verl, trl
     stop_streamlit(srv.proc)
 

@@ -20,10 +20,16 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def grpo(tmp_path_factory):
     root = tmp_path_factory.mktemp("grpo") / "logs"
-    write_grpo_run(root / "grpo_math", GrpoSpec(steps=10, prompts=4, group_size=8, tokens=60, long_tokens=400))
+    write_grpo_run(
+        root / "grpo_math", GrpoSpec(steps=10, prompts=4, group_size=8, tokens=60, long_tokens=400)
+    )
     logs = tmp_path_factory.mktemp("grpo-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv, RolloutStore.open(root / "grpo_math", cache_dir=logs / "expected")
     stop_streamlit(srv.proc)
 
@@ -73,20 +79,28 @@ def test_groups_then_prompt_history_then_same_prompts(page, grpo):
 
 def test_a_6000_token_answer_in_the_browser(chromium_browser, tmp_path_factory):
     root = tmp_path_factory.mktemp("long") / "logs"
-    write_grpo_run(root / "long", GrpoSpec(steps=2, prompts=2, group_size=2, tokens=30, long_tokens=6000, seed=5))
+    write_grpo_run(
+        root / "long", GrpoSpec(steps=2, prompts=2, group_size=2, tokens=30, long_tokens=6000, seed=5)
+    )
     store = RolloutStore.open(root / "long", cache_dir=root.parent / "expected")
     lengths = store.samples(step=1, columns=["n_tokens"])["n_tokens"]
     index = int(lengths.idxmax())
     logs = tmp_path_factory.mktemp("long-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     try:
         runs = StreamlitRuns(page)
         runs.goto(f"{srv.url}/sample?run=long&step=1&sample={index}")
         main = page.get_by_test_id("stMain")
-        expect(main.get_by_text(f"of all {int(lengths.max())} tokens, 100 per row")).to_be_visible(timeout=30_000)
+        expect(main.get_by_text(f"of all {int(lengths.max())} tokens, 100 per row")).to_be_visible(
+            timeout=30_000
+        )
         assert main.locator(".rlb-chip").count() == 500  # one page of chips
         save_screenshot(page, "long-answer.png")
     finally:

@@ -29,8 +29,12 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     save_screenshot(page, "start.png")
 
     # choose the training run
-    choose_option(page, runs, page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run"),
-                  re.compile(r"^ppo_math"))
+    choose_option(
+        page,
+        runs,
+        page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run"),
+        re.compile(r"^ppo_math"),
+    )
     expect(page.get_by_text("Reward per step")).to_be_visible()
     assert _params(page)["run"] == "ppo_math"
     save_screenshot(page, "overview.png")
@@ -47,8 +51,13 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     expect(page.get_by_test_id("stMain").get_by_test_id("stSlider")).to_contain_text(str(step))
 
     # sort by KL, descending
-    choose_option(page, runs, page.get_by_test_id("stSelectbox").filter(has_text="Sort by"), re.compile(r"^KL \(k3, mean\)$"),
-                  typed="KL (k3, mean)")
+    choose_option(
+        page,
+        runs,
+        page.get_by_test_id("stSelectbox").filter(has_text="Sort by"),
+        re.compile(r"^KL \(k3, mean\)$"),
+        typed="KL (k3, mean)",
+    )
     with runs.expect_rerun():
         page.get_by_test_id("stCheckbox").filter(has_text="Descending").locator("label").click()
     assert _params(page)["sort"] == "kl_mean" and _params(page)["descending"] == "1"
@@ -82,9 +91,13 @@ def test_deep_link_opens_the_same_view_in_a_new_tab(app_page, runs, server):
     runs.goto(f"{server.url}/sample?run=ppo_math&step=7&sample=5&token_metric=logp")
     expect(page.get_by_text("Step 7 · sample 5")).to_be_visible()
     expect(page.get_by_text("Top tokens by log-prob")).to_be_visible()
-    runs.goto(f"{server.url}/steps?run=ppo_math&step=20&search=Great&all_steps=1&kl=0.1:&sort=kl_mean&descending=1")
+    runs.goto(
+        f"{server.url}/steps?run=ppo_math&step=20&search=Great&all_steps=1&kl=0.1:&sort=kl_mean&descending=1"
+    )
     expect(page.get_by_text(re.compile(r"of 720 samples in all steps match the filters"))).to_be_visible()
-    expect(page.get_by_role("textbox", name="Search prompt, response and ground truth")).to_have_value("Great")
+    expect(page.get_by_role("textbox", name="Search prompt, response and ground truth")).to_have_value(
+        "Great"
+    )
     save_screenshot(page, "search-all-steps.png")
     runs.goto(f"{server.url}/steps?run=eval_math&step=400&sort=reward&descending=1")
     expect(page.get_by_text("12 of 12 samples in step 400")).to_be_visible()

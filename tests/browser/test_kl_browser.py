@@ -38,7 +38,8 @@ def test_switching_to_k2_redraws_the_kl_everywhere(app_page, runs, server, brows
         sidebar.get_by_text("Display settings").click()
     expect(radios.get_by_role("radio", name="k2 · ½·r²")).to_be_checked()
     sidebar.get_by_test_id("stExpander").filter(has_text="Display settings").screenshot(
-        path=str(SHOTS / "kl-k2-sidebar.png"))
+        path=str(SHOTS / "kl-k2-sidebar.png")
+    )
 
     store = RolloutStore.open(browser_root / "ppo_math", cache_dir=tmp_path / "cache")
     mean = store.samples(step=7, columns=["kl_k2_mean"])["kl_k2_mean"].iloc[5]

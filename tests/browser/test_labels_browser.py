@@ -37,20 +37,41 @@ def _params(page) -> dict[str, str]:
 def served(tmp_path_factory):
     """`rl-board serve ROOT --labels FILE` on a free port; yields (url, root, labels file, what was planted)."""
     root = tmp_path_factory.mktemp("patterns") / "logs"
-    truth = planted.write(root / "planted", steps=STEPS, samples=SAMPLES, seed=7, template=0.45, loops=0.25,
-                          mixed=0.2, cut=0.1)  # fmt: skip
-    with RolloutWriter(root / "planted", rank=1) as writer:  # a second, smaller family (rank 1 sorts after rank 0)
+    truth = planted.write(
+        root / "planted", steps=STEPS, samples=SAMPLES, seed=7, template=0.45, loops=0.25, mixed=0.2, cut=0.1
+    )
+    with RolloutWriter(
+        root / "planted", rank=1
+    ) as writer:  # a second, smaller family (rank 1 sorts after rank 0)
         for step in SECOND_STEPS:
             for k in range(3):
                 writer.write(step, f"extra {k}", SECOND.format(n=step * 10 + k), 0.3)
     logs = tmp_path_factory.mktemp("patterns-server")
     labels, port = logs / "team" / "labels.sqlite", free_port()
     with open(logs / "serve.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", str(root), "--port", str(port),
-                                 "--cache-dir", str(logs / "cache"), "--labels", str(labels)],
-                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    url, opener, started = f"http://127.0.0.1:{port}", urllib.request.build_opener(urllib.request.ProxyHandler({})), \
-        time.monotonic()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rl_board",
+                "serve",
+                str(root),
+                "--port",
+                str(port),
+                "--cache-dir",
+                str(logs / "cache"),
+                "--labels",
+                str(labels),
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    url, opener, started = (
+        f"http://127.0.0.1:{port}",
+        urllib.request.build_opener(urllib.request.ProxyHandler({})),
+        time.monotonic(),
+    )
     while True:
         assert proc.poll() is None, (logs / "serve.log").read_text()
         try:
@@ -97,11 +118,14 @@ def test_patterns_then_a_label_found_again_by_its_tag(tab, served):
     expect(main.get_by_text("Answers that loop, per step")).to_be_visible()
     save_screenshot(page, "patterns.png")
     with runs.expect_rerun():
-        main.get_by_role("button", name=f"All {len(truth.template)} answers of T1 in the step browser").click()
+        main.get_by_role(
+            "button", name=f"All {len(truth.template)} answers of T1 in the step browser"
+        ).click()
     page.wait_for_url(re.compile(r"/steps\?"))
     assert _params(page)["template"] == "1" and _params(page)["all_steps"] == "1"
-    expect(main.get_by_text(f"{len(truth.template)} of {TOTAL} samples in all steps match the filters"))\
-        .to_be_visible()
+    expect(
+        main.get_by_text(f"{len(truth.template)} of {TOTAL} samples in all steps match the filters")
+    ).to_be_visible()
 
     # the Sample page: a template answer tagged with a suggestion and a note
     step, sample = max(truth.template)
@@ -128,7 +152,9 @@ def test_patterns_then_a_label_found_again_by_its_tag(tab, served):
     # the step browser finds it by its tag
     runs.goto(f"{url}/steps?run=planted&step=0")
     main.get_by_text("Filter and search").click()
-    choose_option(page, runs, main.get_by_test_id("stSelectbox").filter(has_text="Tag"), "reward hack", typed="reward")
+    choose_option(
+        page, runs, main.get_by_test_id("stSelectbox").filter(has_text="Tag"), "reward hack", typed="reward"
+    )
     assert _params(page)["tag"] == "reward hack"
     expect(main.get_by_text("0 of ")).to_be_visible()  # not at step 0
     with runs.expect_rerun():
@@ -147,7 +173,9 @@ def test_ticked_rows_tagged_at_once(tab, served):
     step = 10  # five loops, and before the second family: SAMPLES answers
     loops = sorted(k for s, k in truth.loop if s == step)
     runs.goto(f"{url}/steps?run=planted&step={step}&repetition=0.5:&sort=sample")
-    expect(main.get_by_text(f"{len(loops)} of {SAMPLES} samples in step {step} match the filters")).to_be_visible()
+    expect(
+        main.get_by_text(f"{len(loops)} of {SAMPLES} samples in step {step} match the filters")
+    ).to_be_visible()
     with runs.expect_rerun():
         main.get_by_test_id("stCheckbox").filter(has_text="Tag rows").locator("label").click()
     bar = page.locator(".st-key-rows_labels")
@@ -169,4 +197,6 @@ def test_ticked_rows_tagged_at_once(tab, served):
     _tick_rows(page, runs, [0])
     page.wait_for_url(re.compile(r"/sample\?"))
     assert _params(page)["sample"] == str(loops[0])
-    expect(page.locator(".st-key-sample_labels").locator("strong").get_by_text("loop", exact=True)).to_be_visible()
+    expect(
+        page.locator(".st-key-sample_labels").locator("strong").get_by_text("loop", exact=True)
+    ).to_be_visible()

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "rl_board" / "ui" / "app.py"
 SESSIONS = 5
-SPEC = DemoSpec(steps=20, samples=96, ranks=4, tokens=400, seed=5)  # ~55 MB: parsed once, in the server (below the pool threshold)
+SPEC = DemoSpec(
+    steps=20, samples=96, ranks=4, tokens=400, seed=5
+)  # ~55 MB: parsed once, in the server (below the pool threshold)
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +26,15 @@ def big_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("big") / "logs"
     write_run(root / "big", SPEC)
     logs = tmp_path_factory.mktemp("big-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache"),
-    })
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={
+            "RL_BOARD_ROOTS": str(root),
+            "RL_BOARD_CACHE_DIR": str(logs / "cache"),
+        },
+    )
     srv.run_bytes = sum(p.stat().st_size for p in (root / "big").glob("*.jsonl"))
     yield srv
     stop_streamlit(srv.proc)
@@ -38,7 +46,9 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def test_five_sessions_share_one_load(chromium_browser, big_server):
-    contexts = [chromium_browser.new_context(viewport={"width": 1280, "height": 900}) for _ in range(SESSIONS)]
+    contexts = [
+        chromium_browser.new_context(viewport={"width": 1280, "height": 900}) for _ in range(SESSIONS)
+    ]
     pages = [c.new_page() for c in contexts]
     try:
         for page in pages:  # all five ask for the run before any has it
@@ -56,5 +66,7 @@ def test_five_sessions_share_one_load(chromium_browser, big_server):
     assert len(parses) == 1, log[-3000:]  # one parse, shared by all five sessions
     assert int(parses[0]) == big_server.run_bytes
     rss = peak_rss_mb(big_server.pid)
-    print(f"\nserver peak RSS with {SESSIONS} sessions on a {big_server.run_bytes / 2**20:.0f} MB run: {rss:.0f} MB")
+    print(
+        f"\nserver peak RSS with {SESSIONS} sessions on a {big_server.run_bytes / 2**20:.0f} MB run: {rss:.0f} MB"
+    )
     assert rss < 1024  # the naive way holds ~1.6x the logs per session

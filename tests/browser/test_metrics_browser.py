@@ -32,8 +32,15 @@ def metrics_server(tmp_path_factory):
     write_tensorboard_run(root / "tb" / "trl_ppo", steps=60, unstable=True)
     write_run(root / "ppo_math", DemoSpec(steps=30, samples=24))
     logs = tmp_path_factory.mktemp("metrics-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=APP.parents[2], env_extra={  # the project's config.toml
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=APP.parents[2],
+        env_extra={  # the project's config.toml
+            "RL_BOARD_ROOTS": str(root),
+            "RL_BOARD_CACHE_DIR": str(logs / "cache"),
+        },
+    )
     yield srv
     stop_streamlit(srv.proc)
 

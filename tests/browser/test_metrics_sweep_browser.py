@@ -29,12 +29,21 @@ def sweep_server(tmp_path_factory):
         folder.mkdir(parents=True)
         writer = EventFileWriter(str(folder))
         for step in range(30):
-            values = [summary_pb2.Summary.Value(tag=f"train/m{k}", simple_value=float(k + step + r)) for k in range(TAGS)]
-            writer.add_event(event_pb2.Event(step=step, wall_time=float(step), summary=summary_pb2.Summary(value=values)))
+            values = [
+                summary_pb2.Summary.Value(tag=f"train/m{k}", simple_value=float(k + step + r))
+                for k in range(TAGS)
+            ]
+            writer.add_event(
+                event_pb2.Event(step=step, wall_time=float(step), summary=summary_pb2.Summary(value=values))
+            )
         writer.close()
     logs = tmp_path_factory.mktemp("sweep-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=APP.parents[2], env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=APP.parents[2],
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv
     stop_streamlit(srv.proc)
 
@@ -53,7 +62,9 @@ def test_sweep_lists_runs_at_once_and_gains_tag_counts(chromium_browser, sweep_s
         assert main.get_by_test_id("stPlotlyChart").count() == TAGS  # the one chosen run's tags
         # the background index completes and the page redraws once by itself: the chosen run's chip
         # now says how many tags it holds
-        expect(main.get_by_text(re.compile(rf"seed_000 · TensorBoard · {TAGS} tags"))).to_be_visible(timeout=90_000)
+        expect(main.get_by_text(re.compile(rf"seed_000 · TensorBoard · {TAGS} tags"))).to_be_visible(
+            timeout=90_000
+        )
         expect(main.get_by_text("Indexing metric runs")).to_have_count(0)
         save_screenshot(page, "metrics-sweep.png")
     finally:

@@ -13,7 +13,9 @@ from tests.helpers.screens import save_screenshot
 
 pytestmark = pytest.mark.browser
 
-TOP = "SELECT step, sample, kl_mean, left(response, 60) AS response FROM samples ORDER BY kl_mean DESC LIMIT 10"
+TOP = (
+    "SELECT step, sample, kl_mean, left(response, 60) AS response FROM samples ORDER BY kl_mean DESC LIMIT 10"
+)
 
 
 def _params(page) -> dict[str, str]:
@@ -37,7 +39,9 @@ def test_query_then_open_a_row(app_page, runs, server, browser_root, tmp_path):
     with runs.expect_rerun():
         page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
     page.wait_for_url(re.compile(r"/sample\?"))
-    assert _params(page)["step"] == str(int(top["step"])) and _params(page)["sample"] == str(int(top["sample"]))
+    assert _params(page)["step"] == str(int(top["step"])) and _params(page)["sample"] == str(
+        int(top["sample"])
+    )
     expect(page.get_by_text(f"Step {int(top['step'])} · sample {int(top['sample'])}")).to_be_visible()
 
 

@@ -20,8 +20,12 @@ def trl_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("reasoning") / "logs"
     write_trl(root)
     logs = tmp_path_factory.mktemp("reasoning-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv
     stop_streamlit(srv.proc)
 

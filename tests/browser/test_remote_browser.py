@@ -31,7 +31,9 @@ URL = "s3://team-logs/experiments"
 def bucket_server(tmp_path_factory):
     local = tmp_path_factory.mktemp("bucket") / "experiments"
     # one 12,000-token answer per step: a log over config.sizes().remote_head_bytes, so serve first copies only its head
-    write_grpo_run(local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=12_000, seed=2))
+    write_grpo_run(
+        local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=12_000, seed=2)
+    )
     assert (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size > config.sizes().remote_head_bytes
     with s3.s3_server() as endpoint:
         s3.upload(endpoint, local, URL)
@@ -39,9 +41,25 @@ def bucket_server(tmp_path_factory):
         logs = tmp_path_factory.mktemp("remote-serve")
         env = {**os.environ, **s3.s3_env(endpoint)}
         with open(logs / "serve.log", "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", URL, "--port", str(port),
-                                     "--cache-dir", str(logs / "cache"), "--remote-every", "1"],
-                                    cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "rl_board",
+                    "serve",
+                    URL,
+                    "--port",
+                    str(port),
+                    "--cache-dir",
+                    str(logs / "cache"),
+                    "--remote-every",
+                    "1",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         base = f"http://127.0.0.1:{port}"
         try:
             s3.wait_until_up(base + "/_stcore/health", proc, 60, "rl-board serve did not start")
@@ -57,7 +75,9 @@ def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
     served = (logs / "serve.log").read_text()
     fetched = float(re.search(r"objects, ([\d.]+) MB fetched", served)[1])
     size = (local / "grpo" / "rollout_data_rank_0.jsonl").stat().st_size / 1e6
-    assert fetched < size, f"serve fetched {fetched} MB up front: only heads of rollout logs until a run is opened"
+    assert fetched < size, (
+        f"serve fetched {fetched} MB up front: only heads of rollout logs until a run is opened"
+    )
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     runs = StreamlitRuns(page)
@@ -69,7 +89,9 @@ def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
         with runs.expect_rerun():
             page.get_by_role("option", name=re.compile(r"^grpo")).first.click()
         expect(page.get_by_text("Reward per step")).to_be_visible()
-        expect(sidebar.get_by_text(re.compile(r"48 samples · 4 steps"))).to_be_visible()  # completed on choosing
+        expect(
+            sidebar.get_by_text(re.compile(r"48 samples · 4 steps"))
+        ).to_be_visible()  # completed on choosing
         page.mouse.move(900, 20)  # no tooltip over the sidebar in the picture
         page.wait_for_timeout(300)
         save_screenshot(page, "remote-overview.png")
@@ -77,8 +99,11 @@ def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
         # the trainer re-uploads its log with one more step: the served copy picks it up by itself
         log_file = local / "grpo" / "rollout_data_rank_0.jsonl"
         data = log_file.read_bytes()
-        more = b"".join(line.replace(b'"step": 3,', b'"step": 4,') for line in data.splitlines(keepends=True)
-                        if b'"step": 3,' in line)  # fmt: skip
+        more = b"".join(
+            line.replace(b'"step": 3,', b'"step": 4,')
+            for line in data.splitlines(keepends=True)
+            if b'"step": 3,' in line
+        )
         assert more
         s3.put_bytes(endpoint, f"{URL}/grpo/{log_file.name}", data + more)
         main = page.get_by_test_id("stMain")

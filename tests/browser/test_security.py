@@ -29,10 +29,10 @@ PAYLOADS = [
     '<img src=x onerror="window.__xss=2;alert(2)">',
     '<a href="javascript:window.__xss=3">click me</a>',
     "[link](javascript:window.__xss=4) ![img](http://evil.example/pixel.png)",
-    "# Heading $x^2$ **bold** <svg onload=\"window.__xss=5\">",
+    '# Heading $x^2$ **bold** <svg onload="window.__xss=5">',
     "\x1b[31mred\x1b[0m bell\x07 \u202eevil\u202c zero\u200bwidth",
     '<iframe src="http://evil.example/frame"></iframe>',
-    "\" onmouseover=\"window.__xss=6\" x=\"",
+    '" onmouseover="window.__xss=6" x="',
 ]
 RUN_NAME = "run <img src=x onerror=window.__xss=7>"
 TAG = "actor/<img src=x onerror=window.__xss=8>"
@@ -61,7 +61,9 @@ def hostile_root(tmp_path_factory) -> Path:
     run = root / RUN_NAME
     run.mkdir(parents=True)
     lines = [json.dumps(hostile_record(step, i)) for step in range(3) for i in range(6)]
-    (run / "rank <svg onload=window.__xss=10>.jsonl").write_text("\n".join(lines) + "\nnot json <script>x</script>\n")
+    (run / "rank <svg onload=window.__xss=10>.jsonl").write_text(
+        "\n".join(lines) + "\nnot json <script>x</script>\n"
+    )
     metrics = root / "metrics <svg onload=window.__xss=9>"
     metrics.mkdir()
     with (metrics / "train.log").open("w") as f:
@@ -74,9 +76,15 @@ def hostile_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def hostile_server(hostile_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("hostile-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(hostile_root), "RL_BOARD_CACHE_DIR": str(logs / "cache"),
-    })
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={
+            "RL_BOARD_ROOTS": str(hostile_root),
+            "RL_BOARD_CACHE_DIR": str(logs / "cache"),
+        },
+    )
     yield srv
     stop_streamlit(srv.proc)
 
@@ -163,7 +171,9 @@ def test_paths_outside_the_served_root_are_refused(watched, hostile_server, host
     runs = StreamlitRuns(page)
     secret = hostile_root.parent / "secret_run"
     secret.mkdir(exist_ok=True)
-    (secret / "s.jsonl").write_text(json.dumps({"step": 0, "prompt": "TOP SECRET", "response": "r", "reward": 1}) + "\n")
+    (secret / "s.jsonl").write_text(
+        json.dumps({"step": 0, "prompt": "TOP SECRET", "response": "r", "reward": 1}) + "\n"
+    )
     (hostile_root / "escape").symlink_to(secret, target_is_directory=True)
     for bad in ("../secret_run", str(secret), "escape", "~", "/etc"):
         runs.goto(f"{hostile_server.url}/steps?run={quote(bad)}&step=0")

@@ -21,8 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _write_wandb_run(root: Path, home: Path) -> Path:
-    printed = run_writer([wandb_writer.__file__, str(root), "--variant", "trl"], env=wandb_writer.environment(home),
-                         cwd=REPO, what="wandb writer")  # fmt: skip
+    printed = run_writer(
+        [wandb_writer.__file__, str(root), "--variant", "trl"],
+        env=wandb_writer.environment(home),
+        cwd=REPO,
+        what="wandb writer",
+    )
     return Path(json.loads(printed.strip().splitlines()[-1])["folder"])
 
 
@@ -31,8 +35,12 @@ def wandb_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("trackers-root")
     run = _write_wandb_run(root, tmp_path_factory.mktemp("home"))
     logs = tmp_path_factory.mktemp("trackers-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=APP.parents[2], env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=APP.parents[2],
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv, run.relative_to(root).as_posix()
     stop_streamlit(srv.proc)
 
@@ -66,7 +74,9 @@ def test_a_wandb_run_on_the_metrics_page(page, wandb_server):
     config.scroll_into_view_if_needed()
     config.click()
     expect(main.get_by_text('"algorithm": "grpo"').first).to_be_visible()
-    expect(main.get_by_text("points at train/global_step (the run's declared step metric)").first).to_be_visible()
+    expect(
+        main.get_by_text("points at train/global_step (the run's declared step metric)").first
+    ).to_be_visible()
     save_screenshot(page, "metrics-wandb.png")
 
 

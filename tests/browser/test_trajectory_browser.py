@@ -32,8 +32,12 @@ def agent_server(tmp_path_factory):
     write_agent_run(root / "agent", SPEC)
     write_run(root / "ppo", DemoSpec(steps=4, samples=4, ranks=1, tokens=8))
     logs = tmp_path_factory.mktemp("agent-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv, root
     stop_streamlit(srv.proc)
 
@@ -50,7 +54,9 @@ def tab(chromium_browser, agent_server):
 
 def _lines(root) -> list[dict]:
     """The agent run's lines of STEP in the store's order (files, then lines)."""
-    lines = [json.loads(x) for p in sorted((root / "agent").glob("*.jsonl")) for x in p.read_text().splitlines()]
+    lines = [
+        json.loads(x) for p in sorted((root / "agent").glob("*.jsonl")) for x in p.read_text().splitlines()
+    ]
     return [x for x in lines if x["step"] == STEP]
 
 
@@ -75,9 +81,13 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     want = [k for k, x in enumerate(lines) if _failed(x) and x["finish_reason"] in ("stop", "length")]
 
     # the step browser: trajectory columns, filtered to failed calls that stopped or ran out of tokens
-    runs.goto(f"{srv.url}/steps?run=agent&step={STEP}&tool_errors=1&finish_reason=stop,length&sort=turns"
-              "&descending=1")  # fmt: skip
-    expect(main.get_by_text(f"{len(want)} of {len(lines)} samples in step {STEP} match the filters")).to_be_visible()
+    runs.goto(
+        f"{srv.url}/steps?run=agent&step={STEP}&tool_errors=1&finish_reason=stop,length&sort=turns"
+        "&descending=1"
+    )
+    expect(
+        main.get_by_text(f"{len(want)} of {len(lines)} samples in step {STEP} match the filters")
+    ).to_be_visible()
     longest = max(want, key=lambda k: (len(lines[k]["messages"]), -k))
     expect(page.locator('[data-testid="glide-cell-1-0"]')).to_have_text(str(longest))
     expect(page.locator('[data-testid="glide-cell-2-0"]')).to_have_text(str(len(lines[longest]["messages"])))
@@ -93,8 +103,10 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     with runs.expect_rerun():
         main.get_by_role("button", name="Clear filters").click()
     expect(toggle).to_be_visible()
-    runs.goto(f"{srv.url}/steps?run=agent&step={STEP}&tool_errors=1&finish_reason=stop,length&sort=turns"
-              "&descending=1")  # fmt: skip
+    runs.goto(
+        f"{srv.url}/steps?run=agent&step={STEP}&tool_errors=1&finish_reason=stop,length&sort=turns"
+        "&descending=1"
+    )
 
     # a row opens the sample: the conversation turn by turn, tool calls as cards with their results
     _click_row(page, runs, 0)
@@ -103,14 +115,19 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     messages = lines[longest]["messages"]
     expect(main.get_by_text(re.compile(rf"^Conversation · {len(messages)} turns"))).to_be_visible()
     first_call = next(m for m in messages if m.get("tool_calls"))["tool_calls"][0]["function"]
-    expect(main.get_by_text(re.compile(r"^result · turn \d+|^error · result in turn \d+")).first).to_be_visible()
+    expect(
+        main.get_by_text(re.compile(r"^result · turn \d+|^error · result in turn \d+")).first
+    ).to_be_visible()
     expect(main.get_by_text(first_call["name"], exact=True).first).to_be_visible()
     expect(page.locator(".rlb-turn").first).to_be_visible()  # the chips split at turns
     save_screenshot(page, "trajectory-sample.png")
 
     # the jump to the next failed call focuses that turn and shows its error
-    error_turn = next(k for k, m in enumerate(messages) if m["role"] == "tool"
-                      and m["content"].startswith(("Error", "Traceback")))
+    error_turn = next(
+        k
+        for k, m in enumerate(messages)
+        if m["role"] == "tool" and m["content"].startswith(("Error", "Traceback"))
+    )
     with runs.expect_rerun():
         main.get_by_role("button", name="Next error ▶").click()
     expect(main.get_by_text(f"Next tool error: turn {error_turn}.")).to_be_visible()
@@ -118,12 +135,18 @@ def test_a_trajectory_walked_in_the_browser(tab, agent_server):
     focused = page.locator(".st-key-turn_focus")
     expect(focused).to_contain_text(f"turn {error_turn}")
     expect(focused).to_contain_text("error")
-    expect(focused.get_by_test_id("stText").first).to_contain_text(messages[error_turn]["content"].splitlines()[0])
+    expect(focused.get_by_test_id("stText").first).to_contain_text(
+        messages[error_turn]["content"].splitlines()[0]
+    )
 
     # the Overview: turns, tool calls, tool error rate and finish reasons per step
     runs.goto(f"{srv.url}/?run=agent")
-    for title in ("Turns per trajectory", "Tool calls per trajectory", "Tool error rate per step",
-                  "Why trajectories ended, per step"):  # fmt: skip
+    for title in (
+        "Turns per trajectory",
+        "Tool calls per trajectory",
+        "Tool error rate per step",
+        "Why trajectories ended, per step",
+    ):
         expect(main.get_by_text(title)).to_be_visible()
     save_screenshot(page, "trajectory-overview.png")
 

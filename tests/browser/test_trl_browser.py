@@ -31,8 +31,13 @@ def _logged_with_weights(out) -> dict[int, float]:
         reward = np.where(np.isnan(parts).all(axis=1), np.nan, np.nansum(parts, axis=1))
         step = table["step"][0]
         means[step] = float(np.nanmean(reward))
-        history.append({"step": step, "reward": means[step], **{
-            f"rewards/{n}/mean": float(np.nanmean(table[n])) for n in WEIGHTS}})
+        history.append(
+            {
+                "step": step,
+                "reward": means[step],
+                **{f"rewards/{n}/mean": float(np.nanmean(table[n])) for n in WEIGHTS},
+            }
+        )
     state = out / f"checkpoint-{max(means)}" / "trainer_state.json"
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps({"log_history": history}))
@@ -45,8 +50,12 @@ def trl_server(tmp_path_factory):
     T.write_trl(root / "chat", conversational=True)
     means = _logged_with_weights(root / "chat")
     logs = tmp_path_factory.mktemp("trl-server")
-    srv = start_streamlit(logs / "streamlit.log", APP, cwd=REPO, env_extra={
-        "RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")})  # fmt: skip
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
     yield srv, means
     stop_streamlit(srv.proc)
 

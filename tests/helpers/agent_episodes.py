@@ -51,8 +51,13 @@ class Episode:
         return [c for t in self.turns for c in t.calls]
 
 
-def episode(rng: random.Random, k: int, *, ends: tuple[str, ...] = ("stop", "stop", "length", "max_turns"),
-            max_turns: int = 3) -> Episode:  # fmt: skip
+def episode(
+    rng: random.Random,
+    k: int,
+    *,
+    ends: tuple[str, ...] = ("stop", "stop", "length", "max_turns"),
+    max_turns: int = 3,
+) -> Episode:
     """A made-up episode: 0..max_turns tool turns of 1-2 calls each; some results are failures."""
     end = rng.choice(ends)
     turns = []
@@ -64,9 +69,18 @@ def episode(rng: random.Random, k: int, *, ends: tuple[str, ...] = ("stop", "sto
             result = rng.choice(FAILURES) if failed else f"result {k}.{t}.{j}: {rng.randint(1, 999)}"
             calls.append(Call(name, {"query": f"q{k}-{t}-{j}", "n": j}, result, failed))
         turns.append(Turn(f"Step {t}: let me use a tool.", calls))
-    answer = None if end == "max_turns" else f"The answer is {rng.randint(1, 99)}" + ("" if end == "stop" else " and")
-    return Episode(f"Task {k}: find the value of item {rng.randint(1, 50)}.", turns, answer, end,
-                   rng.choice([0.0, 0.5, 1.0]))  # fmt: skip
+    answer = (
+        None
+        if end == "max_turns"
+        else f"The answer is {rng.randint(1, 99)}" + ("" if end == "stop" else " and")
+    )
+    return Episode(
+        f"Task {k}: find the value of item {rng.randint(1, 50)}.",
+        turns,
+        answer,
+        end,
+        rng.choice([0.0, 0.5, 1.0]),
+    )
 
 
 @dataclass
@@ -104,7 +118,9 @@ def plain_messages(ep: Episode, *, system: bool = True) -> list[dict]:
     return out
 
 
-def expected_of(step: int, messages: list[dict], finish: str | None, reward: float | None, **more: object) -> Expected:
+def expected_of(
+    step: int, messages: list[dict], finish: str | None, reward: float | None, **more: object
+) -> Expected:
     """Counts from ``plain_messages``-shaped messages as written."""
     calls = Counter(c.name for m in messages for c in m.get("calls", ()))
     errors = sum(1 for m in messages if m["role"] == "tool" and m["call"].failed)

@@ -52,7 +52,9 @@ def _prime_nodes(rng: random.Random, messages: list[dict], abandon: bool) -> tup
 
     def add(message: dict, parent: int | None, sampled: bool) -> int:
         node: dict = {} if parent is None else {"parent": parent}
-        node.update({"message": message, "sampled": sampled, "token_ids": [rng.randint(5, 900)], "mask": [sampled]})
+        node.update(
+            {"message": message, "sampled": sampled, "token_ids": [rng.randint(5, 900)], "mask": [sampled]}
+        )
         nodes.append(node)
         return len(nodes) - 1
 
@@ -74,20 +76,32 @@ def _prime_message(m: dict, ids: CallIds) -> dict:
     if m["role"] == "assistant":
         out: dict = {"role": "assistant", "content": m["content"]}
         if m["calls"]:
-            out["tool_calls"] = [{"id": ids(c), "name": c.name, "arguments": c.arguments_json} for c in m["calls"]]
+            out["tool_calls"] = [
+                {"id": ids(c), "name": c.name, "arguments": c.arguments_json} for c in m["calls"]
+            ]
         return out
     if m["role"] == "tool":
         return {"role": "tool", "tool_call_id": ids(m["call"]), "content": m["content"]}
     return {"role": m["role"], "content": m["content"]}
 
 
-def _prime_episode(rng: random.Random, ep: Episode, group: str, step: int, failed: bool) -> tuple[dict, list[dict]]:
+def _prime_episode(
+    rng: random.Random, ep: Episode, group: str, step: int, failed: bool
+) -> tuple[dict, list[dict]]:
     messages = plain_messages(ep)[:2] if failed else plain_messages(ep)
     nodes, calls = _prime_nodes(rng, messages, abandon=not failed and rng.random() < 0.4)
-    trace: dict = {"id": f"{rng.getrandbits(64):016x}", "task": {"type": "ToolTask", "data": {"q": ep.task}},
-                   "agent": {"name": "solver", "trainable": True}, "tools": [], "nodes": nodes, "calls": calls,
-                   "rewards": {} if failed else {"correct": {"score": ep.reward, "weight": 1.0}},
-                   "metrics": {"turns": float(len(ep.turns))}, "is_completed": True, "ok": not failed}  # fmt: skip
+    trace: dict = {
+        "id": f"{rng.getrandbits(64):016x}",
+        "task": {"type": "ToolTask", "data": {"q": ep.task}},
+        "agent": {"name": "solver", "trainable": True},
+        "tools": [],
+        "nodes": nodes,
+        "calls": calls,
+        "rewards": {} if failed else {"correct": {"score": ep.reward, "weight": 1.0}},
+        "metrics": {"turns": float(len(ep.turns))},
+        "is_completed": True,
+        "ok": not failed,
+    }
     if failed:
         trace["stop_condition"] = "error"
     elif ep.end == "length":  # no stop condition: the last call finished "length"
@@ -96,14 +110,22 @@ def _prime_episode(rng: random.Random, ep: Episode, group: str, step: int, faile
         trace["stop_condition"] = {"stop": "agent_completed", "max_turns": "max_turns"}[ep.end]
     errors = [{"type": "SandboxError", "message": "the sandbox stopped answering"}] if failed else []
     trace["errors"] = errors
-    record = {"id": f"{rng.getrandbits(128):032x}", "env": {"id": "tool-env", "name": "tools"},
-              "task": {"type": "ToolTask", "key": ep.task[:12]}, "group": {"id": group},
-              "run": {"type": "train", "id": "r1", "work": {"type": "train", "step": step}},
-              "ok": not failed, "errors": errors, "traces": [trace]}  # fmt: skip
+    record = {
+        "id": f"{rng.getrandbits(128):032x}",
+        "env": {"id": "tool-env", "name": "tools"},
+        "task": {"type": "ToolTask", "key": ep.task[:12]},
+        "group": {"id": group},
+        "run": {"type": "train", "id": "r1", "work": {"type": "train", "step": step}},
+        "ok": not failed,
+        "errors": errors,
+        "traces": [trace],
+    }
     return record, messages
 
 
-def write_prime_rl(out: Path, *, steps: int = 2, groups: int = 4, size: int = 3, seed: int = 0) -> list[Expected]:
+def write_prime_rl(
+    out: Path, *, steps: int = 2, groups: int = 4, size: int = 3, seed: int = 0
+) -> list[Expected]:
     """``all/`` and ``effective/`` per step. Kept: the episodes of groups whose rewards differ (not failed), but
     for one group per step dropped as stale; a failed episode per step."""
     rng = random.Random(seed)
@@ -118,14 +140,18 @@ def write_prime_rl(out: Path, *, steps: int = 2, groups: int = 4, size: int = 3,
                     ep.reward = 1.0
             elif len({ep.reward for ep in eps}) == 1:
                 eps[0].reward = 1.0 - eps[0].reward if eps[0].reward != 0.5 else 0.0
-            members = [(_prime_episode(rng, ep, group, step, failed=(g == 1 and i == 0)), ep, g == 1 and i == 0)
-                       for i, ep in enumerate(eps)]  # fmt: skip
+            members = [
+                (_prime_episode(rng, ep, group, step, failed=(g == 1 and i == 0)), ep, g == 1 and i == 0)
+                for i, ep in enumerate(eps)
+            ]
             live = [m for m in members if not m[2]]
             rewards = [ep.reward for _, ep, _ in live]
             stale = g == groups - 1
             kept_group = len(set(rewards)) > 1 and not stale
             for (record, messages), ep, failed in members:
-                written.append((record, messages, ep, failed, kept_group and not failed, stale, len(set(rewards)) == 1))
+                written.append(
+                    (record, messages, ep, failed, kept_group and not failed, stale, len(set(rewards)) == 1)
+                )
                 if kept_group and not failed:
                     effective.append(_with_advantages(record, ep.reward - sum(rewards) / len(rewards)))
         rng.shuffle(written)  # all/: arrival order
@@ -143,13 +169,32 @@ def _with_advantages(record: dict, advantage: float) -> dict:
     return copy
 
 
-def _prime_expected(step: int, record: dict, messages: list[dict], ep: Episode, failed: bool, kept: bool,
-                    stale: bool, equal: bool) -> Expected:  # fmt: skip
+def _prime_expected(
+    step: int,
+    record: dict,
+    messages: list[dict],
+    ep: Episode,
+    failed: bool,
+    kept: bool,
+    stale: bool,
+    equal: bool,
+) -> Expected:
     if failed:
-        return expected_of(step, messages, "error", 0.0, kept=False, dropped="error: SandboxError: the sandbox")
-    dropped = None if kept else "not in effective/: zero advantage" if equal else "not in effective/: filtered"
-    return expected_of(step, messages, _VOCAB[ep.end], ep.reward, kept=kept, dropped=dropped,
-                       extra={"group": record["group"]["id"]})  # fmt: skip
+        return expected_of(
+            step, messages, "error", 0.0, kept=False, dropped="error: SandboxError: the sandbox"
+        )
+    dropped = (
+        None if kept else "not in effective/: zero advantage" if equal else "not in effective/: filtered"
+    )
+    return expected_of(
+        step,
+        messages,
+        _VOCAB[ep.end],
+        ep.reward,
+        kept=kept,
+        dropped=dropped,
+        extra={"group": record["group"]["id"]},
+    )
 
 
 # --------------------------------------------------------------------------- ROLL agentic
@@ -166,13 +211,25 @@ def _openai(messages: list[dict]) -> list[dict]:
         if m["role"] == "assistant":
             msg: dict = {"role": "assistant", "content": _parts(m["content"])}
             if m["calls"]:
-                msg["tool_calls"] = [{"id": ids(c), "index": k, "type": "function",
-                                      "function": {"name": c.name, "arguments": c.arguments_json}}
-                                     for k, c in enumerate(m["calls"])]  # fmt: skip
+                msg["tool_calls"] = [
+                    {
+                        "id": ids(c),
+                        "index": k,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments_json},
+                    }
+                    for k, c in enumerate(m["calls"])
+                ]
             out.append(msg)
         elif m["role"] == "tool":
-            out.append({"role": "tool", "content": _parts(m["content"]), "tool_call_id": ids(m["call"]),
-                        "name": None})  # fmt: skip
+            out.append(
+                {
+                    "role": "tool",
+                    "content": _parts(m["content"]),
+                    "tool_call_id": ids(m["call"]),
+                    "name": None,
+                }
+            )
         else:
             out.append({"role": m["role"], "content": _parts(m["content"])})
     return out
@@ -183,16 +240,19 @@ def _decoded(messages: list[dict]) -> list[dict]:
     out = []
     for m in messages:
         if m["role"] == "assistant":
-            calls = "".join(f"\n<tool_call>\n{json.dumps({'name': c.name, 'arguments': c.arguments})}\n</tool_call>"
-                            for c in m["calls"])  # fmt: skip
+            calls = "".join(
+                f"\n<tool_call>\n{json.dumps({'name': c.name, 'arguments': c.arguments})}\n</tool_call>"
+                for c in m["calls"]
+            )
             out.append({"role": "assistant", "content": m["content"] + calls})
         else:
             out.append({"role": m["role"], "content": m["content"]})
     return out
 
 
-def write_roll_agentic(out: Path, *, native: bool, steps: int = 2, groups: int = 3, size: int = 3,
-                       seed: int = 0) -> list[Expected]:  # fmt: skip
+def write_roll_agentic(
+    out: Path, *, native: bool, steps: int = 2, groups: int = 3, size: int = 3, seed: int = 0
+) -> list[Expected]:
     rng = random.Random(seed)
     expected: list[Expected] = []
     for step in range(steps):
@@ -210,22 +270,30 @@ def write_roll_agentic(out: Path, *, native: bool, steps: int = 2, groups: int =
     return expected
 
 
-def _roll_proxy(rng: random.Random, columns: dict, step: int, g: int, env: int, ep: Episode,
-                messages: list[dict]) -> Expected:  # fmt: skip
+def _roll_proxy(
+    rng: random.Random, columns: dict, step: int, g: int, env: int, ep: Episode, messages: list[dict]
+) -> Expected:
     group = f"proxy_{g}_{step}_{1234 + g}"
     trajectory = f"{group}_{env}_20260819_1536{10 + env:02d}_{rng.randint(0, 999999):06d}"
     finish = {"stop": "stop", "length": "length", "max_turns": "max_turns"}[ep.end]
     openai = _openai(messages)
-    data = {"trajectory_id": trajectory, "timestamp": "20260819_153610", "num_actions": len(ep.turns) + 1,
-            "branch_or_step_idx": 0, "num_branches_or_steps": 1,
-            "reward_info": {"episode_reward": ep.reward, "step_reward": ep.reward}, "messages": openai,
-            "finish_reason": finish}  # fmt: skip
+    data = {
+        "trajectory_id": trajectory,
+        "timestamp": "20260819_153610",
+        "num_actions": len(ep.turns) + 1,
+        "branch_or_step_idx": 0,
+        "num_branches_or_steps": 1,
+        "reward_info": {"episode_reward": ep.reward, "step_reward": ep.reward},
+        "messages": openai,
+        "finish_reason": finish,
+    }
     _roll_row(columns, data, openai)
     return expected_of(step, messages, _VOCAB[ep.end], ep.reward, extra={"group": group, "id": trajectory})
 
 
-def _roll_native(rng: random.Random, columns: dict, step: int, g: int, env: int, ep: Episode,
-                 messages: list[dict]) -> Expected:  # fmt: skip
+def _roll_native(
+    rng: random.Random, columns: dict, step: int, g: int, env: int, ep: Episode, messages: list[dict]
+) -> Expected:
     replies = sum(1 for m in messages if m["role"] == "assistant")
     step_rewards = [round(rng.uniform(-0.2, 0.2), 3) for _ in range(replies - 1)] + [ep.reward]
     for _ in range(replies - 1):  # the step rows before the last hold no trajectory data
@@ -234,27 +302,39 @@ def _roll_native(rng: random.Random, columns: dict, step: int, g: int, env: int,
         columns["exp_name"].append("agentic-demo")
     env_info = {"env_id": env, "group_id": g, "tag": "native", "seed": 77 + g, "episode_id": step}
     stop = {"stop": "FINISH", "length": "MAX_LENGTH", "max_turns": "MAX_STEPS"}[ep.end]
-    data = {"trajectory_id": f"native_0_{replies}_{g}_{env}_{step}_{77 + g}_20260819_153610_000001",
-            "env_info": env_info, "length_info": {"num_actions": replies},
-            "reward_info": {"episode_reward": sum(step_rewards), "step_rewards": step_rewards},
-            "failure_info": {"failure_mode": "", "stop_reason": stop, "has_failure": False}}  # fmt: skip
+    data = {
+        "trajectory_id": f"native_0_{replies}_{g}_{env}_{step}_{77 + g}_20260819_153610_000001",
+        "env_info": env_info,
+        "length_info": {"num_actions": replies},
+        "reward_info": {"episode_reward": sum(step_rewards), "step_rewards": step_rewards},
+        "failure_info": {"failure_mode": "", "stop_reason": stop, "has_failure": False},
+    }
     _roll_row(columns, data, [_decoded(messages)])
-    return expected_of(step, messages, _VOCAB[ep.end], sum(step_rewards), turn_rewards=step_rewards,
-                       extra={"group": f"native_{g}_{step}_{77 + g}"})  # fmt: skip
+    return expected_of(
+        step,
+        messages,
+        _VOCAB[ep.end],
+        sum(step_rewards),
+        turn_rewards=step_rewards,
+        extra={"group": f"native_{g}_{step}_{77 + g}"},
+    )
 
 
 def _roll_row(columns: dict, data: dict, messages: list) -> None:
     columns["trajectory_data"].append(json.dumps(data))
     columns["messages"].append(json.dumps(messages))
-    columns["tools"].append(json.dumps([{"type": "function", "function": {"name": n}} for n in ("python", "search")]))
+    columns["tools"].append(
+        json.dumps([{"type": "function", "function": {"name": n}} for n in ("python", "search")])
+    )
     columns["exp_name"].append("agentic-demo")
 
 
 # --------------------------------------------------------------------------- open-instruct
 
 
-def write_open_instruct(out: Path, *, steps: int = 2, prompts: int = 3, size: int = 4, seed: int = 0,
-                        run: str = "grpo_tools") -> list[Expected]:  # fmt: skip
+def write_open_instruct(
+    out: Path, *, steps: int = 2, prompts: int = 3, size: int = 4, seed: int = 0, run: str = "grpo_tools"
+) -> list[Expected]:
     """One shard; a prompt per step whose samples share one reward (zero advantage)."""
     rng = random.Random(seed)
     rows, expected = [], []
@@ -271,26 +351,52 @@ def write_open_instruct(out: Path, *, steps: int = 2, prompts: int = 3, size: in
                 advantage = (ep.reward - mean) / (std + 1e-8)
                 rows.append(_open_instruct_row(rng, step, p * size + i, p, ep, advantage))
                 stats = rows[-1]["request_info"]["tool_call_stats"]
-                expected.append(Expected(step, Counter(), Counter(s["tool_name"] for s in stats),
-                                         sum(not s["success"] for s in stats), _VOCAB[ep.end], ep.reward,
-                                         kept=p != 0, dropped="zero advantage" if p == 0 else None, turns=0))
+                expected.append(
+                    Expected(
+                        step,
+                        Counter(),
+                        Counter(s["tool_name"] for s in stats),
+                        sum(not s["success"] for s in stats),
+                        _VOCAB[ep.end],
+                        ep.reward,
+                        kept=p != 0,
+                        dropped="zero advantage" if p == 0 else None,
+                        turns=0,
+                    )
+                )
     _lines(out / f"{run}_rollouts_{0:06d}.jsonl", rows)
     return expected
 
 
-def _open_instruct_row(rng: random.Random, step: int, index: int, prompt: int, ep: Episode, advantage: float) -> dict:
+def _open_instruct_row(
+    rng: random.Random, step: int, index: int, prompt: int, ep: Episode, advantage: float
+) -> dict:
     calls = ep.calls
     n = rng.randint(6, 20)
-    info = {"num_calls": len(calls), "timeouts": 0,
-            "tool_errors": "".join(c.result for c in calls if c.failed), "tool_outputs": "".join(c.result for c in calls),
-            "tool_runtimes": round(sum(rng.uniform(0.01, 0.5) for _ in calls), 3), "tool_calleds": bool(calls),
-            "tool_call_stats": [{"tool_name": c.name, "success": not c.failed, "runtime": round(rng.uniform(0.01, 0.5), 3)}
-                                for c in calls],
-            "rollout_state": {}}  # fmt: skip
-    return {"step": step, "sample_idx": index, "prompt_idx": prompt,
-            "prompt_tokens": [rng.randint(10, 50000) for _ in range(8)],
-            "response_tokens": [rng.randint(10, 50000) for _ in range(n)], "reward": ep.reward,
-            "advantage": advantage, "finish_reason": ep.end, "dataset": "tool_math",
-            "ground_truth": str(rng.randint(1, 99)), "request_info": info,
-            "logprobs": [round(-rng.random(), 4) for _ in range(n)]}  # fmt: skip
-
+    info = {
+        "num_calls": len(calls),
+        "timeouts": 0,
+        "tool_errors": "".join(c.result for c in calls if c.failed),
+        "tool_outputs": "".join(c.result for c in calls),
+        "tool_runtimes": round(sum(rng.uniform(0.01, 0.5) for _ in calls), 3),
+        "tool_calleds": bool(calls),
+        "tool_call_stats": [
+            {"tool_name": c.name, "success": not c.failed, "runtime": round(rng.uniform(0.01, 0.5), 3)}
+            for c in calls
+        ],
+        "rollout_state": {},
+    }
+    return {
+        "step": step,
+        "sample_idx": index,
+        "prompt_idx": prompt,
+        "prompt_tokens": [rng.randint(10, 50000) for _ in range(8)],
+        "response_tokens": [rng.randint(10, 50000) for _ in range(n)],
+        "reward": ep.reward,
+        "advantage": advantage,
+        "finish_reason": ep.end,
+        "dataset": "tool_math",
+        "ground_truth": str(rng.randint(1, 99)),
+        "request_info": info,
+        "logprobs": [round(-rng.random(), 4) for _ in range(n)],
+    }

@@ -40,7 +40,10 @@ def _nemo_episode(rng: random.Random, k: int) -> tuple[list[str], list[str]]:
     texts, roles = [], []
     for g in range(generations):
         last = g == generations - 1
-        texts += [f"Try {g}: <code>print({k} + {g})</code>", "Environment: correct" if last else f"<result>\n{k + g}\n</result>"]
+        texts += [
+            f"Try {g}: <code>print({k} + {g})</code>",
+            "Environment: correct" if last else f"<result>\n{k + g}\n</result>",
+        ]
         roles += ["assistant", "environment"]
     return texts, roles
 
@@ -70,7 +73,9 @@ def write_nemo_rl(out: Path, *, steps: int = 2, samples: int = 8, seed: int = 0)
     return expected
 
 
-def _nemo_line(rng: random.Random, prompt: list[str], texts: list[str], reward: float, kept: bool, idx: int) -> dict:
+def _nemo_line(
+    rng: random.Random, prompt: list[str], texts: list[str], reward: float, kept: bool, idx: int
+) -> dict:
     ids, mask = [], []
     for text in prompt:
         piece = _ids(rng, text)
@@ -83,10 +88,18 @@ def _nemo_line(rng: random.Random, prompt: list[str], texts: list[str], reward: 
     width = -(-len(ids) // 8) * 8
     pad = width - len(ids)
     gen = [round(-rng.random(), 3) if m else 0.0 for m in mask]
-    return {"content": [[*prompt, *texts]], "rewards": [reward], "input_lengths": [len(ids)],
-            "token_ids": [ids + [0] * pad], "token_loss_mask": [mask + [0] * pad],
-            "sample_loss_mask": [1.0 if kept else 0.0], "advantages": [[reward - 0.5] * width],
-            "generation_logprobs": [gen + [0.0] * pad], "prev_logprobs": [gen + [0.0] * pad], "idx": idx}  # fmt: skip
+    return {
+        "content": [[*prompt, *texts]],
+        "rewards": [reward],
+        "input_lengths": [len(ids)],
+        "token_ids": [ids + [0] * pad],
+        "token_loss_mask": [mask + [0] * pad],
+        "sample_loss_mask": [1.0 if kept else 0.0],
+        "advantages": [[reward - 0.5] * width],
+        "generation_logprobs": [gen + [0.0] * pad],
+        "prev_logprobs": [gen + [0.0] * pad],
+        "idx": idx,
+    }
 
 
 def write_nemo_rl_val(out: Path, *, steps: int = 2, samples: int = 6, seed: int = 0) -> list[Expected]:
@@ -97,7 +110,9 @@ def write_nemo_rl_val(out: Path, *, steps: int = 2, samples: int = 6, seed: int 
         lines = []
         for i in range(samples):
             texts, roles = _nemo_episode(rng, i)
-            chat = [{"role": "user", "content": f"{IM_START}user\nValidate {i}{IM_END}\n{IM_START}assistant\n"}]
+            chat = [
+                {"role": "user", "content": f"{IM_START}user\nValidate {i}{IM_END}\n{IM_START}assistant\n"}
+            ]
             chat += [{"role": r, "content": t} for r, t in zip(roles, texts, strict=True)]
             reward = float(rng.random() < 0.5)
             lines.append({"content": [chat], "rewards": [reward], "idx": i})
@@ -110,8 +125,10 @@ def write_nemo_rl_val(out: Path, *, steps: int = 2, samples: int = 6, seed: int 
 
 
 def _call_text(turn_text: str, calls: list) -> str:
-    return turn_text + "".join(f"\n<tool_call>\n{json.dumps({'name': c.name, 'arguments': c.arguments})}\n</tool_call>"
-                               for c in calls)  # fmt: skip
+    return turn_text + "".join(
+        f"\n<tool_call>\n{json.dumps({'name': c.name, 'arguments': c.arguments})}\n</tool_call>"
+        for c in calls
+    )
 
 
 def chatml(messages: list[dict]) -> list[str]:
@@ -160,9 +177,17 @@ def write_skyrl_eval(out: Path, *, steps: int = 2, samples: int = 8, seed: int =
             messages = plain_messages(ep)
             prompt, response = _split_prompt(messages, chatml(messages), ep, 1)
             why = "length" if ep.end == "length" else "stop"
-            lines.append({"input_prompt": prompt, "output_response": response, "score": ep.reward,
-                          "stop_reason": why, "env_class": "tools", "data_source": "tool_math",
-                          "env_extras": {"data_source": "tool_math"}})  # fmt: skip
+            lines.append(
+                {
+                    "input_prompt": prompt,
+                    "output_response": response,
+                    "score": ep.reward,
+                    "stop_reason": why,
+                    "env_class": "tools",
+                    "data_source": "tool_math",
+                    "env_extras": {"data_source": "tool_math"},
+                }
+            )
             expected.append(expected_of(step, messages, why, ep.reward))
         _lines(out / "dumped_evals" / f"global_step_{step}_evals" / "tool_math.jsonl", lines)
     return expected
@@ -198,10 +223,20 @@ def write_verl_agent_loop(out: Path, *, steps: int = 2, samples: int = 8, seed: 
             ep = episode(rng, step * 100 + i)
             messages = plain_messages(ep)
             prompt = f"system\n{SYSTEM}\nuser\n{ep.task}\nassistant\n"
-            lines.append({"input": prompt, "output": _verl_output(messages), "gts": "42", "score": ep.reward,
-                          "step": step, "request_id": f"r{step}-{i}"})  # fmt: skip
+            lines.append(
+                {
+                    "input": prompt,
+                    "output": _verl_output(messages),
+                    "gts": "42",
+                    "score": ep.reward,
+                    "step": step,
+                    "request_id": f"r{step}-{i}",
+                }
+            )
             # no finish in the dump: only calls left unanswered say why it ended (max_assistant_turns)
-            expected.append(expected_of(step, messages, "turn_limit" if ep.end == "max_turns" else None, ep.reward))
+            expected.append(
+                expected_of(step, messages, "turn_limit" if ep.end == "max_turns" else None, ep.reward)
+            )
         _lines(out / f"{step}.jsonl", lines)
     return expected
 
@@ -209,8 +244,10 @@ def write_verl_agent_loop(out: Path, *, steps: int = 2, samples: int = 8, seed: 
 def _areal_messages(ep: Episode) -> list[dict]:
     """A retry after the user's feedback (``MultiTurnWorkflow``) in front of the episode's own turns."""
     messages = plain_messages(ep)
-    retry = [{"role": "assistant", "content": "My first answer is 7.", "calls": []},
-             {"role": "user", "content": "Your answer is wrong. Please try again."}]  # fmt: skip
+    retry = [
+        {"role": "assistant", "content": "My first answer is 7.", "calls": []},
+        {"role": "user", "content": "Your answer is wrong. Please try again."},
+    ]
     return messages[:2] + retry + messages[2:]
 
 
@@ -225,9 +262,19 @@ def write_areal(out: Path, *, steps: int = 2, tasks: int = 3, size: int = 2, see
                 ep = episode(rng, version * 100 + task_id * 10 + i)
                 messages = _areal_messages(ep)
                 prompt, completion = _split_prompt(messages, chatml(messages), ep, 3)
-                lines.append({"task_id": task_id, "sample_idx": i, "seqlen": len(prompt + completion) // 4,
-                              "prompt_len": len(prompt) // 4, "head_version": version, "tail_version": version,
-                              "reward": ep.reward, "prompt": prompt, "completion": completion})  # fmt: skip
+                lines.append(
+                    {
+                        "task_id": task_id,
+                        "sample_idx": i,
+                        "seqlen": len(prompt + completion) // 4,
+                        "prompt_len": len(prompt) // 4,
+                        "head_version": version,
+                        "tail_version": version,
+                        "reward": ep.reward,
+                        "prompt": prompt,
+                        "completion": completion,
+                    }
+                )
                 expected.append(expected_of(version, messages, None, ep.reward))
             _lines(out / "rollout" / str(version) / f"{task_id}.jsonl", lines, ensure_ascii=True)
             task_id += 1

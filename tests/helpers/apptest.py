@@ -10,8 +10,21 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "rl_board" / "ui" / "app.py"
-PAGES = {name: f"views/{name}.py" for name in ("overview", "steps", "sample", "groups", "prompts", "matchup",
-                                                "metrics", "health", "tools", "patterns")}
+PAGES = {
+    name: f"views/{name}.py"
+    for name in (
+        "overview",
+        "steps",
+        "sample",
+        "groups",
+        "prompts",
+        "matchup",
+        "metrics",
+        "health",
+        "tools",
+        "patterns",
+    )
+}
 
 
 def decode(value):

@@ -34,27 +34,36 @@ def tojson(value: Any) -> str:
 def qwen_system(content: str, tools: list[dict[str, Any]]) -> str:
     """A Qwen2.5/Qwen3 system turn's text with tools: its content, ``# Tools`` and the example call."""
     listed = "".join("\n" + tojson(tool) for tool in tools)
-    return (f"{content}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-            f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>{listed}\n"
-            "</tools>\n\nFor each function call, return a json object with function name and arguments within "
-            '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
-            "<args-json-object>}\n</tool_call>")  # fmt: skip
+    return (
+        f"{content}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>{listed}\n"
+        "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+        '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
+        "<args-json-object>}\n</tool_call>"
+    )
 
 
 def coder_system(content: str, names: list[str]) -> str:
     """A Qwen3-Coder system turn's text with tools, its example call included."""
-    listed = "".join(f"<function>\n<name>{n}</name>\n<description>does {n}</description>\n<parameters>\n"
-                     "</parameters>\n</function>\n" for n in names)  # fmt: skip
-    return (f"{content}\n\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n{listed}</tools>"
-            "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
-            "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
-            "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
-            "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
-            "Reminder:\n- Function calls MUST follow the specified format\n</IMPORTANT>")  # fmt: skip
+    listed = "".join(
+        f"<function>\n<name>{n}</name>\n<description>does {n}</description>\n<parameters>\n"
+        "</parameters>\n</function>\n"
+        for n in names
+    )
+    return (
+        f"{content}\n\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n{listed}</tools>"
+        "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+        "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+        "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+        "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
+        "Reminder:\n- Function calls MUST follow the specified format\n</IMPORTANT>"
+    )
 
 
 def _qwen_call(call: Message) -> str:
-    return f'\n<tool_call>\n{{"name": "{call["name"]}", "arguments": {tojson(call["arguments"])}}}\n</tool_call>'
+    return (
+        f'\n<tool_call>\n{{"name": "{call["name"]}", "arguments": {tojson(call["arguments"])}}}\n</tool_call>'
+    )
 
 
 def _coder_value(value: Any) -> str:
@@ -62,7 +71,9 @@ def _coder_value(value: Any) -> str:
 
 
 def _coder_call(call: Message) -> str:
-    params = "".join(f"<parameter={k}>\n{_coder_value(v)}\n</parameter>\n" for k, v in call["arguments"].items())
+    params = "".join(
+        f"<parameter={k}>\n{_coder_value(v)}\n</parameter>\n" for k, v in call["arguments"].items()
+    )
     return f"\n<tool_call>\n<function={call['name']}>\n{params}</function>\n</tool_call>"
 
 
@@ -74,7 +85,12 @@ def _chatml_assistant(message: Message, coder: bool) -> str:
         return text + "".join(_coder_call(c) for c in calls) + "<|im_end|>"
     if coder:
         return f"<|im_start|>assistant\n{content}<|im_end|>"
-    return "<|im_start|>assistant" + (f"\n{content}" if content else "") + "".join(_qwen_call(c) for c in calls) + "<|im_end|>"
+    return (
+        "<|im_start|>assistant"
+        + (f"\n{content}" if content else "")
+        + "".join(_qwen_call(c) for c in calls)
+        + "<|im_end|>"
+    )
 
 
 def chatml(messages: list[Message], *, coder: bool = False, glued: bool = False) -> str:
@@ -88,8 +104,11 @@ def chatml(messages: list[Message], *, coder: bool = False, glued: bool = False)
             out.append(_chatml_assistant(message, coder) + ("" if glued and after == "tool" else "\n"))
         elif role == "tool":
             opener = "" if before == "tool" else "<|im_start|>user" + ("\n" if coder else "")
-            body = (f"<tool_response>\n{message['content']}\n</tool_response>\n" if coder
-                    else f"\n<tool_response>\n{message['content']}\n</tool_response>")  # fmt: skip
+            body = (
+                f"<tool_response>\n{message['content']}\n</tool_response>\n"
+                if coder
+                else f"\n<tool_response>\n{message['content']}\n</tool_response>"
+            )
             out.append(opener + body + ("" if after == "tool" else "<|im_end|>\n"))
         else:
             out.append(f"<|im_start|>{role}\n{message['content']}<|im_end|>\n")
@@ -120,8 +139,14 @@ def strip(text: str) -> str:
     return text
 
 
-def sample(messages: list[Message], at: int, render: Callable[[list[Message]], str], generation: str,
-           *, stripped: bool = False) -> tuple[str, str]:  # fmt: skip
+def sample(
+    messages: list[Message],
+    at: int,
+    render: Callable[[list[Message]], str],
+    generation: str,
+    *,
+    stripped: bool = False,
+) -> tuple[str, str]:
     """(prompt, response): the messages before ``at`` plus the generation prompt, then the rest as the
     model and the agent loop wrote it (the model's last ``<|im_end|>`` without the template's newline)."""
     prompt = render(messages[:at]) + generation
@@ -137,8 +162,13 @@ def expected(messages: list[Message]) -> list[Message]:
     for message in messages:
         item: Message = {"role": message["role"], "content": message["content"].strip()}
         if message.get("tool_calls"):
-            item["tool_calls"] = [{"id": None, "name": c["name"],
-                                   "arguments": c["arguments"] if c.get("builtin") else tojson(c["arguments"])}
-                                  for c in message["tool_calls"]]  # fmt: skip
+            item["tool_calls"] = [
+                {
+                    "id": None,
+                    "name": c["name"],
+                    "arguments": c["arguments"] if c.get("builtin") else tojson(c["arguments"]),
+                }
+                for c in message["tool_calls"]
+            ]
         out.append(item)
     return out

@@ -51,7 +51,11 @@ def trl_series(steps: int, *, unstable: bool = False, seed: int = 0) -> dict[str
 
 
 def write_tensorboard_run(
-    folder: Path, *, steps: int = 40, unstable: bool = False, truncate_last: bool = False,
+    folder: Path,
+    *,
+    steps: int = 40,
+    unstable: bool = False,
+    truncate_last: bool = False,
     extra_tags: Sequence[str] = (),
 ) -> Path:
     """One run folder: old-style and new-style scalars, histograms, text and hparams.
@@ -68,8 +72,10 @@ def write_tensorboard_run(
             summary_pb2.Summary.Value(tag=name, simple_value=curve[step]) for name, curve in series.items()
         ]
         values.append(tensor_scalar("actor/pg_loss", -0.01 * step))
-        values.extend(summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step))
-                      for k, tag in enumerate(extra_tags))  # fmt: skip
+        values.extend(
+            summary_pb2.Summary.Value(tag=tag, simple_value=float(k + step))
+            for k, tag in enumerate(extra_tags)
+        )
         values.append(old_histogram("ppo/policy/ratio", _ratios(step, unstable)))
         values.append(new_histogram("objective/kl_dist", np.linspace(0, 0.1 + step / 100, 50)))
         if step % 10 == 0:
@@ -79,8 +85,15 @@ def write_tensorboard_run(
     writer.close()
     path = next(folder.glob("events.out.tfevents.*"))
     if truncate_last:
-        append_partial_record(path, event_pb2.Event(step=steps, summary=summary_pb2.Summary(value=[
-            summary_pb2.Summary.Value(tag="env/reward_mean", simple_value=9.0)])))  # fmt: skip
+        append_partial_record(
+            path,
+            event_pb2.Event(
+                step=steps,
+                summary=summary_pb2.Summary(
+                    value=[summary_pb2.Summary.Value(tag="env/reward_mean", simple_value=9.0)]
+                ),
+            ),
+        )
     return path
 
 
@@ -117,8 +130,14 @@ def old_histogram(tag: str, data: np.ndarray) -> summary_pb2.Summary.Value:
     """An old-style HistogramProto, as torch's SummaryWriter (and so TRL) writes."""
     counts, edges = np.histogram(data, bins=10)
     histo = summary_pb2.HistogramProto(
-        min=float(data.min()), max=float(data.max()), num=float(data.size), sum=float(data.sum()),
-        sum_squares=float((data**2).sum()), bucket_limit=edges[1:].tolist(), bucket=counts.tolist())  # fmt: skip
+        min=float(data.min()),
+        max=float(data.max()),
+        num=float(data.size),
+        sum=float(data.sum()),
+        sum_squares=float((data**2).sum()),
+        bucket_limit=edges[1:].tolist(),
+        bucket=counts.tolist(),
+    )
     return summary_pb2.Summary.Value(tag=tag, histo=histo)
 
 
@@ -188,8 +207,14 @@ def write_verl_console_log(path: Path, *, steps: int = 20, unstable: bool = Fals
     return path
 
 
-def write_verl_file_log(root: Path, *, project: str = "gsm8k_grpo", experiment: str = "qwen_run1",
-                        steps: int = 12, negative_kl_from: int | None = None) -> Path:  # fmt: skip
+def write_verl_file_log(
+    root: Path,
+    *,
+    project: str = "gsm8k_grpo",
+    experiment: str = "qwen_run1",
+    steps: int = 12,
+    negative_kl_from: int | None = None,
+) -> Path:
     """verl's file logger (``trainer.logger=file``): ``{root}/{project}/{experiment}.jsonl``, one
     ``{"step": N, "data": {metric: value}}`` per line, as ``FileLogger.log`` writes it."""
     series = trl_series(steps, seed=4)
@@ -199,7 +224,9 @@ def write_verl_file_log(root: Path, *, project: str = "gsm8k_grpo", experiment: 
         for step in range(1, steps + 1):
             kl = series["objective/kl"][step - 1]
             data = {
-                "actor/kl_loss": -abs(kl) - 0.01 if negative_kl_from is not None and step >= negative_kl_from else kl,
+                "actor/kl_loss": -abs(kl) - 0.01
+                if negative_kl_from is not None and step >= negative_kl_from
+                else kl,
                 "actor/entropy": series["objective/entropy"][step - 1],
                 "actor/pg_clipfrac": series["ppo/policy/clipfrac"][step - 1],
                 "critic/score/mean": series["env/reward_mean"][step - 1],
@@ -272,8 +299,13 @@ def _table(fields: dict[str, str]) -> str:
 
 def _collector_block(i: int) -> str:
     """A `collect end:` block of key: value lines."""
-    fields = {"episode_count": 10, "envstep_count": 500, "reward_mean": -100.0 + 20 * i,
-              "total_envstep_count": 500 * (i + 1), "total_episode_count": 10 * (i + 1)}  # fmt: skip
+    fields = {
+        "episode_count": 10,
+        "envstep_count": 500,
+        "reward_mean": -100.0 + 20 * i,
+        "total_envstep_count": 500 * (i + 1),
+        "total_episode_count": 10 * (i + 1),
+    }
     body = "".join(f"{k}: {v}\n" for k, v in fields.items())
     return f"{_stamp(i)}[sample_serial_collector.py:365][INFO] collect end:\n{body}"
 

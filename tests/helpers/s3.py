@@ -18,8 +18,12 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
 
 
 def free_port() -> int:
@@ -32,8 +36,11 @@ def free_port() -> int:
 def s3_server() -> Iterator[str]:
     """Start ``moto_server`` on a free loopback port; yields its endpoint URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url + "/moto-api/", proc, 30, "moto server did not start")
@@ -111,8 +118,11 @@ def upload(endpoint: str, local: Path, url: str) -> None:
     """Copy a local folder (or file) to ``url`` with s3fs, as a trainer's sync job would."""
     import s3fs
 
-    fs = s3fs.S3FileSystem(endpoint_url=endpoint, key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                           secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+    fs = s3fs.S3FileSystem(
+        endpoint_url=endpoint,
+        key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
     bucket = url.removeprefix("s3://").split("/")[0]
     if not fs.exists(bucket):
         fs.mkdir(bucket)
@@ -123,8 +133,11 @@ def put_bytes(endpoint: str, url: str, data: bytes) -> None:
     """Replace one object (S3 cannot append: a growing log is re-uploaded whole)."""
     import s3fs
 
-    fs = s3fs.S3FileSystem(endpoint_url=endpoint, key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                           secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+    fs = s3fs.S3FileSystem(
+        endpoint_url=endpoint,
+        key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
     fs.pipe(url.removeprefix("s3://"), data)
 
 
@@ -132,13 +145,22 @@ def delete(endpoint: str, url: str) -> None:
     """Remove one object."""
     import s3fs
 
-    fs = s3fs.S3FileSystem(endpoint_url=endpoint, key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                           secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+    fs = s3fs.S3FileSystem(
+        endpoint_url=endpoint,
+        key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
     fs.rm(url.removeprefix("s3://"))
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``rl-board ARGS`` as a subprocess, with the S3 environment."""
     full = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-m", "rl_board", *args], capture_output=True, text=True,
-                          env=full, cwd=cwd, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "rl_board", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=300,
+    )

@@ -33,8 +33,10 @@ def java_major() -> int:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
-        raise SparkUnavailable("the spark tier needs Java 17+ and no `java` was found (JAVA_HOME unset, "
-                               "none on PATH): tests/run.sh installs Debian's default-jre-headless")  # fmt: skip
+        raise SparkUnavailable(
+            "the spark tier needs Java 17+ and no `java` was found (JAVA_HOME unset, "
+            "none on PATH): tests/run.sh installs Debian's default-jre-headless"
+        )
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     found = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not found:
@@ -47,8 +49,10 @@ def java_major() -> int:
 
 # A short-lived JVM on two cores: the quick JIT only and one GC thread (about 3x faster for this tier here).
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SESSION_ENV = {"SPARK_LOCAL_IP": "127.0.0.1",  # no "hostname resolves to a loopback address" warning
-               "PYSPARK_PYTHON": sys.executable}  # Python workers (mapInArrow) run this venv  # fmt: skip
+SESSION_ENV = {
+    "SPARK_LOCAL_IP": "127.0.0.1",  # no "hostname resolves to a loopback address" warning
+    "PYSPARK_PYTHON": sys.executable,
+}  # Python workers (mapInArrow) run this venv
 
 
 def start_session(scratch: Path) -> Any:
@@ -60,23 +64,29 @@ def start_session(scratch: Path) -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        raise SparkUnavailable(f"the spark tier needs pyspark ({e}): pip install -e '.[spark]' "
-                               "(tests/run.sh installs it)") from e  # fmt: skip
+        raise SparkUnavailable(
+            f"the spark tier needs pyspark ({e}): pip install -e '.[spark]' (tests/run.sh installs it)"
+        ) from e
     log4j = scratch / "log4j2.properties"
-    log4j.write_text("rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
-                     "appender.console.type = Console\nappender.console.name = console\n"
-                     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-                     "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n")  # fmt: skip
-    builder = (SparkSession.builder.master("local[2]").appName("rl-board-tests")
-               .config("spark.driver.memory", "1g")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.local.dir", str(scratch / "spark-local"))
-               .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-               .config("spark.sql.codegen.wholeStage", "false")  # no Java compiled per query: rows are few
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j} {QUICK_JVM}"))  # fmt: skip
+    log4j.write_text(
+        "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
+        "appender.console.type = Console\nappender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
+    )
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("rl-board-tests")
+        .config("spark.driver.memory", "1g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.local.dir", str(scratch / "spark-local"))
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        .config("spark.sql.codegen.wholeStage", "false")  # no Java compiled per query: rows are few
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j} {QUICK_JVM}")
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # "PySpark does not yet fully support pandas >= 3"
         session = builder.getOrCreate()
@@ -113,8 +123,10 @@ def readme_recipe(kind: str) -> str:
     section = text.split("\n## Bigger than one machine\n", 1)[1].split("\n## ", 1)[0]
     blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if f"spark.read.{kind}(" in b]
     if len(blocks) != 1:
-        raise AssertionError(f"README's 'Bigger than one machine' has {len(blocks)} Python blocks with "
-                             f"spark.read.{kind}(: expected one")  # fmt: skip
+        raise AssertionError(
+            f"README's 'Bigger than one machine' has {len(blocks)} Python blocks with "
+            f"spark.read.{kind}(: expected one"
+        )
     return blocks[0]
 
 
@@ -132,8 +144,14 @@ def run_recipe(kind: str, spark: Any, root: Path) -> dict[str, Any]:
 def rl_board(*args: str, cache_dir: Path) -> subprocess.CompletedProcess:
     """``python -m rl_board ARGS`` in a subprocess with its own cache folder."""
     env = {**os.environ, "RL_BOARD_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "rl_board", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "rl_board", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
 
 
 # -- a run with what real runs add ---------------------------------------------------------------------
@@ -149,14 +167,23 @@ def write_rich_run(folder: Path) -> None:
                 for k in range(3):
                     i = 3 * rank + k
                     question, answer = f"What is {i} + {step}?", f"It is {i + step}."
-                    writer.write(step, question, answer, math.nan if (step, i) == (1, 4) else 0.25 * i + step,
-                                 response_tokens=["It", " is", f" {i + step}", "."],
-                                 logprobs=[-0.5, -0.25, math.nan if (step, i) == (2, 1) else -0.125, -0.0625],
-                                 ref_logprobs=[-0.625, -0.25, -0.25, -0.125],
-                                 messages=[{"role": "user", "content": question},
-                                           {"role": "assistant", "content": answer}],
-                                 finish_reason="stop", note=None, meta={"a": i, "tags": ["x"] * i},
-                                 pairs=[[i, step], [1]])  # fmt: skip
+                    writer.write(
+                        step,
+                        question,
+                        answer,
+                        math.nan if (step, i) == (1, 4) else 0.25 * i + step,
+                        response_tokens=["It", " is", f" {i + step}", "."],
+                        logprobs=[-0.5, -0.25, math.nan if (step, i) == (2, 1) else -0.125, -0.0625],
+                        ref_logprobs=[-0.625, -0.25, -0.25, -0.125],
+                        messages=[
+                            {"role": "user", "content": question},
+                            {"role": "assistant", "content": answer},
+                        ],
+                        finish_reason="stop",
+                        note=None,
+                        meta={"a": i, "tags": ["x"] * i},
+                        pairs=[[i, step], [1]],
+                    )
 
 
 # -- the answers, by hand from the logged lines ------------------------------------------------------------
@@ -174,9 +201,17 @@ def by_hand(folder: Path) -> dict[int, dict[str, float]]:
     out = {}
     for step, records in sorted(rows.items()):
         rewards = [r["reward"] for r in records if not math.isnan(r["reward"])]
-        kls = [math.fsum(math.expm1(-(a - b)) + (a - b) for a, b in zip(r["logprobs"], r["ref_logprobs"], strict=True))
-               / len(r["logprobs"]) for r in records]  # fmt: skip
-        out[step] = {"samples": len(records), "reward": math.fsum(rewards) / len(rewards),
-                     "length": math.fsum(len(r["response_tokens"]) for r in records) / len(records),
-                     "kl": math.fsum(kls) / len(kls)}  # fmt: skip
+        kls = [
+            math.fsum(
+                math.expm1(-(a - b)) + (a - b) for a, b in zip(r["logprobs"], r["ref_logprobs"], strict=True)
+            )
+            / len(r["logprobs"])
+            for r in records
+        ]
+        out[step] = {
+            "samples": len(records),
+            "reward": math.fsum(rewards) / len(rewards),
+            "length": math.fsum(len(r["response_tokens"]) for r in records) / len(records),
+            "kl": math.fsum(kls) / len(kls),
+        }
     return out

@@ -3,6 +3,7 @@
 Start/stop a real Streamlit server on a free loopback port, launch Debian's chromium
 through Playwright, and wait until a page has really finished rendering. Adapt freely;
 `shared/TESTING.md` beside the project (``../shared/TESTING.md`` from its root) says why each piece exists."""
+
 from __future__ import annotations
 
 import os
@@ -70,10 +71,17 @@ def start_streamlit(
     """
     port = port or free_port()
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(app_file),
-        "--server.headless", "true",
-        "--server.port", str(port),
-        "--server.fileWatcherType", "none",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_file),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.fileWatcherType",
+        "none",
     ]
     if address is not None:
         cmd += ["--server.address", address]
@@ -84,7 +92,9 @@ def start_streamlit(
     t0 = time.perf_counter()
     # Output goes to a file: an unread PIPE can fill up and block the server.
     with open(log_path, "w") as log:  # the child keeps its own handle
-        proc = subprocess.Popen(cmd, cwd=cwd or app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd or app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
     url = f"http://127.0.0.1:{port}"
     while True:
         if proc.poll() is not None:
@@ -127,8 +137,12 @@ def wait_for_app_idle(page, timeout_ms: float = 30_000) -> None:
     (dataframe, plotly, selectbox, ...) show a skeleton for up to ~3 s on a
     cold page AFTER the script run has finished, 6. every plotly chart has drawn.
     """
-    page.wait_for_selector(f'{APP_ROOT}[data-test-connection-state="CONNECTED"]', state="attached", timeout=timeout_ms)
-    page.wait_for_selector(f'{APP_ROOT}[data-test-script-state="notRunning"]', state="attached", timeout=timeout_ms)
+    page.wait_for_selector(
+        f'{APP_ROOT}[data-test-connection-state="CONNECTED"]', state="attached", timeout=timeout_ms
+    )
+    page.wait_for_selector(
+        f'{APP_ROOT}[data-test-script-state="notRunning"]', state="attached", timeout=timeout_ms
+    )
     page.wait_for_function(
         """() => !document.querySelector('[data-testid="stStatusWidget"]')
                  && !document.querySelector('[data-stale="true"]')
@@ -176,8 +190,10 @@ class StreamlitRuns:
         msg.ParseFromString(payload)
         if msg.WhichOneof("type") == "page_profile":
             self.exec_ms.append(msg.page_profile.exec_time / 1000)
-        if (msg.WhichOneof("type") == "script_finished"
-                and msg.script_finished != self._ForwardMsg.FINISHED_EARLY_FOR_RERUN):
+        if (
+            msg.WhichOneof("type") == "script_finished"
+            and msg.script_finished != self._ForwardMsg.FINISHED_EARLY_FOR_RERUN
+        ):
             self.completed += 1
             if socket == self.sockets:
                 self.runs_on_newest += 1
@@ -262,7 +278,9 @@ def choose_option(page, runs: StreamlitRuns, box, option, typed: str = "", attem
             continue
         runs.wait_for_runs(target)
         return
-    raise AssertionError(f"the selectbox never offered {option!r} in {attempts} tries; it last offered {offered}")
+    raise AssertionError(
+        f"the selectbox never offered {option!r} in {attempts} tries; it last offered {offered}"
+    )
 
 
 def set_toggle(runs: StreamlitRuns, box, on: bool, attempts: int = 3) -> None:

@@ -41,8 +41,10 @@ TABLE_STEPS = (25, 50)
 
 def generations(step: int) -> list[list[object]]:
     """verl's rows at ``step``: ``[step, input, output, score]`` per sample (one score NaN)."""
-    return [[step, f"question {i}", f"answer {i} at step {step}", float("nan") if i == 2 else 0.5 * i]
-            for i in range(3)]  # fmt: skip
+    return [
+        [step, f"question {i}", f"answer {i} at step {step}", float("nan") if i == 2 else 0.5 * i]
+        for i in range(3)
+    ]
 
 
 def log_generations(step: int) -> None:
@@ -58,8 +60,14 @@ def write(out_dir: Path, mode: str) -> dict[str, object]:
         importlib.import_module("swanboard")
     settings = swanlab.Settings(interactive=False, probe=swanlab.Settings.Probe(monitor=False))
     start = time.time()
-    run = swanlab.init(mode=mode, log_dir=str(out_dir), project=PROJECT, name=f"truth-{mode}",
-                       config=tracker_truth.CONFIG, settings=settings)  # fmt: skip
+    run = swanlab.init(
+        mode=mode,
+        log_dir=str(out_dir),
+        project=PROJECT,
+        name=f"truth-{mode}",
+        config=tracker_truth.CONFIG,
+        settings=settings,
+    )
     for step, row in tracker_truth.logged_rows():
         swanlab.log(row, step=step)
         if step in TABLE_STEPS:

@@ -16,8 +16,15 @@ GAP = frozenset({20, 21, 22})
 EVERY_FIFTH = "val/score"
 NAN_AT = {("train/kl", 7), ("actor/pg_loss", 33)}
 ZERO_AT = {("actor/clip_frac", s) for s in (1, 2, 3)}
-TAGS = ("train/reward", "train/kl", "actor/pg_loss", "actor/clip_frac", "response_length/mean",
-        "actor/grad_norm", EVERY_FIFTH)  # fmt: skip
+TAGS = (
+    "train/reward",
+    "train/kl",
+    "actor/pg_loss",
+    "actor/clip_frac",
+    "response_length/mean",
+    "actor/grad_norm",
+    EVERY_FIFTH,
+)
 CONFIG = {"algorithm": "grpo", "lr": 1e-6, "rollout": {"n": 8, "temperature": 1.0}, "model": "tiny-random"}
 
 
@@ -27,9 +34,15 @@ def value(tag: str, step: int) -> float:
         return math.nan
     if (tag, step) in ZERO_AT:
         return 0.0
-    base = {"train/reward": 0.1 + 0.015 * step, "train/kl": 0.001 * step, "actor/pg_loss": -0.05 + 0.002 * step,
-            "actor/clip_frac": 0.01 * (step % 7), "response_length/mean": 120.0 + 3.0 * step,
-            "actor/grad_norm": 1.0 / step, EVERY_FIFTH: 0.2 + 0.01 * step}[tag]  # fmt: skip
+    base = {
+        "train/reward": 0.1 + 0.015 * step,
+        "train/kl": 0.001 * step,
+        "actor/pg_loss": -0.05 + 0.002 * step,
+        "actor/clip_frac": 0.01 * (step % 7),
+        "response_length/mean": 120.0 + 3.0 * step,
+        "actor/grad_norm": 1.0 / step,
+        EVERY_FIFTH: 0.2 + 0.01 * step,
+    }[tag]
     return base + 0.001 * math.sin(step)
 
 
@@ -48,7 +61,9 @@ def logged_rows() -> list[tuple[int, dict[str, float]]]:
     return rows
 
 
-POINTS: dict[tuple[str, int], float] = {(tag, step): v for step, row in logged_rows() for tag, v in row.items()}
+POINTS: dict[tuple[str, int], float] = {
+    (tag, step): v for step, row in logged_rows() for tag, v in row.items()
+}
 assert len(POINTS) == 307
 
 
@@ -61,6 +76,9 @@ def mismatches(points: dict[tuple[str, int], float]) -> list[str]:
     """Every way ``points`` ((tag, step) -> value, as read back) differs from the truth, in words."""
     out = [f"missing {key}" for key in POINTS if key not in points]
     out += [f"extra {key}" for key in points if key not in POINTS]
-    out += [f"{key}: {points[key]!r} != {want!r}" for key, want in POINTS.items()
-            if key in points and not same_value(points[key], want)]  # fmt: skip
+    out += [
+        f"{key}: {points[key]!r} != {want!r}"
+        for key, want in POINTS.items()
+        if key in points and not same_value(points[key], want)
+    ]
     return out

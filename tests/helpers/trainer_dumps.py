@@ -657,8 +657,11 @@ def write_trl(
         prompt_texts = [s.question for s in samples]  # a one-message conversation reads as its content
         columns: dict[str, list] = {
             "step": [step] * len(samples),
-            "prompt": [[{"role": "user", "content": q}] for q in prompt_texts] if conversational else prompt_texts,
-            "completion": [[{"role": "assistant", "content": s.response}] for s in samples] if conversational
+            "prompt": [[{"role": "user", "content": q}] for q in prompt_texts]
+            if conversational
+            else prompt_texts,
+            "completion": [[{"role": "assistant", "content": s.response}] for s in samples]
+            if conversational
             else [s.response for s in samples],
             "accuracy_reward": acc,
             "think_format_reward": fmt,

@@ -35,8 +35,10 @@ from tests.helpers import tracker_truth
 
 PROJECT = "rl-board-tracker-test"
 TRL_STEP = "train/global_step"
-PROFILING = ("profiling/Time taken: GRPOTrainer._prepare_inputs",
-             "profiling/Time taken: GRPOTrainer._calculate_rewards")  # fmt: skip
+PROFILING = (
+    "profiling/Time taken: GRPOTrainer._prepare_inputs",
+    "profiling/Time taken: GRPOTrainer._calculate_rewards",
+)
 COMPLETION_COLUMNS = ["step", "prompt", "completion", "reward", "advantage"]
 TABLE_STEPS = (25, 50)
 """Trainer steps the TRL variant logs its completions table at; the last one twice (as TRL does)."""
@@ -54,9 +56,13 @@ TINY_TABLE = (["prompt", "completion"], [["p1", "c1"], ["p2", "c2"]])
 
 def tiny_row(step: int) -> dict[str, object]:
     """What the tiny run logs at ``step`` (without its histogram and table)."""
-    row: dict[str, object] = {"loss": 1.0 / step, "acc": step / 10,
-                              "nested": {"a": step * 0.5, "b": {"c": step}},
-                              "flag": step % 2 == 0, "note": f"s{step}"}  # fmt: skip
+    row: dict[str, object] = {
+        "loss": 1.0 / step,
+        "acc": step / 10,
+        "nested": {"a": step * 0.5, "b": {"c": step}},
+        "flag": step % 2 == 0,
+        "note": f"s{step}",
+    }
     if step == 3:
         row["loss"] = math.nan
     if step in (5, 6):
@@ -70,10 +76,17 @@ def tiny_row(step: int) -> dict[str, object]:
 def environment(home: Path) -> dict[str, str]:
     """The child's environment: a temporary HOME and wandb offline, with none of the user's WANDB_ settings."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("WANDB_")}
-    env.update(HOME=str(home), WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_GIT="true",
-               WANDB_DISABLE_CODE="true", WANDB_ERROR_REPORTING="false",
-               WANDB_CONFIG_DIR=str(home / ".config"),
-               WANDB_CACHE_DIR=str(home / ".cache"), WANDB_DATA_DIR=str(home / ".data"))  # fmt: skip
+    env.update(
+        HOME=str(home),
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        WANDB_DISABLE_GIT="true",
+        WANDB_DISABLE_CODE="true",
+        WANDB_ERROR_REPORTING="false",
+        WANDB_CONFIG_DIR=str(home / ".config"),
+        WANDB_CACHE_DIR=str(home / ".cache"),
+        WANDB_DATA_DIR=str(home / ".data"),
+    )
     return env
 
 
@@ -81,8 +94,14 @@ def _settings() -> Any:
     """No git, code, console capture or system metrics: nothing the test needs, and nothing slow."""
     import wandb
 
-    return wandb.Settings(mode="offline", disable_git=True, save_code=False, console="off",
-                          x_disable_stats=True, x_disable_meta=True)  # fmt: skip
+    return wandb.Settings(
+        mode="offline",
+        disable_git=True,
+        save_code=False,
+        console="off",
+        x_disable_stats=True,
+        x_disable_meta=True,
+    )
 
 
 def completions(step: int) -> list[list[object]]:
@@ -99,8 +118,14 @@ def log_plain(out_dir: Path) -> dict[str, object]:
     import wandb
 
     start = time.time()
-    run = wandb.init(project=PROJECT, dir=str(out_dir), config=tracker_truth.CONFIG, mode="offline",
-                     name="plain", settings=_settings())  # fmt: skip
+    run = wandb.init(
+        project=PROJECT,
+        dir=str(out_dir),
+        config=tracker_truth.CONFIG,
+        mode="offline",
+        name="plain",
+        settings=_settings(),
+    )
     for step, row in tracker_truth.logged_rows():
         run.log(row, step=step)
     folder = Path(run.dir).parent
@@ -113,8 +138,14 @@ def log_trl(out_dir: Path) -> dict[str, object]:
     import wandb
 
     start = time.time()
-    run = wandb.init(project=PROJECT, dir=str(out_dir), config=tracker_truth.CONFIG, mode="offline",
-                     name="trl", settings=_settings())  # fmt: skip
+    run = wandb.init(
+        project=PROJECT,
+        dir=str(out_dir),
+        config=tracker_truth.CONFIG,
+        mode="offline",
+        name="trl",
+        settings=_settings(),
+    )
     run.define_metric(TRL_STEP)
     run.define_metric("*", step_metric=TRL_STEP, step_sync=True)
     for step, row in tracker_truth.logged_rows():
@@ -136,8 +167,14 @@ def log_tiny(out_dir: Path) -> dict[str, object]:
     import wandb
 
     start = time.time()
-    run = wandb.init(project=PROJECT, dir=str(out_dir), config=TINY_CONFIG, mode="offline", name="tiny",
-                     settings=_settings())  # fmt: skip
+    run = wandb.init(
+        project=PROJECT,
+        dir=str(out_dir),
+        config=TINY_CONFIG,
+        mode="offline",
+        name="tiny",
+        settings=_settings(),
+    )
     run.define_metric(TINY_EVAL_STEP)
     run.define_metric("eval/*", step_metric=TINY_EVAL_STEP)
     for step in TINY_STEPS:
@@ -157,8 +194,12 @@ def log_tiny(out_dir: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--mode", choices=["offline"], default="offline",
-                        help="only offline: an online run needs the W&B server")  # fmt: skip
+    parser.add_argument(
+        "--mode",
+        choices=["offline"],
+        default="offline",
+        help="only offline: an online run needs the W&B server",
+    )
     parser.add_argument("--variant", choices=["plain", "trl", "both", "tiny"], default="both")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)

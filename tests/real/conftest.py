@@ -91,27 +91,31 @@ class Launched:
         if self.code != 0:
             tail = self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
             what = "timed out" if self.code is None else f"exited with {self.code}"
-            pytest.fail(f"{self.name} {what} after {self.seconds:.0f}s; end of {self.log}:\n{tail}", pytrace=False)
+            pytest.fail(
+                f"{self.name} {what} after {self.seconds:.0f}s; end of {self.log}:\n{tail}", pytrace=False
+            )
         return self.out
 
 
 def _env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
-        "PYTHONHASHSEED": "0",
-        "HF_HOME": str(home / "hf"),  # datasets writes its cache here, not into the user's home
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "WANDB_MODE": "disabled",
-        "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "CUDA_VISIBLE_DEVICES": "",
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
-    })
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+            "PYTHONHASHSEED": "0",
+            "HF_HOME": str(home / "hf"),  # datasets writes its cache here, not into the user's home
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "WANDB_MODE": "disabled",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+        }
+    )
     return env
 
 
@@ -119,8 +123,14 @@ def _launch(name: str, module: str, out: Path, args: list[str], home: Path) -> L
     out.mkdir(parents=True, exist_ok=True)
     log = out.parent / f"{name}.log"
     with log.open("w", encoding="utf-8") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", module, str(out), *args], cwd=REPO, env=_env(home),
-                                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(out), *args],
+            cwd=REPO,
+            env=_env(home),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     return Launched(name, out, log, proc)
 
 
@@ -133,11 +143,15 @@ def trainer_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         "trl": _launch("trl", "tests.real.trainers.trl_grpo", root / "trl", [], home),
         "verl": _launch("verl", "tests.real.trainers.verl_dump", root / "verl_classic", ["classic"], home),
         "verl_v1": _launch("verl_v1", "tests.real.trainers.verl_dump", root / "verl_v1", ["v1"], home),
-        "trl_trackers": _launch("trl_trackers", "tests.real.trainers.trl_trackers", root / "trl_trackers", [], home),
-        "verl_tracking": _launch("verl_tracking", "tests.real.trainers.verl_tracking", root / "verl_tracking", [],
-                                 home),
-        "verl_agent_loop": _launch("verl_agent_loop", "tests.real.trainers.verl_agent_loop", root / "verl_agent_loop",
-                                   [], home),
+        "trl_trackers": _launch(
+            "trl_trackers", "tests.real.trainers.trl_trackers", root / "trl_trackers", [], home
+        ),
+        "verl_tracking": _launch(
+            "verl_tracking", "tests.real.trainers.verl_tracking", root / "verl_tracking", [], home
+        ),
+        "verl_agent_loop": _launch(
+            "verl_agent_loop", "tests.real.trainers.verl_agent_loop", root / "verl_agent_loop", [], home
+        ),
         "trl_tools": _launch("trl_tools", "tests.real.trainers.trl_tools", root / "trl_tools", [], home),
     }
     yield launched

@@ -25,7 +25,10 @@ extra) pulls in for its GPU monitor; it loads no library until a GPU is asked ab
 def test_torch_is_the_cpu_build() -> None:
     """torch 2.13.0+cpu (the local wheel), and no CUDA runtime packages pulled in beside it."""
     assert metadata.version("torch") == "2.13.0+cpu"
-    cuda = sorted(d.metadata["Name"] for d in metadata.distributions()
-                  if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "cupy", "triton"))
-                  and (d.metadata["Name"] or "").lower() not in NOT_CUDA)  # fmt: skip
+    cuda = sorted(
+        d.metadata["Name"]
+        for d in metadata.distributions()
+        if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "cupy", "triton"))
+        and (d.metadata["Name"] or "").lower() not in NOT_CUDA
+    )
     assert cuda == []

@@ -112,8 +112,11 @@ def row_diff(want: list[Any], got: list[Any]) -> list[tuple[int, Any, Any]]:
     return [(i, w, g) for i, (w, g) in enumerate(zip(want, got, strict=True)) if not same_cell(w, g)]
 
 
-def compare(expected: dict[tuple[str, int], float], got: Points, rounding: Callable[[float], float] = float,
-            ) -> tuple[int, list[str]]:  # fmt: skip
+def compare(
+    expected: dict[tuple[str, int], float],
+    got: Points,
+    rounding: Callable[[float], float] = float,
+) -> tuple[int, list[str]]:
     """How many expected points were read back equal, and a line for each one that was not. A point the
     store holds twice alike counts once (TRL's end-of-training log repeats ``epoch`` at the last step)."""
     bad = []
@@ -201,8 +204,10 @@ def test_trl_run_is_what_the_spec_says(trl_trackers_root: Path) -> None:
     assert parquet[TRL_SILENT_STEP]["gated_reward"].isna().all(), "the silent step's rewards should be NaN"
     assert parquet[1]["judge_reward"].isna().any() and parquet[1]["judge_reward"].notna().any()
     # W&B holds the last step's table twice (TRL's log at the end of training logs it again): same hash
-    files = sorted(trl_trackers_root.glob("wandb/offline-run-*/files/media/table/completions_*.table.json"),
-                   key=lambda p: int(p.name.split("_")[1]))  # fmt: skip
+    files = sorted(
+        trl_trackers_root.glob("wandb/offline-run-*/files/media/table/completions_*.table.json"),
+        key=lambda p: int(p.name.split("_")[1]),
+    )
     hashes = [p.name.split("_")[2].split(".")[0] for p in files]
     assert len(hashes) == specs.MAX_STEPS + 1 and hashes[-1] == hashes[-2], [p.name for p in files]
 
@@ -252,7 +257,8 @@ def test_trl_completions_tables(trl_trackers_root: Path, store: str) -> None:
     tables = TABLE_READERS[store](source_of(trl_trackers_root, store))
     parquet = trl_completions(trl_trackers_root)
     assert sorted((t.key, t.step) for t in tables) == [("completions", s) for s in sorted(parquet)], [
-        (t.key, t.step, t.where) for t in tables]  # fmt: skip
+        (t.key, t.step, t.where) for t in tables
+    ]
     cells = 0
     for table in tables:
         frame = parquet[table.step]
@@ -265,7 +271,9 @@ def test_trl_completions_tables(trl_trackers_root: Path, store: str) -> None:
     print(f"TRL {store}: {len(tables)} completions tables, {cells} cells equal")
 
 
-def test_trl_wandb_completions_open_as_the_same_rollout_run(trl_trackers_root: Path, real_cache: Path) -> None:
+def test_trl_wandb_completions_open_as_the_same_rollout_run(
+    trl_trackers_root: Path, real_cache: Path
+) -> None:
     """The W&B run folder is a rollout run (the step browser, groups, SQL read it) with the same samples as
     TRL's own completions Parquet read as a run: steps, prompts, responses, rewards (TRL's weighted sum of
     its reward functions, named by the metrics it logged beside them) and groups."""
@@ -281,7 +289,9 @@ def test_trl_wandb_completions_open_as_the_same_rollout_run(trl_trackers_root: P
     want = own.samples(columns=columns)[columns].sort_values(columns[:3]).reset_index(drop=True)
     got = tracker.samples(columns=columns)[columns].sort_values(columns[:3]).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, want)
-    print(f"TRL W&B completions as a rollout run: {tracker.num_samples} samples over {len(tracker.steps)} steps")
+    print(
+        f"TRL W&B completions as a rollout run: {tracker.num_samples} samples over {len(tracker.steps)} steps"
+    )
 
 
 def test_trl_tables_only_where_trl_logs_them(trl_trackers_root: Path) -> None:
@@ -326,7 +336,8 @@ def test_verl_truth_covers_the_cases(verl_tracking_root: Path) -> None:
     assert truth["versions"]["verl"] == "0.9.1" and truth["backends"] == list(VERL_BACKENDS)
     tags = {tag for tag, _, _ in truth["points"]}
     assert any("@" in tag for tag in tags) and {mlflow_key(t) for t in tags if "@" in t} == {
-        t.replace("@", "_at_") for t in tags if "@" in t}  # fmt: skip
+        t.replace("@", "_at_") for t in tags if "@" in t
+    }
     assert [[t, s] for t, s, v in truth["points"] if math.isnan(v)] == [list(VERL_NAN)]
     assert any(v == 0.0 for _, _, v in truth["points"])
     assert sorted(map(int, truth["generations"])) == list(VERL_VAL_STEPS)
@@ -340,8 +351,9 @@ def test_verl_folder_is_one_run_per_backend(verl_bundle: MetricsBundle) -> None:
 
 
 @pytest.mark.parametrize("backend", VERL_BACKENDS)
-def test_verl_metrics_read_from_each_backend(verl_tracking_root: Path, verl_bundle: MetricsBundle,
-                                             backend: str) -> None:  # fmt: skip
+def test_verl_metrics_read_from_each_backend(
+    verl_tracking_root: Path, verl_bundle: MetricsBundle, backend: str
+) -> None:
     """Every point verl's ``Tracking.log`` sent is in the backend's store, named as logged (MLflow: as verl
     renamed it), at verl's step, with the same value (TensorBoard: the float32 its event file holds); and
     nothing else is there."""
@@ -377,10 +389,16 @@ def verl_tables(truth: dict[str, Any], backend: str) -> dict[int, tuple[list[str
             columns, rows = ["input", "output", "score"], [list(sample) for sample in samples]
         elif backend == "trackio":  # one trackio.Trace per sample
             columns = ["step", "key", "trace_index", "messages", "metadata"]
-            rows = [[step, GENERATIONS_KEY, i,
-                     [{"role": "user", "content": inp}, {"role": "assistant", "content": outp}],
-                     {"source": "validation_generations", "sample_index": i, "score": score}]
-                    for i, (inp, outp, score) in enumerate(samples)]  # fmt: skip
+            rows = [
+                [
+                    step,
+                    GENERATIONS_KEY,
+                    i,
+                    [{"role": "user", "content": inp}, {"role": "assistant", "content": outp}],
+                    {"source": "validation_generations", "sample_index": i, "score": score},
+                ]
+                for i, (inp, outp, score) in enumerate(samples)
+            ]
         else:
             raise AssertionError(backend)
         out[step] = (columns, rows)
@@ -395,7 +413,8 @@ def test_verl_generations_tables(verl_tracking_root: Path, backend: str) -> None
     tables = TABLE_READERS[backend](source)
     want = verl_tables(truth, backend)
     assert sorted((t.key, t.step) for t in tables) == [(GENERATIONS_KEY, s) for s in sorted(want)], [
-        (t.key, t.step, t.where) for t in tables]  # fmt: skip
+        (t.key, t.step, t.where) for t in tables
+    ]
     cells = 0
     for table in tables:
         columns, rows = want[table.step]

@@ -31,7 +31,9 @@ GROUPS_PER_STEP = specs.BATCH // specs.NUM_GENERATIONS
 @pytest.fixture(scope="module")
 def stores(trl_root: Path, real_cache: Path) -> dict[str, RolloutStore]:
     """rl-board's store of each variant's ``completions/`` folder (the run rl-board's catalogue finds)."""
-    return {name: RolloutStore.open(trl_root / name / "completions", cache_dir=real_cache) for name in VARIANTS}
+    return {
+        name: RolloutStore.open(trl_root / name / "completions", cache_dir=real_cache) for name in VARIANTS
+    }
 
 
 def frames(trl_root: Path, name: str) -> dict[int, pd.DataFrame]:
@@ -53,8 +55,14 @@ def test_trl_wrote_parquet_logs_and_checkpoints(trl_root: Path, name: str) -> No
     run = trl_root / name
     steps = frames(trl_root, name)
     assert sorted(steps) == list(range(1, specs.MAX_STEPS + 1))
-    expected_columns = ["step", "prompt", "completion", *variant.reward_funcs,
-                        *sorted(variant.extra_numeric + variant.extra_text), "advantage"]  # fmt: skip
+    expected_columns = [
+        "step",
+        "prompt",
+        "completion",
+        *variant.reward_funcs,
+        *sorted(variant.extra_numeric + variant.extra_text),
+        "advantage",
+    ]
     for frame in steps.values():
         assert list(frame.columns) == expected_columns
         assert len(frame) == specs.BATCH
@@ -122,7 +130,9 @@ def test_prompt_and_completion_text(trl_root: Path, stores: dict[str, RolloutSto
 
 
 @pytest.mark.parametrize("name", VARIANTS)
-def test_reward_per_row_is_trl_weighted_sum(trl_root: Path, stores: dict[str, RolloutStore], name: str) -> None:
+def test_reward_per_row_is_trl_weighted_sum(
+    trl_root: Path, stores: dict[str, RolloutStore], name: str
+) -> None:
     """reward = sum of weight x function value over the functions that scored the row; NaN when none did."""
     weights = specs.TRL_VARIANTS[name].weights()
     for step, frame in frames(trl_root, name).items():
@@ -163,9 +173,13 @@ def test_log_extra_columns_kept_and_not_in_reward(
         got = rl_board_rows(store, step, [*extras, "reward"])
         for column in extras:
             assert got[column].tolist() == frame[column].tolist(), (step, column)
-        with_extra = E.weighted_reward(frame, variant.weights()) + frame[list(variant.extra_numeric)].sum(axis=1)
+        with_extra = E.weighted_reward(frame, variant.weights()) + frame[list(variant.extra_numeric)].sum(
+            axis=1
+        )
         summed = [E.close(g, w, 1e-9) for g, w in zip(got["reward"], with_extra, strict=True)]
-        assert not any(summed), f"step {step}: the log_extra column {variant.extra_numeric} was added to reward"
+        assert not any(summed), (
+            f"step {step}: the log_extra column {variant.extra_numeric} was added to reward"
+        )
 
 
 # --------------------------------------------------------------------------- per-step numbers vs TRL's own logs
@@ -177,8 +191,11 @@ def test_step_mean_reward_matches_trl_log(trl_root: Path, stores: dict[str, Roll
     log = E.trl_log(trl_root / name)
     summary = stores[name].step_summary().set_index("step")
     assert sorted(summary.index) == sorted(log)
-    diffs = {s: (log[s]["reward"], summary.at[s, "reward_mean"]) for s in log
-             if not E.close(log[s]["reward"], summary.at[s, "reward_mean"])}  # fmt: skip
+    diffs = {
+        s: (log[s]["reward"], summary.at[s, "reward_mean"])
+        for s in log
+        if not E.close(log[s]["reward"], summary.at[s, "reward_mean"])
+    }
     assert not diffs, f"step: (TRL reward, rl-board reward_mean): {diffs}"
 
 
@@ -213,7 +230,10 @@ def test_expected_zero_std_share_agrees_with_trl(trl_root: Path) -> None:
         for step, frame in frames(trl_root, name).items():
             share = E.zero_std_share(E.weighted_reward(frame, variant.weights()), specs.NUM_GENERATIONS)
             assert share == pytest.approx(log[step]["frac_reward_zero_std"]), (name, step)
-            assert E.close(E.nanmean(E.weighted_reward(frame, variant.weights())), log[step]["reward"]), (name, step)
+            assert E.close(E.nanmean(E.weighted_reward(frame, variant.weights())), log[step]["reward"]), (
+                name,
+                step,
+            )
 
 
 # --------------------------------------------------------------------------- groups
@@ -245,8 +265,22 @@ def test_groups_are_the_generations_of_one_prompt(
 def test_cli_summary_json(trl_root: Path, tmp_path: Path, name: str) -> None:
     """``python -m rl_board summary RUN --json`` (a subprocess, as a user runs it) agrees with TRL."""
     run = trl_root / name / "completions"
-    done = subprocess.run([sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir",
-                           str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "summary",
+            str(run),
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     written = {step: len(frame) for step, frame in frames(trl_root, name).items()}
@@ -254,7 +288,8 @@ def test_cli_summary_json(trl_root: Path, tmp_path: Path, name: str) -> None:
     log = E.trl_log(trl_root / name)
     means = {row["step"]: row["reward_mean"] for row in data["step_stats"]}
     assert {s: E.close(log[s]["reward"], means.get(s)) for s in log} == dict.fromkeys(log, True), (
-        f"TRL {[log[s]['reward'] for s in sorted(log)]} vs rl-board {[means.get(s) for s in sorted(log)]}")
+        f"TRL {[log[s]['reward'] for s in sorted(log)]} vs rl-board {[means.get(s) for s in sorted(log)]}"
+    )
 
 
 # --------------------------------------------------------------------------- rl-board's own callback
@@ -284,12 +319,17 @@ def test_callback_rewards_match_trl(trl_root: Path, callback_store: RolloutStore
         assert all(E.close(a, b) for a, b in zip(want, got["reward"], strict=True)), step
         for fn in variant.reward_funcs:
             assert all(E.close(a, b, 1e-9) for a, b in zip(frame[fn], got[fn], strict=True)), (step, fn)
-        assert got[list(variant.extra_numeric)].to_numpy().tolist() == frame[list(variant.extra_numeric)].to_numpy().tolist()
+        assert (
+            got[list(variant.extra_numeric)].to_numpy().tolist()
+            == frame[list(variant.extra_numeric)].to_numpy().tolist()
+        )
     summary = callback_store.step_summary().set_index("step")
     stats = callback_store.group_stats().set_index("step")
     for step, entry in log.items():
         assert E.close(entry["reward"], summary.at[step, "reward_mean"]), step
-        assert float(stats.at[step, "zero_variance_share"]) == pytest.approx(entry["frac_reward_zero_std"]), step
+        assert float(stats.at[step, "zero_variance_share"]) == pytest.approx(entry["frac_reward_zero_std"]), (
+            step
+        )
     assert sorted(callback_store.reward_components) == sorted(variant.reward_funcs)
 
 

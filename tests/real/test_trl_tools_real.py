@@ -31,7 +31,9 @@ def truth(trl_tools_root: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def stores(trl_tools_root: Path, truth: dict[str, Any], real_cache: Path) -> dict[tuple[str, str], RolloutStore]:
+def stores(
+    trl_tools_root: Path, truth: dict[str, Any], real_cache: Path
+) -> dict[tuple[str, str], RolloutStore]:
     """rl-board's store of each copy: TRL's completions folder and the callback's folder."""
     out = {}
     for run, copy in COPIES:
@@ -51,9 +53,13 @@ class Case:
 
 
 @pytest.fixture(params=COPIES, ids=IDS)
-def case(request: pytest.FixtureRequest, stores: dict[tuple[str, str], RolloutStore], truth: dict[str, Any]) -> Case:
+def case(
+    request: pytest.FixtureRequest, stores: dict[tuple[str, str], RolloutStore], truth: dict[str, Any]
+) -> Case:
     run, copy = request.param
-    samples = {(int(step), s["sample"]): s for step, listed in truth["runs"][run]["steps"].items() for s in listed}
+    samples = {
+        (int(step), s["sample"]): s for step, listed in truth["runs"][run]["steps"].items() for s in listed
+    }
     return Case(run, copy, stores[run, copy], samples)
 
 
@@ -90,15 +96,28 @@ def truth_calls(samples: dict[Key, dict[str, Any]]) -> list[dict[str, Any]]:
                 results.append(later)
             for k, call in enumerate(m.get("tool_calls") or ()):
                 result = results[k] if call["answered"] else None
-                rows.append({"step": step, "sample": sample, "turn": turn, "call": k, "name": call["name"],
-                             "arguments": call["arguments"], "answered": call["answered"],
-                             "error": result["error"] if result else None,
-                             "result": result["content"] if result else None})  # fmt: skip
+                rows.append(
+                    {
+                        "step": step,
+                        "sample": sample,
+                        "turn": turn,
+                        "call": k,
+                        "name": call["name"],
+                        "arguments": call["arguments"],
+                        "answered": call["answered"],
+                        "error": result["error"] if result else None,
+                        "result": result["content"] if result else None,
+                    }
+                )
     return rows
 
 
 def truth_turns(samples: dict[Key, dict[str, Any]]) -> dict[tuple[int, int, int], dict[str, Any]]:
-    return {(step, sample, turn): m for (step, sample), e in samples.items() for turn, m in enumerate(e["messages"])}
+    return {
+        (step, sample, turn): m
+        for (step, sample), e in samples.items()
+        for turn, m in enumerate(e["messages"])
+    }
 
 
 def call_key(row: dict[str, Any]) -> tuple[int, int, int, int]:
@@ -147,22 +166,36 @@ def test_finish_reason(case: Case) -> None:
     store, samples = case.store, case.samples
     assert "finish_reason" in columns(store, "samples"), "samples has no finish_reason column"
     frame = query(store, "SELECT step, sample, finish_reason FROM samples")
-    got = {(int(r.step), int(r.sample)): None if pd.isna(r.finish_reason) else r.finish_reason
-           for r in frame.itertuples()}  # fmt: skip
+    got = {
+        (int(r.step), int(r.sample)): None if pd.isna(r.finish_reason) else r.finish_reason
+        for r in frame.itertuples()
+    }
     told = {"tool_budget"}  # what the files can show
     want = {k: s["finish_reason"] if s["finish_reason"] in told else None for k, s in samples.items()}
-    assert any(w is not None for w in want.values()) or case.run == "environment", "no budget stop in the truth"
-    assert got == want, f"{differ(got, want)}; rl-board counts {Counter(got.values())}, truth {Counter(want.values())}"
+    assert any(w is not None for w in want.values()) or case.run == "environment", (
+        "no budget stop in the truth"
+    )
+    assert got == want, (
+        f"{differ(got, want)}; rl-board counts {Counter(got.values())}, truth {Counter(want.values())}"
+    )
 
 
 def test_sample_counts(case: Case) -> None:
     """``samples.turns``, ``n_tool_calls`` and ``n_tool_errors`` per trajectory."""
     store, samples = case.store, case.samples
     frame = query(store, "SELECT step, sample, turns, n_tool_calls, n_tool_errors FROM samples")
-    got = {(int(r.step), int(r.sample)): (r.turns, r.n_tool_calls, r.n_tool_errors) for r in frame.itertuples()}
+    got = {
+        (int(r.step), int(r.sample)): (r.turns, r.n_tool_calls, r.n_tool_errors) for r in frame.itertuples()
+    }
     calls = truth_calls(samples)
-    want = {k: (len(s["messages"]), sum(1 for c in calls if (c["step"], c["sample"]) == k),
-                sum(1 for m in s["messages"] if m.get("error"))) for k, s in samples.items()}  # fmt: skip
+    want = {
+        k: (
+            len(s["messages"]),
+            sum(1 for c in calls if (c["step"], c["sample"]) == k),
+            sum(1 for m in s["messages"] if m.get("error")),
+        )
+        for k, s in samples.items()
+    }
     assert got == want, differ(got, want)
 
 
@@ -203,8 +236,11 @@ def test_turn_counts_by_role(case: Case) -> None:
 def test_single_turn_trajectories(case: Case) -> None:
     """A direct answer is its prompt's messages and one assistant message in ``turns``."""
     store, samples = case.store, case.samples
-    single = {k: [m["role"] for m in s["messages"]] for k, s in samples.items()
-              if [m["role"] for m in s["messages"]][-2:] == ["user", "assistant"]}  # fmt: skip
+    single = {
+        k: [m["role"] for m in s["messages"]]
+        for k, s in samples.items()
+        if [m["role"] for m in s["messages"]][-2:] == ["user", "assistant"]
+    }
     assert single or case.run == "environment", "the truth has no single-turn trajectory"
     frame = turn_frame(store)
     got = {k: list(g["role"]) for k, g in frame.groupby(["step", "sample"]) if k in single}
@@ -229,7 +265,11 @@ def test_reasoning_text(case: Case) -> None:
     store, samples = case.store, case.samples
     assert "reasoning" in columns(store, "turns"), "turns has no reasoning column"
     frame = turn_frame(store, ", reasoning")
-    got = {(int(r.step), int(r.sample), int(r.turn)): r.reasoning for r in frame.itertuples() if r.role == "assistant"}
+    got = {
+        (int(r.step), int(r.sample), int(r.turn)): r.reasoning
+        for r in frame.itertuples()
+        if r.role == "assistant"
+    }
     got = {k: None if pd.isna(v) else v for k, v in got.items()}
     want = {k: m["reasoning"] for k, m in truth_turns(samples).items() if m["role"] == "assistant"}
     assert got == want, differ(got, want)
@@ -248,10 +288,19 @@ def test_tool_turn_errors(case: Case) -> None:
 def test_turn_tool_fields(case: Case) -> None:
     """``turns.n_tool_calls`` on assistant turns and ``turns.tool_name`` on tool results."""
     frame = turn_frame(case.store, ", n_tool_calls, tool_name")
-    got = {(int(r.step), int(r.sample), int(r.turn)): (int(r.n_tool_calls), None if pd.isna(r.tool_name) else r.tool_name)
-           for r in frame.itertuples() if r.role in ("assistant", "tool")}  # fmt: skip
-    want = {k: (len(m.get("tool_calls") or ()), m.get("name")) for k, m in truth_turns(case.samples).items()
-            if m["role"] in ("assistant", "tool")}  # fmt: skip
+    got = {
+        (int(r.step), int(r.sample), int(r.turn)): (
+            int(r.n_tool_calls),
+            None if pd.isna(r.tool_name) else r.tool_name,
+        )
+        for r in frame.itertuples()
+        if r.role in ("assistant", "tool")
+    }
+    want = {
+        k: (len(m.get("tool_calls") or ()), m.get("name"))
+        for k, m in truth_turns(case.samples).items()
+        if m["role"] in ("assistant", "tool")
+    }
     assert got == want, differ(got, want)
 
 
@@ -278,8 +327,12 @@ def test_tool_call_places(case: Case) -> None:
 def test_tool_call_arguments(case: Case) -> None:
     """The arguments the model wrote: only the non-null fields of TRL's padded ``arguments`` struct."""
     store, samples = case.store, case.samples
-    got = {call_key(r): json.loads(r["arguments"]) if isinstance(r["arguments"], str) and r["arguments"] else None
-           for r in call_frame(store).to_dict("records")}  # fmt: skip
+    got = {
+        call_key(r): json.loads(r["arguments"])
+        if isinstance(r["arguments"], str) and r["arguments"]
+        else None
+        for r in call_frame(store).to_dict("records")
+    }
     want = {call_key(r): r["arguments"] for r in truth_calls(samples)}
     assert got == want, differ(got, want)
 
@@ -287,7 +340,10 @@ def test_tool_call_arguments(case: Case) -> None:
 def test_tool_call_errors(case: Case) -> None:
     """``tool_calls.error``: the unknown tool and the raising tool (null for a call nothing answered)."""
     store, samples = case.store, case.samples
-    got = {call_key(r): None if pd.isna(r["error"]) else bool(r["error"]) for r in call_frame(store).to_dict("records")}
+    got = {
+        call_key(r): None if pd.isna(r["error"]) else bool(r["error"])
+        for r in call_frame(store).to_dict("records")
+    }
     want = {call_key(r): r["error"] for r in truth_calls(samples)}
     counts = f"errors: rl-board {sum(v is True for v in got.values())}, truth {sum(v is True for v in want.values())}"
     assert got == want, f"{differ(got, want)}; {counts}"
@@ -298,12 +354,17 @@ def test_unanswered_calls(case: Case) -> None:
     store, samples = case.store, case.samples
     got = {call_key(r): bool(r["answered"]) for r in call_frame(store).to_dict("records")}
     want = {call_key(r): r["answered"] for r in truth_calls(samples)}
-    counts = f"unanswered: rl-board {sum(not v for v in got.values())}, truth {sum(not v for v in want.values())}"
+    counts = (
+        f"unanswered: rl-board {sum(not v for v in got.values())}, truth {sum(not v for v in want.values())}"
+    )
     assert got == want, f"{differ(got, want)}; {counts}"
 
 
 def test_tool_call_results(case: Case) -> None:
     store, samples = case.store, case.samples
-    got = {call_key(r): None if pd.isna(r["result"]) else r["result"] for r in call_frame(store).to_dict("records")}
+    got = {
+        call_key(r): None if pd.isna(r["result"]) else r["result"]
+        for r in call_frame(store).to_dict("records")
+    }
     want = {call_key(r): r["result"] for r in truth_calls(samples)}
     assert got == want, differ(got, want)

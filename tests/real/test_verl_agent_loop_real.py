@@ -39,7 +39,9 @@ def store(verl_agent_loop_root: Path, real_cache: Path) -> RolloutStore:
 
 def dumped(root: Path) -> dict[int, list[dict]]:
     """verl's ``rollout/{step}.jsonl`` files, by step."""
-    return {int(p.stem): E.jsonl(p) for p in sorted((root / "rollout").glob("*.jsonl"), key=lambda p: int(p.stem))}
+    return {
+        int(p.stem): E.jsonl(p) for p in sorted((root / "rollout").glob("*.jsonl"), key=lambda p: int(p.stem))
+    }
 
 
 def query(store: RolloutStore, sql: str) -> pd.DataFrame:
@@ -137,8 +139,10 @@ def test_single_turn_trajectories_are_turns(store: RolloutStore, truth: dict[Key
         system = truth[k]["messages"][0]["content"] if k in truth else ""
         # a system turn becomes True when its content starts with the system message
         got[k] = [(role, str(c).startswith(system) if role == "system" else c) for role, c in rows]
-    want = {k: [(m["role"], True if m["role"] == "system" else m["content"]) for m in t["messages"]]
-            for k, t in kinds(truth, "direct").items()}  # fmt: skip
+    want = {
+        k: [(m["role"], True if m["role"] == "system" else m["content"]) for m in t["messages"]]
+        for k, t in kinds(truth, "direct").items()
+    }
     assert want and not wrong(got, want), wrong(got, want)
 
 
@@ -152,7 +156,9 @@ def test_turn_counts_per_sample(store: RolloutStore, truth: dict[Key, dict[str, 
 
 def test_tool_turn_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """A tool turn's content is the tool's result as verl wrote it (error texts included), nothing around it."""
-    frame = query(store, "SELECT step, sample, content FROM turns WHERE role = 'tool' ORDER BY step, sample, turn")
+    frame = query(
+        store, "SELECT step, sample, content FROM turns WHERE role = 'tool' ORDER BY step, sample, turn"
+    )
     got = by_sample(frame, "content")
     want = {k: [m["content"] for m in t["messages"] if m["role"] == "tool"] for k, t in truth.items()}
     want = {k: v for k, v in want.items() if v}
@@ -161,7 +167,9 @@ def test_tool_turn_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]
 
 def test_tool_turns_name_their_tool(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """A tool turn names the tool of the call it answers (verl's tool message has no name: the call has it)."""
-    frame = query(store, "SELECT step, sample, tool_name FROM turns WHERE role = 'tool' ORDER BY step, sample, turn")
+    frame = query(
+        store, "SELECT step, sample, tool_name FROM turns WHERE role = 'tool' ORDER BY step, sample, turn"
+    )
     got = by_sample(frame, "tool_name")
     want = {k: [m["name"] for m in t["messages"] if m["role"] == "tool"] for k, t in truth.items()}
     want = {k: v for k, v in want.items() if v}
@@ -170,7 +178,9 @@ def test_tool_turns_name_their_tool(store: RolloutStore, truth: dict[Key, dict[s
 
 def test_tool_turn_errors(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """A tool turn is an error exactly when the call failed (the tool raised, or no such tool)."""
-    frame = query(store, "SELECT step, sample, error FROM turns WHERE role = 'tool' ORDER BY step, sample, turn")
+    frame = query(
+        store, "SELECT step, sample, error FROM turns WHERE role = 'tool' ORDER BY step, sample, turn"
+    )
     got = {k: [flag(v) for v in vs] for k, vs in by_sample(frame, "error").items()}
     want = {k: [m["error"] for m in t["messages"] if m["role"] == "tool"] for k, t in truth.items()}
     want = {k: v for k, v in want.items() if v}
@@ -179,8 +189,10 @@ def test_tool_turn_errors(store: RolloutStore, truth: dict[Key, dict[str, Any]])
 
 def test_assistant_turn_call_counts(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """Each assistant turn counts the calls it wrote (both of a two-call turn, the one the turn limit left too)."""
-    frame = query(store, "SELECT step, sample, n_tool_calls FROM turns WHERE role = 'assistant' "
-                         "ORDER BY step, sample, turn")  # fmt: skip
+    frame = query(
+        store,
+        "SELECT step, sample, n_tool_calls FROM turns WHERE role = 'assistant' ORDER BY step, sample, turn",
+    )
     got = by_sample(frame, "n_tool_calls")
     want = {k: [len(m["calls"]) for m in t["messages"] if m["role"] == "assistant"] for k, t in truth.items()}
     assert not wrong(got, want), wrong(got, want)
@@ -196,9 +208,15 @@ def test_answer_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]]) 
         if m["role"] != "assistant" or m["calls"]:
             continue
         role, content = last.get(k, (None, None))
-        ok = role == "assistant" and isinstance(content, str) and (
-            m["content"].startswith(content.strip()) and len(content.strip()) > 20 if m.get("cut")
-            else content.strip() == m["content"])  # fmt: skip
+        ok = (
+            role == "assistant"
+            and isinstance(content, str)
+            and (
+                m["content"].startswith(content.strip()) and len(content.strip()) > 20
+                if m.get("cut")
+                else content.strip() == m["content"]
+            )
+        )
         if not ok:
             bad.append((k, t["kind"], role, content if not isinstance(content, str) else content[:60]))
     assert not bad, bad
@@ -208,22 +226,29 @@ def test_answer_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]]) 
 
 
 def calls_frame(store: RolloutStore) -> pd.DataFrame:
-    return query(store, "SELECT step, sample, turn, call, name, arguments, answered, error FROM tool_calls "
-                        "ORDER BY step, sample, turn, call")  # fmt: skip
+    return query(
+        store,
+        "SELECT step, sample, turn, call, name, arguments, answered, error FROM tool_calls "
+        "ORDER BY step, sample, turn, call",
+    )
 
 
 def test_tool_calls_by_name(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """One ``tool_calls`` row per call written, with the assistant turn that wrote it, its place and the tool."""
     got = by_sample(calls_frame(store), "turn", "call", "name")
-    want = {k: [(c["turn"], c["call"], c["name"]) for c in t["calls"]] for k, t in truth.items() if t["calls"]}
+    want = {
+        k: [(c["turn"], c["call"], c["name"]) for c in t["calls"]] for k, t in truth.items() if t["calls"]
+    }
     assert not wrong(got, want), wrong(got, want)
     assert sum(len(v) for v in got.values()) == sum(len(v) for v in want.values())
 
 
 def test_tool_call_arguments(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """Each call's arguments, as JSON, are the ones the script passed."""
-    got = {k: [json.loads(a) if isinstance(a, str) else a for a in v]
-           for k, v in by_sample(calls_frame(store), "arguments").items()}  # fmt: skip
+    got = {
+        k: [json.loads(a) if isinstance(a, str) else a for a in v]
+        for k, v in by_sample(calls_frame(store), "arguments").items()
+    }
     want = {k: [c["arguments"] for c in t["calls"]] for k, t in truth.items() if t["calls"]}
     assert not wrong(got, want), wrong(got, want)
 
@@ -247,11 +272,21 @@ def test_tool_call_errors(store: RolloutStore, truth: dict[Key, dict[str, Any]])
 
 def test_call_and_error_counts_per_sample(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
     """``samples.n_tool_calls`` / ``n_tool_errors`` / ``tools``: calls written, calls failed, tools named."""
-    frame = query(store, "SELECT step, sample, n_tool_calls, n_tool_errors, tools FROM samples ORDER BY step, sample")
-    got = {k: (int(c), int(e), t if isinstance(t, str) else None)
-           for k, [(c, e, t)] in by_sample(frame, "n_tool_calls", "n_tool_errors", "tools").items()}  # fmt: skip
-    want = {k: (len(t["calls"]), sum(bool(c["error"]) for c in t["calls"]),
-                ",".join(sorted({c["name"] for c in t["calls"]})) or None) for k, t in truth.items()}  # fmt: skip
+    frame = query(
+        store, "SELECT step, sample, n_tool_calls, n_tool_errors, tools FROM samples ORDER BY step, sample"
+    )
+    got = {
+        k: (int(c), int(e), t if isinstance(t, str) else None)
+        for k, [(c, e, t)] in by_sample(frame, "n_tool_calls", "n_tool_errors", "tools").items()
+    }
+    want = {
+        k: (
+            len(t["calls"]),
+            sum(bool(c["error"]) for c in t["calls"]),
+            ",".join(sorted({c["name"] for c in t["calls"]})) or None,
+        )
+        for k, t in truth.items()
+    }
     assert not wrong(got, want), wrong(got, want)
 
 
@@ -260,7 +295,9 @@ def test_call_and_error_counts_per_sample(store: RolloutStore, truth: dict[Key, 
 
 def finishes(store: RolloutStore) -> dict[Key, str | None]:
     frame = query(store, "SELECT step, sample, finish_reason FROM samples ORDER BY step, sample")
-    return {k: (v[0] if isinstance(v[0], str) else None) for k, v in by_sample(frame, "finish_reason").items()}
+    return {
+        k: (v[0] if isinstance(v[0], str) else None) for k, v in by_sample(frame, "finish_reason").items()
+    }
 
 
 def test_finish_turn_limit(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
@@ -269,7 +306,9 @@ def test_finish_turn_limit(store: RolloutStore, truth: dict[Key, dict[str, Any]]
     assert want and not wrong(finishes(store), want), wrong(finishes(store), want)
 
 
-def test_no_finish_is_guessed_where_the_dump_cannot_tell(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
+def test_no_finish_is_guessed_where_the_dump_cannot_tell(
+    store: RolloutStore, truth: dict[Key, dict[str, Any]]
+) -> None:
     """verl's dump logs no finish reason, no token counts and no end-of-sequence token (special tokens are
     stripped), so an answer cut by ``response_length`` and one that stopped read alike: both stay unknown
     (null), never a guessed ``stop``. Only what the text proves is said (``test_finish_turn_limit``)."""

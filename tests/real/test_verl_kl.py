@@ -40,7 +40,9 @@ def test_rl_board_estimators_equal_verls_kl_penalty() -> None:
         ours = kl.ESTIMATES[estimator.name](lr)
         for verl_name in VERL_NAMES[estimator.name]:
             theirs = kl_penalty(torch.from_numpy(logp), torch.from_numpy(ref), verl_name).numpy()
-            np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12, err_msg=f"{estimator.name} vs {verl_name}")
+            np.testing.assert_allclose(
+                ours, theirs, rtol=1e-9, atol=1e-12, err_msg=f"{estimator.name} vs {verl_name}"
+            )
     assert round(float(kl.k3(lr)[0, 4]), 3) == 1.955
 
 

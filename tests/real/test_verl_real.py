@@ -38,7 +38,9 @@ def stores(roots: dict[str, Path], real_cache: Path) -> dict[str, RolloutStore]:
 
 def dumped(root: Path) -> dict[int, list[dict]]:
     """verl's ``rollout/{step}.jsonl`` files, by step."""
-    return {int(p.stem): E.jsonl(p) for p in sorted((root / "rollout").glob("*.jsonl"), key=lambda p: int(p.stem))}
+    return {
+        int(p.stem): E.jsonl(p) for p in sorted((root / "rollout").glob("*.jsonl"), key=lambda p: int(p.stem))
+    }
 
 
 def metric_lines(verl_root: Path) -> list[dict]:
@@ -59,7 +61,9 @@ def test_verl_wrote_dumps_and_metrics(roots: dict[str, Path]) -> None:
         assert sorted(steps) == list(specs.VERL_STEPS), name
         for step, rows in steps.items():
             assert len(rows) == ROWS
-            assert all(list(r) == (CLASSIC_KEYS if name == "classic" else V1_KEYS) for r in rows), list(rows[0])
+            assert all(list(r) == (CLASSIC_KEYS if name == "classic" else V1_KEYS) for r in rows), list(
+                rows[0]
+            )
             assert all(r["step"] == step and r["score"] in (1.0, -1.0) for r in rows)
     classic = [r for rows in dumped(roots["classic"]).values() for r in rows]
     assert all(r["acc"] == (r["score"] > 0) for r in classic)
@@ -89,7 +93,9 @@ def test_rows_text_and_score(roots: dict[str, Path], stores: dict[str, RolloutSt
     steps = dumped(roots[name])
     assert store.samples_per_step() == {s: len(rows) for s, rows in steps.items()}
     for step, rows in steps.items():
-        got = store.samples(step=step, columns=["prompt", "response", "ground_truth", "reward"]).sort_values("sample")
+        got = store.samples(step=step, columns=["prompt", "response", "ground_truth", "reward"]).sort_values(
+            "sample"
+        )
         assert got["prompt"].tolist() == [r["input"] for r in rows]
         assert got["response"].tolist() == [r["output"] for r in rows]
         assert got["ground_truth"].astype(str).tolist() == [r["gts"] for r in rows]
@@ -107,8 +113,9 @@ def test_reward_extras_kept(roots: dict[str, Path], stores: dict[str, RolloutSto
 
 
 @pytest.mark.parametrize("name", ["classic", "v1"])
-def test_step_mean_reward_matches_verl_metric(roots: dict[str, Path], stores: dict[str, RolloutStore],
-                                              name: str) -> None:  # fmt: skip
+def test_step_mean_reward_matches_verl_metric(
+    roots: dict[str, Path], stores: dict[str, RolloutStore], name: str
+) -> None:
     """rl-board's per-step mean reward == verl's own ``critic/score/mean`` (float32) for the same samples."""
     logged = {line["step"]: line["data"]["critic/score/mean"] for line in metric_lines(roots["classic"])}
     summary = stores[name].step_summary().set_index("step")
@@ -134,7 +141,9 @@ def test_classic_groups_are_the_uid_groups(roots: dict[str, Path], stores: dict[
     for step, rows in dumped(roots["classic"]).items():
         by_uid = expected_groups(rows, uids[step])
         table = store.groups(step=step)
-        assert sorted(table["samples"].tolist()) == sorted(len(v) for v in by_uid.values()) == [specs.VERL_N] * 3
+        assert (
+            sorted(table["samples"].tolist()) == sorted(len(v) for v in by_uid.values()) == [specs.VERL_N] * 3
+        )
         prompt_of = {uid: rows[uids[step].index(uid)]["input"] for uid in by_uid}
         for uid, scores in by_uid.items():
             group = table[table["prompt"] == prompt_of[uid]]
@@ -172,7 +181,8 @@ def test_file_logger_metrics_read_with_verl_names(verl_root: Path, real_cache: P
     for key in ("critic/score/mean", "critic/advantages/max", "response_length/mean"):
         series = bundle.series(run, key)
         assert dict(zip(series["step"].astype(int), series["value"], strict=True)) == pytest.approx(
-            {line["step"]: line["data"][key] for line in lines}), key
+            {line["step"]: line["data"][key] for line in lines}
+        ), key
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -181,12 +191,28 @@ def test_file_logger_metrics_read_with_verl_names(verl_root: Path, real_cache: P
 @pytest.mark.parametrize("name", ["classic", "v1"])
 def test_cli_summary_json(roots: dict[str, Path], tmp_path: Path, name: str) -> None:
     run = roots[name] / "rollout"
-    done = subprocess.run([sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir",
-                           str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "summary",
+            str(run),
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["format"] == "verl"
     steps = dumped(roots[name])
     assert data["samples_per_step"] == {str(s): len(rows) for s, rows in steps.items()}
     means = {row["step"]: row["reward_mean"] for row in data["step_stats"]}
-    assert means == pytest.approx({s: float(np.mean([r["score"] for r in rows])) for s, rows in steps.items()})
+    assert means == pytest.approx(
+        {s: float(np.mean([r["score"] for r in rows])) for s, rows in steps.items()}
+    )

@@ -38,8 +38,15 @@ def write_steps(folder: Path, steps: list[int], per_step: int = 3) -> None:
     with RolloutWriter(folder, rank=0) as writer:
         for step in steps:
             for i in range(per_step):
-                writer.write(step, f"p{i}", f"r{i}", float(i + step), response_tokens=["a", "b"],
-                             logprobs=[-0.5, -0.25], ref_logprobs=[-0.25, -0.25])  # fmt: skip
+                writer.write(
+                    step,
+                    f"p{i}",
+                    f"r{i}",
+                    float(i + step),
+                    response_tokens=["a", "b"],
+                    logprobs=[-0.5, -0.25],
+                    ref_logprobs=[-0.25, -0.25],
+                )
 
 
 def test_a_negative_step_comes_back_from_its_folder(spark: Any, tmp_path: Path) -> None:
@@ -57,8 +64,18 @@ def test_whole_number_float_steps_come_back_from_their_folders(spark: Any, tmp_p
     infers a double column and names the folders ``step=1.0``."""
     raw_dir = tmp_path / "grpo_7b" / "raw"
     raw_dir.mkdir(parents=True)
-    lines = [{"step": float(step), "prompt": f"p{i}", "response": f"r{i}", "reward": float(i),
-              "logprobs": [-0.5, -0.25], "ref_logprobs": [-0.25, -0.25]} for step in (1, 2) for i in range(3)]  # fmt: skip
+    lines = [
+        {
+            "step": float(step),
+            "prompt": f"p{i}",
+            "response": f"r{i}",
+            "reward": float(i),
+            "logprobs": [-0.5, -0.25],
+            "ref_logprobs": [-0.25, -0.25],
+        }
+        for step in (1, 2)
+        for i in range(3)
+    ]
     (raw_dir / "rollout_data_rank_0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     raw, store, out = raw_and_spark(spark, tmp_path)
     assert sorted(p.name for p in out.glob("step=*")) == ["step=1.0", "step=2.0"]
@@ -83,8 +100,9 @@ def test_rows_spark_could_not_place_are_reported(spark: Any, tmp_path: Path) -> 
     assert (out / "step=__HIVE_DEFAULT_PARTITION__").is_dir()
     assert raw.samples_per_step() == {0: 3, 1: 4} and raw.report.bad_line_count == 2
     assert store.samples_per_step() == raw.samples_per_step()
-    assert store.report.bad_line_count == raw.report.bad_line_count, \
+    assert store.report.bad_line_count == raw.report.bad_line_count, (
         f"the JSONL run reports {[(b.line, b.reason) for b in raw.report.bad_lines]}; the Spark write, nothing"
+    )
     assert runs_under(out, tmp_path / "cache-list") == ["."]
 
 

@@ -46,21 +46,36 @@ def test_spark_reads_the_export(spark: Any, tmp_path: Path) -> None:
 
     assert isinstance(samples.schema["step"].dataType, T.IntegerType), "step inferred from the folder names"
     files = sorted(Path(f.removeprefix("file:")).relative_to(out).as_posix() for f in samples.inputFiles())
-    assert files == [f"step={s}/part-0.parquet" for s in store.steps], "the index under _rl_board/ is not data"
+    assert files == [f"step={s}/part-0.parquet" for s in store.steps], (
+        "the index under _rl_board/ is not data"
+    )
     assert (out / "_rl_board" / "index.arrow").exists()
 
     got, hand = per_step(names), by_hand(run)
     summary = store.step_summary()
     assert {s: n for s, (n, _) in got.items()} == {s: h["samples"] for s, h in hand.items()}
-    assert store.samples_per_step() == {s: SPEC.samples for s in range(SPEC.steps)} == {s: n for s, (n, _) in got.items()}
+    assert (
+        store.samples_per_step()
+        == {s: SPEC.samples for s in range(SPEC.steps)}
+        == {s: n for s, (n, _) in got.items()}
+    )
     for step, mean in zip(summary["step"], summary["reward_mean"], strict=True):
         assert got[step][1] == pytest.approx(hand[step]["reward"], rel=1e-12) == mean, step
 
     floats, texts = T.ArrayType(T.FloatType()), T.ArrayType(T.StringType())
-    assert [samples.schema[c].dataType for c in ("logprobs", "ref_logprobs", "response_tokens")] == [floats, floats, texts]
-    logged = {(p.name, k): json.loads(line) for p in run.glob("*.jsonl")
-              for k, line in enumerate(p.read_text().splitlines(), start=1)}  # fmt: skip
-    rows = samples.select("step", "file", "line", "logprobs", "ref_logprobs", "response_tokens", "n_tokens").collect()
+    assert [samples.schema[c].dataType for c in ("logprobs", "ref_logprobs", "response_tokens")] == [
+        floats,
+        floats,
+        texts,
+    ]
+    logged = {
+        (p.name, k): json.loads(line)
+        for p in run.glob("*.jsonl")
+        for k, line in enumerate(p.read_text().splitlines(), start=1)
+    }
+    rows = samples.select(
+        "step", "file", "line", "logprobs", "ref_logprobs", "response_tokens", "n_tokens"
+    ).collect()
     assert len(rows) == len(logged) == store.num_samples
     for row in rows:
         record = logged[(row["file"], row["line"])]
@@ -86,15 +101,22 @@ def test_spark_reads_nested_extras_and_nan_from_an_export(spark: Any, tmp_path: 
     got, hand = per_step(names), by_hand(run)
     assert {s: n for s, (n, _) in got.items()} == store.samples_per_step() == {0: 6, 1: 6, 2: 6}
     assert {s: h["samples"] for s, h in hand.items()} == {0: 6, 1: 6, 2: 6}
-    assert math.isnan(got[1][1]) and [got[s][1] for s in (0, 2)] == pytest.approx([hand[s]["reward"] for s in (0, 2)], rel=1e-12)
-    scored = samples.groupBy("step").agg(F.avg(F.when(~F.isnan("reward"), F.col("reward"))).alias("r")).collect()
+    assert math.isnan(got[1][1]) and [got[s][1] for s in (0, 2)] == pytest.approx(
+        [hand[s]["reward"] for s in (0, 2)], rel=1e-12
+    )
+    scored = (
+        samples.groupBy("step").agg(F.avg(F.when(~F.isnan("reward"), F.col("reward"))).alias("r")).collect()
+    )
     summary = store.step_summary().set_index("step")["reward_mean"]
-    assert {r["step"]: r["r"] for r in scored} == pytest.approx({s: h["reward"] for s, h in hand.items()}, rel=1e-12)
+    assert {r["step"]: r["r"] for r in scored} == pytest.approx(
+        {s: h["reward"] for s, h in hand.items()}, rel=1e-12
+    )
     assert summary.to_dict() == pytest.approx({s: h["reward"] for s, h in hand.items()}, rel=1e-12)
 
     schema = samples.schema
-    assert schema["meta"].dataType == T.StructType([T.StructField("a", T.LongType()),
-                                                    T.StructField("tags", T.ArrayType(T.StringType()))])  # fmt: skip
+    assert schema["meta"].dataType == T.StructType(
+        [T.StructField("a", T.LongType()), T.StructField("tags", T.ArrayType(T.StringType()))]
+    )
     assert schema["pairs"].dataType == T.ArrayType(T.ArrayType(T.LongType()))
     rows = samples.collect()  # every column Spark sees, nested ones included, reads
     assert len(rows) == 18 and all(r["note"] is None for r in rows)

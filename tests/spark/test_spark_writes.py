@@ -78,7 +78,9 @@ def demo(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_plain_spark_write_is_the_run_it_came_from(demo: Path) -> None:
     out = demo / "grpo_7b.parquet"
     parts = sorted(p.relative_to(out).as_posix() for p in out.glob("step=*/*.parquet"))
-    assert (out / "_SUCCESS").exists() and list(out.rglob(".*.crc")), "Spark's bookkeeping is there to pass over"
+    assert (out / "_SUCCESS").exists() and list(out.rglob(".*.crc")), (
+        "Spark's bookkeeping is there to pass over"
+    )
     assert parts and all(p.split("/")[1].startswith("part-") and p.endswith(".snappy.parquet") for p in parts)
     assert "step" not in pq.read_schema(out / parts[0]).names, "Spark keeps the step in the folder name only"
 
@@ -98,8 +100,10 @@ def test_spark_computes_the_same_kl_from_the_token_arrays(spark: Any, demo: Path
     """k3 per token (exp(-r) - 1 + r, r = logprobs - ref_logprobs), averaged per sample, then per step, in
     Spark SQL over the raw JSON: the KL rl-board derives from the Spark-written dataset."""
     raw = spark.read.json(str(raw_folder(demo) / "*.jsonl"))
-    sample_kl = ("aggregate(zip_with(logprobs, ref_logprobs, (a, b) -> expm1(-(a - b)) + (a - b)), 0D, "
-                 "(acc, k) -> acc + k) / size(logprobs)")  # fmt: skip
+    sample_kl = (
+        "aggregate(zip_with(logprobs, ref_logprobs, (a, b) -> expm1(-(a - b)) + (a - b)), 0D, "
+        "(acc, k) -> acc + k) / size(logprobs)"
+    )
     rows = raw.selectExpr("step", f"{sample_kl} AS kl").groupBy("step").avg("kl").collect()
     by_spark = {r["step"]: r["avg(kl)"] for r in rows}
     summary = opened(demo, demo / "grpo_7b.parquet", "spark").step_summary()
@@ -110,8 +114,10 @@ def test_spark_computes_the_same_kl_from_the_token_arrays(spark: Any, demo: Path
 
 
 def test_summary_cli_reads_the_spark_dataset(demo: Path) -> None:
-    results = {name: rl_board("summary", str(where), "--json", cache_dir=demo / f"cli-{name}")
-               for name, where in (("raw", raw_folder(demo)), ("spark", demo / "grpo_7b.parquet"))}  # fmt: skip
+    results = {
+        name: rl_board("summary", str(where), "--json", cache_dir=demo / f"cli-{name}")
+        for name, where in (("raw", raw_folder(demo)), ("spark", demo / "grpo_7b.parquet"))
+    }
     for result in results.values():
         assert result.returncode == 0, result.stderr
     raw, spark = (json.loads(results[k].stdout) for k in ("raw", "spark"))
@@ -159,7 +165,10 @@ def test_steps_appended_by_spark_are_followed(spark: Any, demo: Path, tmp_path: 
     assert store.samples_per_step() == {s: SPEC.samples for s in range(SPEC.steps)}
     raw.filter("step = 5").write.mode("append").partitionBy("step").parquet(str(out))  # step 5 twice
     assert store.stale() and store.refresh()
-    assert store.samples_per_step()[5] == 2 * SPEC.samples and store.num_samples == (SPEC.steps + 1) * SPEC.samples
+    assert (
+        store.samples_per_step()[5] == 2 * SPEC.samples
+        and store.num_samples == (SPEC.steps + 1) * SPEC.samples
+    )
 
 
 def test_a_spark_rewrite_of_an_export_is_read_in_place(spark: Any, demo: Path, tmp_path: Path) -> None:

@@ -26,8 +26,12 @@ EDGE = f"{mlflow_writer.EXPERIMENT}/{mlflow_writer.EDGE_RUN}"
 
 def write(out: Path, home: Path, backend: str) -> None:
     """The writer in a child process (working folder ``out``); fail with its output when it fails."""
-    run_writer(["-m", "tests.helpers.mlflow_writer", str(out), backend], env=mlflow_writer.environment(home),
-               cwd=out, what=f"mlflow writer ({backend})")  # fmt: skip
+    run_writer(
+        ["-m", "tests.helpers.mlflow_writer", str(out), backend],
+        env=mlflow_writer.environment(home),
+        cwd=out,
+        what=f"mlflow writer ({backend})",
+    )
 
 
 class Store:

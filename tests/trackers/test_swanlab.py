@@ -38,8 +38,9 @@ def write(tmp_path_factory: pytest.TempPathFactory, mode: str) -> Written:
     out, home = tmp_path_factory.mktemp(f"swanlog-{mode}"), tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWANLAB_")}
     env.update(HOME=str(home), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    printed = run_writer([swanlab_writer.__file__, str(out), "--mode", mode], env=env, cwd=out,
-                         what=f"swanlab writer ({mode})")  # fmt: skip
+    printed = run_writer(
+        [swanlab_writer.__file__, str(out), "--mode", mode], env=env, cwd=out, what=f"swanlab writer ({mode})"
+    )
     return Written(out, home, json.loads(printed.strip().splitlines()[-1]))
 
 
@@ -102,8 +103,10 @@ def test_verl_generations_table(offline: Written):
     ]
     for table in tables:
         assert table.columns == swanlab_writer.TABLE_COLUMNS
-        want = [[None if isinstance(v, float) and math.isnan(v) else v for v in row]
-                for row in swanlab_writer.generations(table.step)]  # fmt: skip
+        want = [
+            [None if isinstance(v, float) and math.isnan(v) else v for v in row]
+            for row in swanlab_writer.generations(table.step)
+        ]
         assert table.rows == want  # a NaN score is written as null
 
 

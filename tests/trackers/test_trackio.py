@@ -24,8 +24,12 @@ from tests.helpers.tracker_writers import TIMEOUT, run_writer
 
 def write(out: Path, home: Path, variant: str) -> None:
     """One variant of the writer in a child process; fail with its output when it does not succeed."""
-    run_writer(["-m", "tests.helpers.trackio_writer", str(out), variant],
-               env=trackio_writer.environment(out, home), cwd=out, what=f"trackio writer {variant}")  # fmt: skip
+    run_writer(
+        ["-m", "tests.helpers.trackio_writer", str(out), variant],
+        env=trackio_writer.environment(out, home),
+        cwd=out,
+        what=f"trackio writer {variant}",
+    )
 
 
 class Store:

@@ -33,7 +33,9 @@ def runs(tmp_path_factory) -> dict[str, dict[str, Any]]:
     out = tmp_path_factory.mktemp("wandb")
     home = out / "home"
     home.mkdir()
-    printed = run_writer([str(WRITER), str(out / "runs")], env=wandb_writer.environment(home), what="wandb writer")
+    printed = run_writer(
+        [str(WRITER), str(out / "runs")], env=wandb_writer.environment(home), what="wandb writer"
+    )
     lines = [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
     return {line["variant"]: {**line, "folder": Path(line["folder"])} for line in lines}
 
@@ -73,8 +75,13 @@ def test_plain_run_wall_times(runs):
 def test_plain_run_config_and_summary(runs):
     extras = KIND.read(source_of(runs["plain"]["folder"]), None).extras
     assert json.loads(extras["config_text"]) == tracker_truth.CONFIG
-    assert extras["hparams"] == {"algorithm": "grpo", "lr": 1e-6, "rollout.n": 8, "rollout.temperature": 1.0,
-                                 "model": "tiny-random"}  # fmt: skip
+    assert extras["hparams"] == {
+        "algorithm": "grpo",
+        "lr": 1e-6,
+        "rollout.n": 8,
+        "rollout.temperature": 1.0,
+        "model": "tiny-random",
+    }
     last = {tag: tracker_truth.value(tag, step) for step, row in tracker_truth.logged_rows() for tag in row}
     assert all(tracker_truth.same_value(extras["summary"][tag], value) for tag, value in last.items())
 
@@ -102,8 +109,11 @@ def test_trl_completions_tables_once_per_step(runs):
 def test_the_wandb_folder_holds_two_runs_and_no_third_by_its_link(runs):
     wandb_dir = runs["plain"]["folder"].parent
     assert (wandb_dir / "latest-run").is_symlink()
-    found = [f.path for folder, dirs, files in os.walk(wandb_dir)
-             for f in KIND.claim_folder(Path(folder), dirs, files)]  # fmt: skip
+    found = [
+        f.path
+        for folder, dirs, files in os.walk(wandb_dir)
+        for f in KIND.claim_folder(Path(folder), dirs, files)
+    ]
     assert sorted(found) == sorted(run["folder"] for run in runs.values())
     assert KIND.claim_folder(wandb_dir / "latest-run", ["files"], os.listdir(wandb_dir / "latest-run")) == []
 

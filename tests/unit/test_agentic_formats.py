@@ -17,8 +17,18 @@ from rl_board.rollouts.store import RolloutStore
 from tests.helpers import agentic_dumps, agentic_text_dumps
 from tests.helpers.agent_episodes import Expected
 
-COLUMNS = ("turns", "n_tool_calls", "n_tool_errors", "tools", "finish_reason", "reward", "kept", "dropped_reason",
-           "group", "id")  # fmt: skip
+COLUMNS = (
+    "turns",
+    "n_tool_calls",
+    "n_tool_errors",
+    "tools",
+    "finish_reason",
+    "reward",
+    "kept",
+    "dropped_reason",
+    "group",
+    "id",
+)
 
 
 def rows_of(store: RolloutStore) -> list[dict]:
@@ -39,14 +49,18 @@ def check_samples(store: RolloutStore, expected: list[Expected]) -> list[dict]:
         assert row["step"] == want.step, where
         assert row["turns"] == want.n_turns, where
         assert row["n_tool_calls"] == sum(want.calls.values()) and row["n_tool_errors"] == want.errors, where
-        assert (row.get("tools") if isinstance(row.get("tools"), str) else "") == ",".join(sorted(want.calls)), where
+        assert (row.get("tools") if isinstance(row.get("tools"), str) else "") == ",".join(
+            sorted(want.calls)
+        ), where
         assert (None if _missing(row.get("finish_reason")) else row["finish_reason"]) == want.finish, where
         if want.reward is not None:
             assert row["reward"] == pytest.approx(want.reward), where
         if want.kept is not None:
             assert bool(row["kept"]) == want.kept, where
             reason = row.get("dropped_reason")
-            assert (want.dropped is None) == _missing(reason) and str(reason).startswith(want.dropped or ""), where
+            assert (want.dropped is None) == _missing(reason) and str(reason).startswith(
+                want.dropped or ""
+            ), where
         for name, value in want.extra.items():
             assert row[name] == value, (where, name)
     return rows
@@ -77,8 +91,12 @@ def test_prime_rl_episodes(tmp_path: Path) -> None:
     rows = check_samples(store, expected)
     check_tables(store, expected)
     reasons = Counter(str(r["dropped_reason"]).split(":")[0] for r in rows if not r["kept"])
-    assert set(reasons) == {"error", "not in effective/"} and any(ZERO_ADVANTAGE in str(r["dropped_reason"]) for r in rows)
-    calls = store.tool_calls().to_pandas()  # each result answers its call (by id); a refused turn's calls none
+    assert set(reasons) == {"error", "not in effective/"} and any(
+        ZERO_ADVANTAGE in str(r["dropped_reason"]) for r in rows
+    )
+    calls = (
+        store.tool_calls().to_pandas()
+    )  # each result answers its call (by id); a refused turn's calls none
     assert calls["answered"].sum() == sum(w.roles["tool"] for w in expected) and calls["id"].notna().all()
 
 
@@ -135,7 +153,9 @@ def test_nemo_rl_train_turns_without_roles(tmp_path: Path) -> None:
     frame = store.samples(columns=["response", "messages"])
     single = [w.turns == 2 for w in expected]
     assert frame["messages"].isna().tolist() == single  # a prompt and one answer stays text
-    assert not any(str(r).startswith("Environment:") for r in frame["response"])  # the answer, not the observation
+    assert not any(
+        str(r).startswith("Environment:") for r in frame["response"]
+    )  # the answer, not the observation
     assert sum(not r["kept"] for r in rows) == 2
 
 
@@ -149,8 +169,9 @@ def test_nemo_rl_validation_keeps_its_roles(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- text with turns in it
 
 
-@pytest.mark.parametrize(("writer", "run"), [("skyrl_eval", "dumped_evals"), ("verl_agent_loop", "."),
-                                             ("areal", "rollout")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("writer", "run"), [("skyrl_eval", "dumped_evals"), ("verl_agent_loop", "."), ("areal", "rollout")]
+)
 def test_decoded_text_splits_into_turns(writer: str, run: str, tmp_path: Path) -> None:
     """SkyRL and AReaL keep the chat markers, verl strips them: each splits into the turns written."""
     expected = getattr(agentic_text_dumps, f"write_{writer}")(tmp_path / "out")
@@ -159,20 +180,26 @@ def test_decoded_text_splits_into_turns(writer: str, run: str, tmp_path: Path) -
     check_tables(store, expected)
     assert any(w.calls for w in expected) and any(w.errors for w in expected)
     split = int(store.samples(columns=["messages"])["messages"].notna().sum())  # the Fields panel says how
-    assert split and store.report.turns_read.startswith(f"turns split from the chat text of {split} samples (")
+    assert split and store.report.turns_read.startswith(
+        f"turns split from the chat text of {split} samples ("
+    )
 
 
 def test_text_not_split_with_confidence_says_why(tmp_path: Path) -> None:
     """A marker with no role after it is no template: one prompt and one answer, and the report says so."""
     run = tmp_path / "run"
     run.mkdir()
-    lines = [{"step": 1, "prompt": "<|im_start|>\nWhat is 2+2?", "response": "4", "reward": 0.0},
-             {"step": 1, "prompt": "Plain question", "response": "Plain answer", "reward": 1.0}]
+    lines = [
+        {"step": 1, "prompt": "<|im_start|>\nWhat is 2+2?", "response": "4", "reward": 0.0},
+        {"step": 1, "prompt": "Plain question", "response": "Plain answer", "reward": 1.0},
+    ]
     (run / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     assert store.samples(columns=["messages"])["messages"].isna().all() and store.num_samples == 2
-    assert store.report.turns_read == ("1 sample that looked like chat not split: no chat markers or role lines: "
-                                       "kept as one prompt and one response (1)")
+    assert store.report.turns_read == (
+        "1 sample that looked like chat not split: no chat markers or role lines: "
+        "kept as one prompt and one response (1)"
+    )
     reopened = RolloutStore.open(run, cache_dir=tmp_path / "cache")  # from the cache: the counts are kept
     assert reopened.report.from_cache and reopened.report.turns_read == store.report.turns_read
 
@@ -182,15 +209,32 @@ def test_prime_rl_v0_rollouts_say_why_they_ended(tmp_path: Path) -> None:
     logged ended at a length cap; its message lists are its turns."""
     step = tmp_path / "rollouts" / "step_3"
     step.mkdir(parents=True)
-    rows = [{"prompt": [{"role": "user", "content": "17*23?"}], "completion": [{"role": "assistant", "content": "39"}],
-             "reward": 0.0, "is_truncated": True},
-            {"prompt": [{"role": "user", "content": "2+2?"}], "completion": [{"role": "assistant", "content": "4"}],
-             "reward": 1.0, "is_truncated": False, "stop_condition": "agent_completed"},
-            {"prompt": [{"role": "user", "content": "5*5?"}], "completion": [{"role": "assistant", "content": "25"}],
-             "reward": 1.0, "is_truncated": False}]  # fmt: skip
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": "17*23?"}],
+            "completion": [{"role": "assistant", "content": "39"}],
+            "reward": 0.0,
+            "is_truncated": True,
+        },
+        {
+            "prompt": [{"role": "user", "content": "2+2?"}],
+            "completion": [{"role": "assistant", "content": "4"}],
+            "reward": 1.0,
+            "is_truncated": False,
+            "stop_condition": "agent_completed",
+        },
+        {
+            "prompt": [{"role": "user", "content": "5*5?"}],
+            "completion": [{"role": "assistant", "content": "25"}],
+            "reward": 1.0,
+            "is_truncated": False,
+        },
+    ]
     (step / "train_rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     store = RolloutStore.open(tmp_path / "rollouts", cache_dir=tmp_path / "cache")
     frame = store.samples(columns=["finish_reason", "finish_reason_logged", "turns"])
-    assert frame["finish_reason"].tolist()[:2] == ["length", "stop"] and pd.isna(frame["finish_reason"].iloc[2])
+    assert frame["finish_reason"].tolist()[:2] == ["length", "stop"] and pd.isna(
+        frame["finish_reason"].iloc[2]
+    )
     assert frame["finish_reason_logged"].tolist()[1] == "agent_completed"
     assert frame["turns"].tolist() == [2, 2, 2] and store.turns().num_rows == 6

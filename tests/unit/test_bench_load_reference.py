@@ -21,9 +21,18 @@ def load():
 
 def sample(step: int, n: int) -> dict:
     logp = [-0.5 - 0.1 * i for i in range(n)]
-    return {"step": str(step), "prompt": "p", "response": "r" * (10 + step), "ref_response": "rr",
-            "reward": 1.0 + step, "ref_reward": 0.5, "response_tokens": [f"t{i}" for i in range(n)],
-            "logprobs": logp, "ref_logprobs": [v - 0.2 for v in logp], "values": [0.0] * n}
+    return {
+        "step": str(step),
+        "prompt": "p",
+        "response": "r" * (10 + step),
+        "ref_response": "rr",
+        "reward": 1.0 + step,
+        "ref_reward": 0.5,
+        "response_tokens": [f"t{i}" for i in range(n)],
+        "logprobs": logp,
+        "ref_logprobs": [v - 0.2 for v in logp],
+        "values": [0.0] * n,
+    }
 
 
 def test_reference_phase_counts_steps_samples_bad_lines_and_the_cap(load, tmp_path):

@@ -19,14 +19,20 @@ from rl_board.rollouts.store import RolloutStore
 from tests.unit.test_cache import make_run
 from tests.unit.test_hostile import as_unprivileged
 
-OPEN = ("import json, sys; from rl_board.rollouts.store import RolloutStore; "
-        "s = RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2]); "
-        "print(json.dumps({'samples': s.num_samples, 'notice': s.report.notice, 'cached': s.report.from_cache}))")
+OPEN = (
+    "import json, sys; from rl_board.rollouts.store import RolloutStore; "
+    "s = RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2]); "
+    "print(json.dumps({'samples': s.num_samples, 'notice': s.report.notice, 'cached': s.report.from_cache}))"
+)
 
 
 def open_unprivileged(run: Path, cache_dir: Path) -> dict:
-    out = subprocess.run(as_unprivileged([sys.executable, "-c", OPEN, str(run), str(cache_dir)]),
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        as_unprivileged([sys.executable, "-c", OPEN, str(run), str(cache_dir)]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -55,8 +61,9 @@ def test_a_cold_cache_that_cannot_be_written_reads_into_memory(tmp_path: Path, c
     assert str(run) not in got["notice"]  # the cache folder is blamed, not the run
 
 
-def test_a_full_disk_leaves_nothing_behind_and_the_run_still_opens(tmp_path: Path, cache_dir: Path,
-                                                                   monkeypatch) -> None:  # fmt: skip
+def test_a_full_disk_leaves_nothing_behind_and_the_run_still_opens(
+    tmp_path: Path, cache_dir: Path, monkeypatch
+) -> None:
     run = make_run(tmp_path, range(40))
     real_write = segments.write_segment
 
@@ -69,7 +76,11 @@ def test_a_full_disk_leaves_nothing_behind_and_the_run_still_opens(tmp_path: Pat
 
     monkeypatch.setattr("rl_board.rollouts.read.ingest.write_segment", full_disk)
     store = RolloutStore.open(run, cache_dir=cache_dir)
-    assert store.num_samples == 40 and "No space left" in store.report.notice and str(cache_dir) in store.report.notice
+    assert (
+        store.num_samples == 40
+        and "No space left" in store.report.notice
+        and str(cache_dir) in store.report.notice
+    )
     leftovers = [p.name for p in cache_dir.rglob("*") if p.suffix == ".tmp" or p.name.startswith("seg-")]
     assert leftovers == []
     monkeypatch.setattr("rl_board.rollouts.read.ingest.write_segment", real_write)  # space is back
@@ -98,8 +109,9 @@ def test_memory_cache_root_is_writable() -> None:
 def test_summary_says_when_the_cache_could_not_be_written(tmp_path: Path, cache_dir: Path) -> None:
     run = make_run(tmp_path, range(10))
     read_only(cache_dir)
-    cmd = as_unprivileged([sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir",
-                           str(cache_dir)])  # fmt: skip
+    cmd = as_unprivileged(
+        [sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir", str(cache_dir)]
+    )
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)

@@ -14,8 +14,9 @@ from rl_board.ui.chips import Scale, chips_html, legend_html, scale_for
 
 
 def _summary(steps: list[int], mean: list[float], std: list[float]) -> pd.DataFrame:
-    return pd.DataFrame({"step": steps, "samples": 4, "reward_mean": mean, "reward_std": std,
-                         "reward_count": 4})
+    return pd.DataFrame(
+        {"step": steps, "samples": 4, "reward_mean": mean, "reward_std": std, "reward_count": 4}
+    )
 
 
 def _trace(fig, name):
@@ -28,20 +29,31 @@ def _trace(fig, name):
 def test_curve_x_is_sorted_steps_and_band_follows_scale():
     summary = _summary([200, 0, 100], [3.0, 1.0, 2.0], [0.3, 0.1, 0.2])
     for scale in (0.2, 1.0):
-        fig = charts.curve_figure(summary, ["reward"], title="t", y_title="y",
-                                  options=charts.CurveOptions(band="std", band_scale=scale))
+        fig = charts.curve_figure(
+            summary,
+            ["reward"],
+            title="t",
+            y_title="y",
+            options=charts.CurveOptions(band="std", band_scale=scale),
+        )
         mean = _trace(fig, "reward")
         assert list(mean.x) == [0, 100, 200]
         assert list(mean.y) == [1.0, 2.0, 3.0]
         upper, lower = _trace(fig, "reward +band"), _trace(fig, "reward −band")
-        np.testing.assert_allclose(np.asarray(upper.y) - np.asarray(lower.y),
-                                   2 * scale * np.array([0.1, 0.2, 0.3]))
+        np.testing.assert_allclose(
+            np.asarray(upper.y) - np.asarray(lower.y), 2 * scale * np.array([0.1, 0.2, 0.3])
+        )
         assert lower.fill == "tonexty" and upper.hoverinfo == "skip"
 
 
 def test_zero_shift_moves_first_point_to_zero():
-    fig = charts.curve_figure(_summary([0, 1], [5.0, 7.0], [1.0, 1.0]), ["reward"], title="t", y_title="y",
-                              options=charts.CurveOptions(zero_shift=True))
+    fig = charts.curve_figure(
+        _summary([0, 1], [5.0, 7.0], [1.0, 1.0]),
+        ["reward"],
+        title="t",
+        y_title="y",
+        options=charts.CurveOptions(zero_shift=True),
+    )
     assert list(_trace(fig, "reward").y) == [0.0, 2.0]
     assert "shifted" in fig.layout.annotations[0].text
 
@@ -69,8 +81,14 @@ def test_downsample_is_deterministic_and_keeps_last_step():
 
 
 def _batch() -> pd.DataFrame:
-    return pd.DataFrame({"sample": [2, 0, 1], "reward": [1.0, 0.5, -0.5], "ref_reward": [0.5, 0.5, 0.0],
-                         "reward_gap": [0.5, 0.0, -0.5]})
+    return pd.DataFrame(
+        {
+            "sample": [2, 0, 1],
+            "reward": [1.0, 0.5, -0.5],
+            "ref_reward": [0.5, 0.5, 0.0],
+            "reward_gap": [0.5, 0.0, -0.5],
+        }
+    )
 
 
 def test_reward_bars_are_grouped_per_sample():
@@ -101,10 +119,14 @@ def test_reward_hist_overlays_reward_and_reference():
 
 
 def _tokens() -> pd.DataFrame:
-    return pd.DataFrame({
-        "token": ["<script>alert(1)</script>", " ok", "\n"],
-        "kl": [0.0, 0.5, 0.1], "log_ratio": [-1.0, 2.0, 0.0], "value": [np.nan] * 3,
-    })
+    return pd.DataFrame(
+        {
+            "token": ["<script>alert(1)</script>", " ok", "\n"],
+            "kl": [0.0, 0.5, 0.1],
+            "log_ratio": [-1.0, 2.0, 0.0],
+            "value": [np.nan] * 3,
+        }
+    )
 
 
 def test_heatmap_one_trace_per_metric_with_own_scale_and_true_values():
@@ -207,8 +229,10 @@ def test_builders_import_no_streamlit():
     import subprocess
     import sys
 
-    code = ("import sys, rl_board.ui.charts, rl_board.ui.chips, rl_board.ui.text, rl_board.rollouts.export; "
-            "print('streamlit' in sys.modules)")
+    code = (
+        "import sys, rl_board.ui.charts, rl_board.ui.chips, rl_board.ui.text, rl_board.rollouts.export; "
+        "print('streamlit' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -229,5 +253,8 @@ def test_comparison_draws_each_run_and_escapes_names():
 def test_percentile_band_is_the_default():
     summary = _summary([0, 1], [1.0, 2.0], [0.1, 0.2]).assign(reward_p10=[0.5, 1.5], reward_p90=[1.4, 2.9])
     fig = charts.curve_figure(summary, ["reward"], title="t", y_title="y")
-    assert list(_trace(fig, "reward +band").y) == [1.4, 2.9] and list(_trace(fig, "reward −band").y) == [0.5, 1.5]
+    assert list(_trace(fig, "reward +band").y) == [1.4, 2.9] and list(_trace(fig, "reward −band").y) == [
+        0.5,
+        1.5,
+    ]
     assert "percentile" in fig.layout.annotations[0].text

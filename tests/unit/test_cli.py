@@ -13,13 +13,20 @@ import pytest
 
 def rl_board(*args: str, cache_dir: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "RL_BOARD_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "rl_board", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rl_board", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_demo_then_summary_json(tmp_path: Path, cache_dir: Path) -> None:
-    out = rl_board("demo", str(tmp_path / "logs"), "--steps", "5", "--samples", "6", "--ranks", "3",
-                   cache_dir=cache_dir)
+    out = rl_board(
+        "demo", str(tmp_path / "logs"), "--steps", "5", "--samples", "6", "--ranks", "3", cache_dir=cache_dir
+    )
     assert out.returncode == 0, out.stderr
     run = tmp_path / "logs" / "ppo_math"
     assert sorted(p.name for p in run.glob("*.jsonl")) == [f"rollout_data_rank_{r}.jsonl" for r in range(3)]
@@ -33,8 +40,9 @@ def test_demo_then_summary_json(tmp_path: Path, cache_dir: Path) -> None:
     assert data["samples_per_step"] == {str(s): 6 for s in range(5)}
     assert {"prompt", "response", "reward", "logprobs", "ref_reward"} <= set(data["fields"])
     assert data["fields"] == sorted(data["fields"])
-    assert data["bad_lines"] == [{"file": "rollout_data_rank_0.jsonl", "line": 11,
-                                  "reason": data["bad_lines"][0]["reason"]}]
+    assert data["bad_lines"] == [
+        {"file": "rollout_data_rank_0.jsonl", "line": 11, "reason": data["bad_lines"][0]["reason"]}
+    ]
     assert data["bad_lines"][0]["reason"].startswith("not valid JSON")
     assert [f["name"] for f in data["files"]] == [f"rollout_data_rank_{r}.jsonl" for r in range(3)]
     assert data["files"][0]["lines"] == 11 and data["files"][0]["bytes"] > 0
@@ -81,8 +89,23 @@ def test_serve_warns_when_binding_all_interfaces(tmp_path: Path, cache_dir: Path
         port = s.getsockname()[1]
     env = {**os.environ, "RL_BOARD_CACHE_DIR": str(cache_dir)}
     (tmp_path / "root").mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", str(tmp_path / "root"), "--host", "0.0.0.0",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "serve",
+            str(tmp_path / "root"),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         first = proc.stderr.readline()
     finally:

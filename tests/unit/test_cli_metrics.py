@@ -79,7 +79,10 @@ def test_check_reads_rl_board_toml(tmp_path, capsys):
     assert code == 0 and "non_finite" not in {f["rule"] for f in json.loads(out)["findings"]}
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)")
+@pytest.mark.skipif(
+    not REAL.is_dir(),
+    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+)
 def test_real_logs(capsys):
     code, out, _ = run_cli(["scalars", str(REAL), "--json"], capsys)
     [run] = json.loads(out)["runs"]
@@ -94,15 +97,25 @@ def test_real_logs(capsys):
 
 
 def rl_board(*args: str, cache: Path) -> tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "rl_board", *args, "--cache-dir", str(cache)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl_board", *args, "--cache-dir", str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
 def nan_token_run(folder: Path) -> None:
     folder.mkdir(parents=True)
-    record = {"step": 0, "prompt": "p", "response": "r", "reward": 1.0, "logprobs": [float("nan"), -1.0],
-              "ref_logprobs": [-1.0, -1.0]}  # fmt: skip
+    record = {
+        "step": 0,
+        "prompt": "p",
+        "response": "r",
+        "reward": 1.0,
+        "logprobs": [float("nan"), -1.0],
+        "ref_logprobs": [-1.0, -1.0],
+    }
     (folder / "rollouts.jsonl").write_text(json.dumps(record) + "\n")
 
 
@@ -122,17 +135,26 @@ def test_check_command_runs_rollout_rules_with_exit_codes(tmp_path):
     nan_token_run(tmp_path / "root" / "broken")
     code, out, _ = rl_board("check", str(tmp_path / "root"), "--json", cache=tmp_path / "cache")
     errors = [f for f in json.loads(out)["findings"] if f["severity"] == "error"]
-    assert code == 1 and [(f["rule"], f["run"], f["steps"]) for f in errors] == [("nonfinite_tokens", "broken", [0])]
+    assert code == 1 and [(f["rule"], f["run"], f["steps"]) for f in errors] == [
+        ("nonfinite_tokens", "broken", [0])
+    ]
 
-    code, out, _ = rl_board("check", str(tmp_path / "root"), "--set", "nonfinite_tokens.severity=warning",
-                            cache=tmp_path / "cache")  # fmt: skip
+    code, out, _ = rl_board(
+        "check",
+        str(tmp_path / "root"),
+        "--set",
+        "nonfinite_tokens.severity=warning",
+        cache=tmp_path / "cache",
+    )
     assert code == 0 and "WARNING nonfinite_tokens" in out and "broken" in out
 
 
 def test_check_command_usage_errors_exit_2(tmp_path):
     code, out, err = rl_board("check", str(tmp_path / "missing"), "--json", cache=tmp_path / "cache")
     assert code == 2 and out == "" and "not found" in err
-    code, _, err = rl_board("check", str(tmp_path), "--set", "length_hacking.nope=1", cache=tmp_path / "cache")
+    code, _, err = rl_board(
+        "check", str(tmp_path), "--set", "length_hacking.nope=1", cache=tmp_path / "cache"
+    )
     assert code == 2 and "allowed: window, limit, min_samples" in err
 
 

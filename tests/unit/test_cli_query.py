@@ -61,34 +61,44 @@ def test_csv_defuses_formulas_and_json_keeps_text(train_run: Path, cache_dir: Pa
     header, row = list(csv.reader(io.StringIO(out.stdout)))
     assert header[0] == "'=x" and row[0].startswith("'=HYPERLINK")
     out = rl_board("query", str(train_run), text, "--json", cache_dir=cache_dir)
-    assert json.loads(out.stdout) == [{"=x": '=HYPERLINK("http://evil")', "t": "naïve", "l": [1, 2], "n": None,
-                                       "f": None}]
+    assert json.loads(out.stdout) == [
+        {"=x": '=HYPERLINK("http://evil")', "t": "naïve", "l": [1, 2], "n": None, "f": None}
+    ]
 
 
 def test_text_output_is_terminal_safe(train_run: Path, cache_dir: Path) -> None:
-    out = rl_board("query", str(train_run), "select chr(27) || '[31mred' || chr(10) || 'x' as \"a\u202eb\"",
-                   cache_dir=cache_dir)
+    out = rl_board(
+        "query",
+        str(train_run),
+        "select chr(27) || '[31mred' || chr(10) || 'x' as \"a\u202eb\"",
+        cache_dir=cache_dir,
+    )
     assert out.returncode == 0, out.stderr
     assert "\x1b" not in out.stdout and "\u202e" not in out.stdout
     assert "\\x1b[31mred\\x0ax" in out.stdout and "a\\u202eb" in out.stdout
 
 
 def test_row_cap_is_said_on_stderr(train_run: Path, cache_dir: Path) -> None:
-    out = rl_board("query", str(train_run), "select * from samples", "--json", "--max-rows", "5",
-                   cache_dir=cache_dir)
+    out = rl_board(
+        "query", str(train_run), "select * from samples", "--json", "--max-rows", "5", cache_dir=cache_dir
+    )
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout)) == 5 and "only the first 5 rows" in out.stderr
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("select rewrd from samples", 'Referenced column "rewrd" not found'),
-    ("selec 1", "syntax error"),
-    ("select * from read_csv('/etc/passwd')", "disabled by configuration"),
-    ("copy samples to 'out.csv'", "only reading statements"),
-    ("select 1; select 2", "one statement at a time"),
-])
-def test_bad_sql_exits_2_with_one_line(train_run: Path, cache_dir: Path, tmp_path: Path, text: str,
-                                        message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("select rewrd from samples", 'Referenced column "rewrd" not found'),
+        ("selec 1", "syntax error"),
+        ("select * from read_csv('/etc/passwd')", "disabled by configuration"),
+        ("copy samples to 'out.csv'", "only reading statements"),
+        ("select 1; select 2", "one statement at a time"),
+    ],
+)
+def test_bad_sql_exits_2_with_one_line(
+    train_run: Path, cache_dir: Path, tmp_path: Path, text: str, message: str
+) -> None:
     out = rl_board("query", str(train_run), text, cache_dir=cache_dir, cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("rl-board: error: ") and message in out.stderr
@@ -112,7 +122,14 @@ def test_field_map_is_applied(tmp_path: Path, cache_dir: Path) -> None:
     run.mkdir()
     rows = [{"step": s, "prompt": "p", "response": "r", "score": s / 10} for s in range(3)]
     (run / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = rl_board("query", str(run), "select step, reward from samples order by step", "--json",
-                   "--field", "reward=score", cache_dir=cache_dir)
+    out = rl_board(
+        "query",
+        str(run),
+        "select step, reward from samples order by step",
+        "--json",
+        "--field",
+        "reward=score",
+        cache_dir=cache_dir,
+    )
     assert out.returncode == 0, out.stderr
     assert [r["reward"] for r in json.loads(out.stdout)] == [0.0, 0.1, 0.2]

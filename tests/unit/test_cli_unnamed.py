@@ -53,7 +53,9 @@ def test_a_root_of_pickled_rollouts_says_what_they_are(tmp_path: Path, cache_dir
     out = rl_board("runs", str(tmp_path / "slime"), "--json", cache_dir=cache_dir)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["runs"] == [] and {s["path"]: s["reason"] for s in data["skipped"]} == dict.fromkeys(names, PICKLE)
+    assert data["runs"] == [] and {s["path"]: s["reason"] for s in data["skipped"]} == dict.fromkeys(
+        names, PICKLE
+    )
     out = rl_board("summary", str(tmp_path / "slime"), "--json", cache_dir=cache_dir)
     assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1
     assert names[0] in out.stderr and PICKLE in out.stderr and "Traceback" not in out.stderr
@@ -64,4 +66,3 @@ def test_checkpoints_beside_a_run_stay_quiet(tmp_path: Path, cache_dir: Path) ->
     write_slime_dumps(tmp_path / "root" / "ckpt", range(2), seed=4)  # a root with a run: .pt are checkpoints
     data = json.loads(rl_board("runs", str(tmp_path / "root"), "--json", cache_dir=cache_dir).stdout)
     assert [r["run"] for r in data["runs"]] == ["run"] and data["skipped"] == []
-

@@ -16,8 +16,12 @@ N_LINES = 400
 
 
 def record(i: int) -> bytes:
-    return (json.dumps({"step": i // 20, "prompt": f"p{i}", "response": "r" * (i % 13), "reward": float(i),
-                        "uid": i}) + "\n").encode()
+    return (
+        json.dumps(
+            {"step": i // 20, "prompt": f"p{i}", "response": "r" * (i % 13), "reward": float(i), "uid": i}
+        )
+        + "\n"
+    ).encode()
 
 
 def write_slowly(path: Path, stop: threading.Event) -> None:
@@ -83,8 +87,16 @@ def test_two_processes_share_one_cache_while_the_run_grows(tmp_path: Path) -> No
     path.write_bytes(b"".join(record(i) for i in range(50)))
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    procs = [subprocess.Popen([sys.executable, "-c", LOADER, str(run), str(cache), "15"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOADER, str(run), str(cache), "15"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     stop = threading.Event()
     with open(path, "ab", buffering=0) as f:
         for i in range(50, N_LINES):

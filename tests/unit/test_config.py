@@ -33,7 +33,9 @@ def test_no_byte_size_is_a_module_constant_outside_config() -> None:
         if path.name == "config.py":
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            numbers = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, int)]
+            numbers = [
+                n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, int)
+            ]
             names = [t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
             if isinstance(node, ast.Assign) and (1024 in numbers or any(n.endswith("_BYTES") for n in names)):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)[:60]}")

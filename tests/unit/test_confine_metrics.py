@@ -55,8 +55,13 @@ def _everything(bundle: api.MetricsBundle) -> str:
     """Every text the bundle carries, to search for leaked bytes."""
     parts = [bundle.scalars.to_csv(), bundle.texts.to_csv(), bundle.histograms.to_csv()]
     for info in bundle.runs:
-        parts += [info.config_text, info.network_text, repr(info.checkpoints), repr(info.files),
-                  repr(info.hparams)]
+        parts += [
+            info.config_text,
+            info.network_text,
+            repr(info.checkpoints),
+            repr(info.files),
+            repr(info.hparams),
+        ]
     return "\n".join(parts)
 
 

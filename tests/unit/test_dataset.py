@@ -34,7 +34,9 @@ def pair(request, tmp_path):
 
 def _without_place(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows compared without where they live (the dataset's file and row, the source's kept beside)."""
-    return frame.drop(columns=[c for c in ("file", "line", "source_file", "source_line") if c in frame.columns])
+    return frame.drop(
+        columns=[c for c in ("file", "line", "source_file", "source_line") if c in frame.columns]
+    )
 
 
 def test_read_in_place_without_a_cache(pair, tmp_path):
@@ -51,10 +53,14 @@ def test_read_in_place_without_a_cache(pair, tmp_path):
 def test_every_question_matches_the_original(pair):
     original, reread, _ = pair
     step = original.steps[2]
-    for kwargs in ({"step": step}, {"step": step, "sort_by": "reward", "descending": True},
-                   {"step": step, "sort_by": "response"}, {"sort_by": "kl_mean", "limit": 7, "offset": 3},
-                   {"filters": SampleFilter(text="the", ranges=(("reward", 0.2, None),))},
-                   {"step": step, "columns": ["reward", "response", "prompt"]}):  # fmt: skip
+    for kwargs in (
+        {"step": step},
+        {"step": step, "sort_by": "reward", "descending": True},
+        {"step": step, "sort_by": "response"},
+        {"sort_by": "kl_mean", "limit": 7, "offset": 3},
+        {"filters": SampleFilter(text="the", ranges=(("reward", 0.2, None),))},
+        {"step": step, "columns": ["reward", "response", "prompt"]},
+    ):
         a = _without_place(original.samples(**kwargs))
         b = _without_place(reread.samples(**kwargs))
         pd.testing.assert_frame_equal(a, b[a.columns], check_categorical=False)
@@ -106,8 +112,16 @@ def test_another_writers_layout_goes_through_the_cache(tmp_path):
     out = tmp_path / "spark"
     for step in (0, 1, 2):
         (out / f"step={step}").mkdir(parents=True)
-        rows = [{"prompt": f"p{i}", "response": "r" * (i + 1), "reward": float(i + step),
-                 "logprobs": [-0.1] * 3, "ref_logprobs": [-0.2] * 3} for i in range(4)]  # fmt: skip
+        rows = [
+            {
+                "prompt": f"p{i}",
+                "response": "r" * (i + 1),
+                "reward": float(i + step),
+                "logprobs": [-0.1] * 3,
+                "ref_logprobs": [-0.2] * 3,
+            }
+            for i in range(4)
+        ]
         pq.write_table(pa.Table.from_pylist(rows), out / f"step={step}" / "part-00000.parquet")
     store = RolloutStore.open(out, cache_dir=tmp_path / "cache")
     assert not isinstance(store._view, lazy.LazyRunView)
@@ -142,8 +156,10 @@ def test_a_damaged_step_file_is_named_and_the_rest_read(pair, tmp_path):
     bad.write_bytes(bad.read_bytes()[:100])  # cut off: no footer
     store = RolloutStore.open(out, cache_dir=tmp_path / "c")
     errors = {f.name: f.error for f in store.report.files if f.error}
-    assert list(errors) == [f"step={steps[1]}/part-0.parquet"] and "cannot be read as Parquet" in errors[
-        f"step={steps[1]}/part-0.parquet"]
+    assert (
+        list(errors) == [f"step={steps[1]}/part-0.parquet"]
+        and "cannot be read as Parquet" in errors[f"step={steps[1]}/part-0.parquet"]
+    )
     assert store.steps == [s for s in steps if s != steps[1]]
     assert store.num_samples == original.num_samples - original.samples_per_step()[steps[1]]
     x, y = original.sample(step=steps[2], index=1), store.sample(step=steps[2], index=1)
@@ -193,7 +209,9 @@ def test_reindex_covers_steps_added_by_another_writer(pair, tmp_path, monkeypatc
     original, _, out = pair
     last = original.steps[-1]
     (out / "step=500").mkdir()
-    pq.write_table(pq.read_table(out / f"step={last}" / "part-0.parquet"), out / "step=500" / "part-0.parquet")
+    pq.write_table(
+        pq.read_table(out / f"step={last}" / "part-0.parquet"), out / "step=500" / "part-0.parquet"
+    )
     assert lazy.reindex(out) == len(original.steps) + 1
     opened = []
     real = lazy._light_part

@@ -32,8 +32,15 @@ def test_token_formulas_by_hand() -> None:
 
 def test_sample_metrics_by_hand() -> None:
     t = table_of(
-        {"step": 1, "reward": 1.0, "ref_reward": 0.25, "response": "héllo",
-         "response_tokens": ["a", "b", "c"], "logprobs": [-1.0, -2.0, -0.5], "ref_logprobs": [-1.5, -2.0, -1.0]},
+        {
+            "step": 1,
+            "reward": 1.0,
+            "ref_reward": 0.25,
+            "response": "héllo",
+            "response_tokens": ["a", "b", "c"],
+            "logprobs": [-1.0, -2.0, -0.5],
+            "ref_logprobs": [-1.5, -2.0, -1.0],
+        },
         {"step": 1, "reward": 0.0, "response": "x"},
     )
     m = {k: v.to_pylist() for k, v in derive.sample_metrics(t).items()}
@@ -60,7 +67,12 @@ def test_nan_tokens_are_skipped_and_counted() -> None:
 
 def test_longer_token_list_aligns_to_the_shorter_and_is_flagged() -> None:
     t = table_of(
-        {"step": 0, "response_tokens": ["a", "b", "<EOD>"], "logprobs": [-1.0, -1.0], "ref_logprobs": [-2.0, -1.0, -9.0]},
+        {
+            "step": 0,
+            "response_tokens": ["a", "b", "<EOD>"],
+            "logprobs": [-1.0, -1.0],
+            "ref_logprobs": [-2.0, -1.0, -9.0],
+        },
     )
     m = {k: v.to_pylist() for k, v in derive.sample_metrics(t).items()}
     assert m["length_mismatch"] == [True]
@@ -70,8 +82,13 @@ def test_longer_token_list_aligns_to_the_shorter_and_is_flagged() -> None:
 
 
 def test_step_summary_by_hand() -> None:
-    frame = pd.DataFrame({"step": [10, 2, 2, 10, 10], "reward": [1.0, 0.0, 2.0, 3.0, np.nan],
-                          "kl_mean": [0.1, 0.2, 0.4, 0.3, 0.5]})
+    frame = pd.DataFrame(
+        {
+            "step": [10, 2, 2, 10, 10],
+            "reward": [1.0, 0.0, 2.0, 3.0, np.nan],
+            "kl_mean": [0.1, 0.2, 0.4, 0.3, 0.5],
+        }
+    )
     out = derive.step_summary(frame)
     assert out["step"].tolist() == [2, 10]  # numeric order
     assert out["samples"].tolist() == [2, 3]
@@ -84,8 +101,11 @@ def test_step_summary_by_hand() -> None:
 
 def test_token_frame_aligns_and_derives() -> None:
     frame = derive.token_frame(
-        tokens=["a", "b", "c"], logprobs=np.array([-1.0, -2.0]), ref_logprobs=np.array([-1.0, -1.0]),
-        values=None, token_rewards=np.array([0.0, 1.0]),
+        tokens=["a", "b", "c"],
+        logprobs=np.array([-1.0, -2.0]),
+        ref_logprobs=np.array([-1.0, -1.0]),
+        values=None,
+        token_rewards=np.array([0.0, 1.0]),
     )
     assert frame["token"].tolist() == ["a", "b"]
     assert frame["log_ratio"].tolist() == [0.0, -1.0]
@@ -97,8 +117,14 @@ def test_token_frame_aligns_and_derives() -> None:
 
 def test_token_frame_takes_the_cached_log_ratio_over_the_narrowed_log_probs() -> None:
     narrowed = np.array([-30.0, -30.0], dtype=np.float32)  # −30.0000001 and −30 in float32 are equal
-    frame = derive.token_frame(tokens=["a", "b"], logprobs=narrowed, ref_logprobs=np.array([-30.0, -30.0]),
-                               values=None, token_rewards=None, log_ratios=np.array([-1e-7, 2e-7]))
+    frame = derive.token_frame(
+        tokens=["a", "b"],
+        logprobs=narrowed,
+        ref_logprobs=np.array([-30.0, -30.0]),
+        values=None,
+        token_rewards=None,
+        log_ratios=np.array([-1e-7, 2e-7]),
+    )
     assert frame["log_ratio"].tolist() == [-1e-7, 2e-7]
     assert frame["kl_k2"].tolist() == pytest.approx([5e-15, 2e-14])
     assert frame["kl"].iloc[0] == pytest.approx(5e-15, rel=1e-6)

@@ -14,18 +14,20 @@ from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_by
 
 
 def _frame() -> pd.DataFrame:
-    return pd.DataFrame({
-        "step": np.array([0, 1], dtype=np.int64),
-        "prompt": ["=HYPERLINK(\"http://x\")", "naïve “quotes”, commas\nand newlines"],
-        "reward": [0.5, math.nan],
-        "kl_mean": [-1.25, math.inf],
-        "file": pd.Categorical(["a.jsonl", "b.jsonl"]),
-    })
+    return pd.DataFrame(
+        {
+            "step": np.array([0, 1], dtype=np.int64),
+            "prompt": ['=HYPERLINK("http://x")', "naïve “quotes”, commas\nand newlines"],
+            "reward": [0.5, math.nan],
+            "kl_mean": [-1.25, math.inf],
+            "file": pd.Categorical(["a.jsonl", "b.jsonl"]),
+        }
+    )
 
 
 def test_csv_round_trips_and_defuses_formulas():
     rows = list(csv.DictReader(io.StringIO(to_csv_bytes(_frame()).decode("utf-8"))))
-    assert rows[0]["prompt"] == "'=HYPERLINK(\"http://x\")"
+    assert rows[0]["prompt"] == '\'=HYPERLINK("http://x")'
     assert rows[1]["prompt"] == "naïve “quotes”, commas\nand newlines"
     assert rows[0]["kl_mean"] == "-1.25"  # numbers are never prefixed
     assert rows[0]["file"] == "a.jsonl"
@@ -40,8 +42,13 @@ def test_csv_defuses_every_formula_start():
 def test_jsonl_is_exact_and_nan_is_null():
     lines = to_jsonl_bytes(_frame()).decode("utf-8").splitlines()
     records = [json.loads(line) for line in lines]
-    assert records[0] == {"step": 0, "prompt": "=HYPERLINK(\"http://x\")", "reward": 0.5,
-                          "kl_mean": -1.25, "file": "a.jsonl"}
+    assert records[0] == {
+        "step": 0,
+        "prompt": '=HYPERLINK("http://x")',
+        "reward": 0.5,
+        "kl_mean": -1.25,
+        "file": "a.jsonl",
+    }
     assert records[1]["reward"] is None and records[1]["kl_mean"] is None
     assert records[1]["prompt"].startswith("naïve")
     assert "naïve" in lines[1]  # non-ASCII kept as is
@@ -64,8 +71,13 @@ def test_export_file_name_is_safe():
 
 
 def test_csv_defuses_field_names_and_file_names():
-    frame = pd.DataFrame({'=HYPERLINK("http://evil","X")': ["a"], "file": pd.Categorical(["=cmd|' /C calc'!A0.jsonl"]),
-                          "meta": [{"k": "=1+1"}]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            '=HYPERLINK("http://evil","X")': ["a"],
+            "file": pd.Categorical(["=cmd|' /C calc'!A0.jsonl"]),
+            "meta": [{"k": "=1+1"}],
+        }
+    )
     text = to_csv_bytes(frame).decode("utf-8")
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0][0].startswith("'=") and rows[1][1].startswith("'=")
@@ -73,7 +85,11 @@ def test_csv_defuses_field_names_and_file_names():
 
 
 def test_jsonl_writes_lists_and_objects_of_extra_fields():
-    frame = pd.DataFrame({"meta": [{"k": np.array([1.0, math.nan]), "n": np.int64(3)}],
-                          "tags": [np.array(["a", "b"], dtype=object)]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "meta": [{"k": np.array([1.0, math.nan]), "n": np.int64(3)}],
+            "tags": [np.array(["a", "b"], dtype=object)],
+        }
+    )
     [record] = [json.loads(line) for line in to_jsonl_bytes(frame).decode().splitlines()]
     assert record == {"meta": {"k": [1.0, None], "n": 3}, "tags": ["a", "b"]}

@@ -30,7 +30,9 @@ def test_fast_path_is_taken_and_agrees(name: str, tmp_path: Path) -> None:
         assert not fast.bad and not careful.bad
         for column in COLUMNS:
             if column in careful.table.column_names:
-                assert fast.table.column(column).to_pylist() == careful.table.column(column).to_pylist(), column
+                assert fast.table.column(column).to_pylist() == careful.table.column(column).to_pylist(), (
+                    column
+                )
 
 
 def test_a_bad_line_sends_the_block_to_the_careful_path(tmp_path: Path) -> None:

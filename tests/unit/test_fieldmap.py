@@ -24,7 +24,9 @@ def write_odd(run: Path) -> Path:
     return run
 
 
-def test_unknown_shape_is_skipped_with_a_hint_until_its_keys_are_named(tmp_path: Path, cache_dir: Path) -> None:
+def test_unknown_shape_is_skipped_with_a_hint_until_its_keys_are_named(
+    tmp_path: Path, cache_dir: Path
+) -> None:
     run = write_odd(tmp_path / "odd")
     [source] = catalogue(tmp_path).sources
     assert source.role == "skipped" and "rl-board.toml [fields]" in source.reason
@@ -34,8 +36,12 @@ def test_unknown_shape_is_skipped_with_a_hint_until_its_keys_are_named(tmp_path:
     assert store.num_samples == 6 and store.steps == [0, 1] and store.report.bad_line_count == 0
     rows = store.samples(step=1, columns=["prompt", "response", "reward"])
     assert list(rows["prompt"]) == ["q3", "q4", "q5"] and list(rows["reward"]) == [0.3, 0.4, 0.5]
-    assert store.report.field_map == {"prompt": "question", "response": "completion", "reward": "score",
-                                      "step": "global_step"}  # fmt: skip
+    assert store.report.field_map == {
+        "prompt": "question",
+        "response": "completion",
+        "reward": "score",
+        "step": "global_step",
+    }
     assert "question → prompt" in store.report.read_as
     assert run == folder.path
 
@@ -47,7 +53,9 @@ def test_a_callers_map_wins_and_gets_its_own_cache(tmp_path: Path, cache_dir: Pa
     step = dump.steps[0]
     acc = plain.samples(step=step, columns=["acc"])["acc"].astype(float).tolist()
     assert by_acc.samples(step=step, columns=["reward"])["reward"].tolist() == acc
-    assert plain.samples(step=step, columns=["reward"])["reward"].tolist() == pytest.approx(dump.rewards[step])
+    assert plain.samples(step=step, columns=["reward"])["reward"].tolist() == pytest.approx(
+        dump.rewards[step]
+    )
     assert by_acc.report.field_map["reward"] == "acc"
 
 
@@ -66,8 +74,16 @@ def test_bad_field_options_are_usage_errors() -> None:
 
 def test_cli_field_option(tmp_path: Path, cache_dir: Path) -> None:
     run = write_odd(tmp_path / "odd")
-    args = ["--field", "prompt=question", "--field", "response=completion", "--field", "reward=score",
-            "--field", "step=global_step"]  # fmt: skip
+    args = [
+        "--field",
+        "prompt=question",
+        "--field",
+        "response=completion",
+        "--field",
+        "reward=score",
+        "--field",
+        "step=global_step",
+    ]
     out = rl_board("summary", str(run), "--json", *args, cache_dir=cache_dir)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)

@@ -96,7 +96,11 @@ def test_nemo_rl_unwraps_odd_shapes() -> None:
     assert sample == {"prompt": "only a prompt", "reward": 0.5, "advantage": 0.3}
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "u"}]}]
     [sample] = NEMO_RL.nested({"content": [chat], "rewards": [[1]]})
-    assert sample == {"prompt": "system: s\n\nuser: u", "reward": 1.0, "messages": chat}  # the reader keeps JSON
+    assert sample == {
+        "prompt": "system: s\n\nuser: u",
+        "reward": 1.0,
+        "messages": chat,
+    }  # the reader keeps JSON
 
 
 # --------------------------------------------------------------------------- prime-rl
@@ -153,8 +157,14 @@ def test_prime_rl_token_exports(tmp_path: Path) -> None:
 
 
 def test_prime_rl_token_exports_tolerate_nulls() -> None:
-    record = {"token_ids": [1, 2, 3, 4], "loss_mask": [False, True, True, True], "advantages": [None] * 4,
-              "mismatch_kl": [None, None, 0.2, None], "entropy": None, "rl_weights": [None] * 4}  # fmt: skip
+    record = {
+        "token_ids": [1, 2, 3, 4],
+        "loss_mask": [False, True, True, True],
+        "advantages": [None] * 4,
+        "mismatch_kl": [None, None, 0.2, None],
+        "entropy": None,
+        "rl_weights": [None] * 4,
+    }
     [sample] = PRIME_RL_TOKENS.nested(record)
     assert sample == {"n_response_tokens": 3, "mismatch_kl": 0.2, "response_token_ids": [2, 3, 4]}
 
@@ -178,8 +188,13 @@ def test_roll(tmp_path: Path) -> None:
 
 
 def test_roll_ignores_ragged_columns_and_joins_turns() -> None:
-    record = {"responses": [["a", "b"], "c"], "scores": [1, 0], "prompt": ["p1", "p2", "extra"],
-              "global_step": 4, "messages": ['[{"role": "user", "content": "m"}]', "not json"]}  # fmt: skip
+    record = {
+        "responses": [["a", "b"], "c"],
+        "scores": [1, 0],
+        "prompt": ["p1", "p2", "extra"],
+        "global_step": 4,
+        "messages": ['[{"role": "user", "content": "m"}]', "not json"],
+    }
     assert ROLL.nested(record) == [
         {"step": 4, "prompt": "m", "response": "a\n\nb", "reward": 1.0},
         {"step": 4, "response": "c", "reward": 0.0},
@@ -212,22 +227,40 @@ def test_identify_only_own_records(tmp_path: Path) -> None:
             assert fmt.identify(record) == (kind.removesuffix("-val") == fmt.name), (fmt.name, kind)
 
 
-ODD = [{}, None, 0, "text", [], [{}], {"content": None, "rewards": None}, {"content": 3, "rewards": [[]]},
-       {"traces": [], "env": None}, {"traces": [{"nodes": 5, "rewards": [1]}], "group": {}},
-       {"traces": [{"nodes": [{"message": {"role": "assistant", "content": 7}}], "rewards": {"a": None}}],
-        "task": [1]},
-       {"token_ids": None, "loss_mask": "x", "advantages": {}, "mismatch_kl": "nan", "step": math.inf},
-       {"responses": [], "scores": []},
-       {"responses": [None, {}], "scores": "x", "global_step": [math.nan, 1e400]},
-       {"responses": ["r"], "scores": [[1, 2]], "difficulty": [[]], "id": [{}],
-        "global_step": [True]},
-       {"trajectory_data": [None, "x", "{}", "[1]"], "messages": ["[[]]", "[1]", None, "{"]},
-       {"trajectory_data": ['{"reward_info": 3, "failure_info": [], "env_info": {"group_id": {}}}'],
-        "messages": ['[[{"role": "assistant", "content": "<tool_call>\\n{"}]]'], "global_step": "x"},
-       {"prompt_tokens": [1], "response_tokens": [True], "finish_reason": None},
-       {"prompt_tokens": [], "response_tokens": [], "request_info": {"tool_call_stats": [None, {"success": "no"}],
-                                                                   "num_calls": "x", "tool_outputs": 5},
-        "logprobs": ["a"], "ground_truth": {"a": [1]}}]  # fmt: skip
+ODD = [
+    {},
+    None,
+    0,
+    "text",
+    [],
+    [{}],
+    {"content": None, "rewards": None},
+    {"content": 3, "rewards": [[]]},
+    {"traces": [], "env": None},
+    {"traces": [{"nodes": 5, "rewards": [1]}], "group": {}},
+    {
+        "traces": [{"nodes": [{"message": {"role": "assistant", "content": 7}}], "rewards": {"a": None}}],
+        "task": [1],
+    },
+    {"token_ids": None, "loss_mask": "x", "advantages": {}, "mismatch_kl": "nan", "step": math.inf},
+    {"responses": [], "scores": []},
+    {"responses": [None, {}], "scores": "x", "global_step": [math.nan, 1e400]},
+    {"responses": ["r"], "scores": [[1, 2]], "difficulty": [[]], "id": [{}], "global_step": [True]},
+    {"trajectory_data": [None, "x", "{}", "[1]"], "messages": ["[[]]", "[1]", None, "{"]},
+    {
+        "trajectory_data": ['{"reward_info": 3, "failure_info": [], "env_info": {"group_id": {}}}'],
+        "messages": ['[[{"role": "assistant", "content": "<tool_call>\\n{"}]]'],
+        "global_step": "x",
+    },
+    {"prompt_tokens": [1], "response_tokens": [True], "finish_reason": None},
+    {
+        "prompt_tokens": [],
+        "response_tokens": [],
+        "request_info": {"tool_call_stats": [None, {"success": "no"}], "num_calls": "x", "tool_outputs": 5},
+        "logprobs": ["a"],
+        "ground_truth": {"a": [1]},
+    },
+]
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)

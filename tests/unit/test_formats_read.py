@@ -18,11 +18,23 @@ from rl_board.sources.catalogue import NO_METRIC_LINES, catalogue
 from tests.helpers import trainer_dumps as T
 
 ROLLOUT_WRITERS = {k: w for k, w in T.ALL_WRITERS.items() if k != "nemo_rl_val"}
-EXPECTED_FORMAT = {"verl": "verl", "verl_v1": "verl", "verl_validation": "verl", "rl_board": "rl-board",
-                   "rllogging_board_fork": "rl-board", "openrlhf": "rl-board", "openrlhf_pr658": "rl-board",
-                   "trl": "trl", "trl_conversational": "trl", "roll": "roll", "nemo_rl": "nemo-rl",
-                   "prime_rl": "prime-rl", "prime_rl_token_exports": "prime-rl-tokens", "areal": "areal",
-                   "skyrl_eval": "skyrl"}  # fmt: skip
+EXPECTED_FORMAT = {
+    "verl": "verl",
+    "verl_v1": "verl",
+    "verl_validation": "verl",
+    "rl_board": "rl-board",
+    "rllogging_board_fork": "rl-board",
+    "openrlhf": "rl-board",
+    "openrlhf_pr658": "rl-board",
+    "trl": "trl",
+    "trl_conversational": "trl",
+    "roll": "roll",
+    "nemo_rl": "nemo-rl",
+    "prime_rl": "prime-rl",
+    "prime_rl_token_exports": "prime-rl-tokens",
+    "areal": "areal",
+    "skyrl_eval": "skyrl",
+}
 
 
 def run_holding(root: Path, dump: T.Dump):

@@ -21,11 +21,27 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=25,
 )
-field_names = st.sampled_from(["step", "prompt", "response", "reward", "logprobs", "ref_logprobs", "values",
-                               "token_rewards", "response_tokens", "ref_reward", "ground_truth", "extra"])
+field_names = st.sampled_from(
+    [
+        "step",
+        "prompt",
+        "response",
+        "reward",
+        "logprobs",
+        "ref_logprobs",
+        "values",
+        "token_rewards",
+        "response_tokens",
+        "ref_reward",
+        "ground_truth",
+        "extra",
+    ]
+)
 samples = st.dictionaries(field_names, json_values, max_size=8)
 
 
@@ -38,7 +54,11 @@ def both_paths(data: bytes) -> list[jsonl.ParsedBlock]:
     """rl-board's own lines through pyarrow.json and through the bulk path, each finished as a load does,
     and through the path a load would choose."""
     found = ingest.parse_paths(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))
-    return [found["arrow"], found["bulk"], ingest.parse_any(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))[0]]
+    return [
+        found["arrow"],
+        found["bulk"],
+        ingest.parse_any(Path("r0.jsonl"), data, formats.Reading(formats.NATIVE))[0],
+    ]
 
 
 def every_path(data: bytes) -> list[jsonl.ParsedBlock]:
@@ -84,8 +104,8 @@ def _gist(bad: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 # -- deep nesting: around the 64-level limit and far past it -----------------------------------------------
 
-leaves = st.sampled_from(['1', 'null', '"]]}"', '"\\\\"', '"\\"[{"', "[]", "{}", '"x"'])
-siblings = st.sampled_from(["", '0, ', '"]", ', '{"k": "["}, ', '[[]], '])
+leaves = st.sampled_from(["1", "null", '"]]}"', '"\\\\"', '"\\"[{"', "[]", "{}", '"x"'])
+siblings = st.sampled_from(["", "0, ", '"]", ', '{"k": "["}, ', "[[]], "])
 
 
 @st.composite
@@ -134,16 +154,32 @@ def test_deep_values_on_every_path(values: list[str], long: bool) -> None:
 @given(st.lists(st.text(alphabet='[]{}"\\ ,:a1', max_size=200), min_size=1, max_size=6))
 def test_depth_scan_matches_a_character_walk_on_valid_json(texts: list[str]) -> None:
     lines = [json.dumps({"step": 1, "s": t, t: [t, {"k": [t]}]}) for t in texts]
-    lines += [f'{{"x": {"[" * (records.MAX_DEPTH + len(t) % 3 - 2)}{json.dumps(t)}{"]" * (records.MAX_DEPTH + len(t) % 3 - 2)}}}'
-              for t in texts]  # fmt: skip
+    lines += [
+        f'{{"x": {"[" * (records.MAX_DEPTH + len(t) % 3 - 2)}{json.dumps(t)}{"]" * (records.MAX_DEPTH + len(t) % 3 - 2)}}}'
+        for t in texts
+    ]
     expected = [i for i, line in enumerate(lines) if _depth(line) > records.MAX_DEPTH]
     assert records.deep_lines("\n".join(lines).encode()) == expected
 
 
 # -- lone surrogates: escaped halves of pairs, whole pairs, escaped backslashes before "u" -------------------
 
-pieces = st.sampled_from(["a", "\\ud83d", "\\ude00", "\\uDBFF", "\\udc00", "\\\\ud83d", "\\\\", "\\u0041",
-                          "\\ud800\\udfff", "😀", "\\n", '\\"'])
+pieces = st.sampled_from(
+    [
+        "a",
+        "\\ud83d",
+        "\\ude00",
+        "\\uDBFF",
+        "\\udc00",
+        "\\\\ud83d",
+        "\\\\",
+        "\\u0041",
+        "\\ud800\\udfff",
+        "😀",
+        "\\n",
+        '\\"',
+    ]
+)
 json_strings = st.lists(pieces, max_size=12).map(lambda p: '"' + "".join(p) + '"')
 
 
@@ -151,7 +187,10 @@ json_strings = st.lists(pieces, max_size=12).map(lambda p: '"' + "".join(p) + '"
 @given(st.lists(st.tuples(json_strings, json_strings, json_strings), min_size=1, max_size=5), st.booleans())
 def test_surrogates_on_every_path(triples: list[tuple[str, str, str]], long: bool) -> None:
     pad = ', "response_tokens": [' + ", ".join(['"t"'] * 400) + "]" if long else ""
-    lines = [f'{{"step": {i}, "response": {a}, "extra {i}": [{b}], {c}: 1{pad}}}' for i, (a, b, c) in enumerate(triples)]
+    lines = [
+        f'{{"step": {i}, "response": {a}, "extra {i}": [{b}], {c}: 1{pad}}}'
+        for i, (a, b, c) in enumerate(triples)
+    ]
     data = "".join(line + "\n" for line in lines).encode()
     lone = [i + 1 for i, line in enumerate(lines) if _has_lone_surrogate(json.loads(line))]
     for parsed in every_path(data):

@@ -58,14 +58,17 @@ def test_verl_families():
         assert "verl" in explain(tag).frameworks
 
 
-@pytest.mark.parametrize(("tag", "says"), [
-    ("actor/kl_loss", ("low_var_kl", "k3", "k1", "k2")),  # verl's kl_loss_type
-    ("actor/reward_kl_penalty", ("kl_penalty", "k1", "k3")),  # verl's in-reward KL
-    ("critic/kl", ("k1",)),
-    ("kl", ("GRPO", "k3")),  # TRL
-    ("objective/kl", ("k1",)),
-    ("rollout_corr/k3_kl", ("k3", "mismatch")),
-])
+@pytest.mark.parametrize(
+    ("tag", "says"),
+    [
+        ("actor/kl_loss", ("low_var_kl", "k3", "k1", "k2")),  # verl's kl_loss_type
+        ("actor/reward_kl_penalty", ("kl_penalty", "k1", "k3")),  # verl's in-reward KL
+        ("critic/kl", ("k1",)),
+        ("kl", ("GRPO", "k3")),  # TRL
+        ("objective/kl", ("k1",)),
+        ("rollout_corr/k3_kl", ("k3", "mismatch")),
+    ],
+)
 def test_kl_metrics_say_which_estimator_they_are(tag, says):
     entry = explain(tag)
     assert entry is not None and entry.family == "kl"

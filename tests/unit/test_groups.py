@@ -22,14 +22,30 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 
 
 def test_groups_by_prompt_text_by_hand() -> None:
-    rows = [(0, 0, "a", 1.0), (0, 1, "a", 0.0), (0, 2, "b", 1.0), (0, 3, "b", 1.0), (1, 0, "a", 0.5),
-            (1, 1, "a", math.nan)]  # fmt: skip
+    rows = [
+        (0, 0, "a", 1.0),
+        (0, 1, "a", 0.0),
+        (0, 2, "b", 1.0),
+        (0, 3, "b", 1.0),
+        (1, 0, "a", 0.5),
+        (1, 1, "a", math.nan),
+    ]
     table = group_table(frame(rows))
     a0, b0, a1 = (table.iloc[i] for i in range(3))
-    assert (a0["step"], a0["group"], a0["samples"], a0["reward_mean"], a0["reward_std"]) == (0, "a", 2, 0.5, 0.5)
-    assert a0["solved"] == 0.5 and not a0["zero_variance"] and (a0["best_sample"], a0["worst_sample"]) == (0, 1)
+    assert (a0["step"], a0["group"], a0["samples"], a0["reward_mean"], a0["reward_std"]) == (
+        0,
+        "a",
+        2,
+        0.5,
+        0.5,
+    )
+    assert (
+        a0["solved"] == 0.5 and not a0["zero_variance"] and (a0["best_sample"], a0["worst_sample"]) == (0, 1)
+    )
     assert b0["solved"] == 1.0 and b0["zero_variance"]
-    assert a1["samples"] == 2 and a1["reward_mean"] == 0.5 and a1["solved"] == 0.0  # NaN is skipped, not solved
+    assert (
+        a1["samples"] == 2 and a1["reward_mean"] == 0.5 and a1["solved"] == 0.0
+    )  # NaN is skipped, not solved
     assert a1["best_sample"] == 0 and a1["worst_sample"] == 0  # a NaN reward is never best or worst
     stats = step_group_stats(table)
     assert stats["zero_variance_share"].tolist() == [0.5, 0.0] and stats["groups"].tolist() == [2, 1]
@@ -72,13 +88,30 @@ def test_groups_cli_json(tmp_path: Path, cache_dir: Path) -> None:
     groups = json.loads(out.stdout)["groups"]
     assert {g["step"] for g in groups} == {dump.steps[0]}
     assert sum(g["samples"] for g in groups) == len(dump.rewards[dump.steps[0]])
-    assert set(groups[0]) >= {"step", "group", "prompt", "samples", "reward_mean", "reward_std", "solved",
-                              "zero_variance"}  # fmt: skip
+    assert set(groups[0]) >= {
+        "step",
+        "group",
+        "prompt",
+        "samples",
+        "reward_mean",
+        "reward_std",
+        "solved",
+        "zero_variance",
+    }
 
 
 def test_grpo_demo_has_groups_components_and_metrics(tmp_path: Path, cache_dir: Path) -> None:
-    out = rl_board("demo", str(tmp_path), "--only", "grpo", "--group-size", "4", "--long-tokens", "300",
-                   cache_dir=cache_dir)  # fmt: skip
+    out = rl_board(
+        "demo",
+        str(tmp_path),
+        "--only",
+        "grpo",
+        "--group-size",
+        "4",
+        "--long-tokens",
+        "300",
+        cache_dir=cache_dir,
+    )
     assert out.returncode == 0, out.stderr
     store = RolloutStore.open(tmp_path / "grpo_math", cache_dir=cache_dir)
     table = store.groups()
@@ -93,9 +126,19 @@ def test_grpo_demo_has_groups_components_and_metrics(tmp_path: Path, cache_dir: 
 def test_own_format_groups_by_uid_as_verl_forks_write_it(tmp_path: Path, cache_dir: Path) -> None:
     """rl-board's own keys with verl's ``uid``: the id's first part is the group, whatever the prompt text."""
     rng = np.random.default_rng(7)
-    uids = {f"{prefix}_{session}_{k}": prefix for prefix in ("abc", "xyz") for session in (0, 1) for k in (0, 1)}
-    rows = [{"step": 3, "prompt": "What is 2 + 2?", "response": f"answer {n}", "reward": float(rng.integers(0, 2)),
-             "uid": uid} for n, uid in enumerate(uids)]  # fmt: skip
+    uids = {
+        f"{prefix}_{session}_{k}": prefix for prefix in ("abc", "xyz") for session in (0, 1) for k in (0, 1)
+    }
+    rows = [
+        {
+            "step": 3,
+            "prompt": "What is 2 + 2?",
+            "response": f"answer {n}",
+            "reward": float(rng.integers(0, 2)),
+            "uid": uid,
+        }
+        for n, uid in enumerate(uids)
+    ]
     run = tmp_path / "fork"
     run.mkdir()
     (run / "rollout_data_rank_0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

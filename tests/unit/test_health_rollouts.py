@@ -20,8 +20,14 @@ from rl_board.health.checks import (
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.store import RolloutStore
 
-ROLLOUT_RULES = {"rollout_kl_negative", "below_reference", "length_hacking", "truncation_high",
-                 "zero_variance_groups", "nonfinite_tokens"}  # fmt: skip
+ROLLOUT_RULES = {
+    "rollout_kl_negative",
+    "below_reference",
+    "length_hacking",
+    "truncation_high",
+    "zero_variance_groups",
+    "nonfinite_tokens",
+}
 
 
 def write_jsonl(folder: Path, records: list[dict]) -> Path:
@@ -42,10 +48,15 @@ def sample(
     ref_logp: float = -1.0,
     **extra: object,
 ) -> dict:
-    record = {"step": step, "prompt": prompt or f"question {step}-{reward}-{n}",
-              "response": " ".join(f"w{k}" for k in range(n)),  # n distinct words: no loop
-              "reward": reward, "response_tokens": ["x"] * n, "logprobs": [logp] * n,
-              "ref_logprobs": [ref_logp] * n}  # fmt: skip
+    record = {
+        "step": step,
+        "prompt": prompt or f"question {step}-{reward}-{n}",
+        "response": " ".join(f"w{k}" for k in range(n)),  # n distinct words: no loop
+        "reward": reward,
+        "response_tokens": ["x"] * n,
+        "logprobs": [logp] * n,
+        "ref_logprobs": [ref_logp] * n,
+    }
     if ref is not None:
         record["ref_reward"] = ref
     record.update(extra)
@@ -73,8 +84,11 @@ def test_the_demo_run_shows_only_its_reward_hacking_late(tmp_path, cache_dir):
 
 
 def test_kl_negative_fires_on_a_window_of_negative_log_ratios(tmp_path, cache_dir):
-    records = [sample(s, reward=1.0, logp=-1.0, ref_logp=-1.0 + (0.2 if s >= 3 else -0.1)) for s in range(6)
-               for _ in range(4)]  # fmt: skip
+    records = [
+        sample(s, reward=1.0, logp=-1.0, ref_logp=-1.0 + (0.2 if s >= 3 else -0.1))
+        for s in range(6)
+        for _ in range(4)
+    ]
     finding = fired(write_jsonl(tmp_path / "r", records), cache_dir)["rollout_kl_negative"]
     assert finding.steps == [4, 5]  # the 3-step window turns negative at step 4
     assert finding.link.to_dict() == {"step": 4, "sort": "log_ratio_mean", "desc": False}
@@ -106,7 +120,9 @@ def test_length_hacking_fires_when_length_buys_reward(tmp_path, cache_dir):
     paid = [sample(s, reward=float(n) / 10, n=int(n)) for s in range(5) for n in lengths[s]]
     finding = fired(write_jsonl(tmp_path / "paid", paid), cache_dir)["length_hacking"]
     assert finding.steps == [0, 1, 2, 3, 4]
-    assert finding.link.to_dict()["filters"]["length"][1] is None and finding.link.to_dict()["sort"] == "reward"
+    assert (
+        finding.link.to_dict()["filters"]["length"][1] is None and finding.link.to_dict()["sort"] == "reward"
+    )
     fair = [sample(s, reward=float(rng.normal()), n=int(n)) for s in range(5) for n in lengths[s]]
     assert "length_hacking" not in fired(write_jsonl(tmp_path / "fair", fair), cache_dir)
 
@@ -127,8 +143,11 @@ def test_truncation_at_the_runs_longest_response_or_a_given_max(tmp_path, cache_
 
 
 def test_truncation_needs_tokens_or_an_explicit_max(tmp_path, cache_dir):
-    records = [{"step": s, "prompt": "p", "response": "The answer is 42.", "reward": 1.0} for s in range(3)
-               for _ in range(8)]  # fmt: skip
+    records = [
+        {"step": s, "prompt": "p", "response": "The answer is 42.", "reward": 1.0}
+        for s in range(3)
+        for _ in range(8)
+    ]
     run = write_jsonl(tmp_path / "chars", records)
     assert "truncation_high" not in fired(run, cache_dir)
     settings = Settings()
@@ -173,8 +192,9 @@ def test_nonfinite_tokens_is_an_error_pointing_at_the_sample(tmp_path, cache_dir
 
 
 def test_settings_from_toml_reach_rollout_rules(tmp_path, cache_dir):
-    (tmp_path / "rl-board.toml").write_text("[rules.nonfinite_tokens]\nseverity = 'info'\n"
-                                            "[rules.zero_variance_groups]\nenabled = false\n")  # fmt: skip
+    (tmp_path / "rl-board.toml").write_text(
+        "[rules.nonfinite_tokens]\nseverity = 'info'\n[rules.zero_variance_groups]\nenabled = false\n"
+    )
     settings, problems = load_settings(tmp_path)
     assert problems == []
     records = grouped(flat_groups=4)
@@ -190,7 +210,9 @@ def test_check_rollout_runs_names_runs_relative_to_the_root(tmp_path, cache_dir)
     (tmp_path / "notes" / "empty.jsonl").write_text("not json\n")
     findings, problems = check_rollout_runs(tmp_path, cache_dir=cache_dir)
     assert {(f.run, f.rule) for f in findings} == {
-        ("exp/ppo", "length_hacking"), ("exp/ppo", "template_spreading"), ("exp/ppo", "loops"),
+        ("exp/ppo", "length_hacking"),
+        ("exp/ppo", "template_spreading"),
+        ("exp/ppo", "loops"),
         ("broken", "nonfinite_tokens"),
     }
     assert problems == []

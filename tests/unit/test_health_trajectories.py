@@ -26,13 +26,24 @@ def write_agent_run(run: Path, *, error_rate, cut_share, steps: int = 8, n: int 
                     call = {"id": f"{step}-{k}-{turn}", "name": "python", "arguments": "{}"}
                     messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
                     failed = rng.random() < error_rate(step)
-                    messages.append({"role": "tool", "tool_call_id": call["id"],
-                                     "content": "Traceback (most recent call last): x" if failed else "42"})
+                    messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call["id"],
+                            "content": "Traceback (most recent call last): x" if failed else "42",
+                        }
+                    )
                 cut = rng.random() < cut_share(step)
                 if not cut:
                     messages.append({"role": "assistant", "content": "the answer is 42"})
-                writer.write(step, None, None, float(not cut), messages=messages,
-                             finish_reason="max_turns" if cut else "stop")
+                writer.write(
+                    step,
+                    None,
+                    None,
+                    float(not cut),
+                    messages=messages,
+                    finish_reason="max_turns" if cut else "stop",
+                )
 
 
 def fired(run: Path, cache: Path) -> set[str]:
@@ -50,10 +61,13 @@ def test_single_turn_runs_fire_nothing(tmp_path: Path) -> None:
     assert fired(tmp_path / "ppo", tmp_path / "c") == set()
 
 
-@pytest.mark.parametrize(("errors", "cut", "expect"), [
-    (lambda s: 0.05 + 0.1 * s, lambda s: 0.05, {"tool_errors_rising"}),
-    (lambda s: 0.05, lambda s: min(0.9, 0.05 + 0.12 * s), {"cut_by_limits_rising", "no_final_answer"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("errors", "cut", "expect"),
+    [
+        (lambda s: 0.05 + 0.1 * s, lambda s: 0.05, {"tool_errors_rising"}),
+        (lambda s: 0.05, lambda s: min(0.9, 0.05 + 0.12 * s), {"cut_by_limits_rising", "no_final_answer"}),
+    ],
+)
 def test_planted_failures_fire_their_rules(tmp_path: Path, errors, cut, expect) -> None:
     write_agent_run(tmp_path / "planted", error_rate=errors, cut_share=cut)
     assert fired(tmp_path / "planted", tmp_path / "c") == expect

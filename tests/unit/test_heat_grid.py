@@ -14,8 +14,9 @@ from rl_board.ui.chips import scale_for
 def _tokens(n: int) -> pd.DataFrame:
     values = np.linspace(0.0, 1.0, n)
     values[3] = math.nan
-    return pd.DataFrame({"token": ['<img src=x onerror=alert(1)>"'] * n, "kl": values,
-                         "log_ratio": np.linspace(-1.0, 0.5, n)})
+    return pd.DataFrame(
+        {"token": ['<img src=x onerror=alert(1)>"'] * n, "kl": values, "log_ratio": np.linspace(-1.0, 0.5, n)}
+    )
 
 
 def _bands(row: str) -> list[tuple[str, float, float]]:
@@ -41,7 +42,9 @@ def test_every_token_is_one_band_wrapped_in_rows_and_no_model_text_is_in_it() ->
     covered = [sum(end - start for colour, start, end in _bands(r) if colour != "transparent") for r in rows]
     assert covered == [100, 100, 50]  # every token has its band; the last row's rest is empty
     assert ("transparent", 50.0, 100.0) in _bands(rows[2])
-    assert any(colour == "#d9d9d9" and (start, end) == (3, 4) for colour, start, end in _bands(rows[0]))  # NaN
+    assert any(
+        colour == "#d9d9d9" and (start, end) == (3, 4) for colour, start, end in _bands(rows[0])
+    )  # NaN
     assert '"tokens 0–99 · KL (k3)"' in grid and '"tokens 200–249 · KL (k3)"' in grid
     assert "of all 250 tokens, 100 per row" in grid
 

@@ -17,8 +17,16 @@ from rl_board.formats import step_from_name
 from rl_board.rollouts.store import RolloutStore
 
 
-@pytest.mark.parametrize(("name", "step"), [("step=-1", -1), ("step=0", 0), ("step=12", 12), ("step=2.0", 2),
-                                            ("step=__HIVE_DEFAULT_PARTITION__", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "step"),
+    [
+        ("step=-1", -1),
+        ("step=0", 0),
+        ("step=12", 12),
+        ("step=2.0", 2),
+        ("step=__HIVE_DEFAULT_PARTITION__", None),
+    ],
+)
 def test_step_of_a_spark_partition_folder(name: str, step: int | None) -> None:
     # the run folder above holds a step number: a partition's own answer wins, a null partition's too
     assert step_from_name(Path("/runs/step_7_eval") / name / "part-00000-1a2b.c000.snappy.parquet") == step

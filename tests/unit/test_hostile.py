@@ -36,7 +36,9 @@ def load(case: Case, tmp_path: Path) -> tuple[dict, Path]:
         from rl_board.cli import summary_dict
 
         return summary_dict(RolloutStore.open(run, cache_dir=cache)), run
-    cmd = as_unprivileged([sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir", str(cache)])
+    cmd = as_unprivileged(
+        [sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir", str(cache)]
+    )
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout), run
@@ -81,4 +83,9 @@ def test_corpus_totals(tmp_path: Path) -> None:
     assert kept + reported <= tried
     assert kept == sum(c.samples for c in CASES if c.name != UNREADABLE)
     assert reported == sum(len(c.bad) for c in CASES if c.name != UNREADABLE)
-    assert (len(CASES), tried, kept, reported) == (38, 135, 113, 19)  # 29 cases before deep / clash / long lines
+    assert (len(CASES), tried, kept, reported) == (
+        38,
+        135,
+        113,
+        19,
+    )  # 29 cases before deep / clash / long lines

@@ -51,7 +51,9 @@ def _within(seconds: float, fn):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_a_hostile_store_is_named_and_the_rest_is_read(case: StoreCase, tmp_path: Path, cache_dir: Path) -> None:
+def test_a_hostile_store_is_named_and_the_rest_is_read(
+    case: StoreCase, tmp_path: Path, cache_dir: Path
+) -> None:
     root = _root(case, tmp_path)
     started = time.perf_counter()
     bundle = _within(SECONDS, lambda: load_metrics(root, cache_dir=cache_dir))

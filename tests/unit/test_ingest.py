@@ -13,8 +13,18 @@ from rl_board.rollouts.read import ingest
 from rl_board.rollouts.store import RolloutStore
 
 LINES = [
-    json.dumps({"step": 1, "prompt": "p", "response": "r", "reward": 0.5, "response_tokens": ["a", "b"],
-                "logprobs": [-0.1, -0.2], "ref_logprobs": [-0.3, -0.1], "judge": "x"}),
+    json.dumps(
+        {
+            "step": 1,
+            "prompt": "p",
+            "response": "r",
+            "reward": 0.5,
+            "response_tokens": ["a", "b"],
+            "logprobs": [-0.1, -0.2],
+            "ref_logprobs": [-0.3, -0.1],
+            "judge": "x",
+        }
+    ),
     '{"step": "2", "reward": NaN, "logprobs": [Infinity, -1.0], "ref_logprobs": [0, -1]}',
     "",
     '{"step": 3, "reward": "high"}',
@@ -74,8 +84,11 @@ def test_many_blocks_keep_order_and_line_numbers(tmp_path: Path, set_sizes, pool
     run.mkdir()
     lines = []
     for i in range(300):
-        lines.append("not json" if i % 97 == 5 else json.dumps({"step": i // 10, "reward": float(i),
-                                                                  "logprobs": [-0.5] * 50}))
+        lines.append(
+            "not json"
+            if i % 97 == 5
+            else json.dumps({"step": i // 10, "reward": float(i), "logprobs": [-0.5] * 50})
+        )
     (run / "a.jsonl").write_text("\n".join(lines) + "\n")
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     frame = store.samples(sort_by="reward")

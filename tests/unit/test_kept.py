@@ -18,17 +18,31 @@ from tests.helpers import agentic_dumps, trainer_dumps
 
 
 def test_zero_advantage_groups_are_not_kept() -> None:
-    table = pa.table({"step": [1, 1, 1, 1, 2, 2, 1], "group": ["a", "a", "b", "b", "a", "a", None],
-                      "advantage": [0.0, 0.0, 0.5, 0.0, 1e-9, -1e-9, 0.0]})  # fmt: skip
+    table = pa.table(
+        {
+            "step": [1, 1, 1, 1, 2, 2, 1],
+            "group": ["a", "a", "b", "b", "a", "a", None],
+            "advantage": [0.0, 0.0, 0.5, 0.0, 1e-9, -1e-9, 0.0],
+        }
+    )
     out = kept.zero_advantage(table).to_pydict()
     # group a of step 1 and of step 2 (float noise) are flat; b is not; the row without a group is not judged
     assert out["kept"] == [False, False, True, True, False, False, None]
-    assert out["dropped_reason"] == [kept.ZERO_ADVANTAGE] * 2 + [None] * 2 + [kept.ZERO_ADVANTAGE] * 2 + [None]
+    assert out["dropped_reason"] == [kept.ZERO_ADVANTAGE] * 2 + [None] * 2 + [kept.ZERO_ADVANTAGE] * 2 + [
+        None
+    ]
 
 
 def test_a_reason_a_format_gave_is_kept() -> None:
-    table = pa.table({"step": [1, 1], "group": ["a", "a"], "advantage": [0.0, 0.0], "kept": [False, None],
-                      "dropped_reason": ["error: boom", None]})  # fmt: skip
+    table = pa.table(
+        {
+            "step": [1, 1],
+            "group": ["a", "a"],
+            "advantage": [0.0, 0.0],
+            "kept": [False, None],
+            "dropped_reason": ["error: boom", None],
+        }
+    )
     out = kept.zero_advantage(table).to_pydict()
     assert out["kept"] == [False, False] and out["dropped_reason"] == ["error: boom", kept.ZERO_ADVANTAGE]
 
@@ -61,7 +75,9 @@ def test_prime_effective_ids_found_beside_all(tmp_path: Path) -> None:
     train = tmp_path / "out" / "rollouts" / "step_1" / "train"
     ids = [json.loads(line)["id"] for line in (train / "effective" / "traces.jsonl").read_text().splitlines()]
     assert companions.options_for(train / "all", "prime-rl", None) == {EFFECTIVE: ids}
-    assert companions.options_for(train / "all", "prime-rl", [train / "all"]) == {}  # outside the served folder
+    assert (
+        companions.options_for(train / "all", "prime-rl", [train / "all"]) == {}
+    )  # outside the served folder
     found = catalogue.catalogue(tmp_path / "out")
     [source] = [s for s in found.sources if s.path.parent.name == "all"]
     assert source.reading is not None and source.reading.options == {EFFECTIVE: ids}

@@ -23,8 +23,15 @@ def open_run(tmp_path: Path, logp: np.ndarray, ref: np.ndarray, name: str = "run
     """Rows of ``logp`` / ``ref`` (samples x tokens) written as a run with rl-board's writer, then opened."""
     with RolloutWriter(tmp_path / name, rank=0) as writer:
         for i, (lp, rf) in enumerate(zip(logp, ref, strict=True)):
-            writer.write(0, f"p{i}", "r", 0.0, logprobs=lp, ref_logprobs=rf,
-                         response_tokens=[f"t{k}" for k in range(len(lp))])
+            writer.write(
+                0,
+                f"p{i}",
+                "r",
+                0.0,
+                logprobs=lp,
+                ref_logprobs=rf,
+                response_tokens=[f"t{k}" for k in range(len(lp))],
+            )
     return RolloutStore.open(tmp_path / name, cache_dir=tmp_path / "cache")
 
 
@@ -37,8 +44,10 @@ class Estimate:
 def estimates(store: RolloutStore) -> dict[str, Estimate]:
     """Each estimator's mean over all tokens and its standard error, from the per-sample means the store computed."""
     rows = store.samples(columns=[e.mean for e in F.KL_ESTIMATORS])
-    return {e.name: Estimate(float(rows[e.mean].mean()), float(rows[e.mean].std(ddof=1) / math.sqrt(len(rows))))
-            for e in F.KL_ESTIMATORS}
+    return {
+        e.name: Estimate(float(rows[e.mean].mean()), float(rows[e.mean].std(ddof=1) / math.sqrt(len(rows))))
+        for e in F.KL_ESTIMATORS
+    }
 
 
 def categorical_pair(rng: np.random.Generator, outcomes: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +57,9 @@ def categorical_pair(rng: np.random.Generator, outcomes: int, spread: float) -> 
     return logits - np.logaddexp.reduce(logits), ref_logits - np.logaddexp.reduce(ref_logits)
 
 
-def draw_categorical(rng: np.random.Generator, policy: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def draw_categorical(
+    rng: np.random.Generator, policy: np.ndarray, ref: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     x = rng.choice(len(policy), size=(SAMPLES, TOKENS), p=np.exp(policy))
     return policy[x], ref[x]
 
@@ -135,16 +146,20 @@ def test_sql_macros_agree_with_the_per_sample_columns(tmp_path) -> None:
     rng = np.random.default_rng(24)
     logp = -rng.exponential(1.0, size=(6, 30))
     store = open_run(tmp_path, logp, logp + rng.normal(0, 0.4, size=logp.shape))
-    query = ("SELECT kl_mean, list_avg(list_transform(token_log_ratio, lambda r: kl_k3(r))) AS k3, "
-             "kl_k2_sum, list_sum(list_transform(token_log_ratio, lambda r: kl_k2(r))) AS k2, "
-             "log_ratio_mean, list_avg(list_transform(token_log_ratio, lambda r: kl_k1(r))) AS k1, "
-             "kl_k3(-0.1, -3.0) AS example, kl_k3(2.9) AS same, kl_k3(-30.0000001, -30.0) AS tiny "
-             "FROM samples ORDER BY sample")
+    query = (
+        "SELECT kl_mean, list_avg(list_transform(token_log_ratio, lambda r: kl_k3(r))) AS k3, "
+        "kl_k2_sum, list_sum(list_transform(token_log_ratio, lambda r: kl_k2(r))) AS k2, "
+        "log_ratio_mean, list_avg(list_transform(token_log_ratio, lambda r: kl_k1(r))) AS k1, "
+        "kl_k3(-0.1, -3.0) AS example, kl_k3(2.9) AS same, kl_k3(-30.0000001, -30.0) AS tiny "
+        "FROM samples ORDER BY sample"
+    )
     frame = sql.run_query(store, query).frame
     assert np.allclose(frame["k3"], frame["kl_mean"], rtol=1e-6, atol=0)
     assert np.allclose(frame["k2"], frame["kl_k2_sum"], rtol=1e-6, atol=0)
     assert np.allclose(frame["k1"], frame["log_ratio_mean"], rtol=1e-6, atol=0)
-    assert round(frame["example"].iloc[0], 3) == 1.955 and frame["same"].iloc[0] == pytest.approx(1.955023220056407)
+    assert round(frame["example"].iloc[0], 3) == 1.955 and frame["same"].iloc[0] == pytest.approx(
+        1.955023220056407
+    )
     assert frame["tiny"].iloc[0] == pytest.approx(float(kl.k3(np.array([-30.0000001 + 30.0]))[0]), rel=1e-6)
 
 

@@ -54,13 +54,38 @@ def test_tags_in_sql_and_export(tmp_path: Path) -> None:
     env = {**os.environ, "RL_BOARD_LABELS": str(data / "team.sqlite")}
     cli = [sys.executable, "-m", "rl_board"]
     for sample, tag in ((0, "good"), (2, "=cmd|' /C calc'!A0"), (2, "loop")):
-        out = subprocess.run([*cli, "label", str(run), "--step", "1", "--sample", str(sample), "--tag", tag,
-                              "--json", "--cache-dir", str(tmp_path / "c")], capture_output=True, text=True, env=env)  # fmt: skip
+        out = subprocess.run(
+            [
+                *cli,
+                "label",
+                str(run),
+                "--step",
+                "1",
+                "--sample",
+                str(sample),
+                "--tag",
+                tag,
+                "--json",
+                "--cache-dir",
+                str(tmp_path / "c"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert out.returncode == 0, out.stderr
-    out = subprocess.run([*cli, "labels", str(run), "--json", "--cache-dir", str(tmp_path / "c")],
-                         capture_output=True, text=True, env=env)  # fmt: skip
+    out = subprocess.run(
+        [*cli, "labels", str(run), "--json", "--cache-dir", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     listed = json.loads(out.stdout)["labels"]
-    assert sorted((x["sample"], x["tag"]) for x in listed) == [(0, "good"), (2, "=cmd|' /C calc'!A0"), (2, "loop")]
+    assert sorted((x["sample"], x["tag"]) for x in listed) == [
+        (0, "good"),
+        (2, "=cmd|' /C calc'!A0"),
+        (2, "loop"),
+    ]
     store = RolloutStore.open(run, cache_dir=tmp_path / "c")
     os.environ["RL_BOARD_LABELS"] = str(data / "team.sqlite")
     try:
@@ -73,13 +98,34 @@ def test_tags_in_sql_and_export(tmp_path: Path) -> None:
     finally:
         del os.environ["RL_BOARD_LABELS"]
         config.reset()
-    out = subprocess.run([*cli, "export", str(run), str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")],
-                         capture_output=True, text=True, env=env)  # fmt: skip
+    out = subprocess.run(
+        [*cli, "export", str(run), str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     exported = pq.read_table(tmp_path / "out" / "step=1" / "part-0.parquet").to_pydict()
     assert exported["tags"][0] == "good"
-    removed = subprocess.run([*cli, "label", str(run), "--step", "1", "--sample", "0", "--tag", "good", "--remove",
-                              "--cache-dir", str(tmp_path / "c")], capture_output=True, text=True, env=env)  # fmt: skip
+    removed = subprocess.run(
+        [
+            *cli,
+            "label",
+            str(run),
+            "--step",
+            "1",
+            "--sample",
+            "0",
+            "--tag",
+            "good",
+            "--remove",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert removed.returncode == 0 and "removed" in removed.stdout
 
 
@@ -94,10 +140,31 @@ def test_label_text_is_bounded(tmp_path: Path) -> None:
         labels.put(**key, tag="   ")
     write(tmp_path / "run", 0, range(1))
     env = {**os.environ, "RL_BOARD_LABELS": str(tmp_path / "l.sqlite")}
-    out = subprocess.run([sys.executable, "-m", "rl_board", "label", str(tmp_path / "run"), "--step", "0", "--sample",
-                          "0", "--tag", "x" * 70, "--cache-dir", str(tmp_path / "c")], capture_output=True, text=True,
-                         env=env)  # fmt: skip
-    assert out.returncode == 2 and "a tag is at most 64 characters" in out.stderr and "Traceback" not in out.stderr
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "label",
+            str(tmp_path / "run"),
+            "--step",
+            "0",
+            "--sample",
+            "0",
+            "--tag",
+            "x" * 70,
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (
+        out.returncode == 2
+        and "a tag is at most 64 characters" in out.stderr
+        and "Traceback" not in out.stderr
+    )
 
 
 def test_version_changes_with_every_label_and_reading_never_makes_the_file(tmp_path: Path) -> None:
@@ -125,8 +192,9 @@ def test_an_unusable_labels_file_is_a_user_error(tmp_path: Path) -> None:
         LabelStore(tmp_path / "labels.sqlite").of_run("r")
     (tmp_path / "file").write_text("")
     with pytest.raises(RLBoardError, match="cannot open the labels file"):
-        LabelStore(tmp_path / "file" / "labels.sqlite").put(run="r", step=0, file="f", line=1, sample_digest="d",
-                                                            tag="t")  # fmt: skip
+        LabelStore(tmp_path / "file" / "labels.sqlite").put(
+            run="r", step=0, file="f", line=1, sample_digest="d", tag="t"
+        )
 
 
 def test_samples_by_tag_and_the_signals_per_step(tmp_path: Path) -> None:
@@ -147,5 +215,9 @@ def test_samples_by_tag_and_the_signals_per_step(tmp_path: Path) -> None:
     both = SampleFilter.build(only=store.tagged(labels, "odd"), ranges={"reward": (0.5, None)})
     assert store.samples(filters=both)[["step", "sample"]].values.tolist() == [[2, 2]]  # answer k scores k
     signals = store.signals_by_step()
-    assert signals.to_dict("list") == {"step": [0, 1, 2], "samples": [3, 4, 4], "loops": [0, 1, 0],
-                                       "mixed_scripts": [0, 0, 1]}  # fmt: skip
+    assert signals.to_dict("list") == {
+        "step": [0, 1, 2],
+        "samples": [3, 4, 4],
+        "loops": [0, 1, 0],
+        "mixed_scripts": [0, 0, 1],
+    }

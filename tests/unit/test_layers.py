@@ -28,8 +28,12 @@ def module_file(name: str) -> Path:
 def imports_of(name: str, known: set[str]) -> set[str]:
     """rl_board modules that `name` imports at run time (imports under TYPE_CHECKING are not)."""
     tree = ast.parse(module_file(name).read_text(encoding="utf-8"))
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node.test)
-               for n in ast.walk(node)}  # fmt: skip
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node.test)
+        for n in ast.walk(node)
+    }
     out: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -83,7 +87,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt):], nxt]
+                return [*stack[stack.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -107,28 +111,48 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 def test_ui_imports_a_handful_of_data_modules() -> None:
     graph = import_graph()
-    used = sorted({dep for mod, deps in graph.items() if mod.startswith("rl_board.ui")
-                   for dep in deps if not dep.startswith("rl_board.ui")})  # fmt: skip
+    used = sorted(
+        {
+            dep
+            for mod, deps in graph.items()
+            if mod.startswith("rl_board.ui")
+            for dep in deps
+            if not dep.startswith("rl_board.ui")
+        }
+    )
     assert len(used) <= UI_DATA_MODULE_LIMIT, used
 
 
-FRONT_DOOR = {"rl_board.api", "rl_board.public", "rl_board.config", "rl_board.errors", "rl_board.where",
-              "rl_board.formats.fields"}  # the data layer's front door, settings, errors and the field catalogue
+FRONT_DOOR = {
+    "rl_board.api",
+    "rl_board.public",
+    "rl_board.config",
+    "rl_board.errors",
+    "rl_board.where",
+    "rl_board.formats.fields",
+}  # the data layer's front door, settings, errors and the field catalogue
 
 
 def test_pages_and_cli_come_in_through_the_front_door() -> None:
     """A page or a CLI command asks the data layer through ``api`` / ``public`` only (plus settings, errors, the
     ``where`` of the served roots and the field catalogue); lazy imports inside functions count too."""
     graph = import_graph()
-    past = sorted((mod, dep) for mod, deps in graph.items() if mod.startswith(("rl_board.ui", "rl_board.cli"))
-                  for dep in deps if not dep.startswith(("rl_board.ui", "rl_board.cli")) and dep not in FRONT_DOOR)  # fmt: skip
+    past = sorted(
+        (mod, dep)
+        for mod, deps in graph.items()
+        if mod.startswith(("rl_board.ui", "rl_board.cli"))
+        for dep in deps
+        if not dep.startswith(("rl_board.ui", "rl_board.cli")) and dep not in FRONT_DOOR
+    )
     assert not past, past
     assert any(mod.startswith("rl_board.cli") and "rl_board.public" in deps for mod, deps in graph.items())
 
 
 def test_scalar_rules_do_not_load_the_rollout_engine() -> None:
-    code = ("import sys, rl_board.health.scalar_rules\n"
-            "print(sorted(m for m in sys.modules if m.startswith('rl_board.rollouts')))")
+    code = (
+        "import sys, rl_board.health.scalar_rules\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rl_board.rollouts')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = eval(out.stdout)  # a printed list of names
     assert "rl_board.rollouts.store" not in loaded and "rl_board.rollouts.read.ingest" not in loaded
@@ -156,7 +180,9 @@ def package_of(module: str) -> str:
 def package_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for mod, deps in import_graph().items():
-        graph.setdefault(package_of(mod), set()).update(package_of(d) for d in deps if package_of(d) != package_of(mod))
+        graph.setdefault(package_of(mod), set()).update(
+            package_of(d) for d in deps if package_of(d) != package_of(mod)
+        )
     return graph
 
 
@@ -169,8 +195,15 @@ def test_packages_form_no_cycle() -> None:
 def test_formats_are_below_sources_and_rollouts() -> None:
     """Detection and adapters open no file and know nothing of the readers above them."""
     graph = package_graph()
-    above = {"rl_board.sources", "rl_board.rollouts", "rl_board.metrics", "rl_board.health", "rl_board.ui",
-             "rl_board.cli", "rl_board.api"}
+    above = {
+        "rl_board.sources",
+        "rl_board.rollouts",
+        "rl_board.metrics",
+        "rl_board.health",
+        "rl_board.ui",
+        "rl_board.cli",
+        "rl_board.api",
+    }
     assert not graph["rl_board.formats"] & above, graph["rl_board.formats"]
     assert "rl_board.rollouts" not in graph["rl_board.sources"], graph["rl_board.sources"]
 
@@ -181,8 +214,13 @@ def test_the_front_door_names_each_name_once() -> None:
     from rl_board import api
 
     tree = ast.parse(module_file("rl_board.api").read_text(encoding="utf-8"))
-    typed = {(a.asname or a.name): (n.module, a.name) for node in tree.body
-             if isinstance(node, ast.If) and _is_type_checking(node.test)
-             for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}  # fmt: skip
+    typed = {
+        (a.asname or a.name): (n.module, a.name)
+        for node in tree.body
+        if isinstance(node, ast.If) and _is_type_checking(node.test)
+        for n in node.body
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    }
     assert typed == api._LAZY
     assert all(getattr(api, name) is not None for name in api.__all__)

@@ -244,8 +244,11 @@ def reference(data: bytes, base: int) -> tuple[list[tuple[int, bytes]], list[str
             pos += room
             continue
         if length > room - CHUNK.size or not FULL <= kind <= LAST:
-            damage(pos, f"a damaged chunk header at byte {at} (length {length}, type {kind}); the rest of "
-                        "its block is skipped")  # fmt: skip
+            damage(
+                pos,
+                f"a damaged chunk header at byte {at} (length {length}, type {kind}); the rest of "
+                "its block is skipped",
+            )
             if pos + room > size:
                 break
             pos += room

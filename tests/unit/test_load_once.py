@@ -20,8 +20,12 @@ from rl_board.sources.catalogue import catalogue
 
 def _lines(path: Path, step: int, n: int = 4) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"step": step, "prompt": f"p{i}", "response": "r", "reward": 1.0}) + "\n"
-                            for i in range(n)))  # fmt: skip
+    path.write_text(
+        "".join(
+            json.dumps({"step": step, "prompt": f"p{i}", "response": "r", "reward": 1.0}) + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
@@ -44,8 +48,18 @@ def test_each_file_is_classified_once_per_load(tmp_path: Path, monkeypatch) -> N
 def test_a_parquet_file_is_read_once(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "run" / "completions" / "completions_00001.parquet"
     path.parent.mkdir(parents=True)
-    pq.write_table(pa.table({"step": [1, 1], "prompt": ["a", "a"], "completion": ["x", "y"],
-                             "accuracy_reward": [1.0, 0.0], "advantage": [0.7, -0.7]}), path)  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "step": [1, 1],
+                "prompt": ["a", "a"],
+                "completion": ["x", "y"],
+                "accuracy_reward": [1.0, 0.0],
+                "advantage": [0.7, -0.7],
+            }
+        ),
+        path,
+    )
     opened: Counter[str] = Counter()
     real_open = open
 
@@ -64,8 +78,13 @@ def test_a_parquet_file_is_read_once(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "seg").mkdir()
     monkeypatch.setattr("builtins.open", counting_open)
     monkeypatch.setattr(pq, "ParquetFile", counting_parquet)
-    result = ingest.ingest_block(str(path), 0, path.stat().st_size, str(tmp_path / "seg"),
-                                 catalogue(path.parent).of_role("rollout")[0].reading)  # fmt: skip
+    result = ingest.ingest_block(
+        str(path),
+        0,
+        path.stat().st_size,
+        str(tmp_path / "seg"),
+        catalogue(path.parent).of_role("rollout")[0].reading,
+    )
     assert result.samples == 2
     assert opened == {"open": 1}  # the bytes read for the block are the ones parsed
 
@@ -92,14 +111,17 @@ def test_a_block_that_cannot_be_read_is_read_at_the_next_look(tmp_path: Path, mo
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_a_file_linked_from_outside_the_served_roots_is_never_opened(tmp_path: Path, monkeypatch,
-                                                                     suffix: str) -> None:  # fmt: skip
+def test_a_file_linked_from_outside_the_served_roots_is_never_opened(
+    tmp_path: Path, monkeypatch, suffix: str
+) -> None:
     served, outside = tmp_path / "served", tmp_path / "outside"
     secret = outside / f"secret{suffix}"
     if suffix == ".jsonl":
         secret.parent.mkdir(parents=True)
-        secret.write_text(json.dumps({"step": 1, "prompt": "p", "response": "r", "reward": 1.0,
-                                      "api_key_column": "x"}) + "\n")  # fmt: skip
+        secret.write_text(
+            json.dumps({"step": 1, "prompt": "p", "response": "r", "reward": 1.0, "api_key_column": "x"})
+            + "\n"
+        )
     else:
         secret.parent.mkdir(parents=True)
         pq.write_table(pa.table({"prompt": ["p"], "response": ["r"], "api_key_column": ["x"]}), secret)
@@ -109,7 +131,11 @@ def test_a_file_linked_from_outside_the_served_roots_is_never_opened(tmp_path: P
     sniffed: list[str] = []
     for name in ("json_lines", "parquet"):
         real = getattr(sniff, name)
-        monkeypatch.setattr(sniff, name, lambda path, *a, _real=real, **k: (sniffed.append(path.name), _real(path, *a, **k))[1])
+        monkeypatch.setattr(
+            sniff,
+            name,
+            lambda path, *a, _real=real, **k: (sniffed.append(path.name), _real(path, *a, **k))[1],
+        )
     found = catalogue(served, allowed=[served])
     linked = next(s for s in found.sources if s.path.name == f"linked{suffix}")
     assert linked.role == "skipped" and "outside the served folders" in linked.reason

@@ -9,9 +9,14 @@ from rl_board.ui.diff import diff_html
 
 
 def test_match_by_prompt_by_hand() -> None:
-    a = prompt_rewards(pd.DataFrame({"step": [0, 0, 1], "sample": [0, 1, 0], "prompt": ["p", "p", "q"],
-                                     "reward": [0.0, 1.0, 0.5]}))  # fmt: skip
-    b = prompt_rewards(pd.DataFrame({"step": [5, 5], "sample": [0, 1], "prompt": ["p", "r"], "reward": [1.0, 0.0]}))
+    a = prompt_rewards(
+        pd.DataFrame(
+            {"step": [0, 0, 1], "sample": [0, 1, 0], "prompt": ["p", "p", "q"], "reward": [0.0, 1.0, 0.5]}
+        )
+    )
+    b = prompt_rewards(
+        pd.DataFrame({"step": [5, 5], "sample": [0, 1], "prompt": ["p", "r"], "reward": [1.0, 0.0]})
+    )
     both = match(a, b)
     assert both["prompt"].tolist() == ["p"]
     row = both.iloc[0]

@@ -28,8 +28,12 @@ def points(values: list[float], steps: list[int] | None = None, wall0: float = 1
 
 def test_group_and_filter_tags():
     tags = ["actor/pg_loss", "time/rollout", "actor/lr", "loss", "memory/generate/start"]
-    assert group_tags(tags) == {"actor": ["actor/lr", "actor/pg_loss"], "memory": ["memory/generate/start"],
-                                "time": ["time/rollout"], NO_PREFIX: ["loss"]}  # fmt: skip
+    assert group_tags(tags) == {
+        "actor": ["actor/lr", "actor/pg_loss"],
+        "memory": ["memory/generate/start"],
+        "time": ["time/rollout"],
+        NO_PREFIX: ["loss"],
+    }
     assert filter_tags(tags, "ACTOR lr") == ["actor/lr"]
     assert filter_tags(tags, "  ") == tags
 

@@ -23,8 +23,12 @@ def small_run(folder: Path, *, steps: int = 5, tags: int = 3, offset: float = 0.
     folder.mkdir(parents=True, exist_ok=True)
     writer = EventFileWriter(str(folder))
     for step in range(steps):
-        values = [summary_pb2.Summary.Value(tag=f"t/{k}", simple_value=k + step + offset) for k in range(tags)]
-        writer.add_event(event_pb2.Event(step=step, wall_time=float(step), summary=summary_pb2.Summary(value=values)))
+        values = [
+            summary_pb2.Summary.Value(tag=f"t/{k}", simple_value=k + step + offset) for k in range(tags)
+        ]
+        writer.add_event(
+            event_pb2.Event(step=step, wall_time=float(step), summary=summary_pb2.Summary(value=values))
+        )
     writer.close()
     return next(folder.glob("events.out.tfevents.*"))
 
@@ -95,7 +99,9 @@ def test_parallel_read_equals_a_serial_read(tmp_path):
     assert [r.to_dict() for r in both.runs] == [r.to_dict() for r in serial.runs]
     assert both.scalars.equals(serial.scalars)
     seen: list[tuple[int, int]] = []
-    index = metrics_index(root, cache_dir=tmp_path / "cache", workers=2, progress=lambda d, t: seen.append((d, t)))
+    index = metrics_index(
+        root, cache_dir=tmp_path / "cache", workers=2, progress=lambda d, t: seen.append((d, t))
+    )
     assert len(index.runs) == count and seen[0] == (0, count) and seen[-1] == (count, count)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 

@@ -32,42 +32,113 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 
 words = st.text(alphabet="abc xyz_\u4e2d\u00e9", max_size=12)
 plain = st.floats(-2, 2, width=32)
-rewards = st.one_of(plain, plain, plain, st.none() | st.booleans() | st.just(float("nan")) | st.integers(-3, 3))
+rewards = st.one_of(
+    plain, plain, plain, st.none() | st.booleans() | st.just(float("nan")) | st.integers(-3, 3)
+)
 steps = st.one_of(st.integers(0, 5), st.integers(0, 5), st.integers(0, 5).map(str))
-chat = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": words}),
-                min_size=1, max_size=3)  # fmt: skip
-answer = st.lists(st.fixed_dictionaries({"role": st.just("assistant"), "content": words}), min_size=1, max_size=1)
-extras = st.one_of(st.just({}), st.just({}), st.dictionaries(st.sampled_from(["note", "level", "acc", "tag"]),
-                   st.none() | st.integers(0, 3) | words | st.booleans(), max_size=2))  # fmt: skip
+chat = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": words}),
+    min_size=1,
+    max_size=3,
+)
+answer = st.lists(
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": words}), min_size=1, max_size=1
+)
+extras = st.one_of(
+    st.just({}),
+    st.just({}),
+    st.dictionaries(
+        st.sampled_from(["note", "level", "acc", "tag"]),
+        st.none() | st.integers(0, 3) | words | st.booleans(),
+        max_size=2,
+    ),
+)
 
 
 def _maybe(record: dict[str, Any], **optional: Any) -> dict[str, Any]:
     return {**record, **{k: v for k, v in optional.items() if v is not None}}
 
 
-native = st.builds(lambda step, p, r, reward, uid, lp, more: _maybe({"step": step, "prompt": p, "response": r,
-                                                                     "reward": reward, **more}, uid=uid,
-                                                                    logprobs=lp, ref_logprobs=lp),
-                   steps, st.one_of(words, words, chat), st.one_of(words, words, answer), rewards, st.none() | st.sampled_from(["a_0_1", "a_1_0", "b"]),
-                   st.none() | st.lists(st.floats(-5, 0, width=32), max_size=4), extras)  # fmt: skip
-verl = st.builds(lambda step, p, r, score, uid, more: _maybe({"input": p, "output": r, "score": score, "gts": "5",
-                                                              "step": step, **more}, uid=uid),
-                 steps, words, words, rewards, st.none() | st.sampled_from(["u1_0_0", "u1_0_1", "u2_0_0"]),
-                 extras)  # fmt: skip
-areal = st.builds(lambda v, p, r, reward, task: {"task_id": task, "sample_idx": 0, "prompt": p, "completion": r,
-                                                 "reward": reward, "tail_version": v, "head_version": v},
-                  st.integers(0, 5), words, words, rewards, st.sampled_from(["t1", "t2", 7]))  # fmt: skip
-skyrl = st.builds(lambda p, r, score, why: {"input_prompt": p, "output_response": r, "score": score,
-                                            "stop_reason": why, "env_class": "gsm8k"},
-                  words, words, rewards | st.lists(st.floats(-1, 1, width=32), max_size=3), words)  # fmt: skip
-nemo = st.builds(lambda p, answers, reward, kept: {
-    "content": [[p, *[t for a in answers for t in (a, "<result>ok</result>")]]], "rewards": [reward], "idx": 0,
-    "token_loss_mask": [[0, 0, *[m for _ in answers for m in (1, 1, 0)]]], "sample_loss_mask": [float(kept)]},
-    words, st.lists(words, min_size=1, max_size=3), st.floats(-1, 1, width=32), st.booleans())  # fmt: skip
-roll = st.builds(lambda n, step: {"global_step": [step] * n, "id": [f"q{i % 2}" for i in range(n)],
-                                  "prompt": [f"p{i % 2}" for i in range(n)], "responses": [f"r{i}" for i in range(n)],
-                                  "scores": [float(i % 3) for i in range(n)]},
-                 st.integers(1, 6), st.integers(0, 3))  # fmt: skip
+native = st.builds(
+    lambda step, p, r, reward, uid, lp, more: _maybe(
+        {"step": step, "prompt": p, "response": r, "reward": reward, **more},
+        uid=uid,
+        logprobs=lp,
+        ref_logprobs=lp,
+    ),
+    steps,
+    st.one_of(words, words, chat),
+    st.one_of(words, words, answer),
+    rewards,
+    st.none() | st.sampled_from(["a_0_1", "a_1_0", "b"]),
+    st.none() | st.lists(st.floats(-5, 0, width=32), max_size=4),
+    extras,
+)
+verl = st.builds(
+    lambda step, p, r, score, uid, more: _maybe(
+        {"input": p, "output": r, "score": score, "gts": "5", "step": step, **more}, uid=uid
+    ),
+    steps,
+    words,
+    words,
+    rewards,
+    st.none() | st.sampled_from(["u1_0_0", "u1_0_1", "u2_0_0"]),
+    extras,
+)
+areal = st.builds(
+    lambda v, p, r, reward, task: {
+        "task_id": task,
+        "sample_idx": 0,
+        "prompt": p,
+        "completion": r,
+        "reward": reward,
+        "tail_version": v,
+        "head_version": v,
+    },
+    st.integers(0, 5),
+    words,
+    words,
+    rewards,
+    st.sampled_from(["t1", "t2", 7]),
+)
+skyrl = st.builds(
+    lambda p, r, score, why: {
+        "input_prompt": p,
+        "output_response": r,
+        "score": score,
+        "stop_reason": why,
+        "env_class": "gsm8k",
+    },
+    words,
+    words,
+    rewards | st.lists(st.floats(-1, 1, width=32), max_size=3),
+    words,
+)
+nemo = st.builds(
+    lambda p, answers, reward, kept: {
+        "content": [[p, *[t for a in answers for t in (a, "<result>ok</result>")]]],
+        "rewards": [reward],
+        "idx": 0,
+        "token_loss_mask": [[0, 0, *[m for _ in answers for m in (1, 1, 0)]]],
+        "sample_loss_mask": [float(kept)],
+    },
+    words,
+    st.lists(words, min_size=1, max_size=3),
+    st.floats(-1, 1, width=32),
+    st.booleans(),
+)
+roll = st.builds(
+    lambda n, step: {
+        "global_step": [step] * n,
+        "id": [f"q{i % 2}" for i in range(n)],
+        "prompt": [f"p{i % 2}" for i in range(n)],
+        "responses": [f"r{i}" for i in range(n)],
+        "scores": [float(i % 3) for i in range(n)],
+    },
+    st.integers(1, 6),
+    st.integers(0, 3),
+)
+
 
 def _prime_nodes(p: str, r: str, tool: str | None, branch: bool) -> list[dict[str, Any]]:
     """A user turn, an abandoned reply (``branch``), a call and its result (``tool``), the answer."""
@@ -78,57 +149,186 @@ def _prime_nodes(p: str, r: str, tool: str | None, branch: bool) -> list[dict[st
     if tool is not None:
         call = {"id": "c1", "name": tool, "arguments": '{"x": 1}'}
         nodes.append({"parent": at, "message": {"role": "assistant", "tool_calls": [call]}, "sampled": True})
-        nodes.append({"parent": len(nodes) - 1, "message": {"role": "tool", "tool_call_id": "c1", "content": r}})
+        nodes.append(
+            {"parent": len(nodes) - 1, "message": {"role": "tool", "tool_call_id": "c1", "content": r}}
+        )
         at = len(nodes) - 1
     nodes.append({"parent": at, "message": {"role": "assistant", "content": r}, "sampled": True})
     return nodes
 
 
-prime = st.builds(lambda p, r, score, group, tool, branch, ok, stop: {
-    "id": f"e{len(p)}{len(r)}", "env": {"id": "math"}, "group": {"id": group}, "ok": ok,
-    "errors": [] if ok else [{"type": "Boom", "message": "sandbox"}],
-    "traces": [_maybe({"nodes": _prime_nodes(p, r, tool, branch), "rewards": {"acc": {"score": score, "weight": 1.0}},
-                       "calls": [{"node": 1, "finish_reason": "length"}]}, stop_condition=stop)]},
-    words, words, st.floats(0, 1, width=32), st.sampled_from(["g1", "g2"]), st.none() | st.sampled_from(["py", "web"]),
-    st.booleans(), st.booleans(), st.none() | st.sampled_from(["agent_completed", "max_turns"]))  # fmt: skip
-prime_tokens = st.builds(lambda n, lp: {"step": 2, "rank": 0, "token_ids": list(range(n + 2)),
-                                        "loss_mask": [0, 0] + [1] * n, "advantages": [0.5] * (n + 2),
-                                        "inference_logprobs": [lp] * (n + 2), "trainer_logprobs": [lp] * (n + 2)},
-                         st.integers(1, 4), st.floats(-3, 0, width=32))  # fmt: skip
+prime = st.builds(
+    lambda p, r, score, group, tool, branch, ok, stop: {
+        "id": f"e{len(p)}{len(r)}",
+        "env": {"id": "math"},
+        "group": {"id": group},
+        "ok": ok,
+        "errors": [] if ok else [{"type": "Boom", "message": "sandbox"}],
+        "traces": [
+            _maybe(
+                {
+                    "nodes": _prime_nodes(p, r, tool, branch),
+                    "rewards": {"acc": {"score": score, "weight": 1.0}},
+                    "calls": [{"node": 1, "finish_reason": "length"}],
+                },
+                stop_condition=stop,
+            )
+        ],
+    },
+    words,
+    words,
+    st.floats(0, 1, width=32),
+    st.sampled_from(["g1", "g2"]),
+    st.none() | st.sampled_from(["py", "web"]),
+    st.booleans(),
+    st.booleans(),
+    st.none() | st.sampled_from(["agent_completed", "max_turns"]),
+)
+prime_tokens = st.builds(
+    lambda n, lp: {
+        "step": 2,
+        "rank": 0,
+        "token_ids": list(range(n + 2)),
+        "loss_mask": [0, 0] + [1] * n,
+        "advantages": [0.5] * (n + 2),
+        "inference_logprobs": [lp] * (n + 2),
+        "trainer_logprobs": [lp] * (n + 2),
+    },
+    st.integers(1, 4),
+    st.floats(-3, 0, width=32),
+)
 
-roll_chat = st.sampled_from([
-    [{"role": "user", "content": [{"type": "text", "text": "q"}]},
-     {"role": "assistant", "content": [{"type": "text", "text": "a"}],
-      "tool_calls": [{"id": "t1", "index": 0, "type": "function", "function": {"name": "py", "arguments": "{}"}}]},
-     {"role": "tool", "content": [{"type": "text", "text": "Error: no"}], "tool_call_id": "t1", "name": None}],
-    [[{"role": "user", "content": "q"}, {"role": "assistant", "content": 'x\n<tool_call>\n{"name": "web", "arguments": {}}\n</tool_call>'}]],
-])  # fmt: skip
-roll_agentic = st.builds(lambda n, step, chat, why, reward: {
-    "trajectory_data": [json.dumps({"trajectory_id": f"t_{i % 2}_0_1_{i}_20260101_000000_000000",
-                                    "reward_info": {"episode_reward": reward, "step_rewards": [reward]},
-                                    "failure_info": {"stop_reason": why}}) if i % 3 else None for i in range(n)],
-    "messages": [json.dumps(chat) if i % 3 else None for i in range(n)], "tools": ["[]"] * n,
-    "exp_name": ["x"] * n, "global_step": [step] * n},
-    st.integers(1, 6), st.integers(0, 3), roll_chat, st.sampled_from(["FINISH", "MAX_STEPS", "ABORT"]), plain)  # fmt: skip
-open_instruct = st.builds(lambda step, p, n, reward, tools, why: {
-    "step": step, "sample_idx": p, "prompt_idx": p, "prompt_tokens": [5, 6], "response_tokens": list(range(n)),
-    "reward": reward, "advantage": 0.0 if p == 0 else 0.5, "finish_reason": why, "dataset": "d", "ground_truth": "4",
-    "request_info": {"num_calls": len(tools), "timeouts": 0, "tool_errors": "", "tool_outputs": "out",
-                     "tool_call_stats": [{"tool_name": t, "success": ok, "runtime": 0.1} for t, ok in tools]},
-    "logprobs": [-0.5] * n},
-    steps, st.integers(0, 2), st.integers(0, 4), plain, st.lists(st.tuples(st.sampled_from(["py", "web"]), st.booleans()),
-                                                                 max_size=3), st.sampled_from(["stop", "length"]))  # fmt: skip
+roll_chat = st.sampled_from(
+    [
+        [
+            {"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a"}],
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "index": 0,
+                        "type": "function",
+                        "function": {"name": "py", "arguments": "{}"},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "content": [{"type": "text", "text": "Error: no"}],
+                "tool_call_id": "t1",
+                "name": None,
+            },
+        ],
+        [
+            [
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": 'x\n<tool_call>\n{"name": "web", "arguments": {}}\n</tool_call>',
+                },
+            ]
+        ],
+    ]
+)
+roll_agentic = st.builds(
+    lambda n, step, chat, why, reward: {
+        "trajectory_data": [
+            json.dumps(
+                {
+                    "trajectory_id": f"t_{i % 2}_0_1_{i}_20260101_000000_000000",
+                    "reward_info": {"episode_reward": reward, "step_rewards": [reward]},
+                    "failure_info": {"stop_reason": why},
+                }
+            )
+            if i % 3
+            else None
+            for i in range(n)
+        ],
+        "messages": [json.dumps(chat) if i % 3 else None for i in range(n)],
+        "tools": ["[]"] * n,
+        "exp_name": ["x"] * n,
+        "global_step": [step] * n,
+    },
+    st.integers(1, 6),
+    st.integers(0, 3),
+    roll_chat,
+    st.sampled_from(["FINISH", "MAX_STEPS", "ABORT"]),
+    plain,
+)
+open_instruct = st.builds(
+    lambda step, p, n, reward, tools, why: {
+        "step": step,
+        "sample_idx": p,
+        "prompt_idx": p,
+        "prompt_tokens": [5, 6],
+        "response_tokens": list(range(n)),
+        "reward": reward,
+        "advantage": 0.0 if p == 0 else 0.5,
+        "finish_reason": why,
+        "dataset": "d",
+        "ground_truth": "4",
+        "request_info": {
+            "num_calls": len(tools),
+            "timeouts": 0,
+            "tool_errors": "",
+            "tool_outputs": "out",
+            "tool_call_stats": [{"tool_name": t, "success": ok, "runtime": 0.1} for t, ok in tools],
+        },
+        "logprobs": [-0.5] * n,
+    },
+    steps,
+    st.integers(0, 2),
+    st.integers(0, 4),
+    plain,
+    st.lists(st.tuples(st.sampled_from(["py", "web"]), st.booleans()), max_size=3),
+    st.sampled_from(["stop", "length"]),
+)
 
-prime_v0 = st.builds(lambda p, r, reward, cut, stop: _maybe({
-    "prompt": [{"role": "user", "content": p}], "completion": [{"role": "assistant", "content": r}], "reward": reward,
-    "is_truncated": cut}, stop_condition=stop),
-    words, words, plain, st.booleans(), st.none() | st.sampled_from(["agent_completed", "max_turns"]))  # fmt: skip
+prime_v0 = st.builds(
+    lambda p, r, reward, cut, stop: _maybe(
+        {
+            "prompt": [{"role": "user", "content": p}],
+            "completion": [{"role": "assistant", "content": r}],
+            "reward": reward,
+            "is_truncated": cut,
+        },
+        stop_condition=stop,
+    ),
+    words,
+    words,
+    plain,
+    st.booleans(),
+    st.none() | st.sampled_from(["agent_completed", "max_turns"]),
+)
 
-JSONL = {"prime-rl-v0": prime_v0, "prime-rl": prime, "roll-agentic": roll_agentic, "open-instruct": open_instruct, "prime-rl-tokens": prime_tokens, "rl-board": native, "verl": verl, "areal": areal, "skyrl": skyrl, "nemo-rl": nemo, "roll": roll}
-NAMES = {"prime-rl-v0": "rollouts/step_2/train_rollouts.jsonl", "prime-rl": "rollouts/step_2/train/all/traces.jsonl", "prime-rl-tokens": "token_exports/step_2/rank_0.jsonl",
-         "rl-board": "r0.jsonl", "verl": "3.jsonl", "areal": "t1.jsonl", "skyrl": "global_step_3_evals/gsm8k.jsonl",
-         "nemo-rl": "train_data_step2.jsonl", "roll": "rollout_dump_data.step_2.jsonl",
-         "roll-agentic": "rollout_dump_data.step_2.jsonl", "open-instruct": "run_rollouts_000000.jsonl"}  # fmt: skip
+JSONL = {
+    "prime-rl-v0": prime_v0,
+    "prime-rl": prime,
+    "roll-agentic": roll_agentic,
+    "open-instruct": open_instruct,
+    "prime-rl-tokens": prime_tokens,
+    "rl-board": native,
+    "verl": verl,
+    "areal": areal,
+    "skyrl": skyrl,
+    "nemo-rl": nemo,
+    "roll": roll,
+}
+NAMES = {
+    "prime-rl-v0": "rollouts/step_2/train_rollouts.jsonl",
+    "prime-rl": "rollouts/step_2/train/all/traces.jsonl",
+    "prime-rl-tokens": "token_exports/step_2/rank_0.jsonl",
+    "rl-board": "r0.jsonl",
+    "verl": "3.jsonl",
+    "areal": "t1.jsonl",
+    "skyrl": "global_step_3_evals/gsm8k.jsonl",
+    "nemo-rl": "train_data_step2.jsonl",
+    "roll": "rollout_dump_data.step_2.jsonl",
+    "roll-agentic": "rollout_dump_data.step_2.jsonl",
+    "open-instruct": "run_rollouts_000000.jsonl",
+}
 ONE_LINE = ("roll", "roll-agentic")  # a file is one object of column lists: a broken line is the whole file
 
 
@@ -197,13 +397,20 @@ def _mixed_kinds(records: list[dict[str, Any]]) -> set[str]:
     for record in records:
         for key, value in record.items():
             if value is not None:
-                kinds.setdefault(key, set()).add("number" if isinstance(value, (int, float)) else type(value).__name__)
+                kinds.setdefault(key, set()).add(
+                    "number" if isinstance(value, (int, float)) else type(value).__name__
+                )
     return {key for key, found in kinds.items() if len(found) > 1}
 
 
-trl_row = st.fixed_dictionaries({"prompt": words, "completion": words,
-                                 "accuracy": st.floats(0, 1, width=32) | st.just(math.nan),
-                                 "fmt": st.floats(0, 1, width=32) | st.just(math.nan)})  # fmt: skip
+trl_row = st.fixed_dictionaries(
+    {
+        "prompt": words,
+        "completion": words,
+        "accuracy": st.floats(0, 1, width=32) | st.just(math.nan),
+        "fmt": st.floats(0, 1, width=32) | st.just(math.nan),
+    }
+)
 
 
 def _trl_table(step: int, groups: list[list[dict[str, Any]]], conversational: bool, extra: bool) -> pa.Table:
@@ -224,8 +431,11 @@ def _trl_table(step: int, groups: list[list[dict[str, Any]]], conversational: bo
 
 
 @SETTINGS
-@given(groups=st.lists(st.lists(trl_row, min_size=2, max_size=2), min_size=1, max_size=3),
-       conversational=st.booleans(), extra=st.booleans())  # fmt: skip
+@given(
+    groups=st.lists(st.lists(trl_row, min_size=2, max_size=2), min_size=1, max_size=3),
+    conversational=st.booleans(),
+    extra=st.booleans(),
+)
 def test_trl_tables_read_alike_on_both_paths(groups: list, conversational: bool, extra: bool) -> None:
     buffer = io.BytesIO()
     pq.write_table(_trl_table(3, groups, conversational, extra), buffer)
@@ -236,17 +446,26 @@ def test_trl_tables_read_alike_on_both_paths(groups: list, conversational: bool,
     table = found["table"].table
     for row in table.to_pylist():  # the reward: the functions' sum, NaN skipped, NaN when none scored
         parts = [v for v in (row["accuracy"], row["fmt"]) if not math.isnan(v)]
-        assert (math.isnan(row["reward"]) if not parts else math.isclose(row["reward"], sum(parts), rel_tol=1e-6))
+        assert (
+            math.isnan(row["reward"]) if not parts else math.isclose(row["reward"], sum(parts), rel_tol=1e-6)
+        )
 
 
-exported = st.lists(st.fixed_dictionaries({"prompt": words, "response": words, "reward": plain,
-                                            "logprobs": st.lists(plain, max_size=3)}), min_size=1, max_size=5)
+exported = st.lists(
+    st.fixed_dictionaries(
+        {"prompt": words, "response": words, "reward": plain, "logprobs": st.lists(plain, max_size=3)}
+    ),
+    min_size=1,
+    max_size=5,
+)
 
 
 @SETTINGS
 @given(exported)
 def test_an_exported_dataset_reads_alike_on_both_paths(samples: list[dict[str, Any]]) -> None:
-    table = pa.Table.from_pylist([dict(s, sample=i, file="r0.jsonl", line=i + 1) for i, s in enumerate(samples)])
+    table = pa.Table.from_pylist(
+        [dict(s, sample=i, file="r0.jsonl", line=i + 1) for i, s in enumerate(samples)]
+    )
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     found = ingest.parse_paths(Path("step=2/part-0.parquet"), buffer.getvalue(), Reading("rl-board-parquet"))

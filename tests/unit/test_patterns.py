@@ -53,8 +53,21 @@ def test_patterns_in_sql_and_the_cli(tmp_path: Path) -> None:
     store, truth = opened(tmp_path, template=0.4, loops=0.2)
     got = run_query(store, "SELECT template, samples, first_step, reward_mean, example FROM patterns").frame
     assert got["template"].tolist() == ["T1"] and int(got["samples"].iloc[0]) == len(truth.template)
-    out = subprocess.run([sys.executable, "-m", "rl_board", "patterns", str(tmp_path / "run"), "--json",
-                          "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "patterns",
+            str(tmp_path / "run"),
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert [p["template"] for p in data["patterns"]] == ["T1"] and data["loops"] == len(truth.loop)

@@ -27,9 +27,19 @@ def _write_run(run: Path, n: int = 400, bad_every: int = 97) -> None:
         if i % bad_every == 5:
             lines.append("not json")
         else:
-            lines.append(json.dumps({"step": i // 20, "prompt": f"p{i}", "response": "r" * (i % 13),
-                                     "reward": i / 7, "logprobs": [-0.5 - i / 1000] * 40,
-                                     "ref_logprobs": [-0.25] * 40, "response_tokens": ["a"] * 40}))
+            lines.append(
+                json.dumps(
+                    {
+                        "step": i // 20,
+                        "prompt": f"p{i}",
+                        "response": "r" * (i % 13),
+                        "reward": i / 7,
+                        "logprobs": [-0.5 - i / 1000] * 40,
+                        "ref_logprobs": [-0.25] * 40,
+                        "response_tokens": ["a"] * 40,
+                    }
+                )
+            )
     for rank in range(2):
         (run / f"r{rank}.jsonl").write_text("\n".join(lines[rank::2]) + "\n")
 
@@ -68,7 +78,11 @@ def test_two_opens_reuse_the_same_workers(tmp_path: Path, pooled) -> None:
     assert pool.running() is first and first.pids == pids
     assert store.num_samples == 300 - len(range(5, 300, 97))
     with open(tmp_path / "b" / "r0.jsonl", "a") as f:  # a refresh uses it too
-        f.write("".join(json.dumps({"step": 99, "reward": 1.0, "logprobs": [0.0] * 500}) + "\n" for _ in range(40)))
+        f.write(
+            "".join(
+                json.dumps({"step": 99, "reward": 1.0, "logprobs": [0.0] * 500}) + "\n" for _ in range(40)
+            )
+        )
     assert store.refresh() and pool.running() is first and first.pids == pids
     pool.shutdown()
     assert pool.running() is None
@@ -133,7 +147,8 @@ def test_a_worker_that_dies_mid_load_is_covered(tmp_path: Path, monkeypatch, poo
     store = RolloutStore.open(tmp_path / "a", cache_dir=tmp_path / "c")
     assert store.num_samples == 2000 - len(range(5, 2000, 97))
     assert [b.line for b in store.report.bad_lines if b.file == "r1.jsonl"] == [
-        i // 2 + 1 for i in range(1, 2000, 2) if i % 97 == 5]
+        i // 2 + 1 for i in range(1, 2000, 2) if i % 97 == 5
+    ]
     assert pool.running() is not held  # broken: closed, not reused
     assert all(_gone(pid) for pid in held.pids)
 
@@ -168,8 +183,13 @@ _CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("how", ["return", "exit", "kill"])
 def test_workers_end_with_their_parent(tmp_path: Path, how: str) -> None:
     _write_run(tmp_path / "a")
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "a"), str(tmp_path / "c"), how],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path / "a"), str(tmp_path / "c"), how],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     pids = json.loads(out.stdout.strip().splitlines()[0])
     assert len(pids) >= 2
     assert all(_gone(pid) for pid in pids), pids
@@ -179,8 +199,12 @@ def test_a_worker_whose_parent_is_gone_leaves() -> None:
     """The parent check (every second, in a thread, even mid-job): a worker started for another parent exits."""
     proc = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(60)"])
     try:
-        worker = subprocess.Popen([sys.executable, "-m", "rl_board.rollouts.read.worker", str(proc.pid), "60"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "rl_board.rollouts.read.worker", str(proc.pid), "60"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=REPO,
+        )
         # Its stdin stays open, but the process it was started for is not its parent: it leaves at once.
         assert worker.wait(timeout=30) == 0
     finally:

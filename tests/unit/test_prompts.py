@@ -30,12 +30,21 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 
 def test_statuses_by_hand() -> None:
     rows = [
-        (0, "never", 0.0), (1, "never", 0.2),
-        (0, "always", 1.0), (1, "always", 0.0), (1, "always", 1.0),
-        (0, "newly", 1.0), (1, "newly", 0.0),
-        (0, "learned", 0.0), (1, "learned", 1.0), (2, "learned", 1.0),
-        (0, "mixed", 0.0), (1, "mixed", 1.0), (2, "mixed", 0.0), (3, "mixed", 1.0),
-    ]  # fmt: skip
+        (0, "never", 0.0),
+        (1, "never", 0.2),
+        (0, "always", 1.0),
+        (1, "always", 0.0),
+        (1, "always", 1.0),
+        (0, "newly", 1.0),
+        (1, "newly", 0.0),
+        (0, "learned", 0.0),
+        (1, "learned", 1.0),
+        (2, "learned", 1.0),
+        (0, "mixed", 0.0),
+        (1, "mixed", 1.0),
+        (2, "mixed", 0.0),
+        (3, "mixed", 1.0),
+    ]
     table = prompt_table(frame(rows), threshold=1.0).set_index("prompt")
     assert table.loc["never", "status"] == NEVER and pd.isna(table.loc["never", "first_solved"])
     assert table.loc["always", "status"] == ALWAYS and table.loc["always", "samples"] == 3
@@ -47,7 +56,12 @@ def test_statuses_by_hand() -> None:
 
 
 def test_history_of_one_prompt_in_a_demo_run(tmp_path: Path, cache_dir: Path) -> None:
-    assert rl_board("demo", str(tmp_path), "--only", "grpo", "--long-tokens", "200", cache_dir=cache_dir).returncode == 0
+    assert (
+        rl_board(
+            "demo", str(tmp_path), "--only", "grpo", "--long-tokens", "200", cache_dir=cache_dir
+        ).returncode
+        == 0
+    )
     store = RolloutStore.open(tmp_path / "grpo_math", cache_dir=cache_dir)
     table = store.prompts()
     assert table["samples"].sum() == store.num_samples

@@ -26,8 +26,14 @@ PER_STEP = "SELECT step, count(*) AS n, avg(reward) AS reward FROM samples GROUP
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> dict | list:
-    proc = subprocess.run([sys.executable, "-m", "rl_board", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=None if env is None else {**os.environ, **env}, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl_board", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=None if env is None else {**os.environ, **env},
+        timeout=300,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 
@@ -49,7 +55,10 @@ def test_a_bundled_run_as_a_notebook_reads_it(tmp_path: Path) -> None:
     run = rl_board.open(SAMPLES / "ppo_math", cache_dir=cache)
     summary = cli("summary", str(SAMPLES / "ppo_math"), "--json", "--cache-dir", str(cache))
     assert run.steps == summary["steps"] and run.num_samples == summary["samples"]
-    same_rows(run.sql(PER_STEP), cli("query", str(SAMPLES / "ppo_math"), PER_STEP, "--json", "--cache-dir", str(cache)))
+    same_rows(
+        run.sql(PER_STEP),
+        cli("query", str(SAMPLES / "ppo_math"), PER_STEP, "--json", "--cache-dir", str(cache)),
+    )
 
     step = run.steps[3]
     frame = run.samples(step=step, columns=["reward", "response"])
@@ -59,7 +68,9 @@ def test_a_bundled_run_as_a_notebook_reads_it(tmp_path: Path) -> None:
 
     tokens = run.tokens(step, 0)
     lengths = run.sql(f"SELECT len(response_tokens) FROM samples WHERE step = {step} AND sample = 0")
-    assert len(tokens) == int(lengths.iloc[0, 0]) and {"token", "logp", "ref_logp", "kl"} <= set(tokens.columns)
+    assert len(tokens) == int(lengths.iloc[0, 0]) and {"token", "logp", "ref_logp", "kl"} <= set(
+        tokens.columns
+    )
     assert "rl_board.Run(" in repr(run)
 
 
@@ -86,7 +97,9 @@ def test_scalars_and_checks_of_a_tensorboard_run(tmp_path: Path) -> None:
     for run in listed["runs"]:
         for tag, summary in run["tags"].items():
             count, first, last = by_tag.loc[(run["run"], tag)]
-            assert (count, first, last) == (summary["points"], summary["first_step"], summary["last_step"]), tag
+            assert (count, first, last) == (summary["points"], summary["first_step"], summary["last_step"]), (
+                tag
+            )
     assert sum(len(r["tags"]) for r in listed["runs"]) == len(by_tag)
     index = rl_board.metrics_index(logs, cache_dir=cache)
     assert sorted(info.run for info in index.runs) == sorted(r["run"] for r in listed["runs"])
@@ -135,8 +148,18 @@ def test_an_s3_root_from_a_notebook(bucket, tmp_path: Path, monkeypatch: pytest.
         monkeypatch.setenv(key, value)
     cache = tmp_path / "cache"
     run = rl_board.open(f"{url}/grpo_math", cache_dir=cache)
-    same_rows(run.sql(PER_STEP), cli("query", f"{url}/grpo_math", PER_STEP, "--json", "--cache-dir",
-                                     str(tmp_path / "cli-cache"), env=env))  # fmt: skip
+    same_rows(
+        run.sql(PER_STEP),
+        cli(
+            "query",
+            f"{url}/grpo_math",
+            PER_STEP,
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cli-cache"),
+            env=env,
+        ),
+    )
     assert run.num_samples == rl_board.open(local / "grpo_math", cache_dir=tmp_path / "local").num_samples
     points = rl_board.scalars(url, cache_dir=cache)
     assert set(points["run"]) >= {"tb_run"}

@@ -19,10 +19,19 @@ WORDS = ("the answer is", "数学题的答案是", "let me think", "我们先算
 def write_mixed_run(run: Path, seed: int) -> list[dict]:
     """Samples whose responses are English, Chinese, or an emoji line, chosen at random."""
     rng = np.random.default_rng(seed)
-    rows = [{"step": k // 6, "prompt": f"question {k}", "response": f"{rng.choice(WORDS)} {k}",
-             "reward": float(rng.random())} for k in range(24)]  # fmt: skip
+    rows = [
+        {
+            "step": k // 6,
+            "prompt": f"question {k}",
+            "response": f"{rng.choice(WORDS)} {k}",
+            "reward": float(rng.random()),
+        }
+        for k in range(24)
+    ]
     run.mkdir(parents=True)
-    (run / "rollout_data_rank_0.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    (run / "rollout_data_rank_0.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    )
     return rows
 
 
@@ -41,14 +50,17 @@ def test_re2_classes_python_lacks_find_chinese_text(tmp_path: Path, cache_dir: P
     assert sorted(found) == sorted(r["response"] for r in expected)
 
 
-@pytest.mark.parametrize(("pattern", "why"), [
-    ("a**", "bad repetition operator"),
-    ("(?<=a)b", "invalid perl operator"),  # Python's re accepts a look-behind; RE2 has none
-    (r"(a)\1", "invalid escape sequence"),  # nor back-references
-    ("[z-a]", "invalid character class range"),
-    ("(", "missing )"),
-    ("x" * 2_000_000, "pattern too large"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("a**", "bad repetition operator"),
+        ("(?<=a)b", "invalid perl operator"),  # Python's re accepts a look-behind; RE2 has none
+        (r"(a)\1", "invalid escape sequence"),  # nor back-references
+        ("[z-a]", "invalid character class range"),
+        ("(", "missing )"),
+        ("x" * 2_000_000, "pattern too large"),
+    ],
+)
 def test_a_pattern_the_engine_refuses_is_one_clear_message(pattern: str, why: str) -> None:
     with pytest.raises(InvalidArgumentError) as caught:
         SampleFilter.build(text=pattern, regex=True)

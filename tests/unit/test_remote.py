@@ -81,15 +81,21 @@ def test_reopen_fetches_nothing_and_growth_fetches_only_the_new_bytes(bucket_run
     assert proxy.received < 16_000, "a reopen costs one listing, never the objects"
 
     data = (local / "rollout_data_rank_0.jsonl").read_bytes()
-    extra = b"".join(line.replace(b'"step": 9', b'"step": 10') for line in data.splitlines(keepends=True)
-                     if b'"step": 9' in line)  # fmt: skip
+    extra = b"".join(
+        line.replace(b'"step": 9', b'"step": 10')
+        for line in data.splitlines(keepends=True)
+        if b'"step": 9' in line
+    )
     assert extra
     s3.put_bytes(endpoint, f"{url}/rollout_data_rank_0.jsonl", data + extra)
     proxy.reset()
     grown = summary(url, env, cache)
     assert grown["remote"]["appended_bytes"] == len(extra)
     checked = sum(end - start for start, end in remote.check_windows(size))
-    assert checked <= 2 * config.sizes().growth_check_bytes + remote.CHECK_BETWEEN * config.sizes().growth_window_bytes
+    assert (
+        checked
+        <= 2 * config.sizes().growth_check_bytes + remote.CHECK_BETWEEN * config.sizes().growth_window_bytes
+    )
     assert grown["remote"]["fetched_bytes"] == len(extra) + checked
     # Counted on the wire: the new bytes, the check windows, the listing and HTTP headers; not the object.
     assert len(extra) + checked <= proxy.received < len(extra) + checked + 32_000 < size
@@ -125,7 +131,9 @@ def test_a_deleted_object_leaves_the_mirror(bucket_run, tmp_path, server):
     url, _, env, _ = bucket_run
     endpoint, _ = server
     cache = tmp_path / "cache"
-    s3.put_bytes(endpoint, f"{url}/extra/rollout_more.jsonl", b'{"step": 1, "prompt": "p", "response": "r"}\n')
+    s3.put_bytes(
+        endpoint, f"{url}/extra/rollout_more.jsonl", b'{"step": 1, "prompt": "p", "response": "r"}\n'
+    )
     summary(url, env, cache)
     mirrored = remote.local_path(url, cache) / "extra" / "rollout_more.jsonl"
     assert mirrored.is_file()
@@ -140,7 +148,9 @@ def test_a_deleted_object_leaves_the_mirror(bucket_run, tmp_path, server):
 def test_only_the_prefix_is_listed(bucket_run, tmp_path, server):
     url, _, env, _ = bucket_run
     endpoint, _ = server
-    s3.put_bytes(endpoint, url + "_private/secret.jsonl", b'{"step": 0, "prompt": "x", "response": "secret"}\n')
+    s3.put_bytes(
+        endpoint, url + "_private/secret.jsonl", b'{"step": 0, "prompt": "x", "response": "secret"}\n'
+    )
     summary(url, env, tmp_path / "cache")
     base = remote.local_path(url, tmp_path / "cache")
     assert not (base.parent / "grpo_math_private").exists()
@@ -167,13 +177,28 @@ def test_export_to_parquet_then_duckdb_and_summary_agree(bucket_run, tmp_path):
     assert names == ["_rl_board", *(f"step={s}" for s in sorted(original["steps"], key=str))]
     count = duckdb.sql(f"select count(*) from read_parquet('{out}/**/*.parquet', hive_partitioning=true)")
     assert count.fetchall()[0][0] == original["samples"]
-    by_step = dict(duckdb.sql(f"select step, avg(reward) from read_parquet('{out}/**/*.parquet', "
-                              "hive_partitioning=true) group by step").fetchall())  # fmt: skip
+    by_step = dict(
+        duckdb.sql(
+            f"select step, avg(reward) from read_parquet('{out}/**/*.parquet', "
+            "hive_partitioning=true) group by step"
+        ).fetchall()
+    )
     for row in original["step_stats"]:
         assert math.isclose(by_step[row["step"]], row["reward_mean"], rel_tol=1e-12)
-    duckdb_cli = Path(sys.executable).with_name("duckdb")  # the duckdb-cli package's command, as a user runs it
-    cli = subprocess.run([str(duckdb_cli), "-csv", "-noheader", "-c", "select count(*) from read_parquet("
-                          f"'{out}/**/*.parquet', hive_partitioning=true)"], capture_output=True, text=True)  # fmt: skip
+    duckdb_cli = Path(sys.executable).with_name(
+        "duckdb"
+    )  # the duckdb-cli package's command, as a user runs it
+    cli = subprocess.run(
+        [
+            str(duckdb_cli),
+            "-csv",
+            "-noheader",
+            "-c",
+            f"select count(*) from read_parquet('{out}/**/*.parquet', hive_partitioning=true)",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert cli.returncode == 0, cli.stderr
     assert int(cli.stdout.strip()) == original["samples"]
     reread = summary(str(out), {}, tmp_path / "cache3")
@@ -196,8 +221,11 @@ def test_export_to_a_bucket_and_open_it_from_there(bucket_run, tmp_path):
 
 def test_a_missing_bucket_is_one_line(server, tmp_path):
     _, proxy = server
-    proc = s3.run_cli(["summary", "s3://no-such-bucket-here/run", "--cache-dir", str(tmp_path)],
-                      s3.s3_env(proxy.url), cwd=ROOT)  # fmt: skip
+    proc = s3.run_cli(
+        ["summary", "s3://no-such-bucket-here/run", "--cache-dir", str(tmp_path)],
+        s3.s3_env(proxy.url),
+        cwd=ROOT,
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "s3://no-such-bucket-here/run" in proc.stderr
 
@@ -216,7 +244,9 @@ def test_keys_that_would_leave_the_mirror_are_named_not_written(tmp_path):
     written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     assert not any("escape" in p for p in written)
     weights = result.local / "model.safetensors"
-    assert weights.stat().st_size == 4096 and weights.stat().st_blocks == 0, "a checkpoint is named, never fetched"
+    assert weights.stat().st_size == 4096 and weights.stat().st_blocks == 0, (
+        "a checkpoint is named, never fetched"
+    )
     assert result.fetched_bytes == len(line)
     fs.rm("/evil-bucket", recursive=True)
 
@@ -231,7 +261,9 @@ def test_a_served_bucket_keeps_its_parquet_datasets_in_the_bucket(bucket_run, tm
     endpoint, _ = server
     cache = tmp_path / "cache"
     root = url.rsplit("/", 1)[0]
-    proc = s3.run_cli(["export", url, f"{root}/grpo_math.parquet", "--cache-dir", str(tmp_path / "c0")], env, cwd=ROOT)
+    proc = s3.run_cli(
+        ["export", url, f"{root}/grpo_math.parquet", "--cache-dir", str(tmp_path / "c0")], env, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     for key, value in s3.s3_env(endpoint).items():  # this process reads the bucket too (the server's role)
         monkeypatch.setenv(key, value)
@@ -305,7 +337,9 @@ def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_open
     line = json.dumps({"step": 0, "prompt": "p" * 200, "response": "r" * 800, "reward": 0.5})
     rows = [line.replace('"step": 0', f'"step": {k // 100}') for k in range(3000)]
     big = ("\n".join(rows) + "\n").encode()
-    metrics = "".join(json.dumps({"step": k, "loss": 1.0 / (k + 1), "kl": 0.01 * k}) + "\n" for k in range(40_000))
+    metrics = "".join(
+        json.dumps({"step": k, "loss": 1.0 / (k + 1), "kl": 0.01 * k}) + "\n" for k in range(40_000)
+    )
     assert len(big) > config.sizes().remote_head_bytes and len(metrics) > config.sizes().remote_head_bytes
     fs.pipe("/lazy-bucket/root/run/rollout_data_rank_0.jsonl", big)
     fs.pipe("/lazy-bucket/root/run/train_metrics.jsonl", metrics.encode())
@@ -313,7 +347,11 @@ def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_open
     listed = remote.mirror("memory://lazy-bucket/root", cache, whole=False)
     copy = listed.local / "run" / "rollout_data_rank_0.jsonl"
     head = copy.stat().st_size
-    assert head <= config.sizes().remote_head_bytes and copy.read_bytes().endswith(b"\n") and big.startswith(copy.read_bytes())
+    assert (
+        head <= config.sizes().remote_head_bytes
+        and copy.read_bytes().endswith(b"\n")
+        and big.startswith(copy.read_bytes())
+    )
     assert (listed.local / "run" / "train_metrics.jsonl").stat().st_size == len(metrics), "metrics read whole"
     assert [f.relative for f in catalogue(listed.local).rollout_folders()] == ["run"]
     assert remote.mirror("memory://lazy-bucket/root", cache, whole=False).fetched_bytes == 0
@@ -325,7 +363,9 @@ def test_a_served_root_holds_the_first_lines_of_big_logs_until_their_run_is_open
     fs.rm("/lazy-bucket", recursive=True)
 
 
-def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(bucket_run, tmp_path, server, monkeypatch):
+def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(
+    bucket_run, tmp_path, server, monkeypatch
+):
     """serve lists its bucket with whole=False, at start and at every look of its follow loop; a metric log
     copied at the first look must gain the points re-uploaded since (the Metrics page reads only the copy)."""
     from rl_board.api import read_metrics
@@ -341,8 +381,9 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(bucket_run, 
 
     lines = (local / "metrics.jsonl").read_text().splitlines()
     grown = [json.loads(line) | {"step": 10 + k} for k, line in enumerate(lines[-2:])]
-    s3.put_bytes(endpoint, f"{url}/metrics.jsonl",
-                 ("\n".join([*lines, *map(json.dumps, grown)]) + "\n").encode())  # fmt: skip
+    s3.put_bytes(
+        endpoint, f"{url}/metrics.jsonl", ("\n".join([*lines, *map(json.dumps, grown)]) + "\n").encode()
+    )
     looked = remote.mirror(root, cache, whole=False)  # one look of the follow loop (remote.follow)
     after = read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")
     assert after["step"].tolist() == [*before["step"], 10, 11]
@@ -350,19 +391,27 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(bucket_run, 
     added = sum(len(json.dumps(g)) + 1 for g in grown)
     assert looked.appended_bytes == added, "only the new lines are fetched"
     rollouts = served.local / "grpo_math" / "rollout_data_rank_0.jsonl"
-    assert rollouts.stat().st_size < (local / "rollout_data_rank_0.jsonl").stat().st_size, \
+    assert rollouts.stat().st_size < (local / "rollout_data_rank_0.jsonl").stat().st_size, (
         "a big rollout log still waits for its run to be opened"
+    )
 
     # the follow loop itself, as the server runs it: one more step shows without any call from the page
     more = json.loads(lines[-1]) | {"step": 12}
-    s3.put_bytes(endpoint, f"{url}/metrics.jsonl",
-                 ("\n".join([*lines, *map(json.dumps, [*grown, more])]) + "\n").encode())  # fmt: skip
+    s3.put_bytes(
+        endpoint,
+        f"{url}/metrics.jsonl",
+        ("\n".join([*lines, *map(json.dumps, [*grown, more])]) + "\n").encode(),
+    )
     stop = threading.Event()
     thread = remote.follow([root], cache, every=0.5, stop=stop)
     try:
         deadline = time.monotonic() + 60
-        while read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")[
-                "step"].max() != 12:  # fmt: skip
+        while (
+            read_metrics(served.local, cache_dir=cache)
+            .series("grpo_math/metrics.jsonl", "train/kl")["step"]
+            .max()
+            != 12
+        ):
             assert time.monotonic() < deadline, "the follow loop never brought step 12"
             time.sleep(0.5)
     finally:

@@ -70,8 +70,13 @@ def test_no_parse_path_crashes_on_any_depth(shape, depth: int) -> None:
         "    assert parsed.table.num_rows == 20, name\n"
         f"    assert parsed.bad == [(21, {DEEP!r})], (name, parsed.bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).parents[2])  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
 
 
@@ -80,8 +85,9 @@ VERL_GOOD = json.dumps({"input": "p", "output": "r", "score": 1.0, "step": 1})
 
 def all_paths(data: bytes) -> list[tuple[str, jsonl.ParsedBlock]]:
     """Every parse path a line can take: pyarrow.json, orjson + bulk, renamed tables, the careful paths."""
-    verl_data = data.replace(b'"prompt": "p", "response": "r", "reward": 1.0',
-                             b'"input": "p", "output": "r", "score": 1.0')  # fmt: skip
+    verl_data = data.replace(
+        b'"prompt": "p", "response": "r", "reward": 1.0', b'"input": "p", "output": "r", "score": 1.0'
+    )
     out = [("ingest", ingest.parse_block(data, first_line=1))]
     for fmt, raw in ((formats.NATIVE, data), ("verl", verl_data)):
         found = ingest.parse_paths(Path("r0.jsonl"), raw, formats.Reading(fmt))
@@ -150,8 +156,9 @@ def test_verl_dump_with_a_deep_line(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     body = "".join(VERL_GOOD + "\n" for _ in range(10))
-    (run / "3.jsonl").write_text(body + '{"input": "p", "output": "r", "score": 1, "x": ' + "[" * 20000 + "]" * 20000
-                                 + "}\n")  # fmt: skip
+    (run / "3.jsonl").write_text(
+        body + '{"input": "p", "output": "r", "score": 1, "x": ' + "[" * 20000 + "]" * 20000 + "}\n"
+    )
     out = summary(run, tmp_path / "cache")
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     report = json.loads(out.stdout)
@@ -159,15 +166,24 @@ def test_verl_dump_with_a_deep_line(tmp_path: Path) -> None:
     assert report["bad_lines"] == [{"file": "3.jsonl", "line": 11, "reason": DEEP}]
 
 
-@pytest.mark.parametrize("line", [
-    '{"step": 3, "x": ' + "[" * 20000 + "]" * 20000 + "}",
-    '{"step": 3, "x": ' + '{"a": ' * 900 + "1" + "}" * 900 + "}",
-    '{"step": 3, "x": ' + '{"a": ' * 65 + "1" + "}" * 65 + "}",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"step": 3, "x": ' + "[" * 20000 + "]" * 20000 + "}",
+        '{"step": 3, "x": ' + '{"a": ' * 900 + "1" + "}" * 900 + "}",
+        '{"step": 3, "x": ' + '{"a": ' * 65 + "1" + "}" * 65 + "}",
+    ],
+)
 def test_metrics_log_with_a_deep_line(tmp_path: Path, line: str) -> None:
     log = tmp_path / "metrics.jsonl"
-    log.write_text(json.dumps({"step": 1, "loss": 0.5}) + "\n" + line + "\n" + json.dumps({"step": 2, "loss": 0.4})
-                   + "\n")  # fmt: skip
+    log.write_text(
+        json.dumps({"step": 1, "loss": 0.5})
+        + "\n"
+        + line
+        + "\n"
+        + json.dumps({"step": 2, "loss": 0.4})
+        + "\n"
+    )
     read = read_text_metrics(log, "run")
     assert [(p.line, p.reason) for p in read.committed.problems] == [(2, DEEP)]
     assert sorted(read.committed.scalars["step"].tolist()) == [1, 2]
@@ -186,9 +202,19 @@ def test_roll_metrics_tag_with_a_deep_payload(tmp_path: Path) -> None:
 def test_scalars_cli_survives_the_red_team_line(tmp_path: Path) -> None:
     run = tmp_path / "m"
     run.mkdir()
-    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 0.5}) + "\n"
-                                       + '{"step":1,"x":' + "[" * 20000 + "]" * 20000 + "}\n")  # fmt: skip
-    cmd = [sys.executable, "-m", "rl_board", "scalars", str(run), "--json", "--cache-dir", str(tmp_path / "c")]
+    (run / "metrics.jsonl").write_text(
+        json.dumps({"step": 1, "loss": 0.5}) + "\n" + '{"step":1,"x":' + "[" * 20000 + "]" * 20000 + "}\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "rl_board",
+        "scalars",
+        str(run),
+        "--json",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     problems = json.loads(out.stdout)["runs"][0]["problems"]
@@ -200,8 +226,11 @@ def test_roll_dump_with_deep_json_in_a_string(tmp_path: Path) -> None:
     never the run (nor the other rows of the file, which is one record)."""
     run = tmp_path / "run"
     run.mkdir()
-    record = {"responses": ["a", "b"], "scores": [1.0, 0.5],
-              "messages": ["[" * 20000, json.dumps([{"role": "user", "content": "hi"}])]}  # fmt: skip
+    record = {
+        "responses": ["a", "b"],
+        "scores": [1.0, 0.5],
+        "messages": ["[" * 20000, json.dumps([{"role": "user", "content": "hi"}])],
+    }
     (run / "rollout_dump_data.step_3.jsonl").write_text(json.dumps(record) + "\n")
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     assert store.num_samples == 2 and store.report.bad_line_count == 0

@@ -75,7 +75,8 @@ def test_store_with_a_small_limit(tmp_path: Path, set_sizes) -> None:
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     assert store.num_samples == 60
     assert [(b.line, b.reason) for b in store.report.bad_lines] == [
-        (31, f"line of {3 * MB:,} bytes is longer than the 1 MB limit (not read)")]
+        (31, f"line of {3 * MB:,} bytes is longer than the 1 MB limit (not read)")
+    ]
     assert store.report.files[0].pending_bytes == len(unfinished)
 
 
@@ -102,8 +103,13 @@ RSS_SCRIPT = textwrap.dedent("""
 
 def peak_growth(tmp_path: Path, size: int, cap: int) -> tuple[int, int, list]:
     """Peak RSS growth (bytes) of planning and ingesting a file with one ``size``-byte line, in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(tmp_path), str(size), str(cap)],
-                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, str(tmp_path), str(size), str(cap)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[2],
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     grew, samples, bad = out.stdout.split(" ", 2)
     return int(grew), int(samples), eval(bad)  # a printed list of (line, reason) tuples
@@ -112,7 +118,9 @@ def peak_growth(tmp_path: Path, size: int, cap: int) -> tuple[int, int, list]:
 def test_memory_stays_bounded_by_the_limit(tmp_path: Path) -> None:
     """A 64 MB line under a 1 MB limit: before, reading it grew the process by ~320 MB."""
     grew, samples, bad = peak_growth(tmp_path, 64 * MB, MB)
-    assert samples == 60 and bad == [(1, f"line of {64 * MB:,} bytes is longer than the 1 MB limit (not read)")]
+    assert samples == 60 and bad == [
+        (1, f"line of {64 * MB:,} bytes is longer than the 1 MB limit (not read)")
+    ]
     assert grew < 2 * MB + 12 * MB, f"peak RSS grew {grew / MB:.1f} MB"
 
 
@@ -128,7 +136,16 @@ def test_the_limit_comes_from_the_environment(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     with_long_line(run / "r0.jsonl", 2 * MB)
-    cmd = [sys.executable, "-m", "rl_board", "summary", str(run), "--json", "--cache-dir", str(tmp_path / "c")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rl_board",
+        "summary",
+        str(run),
+        "--json",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     env = {**os.environ, "RL_BOARD_MAX_LINE_BYTES": str(MB)}
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -141,11 +158,16 @@ def test_the_limit_comes_from_the_environment(tmp_path: Path) -> None:
 def test_metrics_log_skips_a_long_line(tmp_path: Path, set_sizes) -> None:
     set_sizes(max_line_bytes=MB)
     log = tmp_path / "metrics.jsonl"
-    lines = [json.dumps({"step": 1, "loss": 0.5}), '{"step": 2, "x": "' + "z" * (3 * MB) + '"}',
-             json.dumps({"step": 3, "loss": 0.3})]  # fmt: skip
+    lines = [
+        json.dumps({"step": 1, "loss": 0.5}),
+        '{"step": 2, "x": "' + "z" * (3 * MB) + '"}',
+        json.dumps({"step": 3, "loss": 0.3}),
+    ]
     log.write_text("\n".join(lines) + "\n" + '{"step": 4, "x": "' + "z" * (2 * MB))  # the last unfinished
     read = stdout.read_text_metrics(log, "run")
-    assert [(p.line, "longer than the 1 MB limit" in p.reason) for p in read.committed.problems] == [(2, True)]
+    assert [(p.line, "longer than the 1 MB limit" in p.reason) for p in read.committed.problems] == [
+        (2, True)
+    ]
     assert read.committed.scalars["step"].tolist() == [1, 3]
     assert read.progress.lines == 3 and read.progress.offset == sum(len(line) + 1 for line in lines)
     assert not read.tail.problems

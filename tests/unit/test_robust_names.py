@@ -61,7 +61,9 @@ def test_careful_path(name: str, tmp_path: Path) -> None:
     """NaN sends the lines through ujson, record by record."""
     run = tmp_path / "run"
     run.mkdir()
-    (run / "r0.jsonl").write_text("".join(f'{{"step": {i}, "reward": NaN, "{name}": {i}}}\n' for i in range(3)))
+    (run / "r0.jsonl").write_text(
+        "".join(f'{{"step": {i}, "reward": NaN, "{name}": {i}}}\n' for i in range(3))
+    )
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     check_opened(store, name, [0, 1, 2])
 

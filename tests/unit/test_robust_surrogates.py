@@ -23,13 +23,20 @@ BAD = [
     b'{"step": 2, "response": "r", "reward": 1.0, "\\ud800key": ["\\uDBFF", {"\\udfff": "\\ud83d\\u0041"}]}',
     b'{"step": 2, "response": "\\ude00\\ud83d", "reward": NaN}',
 ]
-TOKENS = b', "response_tokens": ' + json.dumps(["t"] * 600).encode() + b', "logprobs": ' \
-    + json.dumps([-0.5] * 600).encode()  # fmt: skip
+TOKENS = (
+    b', "response_tokens": '
+    + json.dumps(["t"] * 600).encode()
+    + b', "logprobs": '
+    + json.dumps([-0.5] * 600).encode()
+)
 
 
 def paths(data: bytes) -> list[tuple[str, jsonl.ParsedBlock]]:
-    verl_data = data.replace(b'"response"', b'"output"').replace(b'"reward"', b'"score"').replace(
-        b'"step": ', b'"input": "p", "step": ')  # fmt: skip
+    verl_data = (
+        data.replace(b'"response"', b'"output"')
+        .replace(b'"reward"', b'"score"')
+        .replace(b'"step": ', b'"input": "p", "step": ')
+    )
     out = [("ingest", ingest.parse_block(data, first_line=1))]
     for fmt, raw in ((formats.NATIVE, data), ("verl", verl_data)):
         found = ingest.parse_paths(Path("r0.jsonl"), raw, formats.Reading(fmt))
@@ -77,10 +84,21 @@ def test_escaped_backslash_before_u_is_not_a_surrogate() -> None:
 def test_metrics_log_with_lone_surrogates(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     folder.mkdir()
-    (folder / "metrics.jsonl").write_bytes(b'{"step": 1, "loss": 0.5}\n{"step": 2, "lo\\ud83dss": 0.4, "t": "x\\udc00"}\n')
+    (folder / "metrics.jsonl").write_bytes(
+        b'{"step": 1, "loss": 0.5}\n{"step": 2, "lo\\ud83dss": 0.4, "t": "x\\udc00"}\n'
+    )
     read = read_text_metrics(folder / "metrics.jsonl", "run")
     assert set(read.committed.scalars["tag"]) == {"loss", "lo\ufffdss"}
-    cmd = [sys.executable, "-m", "rl_board", "scalars", str(folder), "--json", "--cache-dir", str(tmp_path / "c")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rl_board",
+        "scalars",
+        str(folder),
+        "--json",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "lo\ufffdss" in json.loads(out.stdout)["runs"][0]["tags"]

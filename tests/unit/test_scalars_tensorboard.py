@@ -88,7 +88,10 @@ def test_nan_values_survive(tmp_path):
     assert np.isnan(loss["value"]).sum() == 1
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)")
+@pytest.mark.skipif(
+    not REAL.is_dir(),
+    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+)
 def test_real_event_file_reads_all_records_quickly():
     start = time.perf_counter()
     result = read_event_folder(REAL / "log" / "serial", "real")

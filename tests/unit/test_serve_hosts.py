@@ -29,8 +29,12 @@ def request(port: int, host: str, path: str = "/_stcore/health", upgrade: bool =
     if upgrade:
         key = base64.b64encode(os.urandom(16)).decode()
         lines[-1] = "Connection: Upgrade"
-        lines += ["Upgrade: websocket", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13",
-                  f"Origin: http://{host}"]  # fmt: skip
+        lines += [
+            "Upgrade: websocket",
+            f"Sec-WebSocket-Key: {key}",
+            "Sec-WebSocket-Version: 13",
+            f"Origin: http://{host}",
+        ]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         status = s.recv(200).split(b"\r\n", 1)[0]
@@ -42,9 +46,22 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("served")
     port = free_port()
     env = {**os.environ, "RL_BOARD_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", str(root), "--port", str(port),
-                             "--allow-host", "dash.example.org"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "serve",
+            str(root),
+            "--port",
+            str(port),
+            "--allow-host",
+            "dash.example.org",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -58,7 +75,12 @@ def server(tmp_path_factory):
 
 
 def test_loopback_names_and_allowed_hosts_are_served(server: int) -> None:
-    for host in (f"127.0.0.1:{server}", f"localhost:{server}", "dash.example.org", f"DASH.example.org:{server}"):
+    for host in (
+        f"127.0.0.1:{server}",
+        f"localhost:{server}",
+        "dash.example.org",
+        f"DASH.example.org:{server}",
+    ):
         assert request(server, host) == 200, host
 
 
@@ -73,16 +95,43 @@ def test_host_names_and_bind_addresses() -> None:
     assert host_name("LocalHost:8901") == "localhost" and host_name("[::1]:80") == "::1"
     assert host_name("example.org") == "example.org"
     assert [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0", "0.0.0.0", "192.168.1.5", "")] == [
-        True, True, True, False, False, False, False]  # fmt: skip
-    assert allowed_hosts("192.168.1.5", ["Proxy.Lan"]) == ("localhost", "127.0.0.1", "::1", "proxy.lan", "192.168.1.5")
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    assert allowed_hosts("192.168.1.5", ["Proxy.Lan"]) == (
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "proxy.lan",
+        "192.168.1.5",
+    )
 
 
 @pytest.mark.parametrize("bind", ["0", "192.168.1.5"])
 def test_serve_warns_for_every_address_that_is_not_loopback(bind: str, tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "rl_board", "serve", str(tmp_path / "root"), "--host", bind,
-                             "--port", str(free_port())], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            text=True, env={**os.environ, "RL_BOARD_CACHE_DIR": str(tmp_path / "c")})  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rl_board",
+            "serve",
+            str(tmp_path / "root"),
+            "--host",
+            bind,
+            "--port",
+            str(free_port()),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "RL_BOARD_CACHE_DIR": str(tmp_path / "c")},
+    )
     try:
         first = proc.stderr.readline()
     finally:

@@ -24,12 +24,32 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 numbers = st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False, allow_infinity=False)
 json_values = st.recursive(
     st.none() | st.booleans() | numbers | st.text(max_size=12) | st.text(alphabet="[]{},x", max_size=6),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
-float_arrays = st.lists(numbers | st.none() | st.sampled_from(["1.5", "x", True, [1.0], [], [[2]]]), max_size=8)
-keys = st.sampled_from(["step", "prompt", "response", "reward", "logprobs", "ref_logprobs", "values",
-                        "token_rewards", "response_tokens", "ref_reward", "extra", "_line", "\x00", "a\x00b"])
+float_arrays = st.lists(
+    numbers | st.none() | st.sampled_from(["1.5", "x", True, [1.0], [], [[2]]]), max_size=8
+)
+keys = st.sampled_from(
+    [
+        "step",
+        "prompt",
+        "response",
+        "reward",
+        "logprobs",
+        "ref_logprobs",
+        "values",
+        "token_rewards",
+        "response_tokens",
+        "ref_reward",
+        "extra",
+        "_line",
+        "\x00",
+        "a\x00b",
+    ]
+)
 samples = st.dictionaries(keys, json_values | float_arrays, max_size=8)
 
 
@@ -67,32 +87,43 @@ def test_arbitrary_bytes_read_the_same(lines: list[bytes]) -> None:
 
 
 @SETTINGS
-@given(st.lists(st.text(alphabet='{}[]":,0123456789.-+eE \\u\ud83d\ude00abNaIfity', max_size=60), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.text(alphabet='{}[]":,0123456789.-+eE \\u\ud83d\ude00abNaIfity', max_size=60),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_json_like_text_reads_the_same(lines: list[str]) -> None:
-    assert_same("".join('{"step": 1, "logprobs": [' + t + "\n" for t in lines).encode("utf-8", "surrogatepass"))
+    assert_same(
+        "".join('{"step": 1, "logprobs": [' + t + "\n" for t in lines).encode("utf-8", "surrogatepass")
+    )
 
 
-@pytest.mark.parametrize("line", [
-    b'{"step": 1, "a": 1, "a": 2}',                        # a key twice: orjson keeps the last
-    b'\xef\xbb\xbf{"step": 1}',                             # a BOM: simdjson would skip it
-    b'{"step": 1, "x\\u0000": 1, "x": 2}',                  # a NUL in a key
-    b'{"step": 18446744073709551616}',                      # an integer past 64 bits
-    b'{"step": 1, "logprobs": [1, 2.5, -0.0, 1e-400]}',     # ints, -0.0 and an underflow in a float array
-    b'{"step": 1, "logprobs": [NaN, 1]}',                   # NaN: the careful path
-    b'{"step": 1, "logprobs": [null, "2", 3]}',             # null and a numeric string
-    b'{"step": 1, "logprobs": [true, 1]}',
-    b'{"step": 1, "logprobs": [[1]]}',
-    b'{"step": 1, "logprobs": [[1], [2]]}',                 # flattened to as many numbers as items
-    b'{"step": 1, "logprobs": [[1], [2]], "s": "\\u005b\\u005B"}',  # escaped "[" to hide the nesting
-    b'{"step": 1, "logprobs": [1, 2], "response": "a [b] [[c]]", "response_tokens": ["[", "]"], "x": {"[k": ["["]}}',
-    b'{"step": 1, "logprobs": 3}',
-    b'{"step": 1, "response": "\\ud83d"}',                  # a lone surrogate
-    b'{"step": 1, "response": "\\ud83d\\ude00", "s\\"k": {"a": [1]}}',
-    b'{"step": 1, "response": "\xff"}',                     # bad UTF-8
-    b'{"step": "3", "reward": 1.5, "_line": 7}',
-    b'[1, 2]',
-    b'{"step": 1, "logprobs": [1e400]}',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"step": 1, "a": 1, "a": 2}',  # a key twice: orjson keeps the last
+        b'\xef\xbb\xbf{"step": 1}',  # a BOM: simdjson would skip it
+        b'{"step": 1, "x\\u0000": 1, "x": 2}',  # a NUL in a key
+        b'{"step": 18446744073709551616}',  # an integer past 64 bits
+        b'{"step": 1, "logprobs": [1, 2.5, -0.0, 1e-400]}',  # ints, -0.0 and an underflow in a float array
+        b'{"step": 1, "logprobs": [NaN, 1]}',  # NaN: the careful path
+        b'{"step": 1, "logprobs": [null, "2", 3]}',  # null and a numeric string
+        b'{"step": 1, "logprobs": [true, 1]}',
+        b'{"step": 1, "logprobs": [[1]]}',
+        b'{"step": 1, "logprobs": [[1], [2]]}',  # flattened to as many numbers as items
+        b'{"step": 1, "logprobs": [[1], [2]], "s": "\\u005b\\u005B"}',  # escaped "[" to hide the nesting
+        b'{"step": 1, "logprobs": [1, 2], "response": "a [b] [[c]]", "response_tokens": ["[", "]"], "x": {"[k": ["["]}}',
+        b'{"step": 1, "logprobs": 3}',
+        b'{"step": 1, "response": "\\ud83d"}',  # a lone surrogate
+        b'{"step": 1, "response": "\\ud83d\\ude00", "s\\"k": {"a": [1]}}',
+        b'{"step": 1, "response": "\xff"}',  # bad UTF-8
+        b'{"step": "3", "reward": 1.5, "_line": 7}',
+        b"[1, 2]",
+        b'{"step": 1, "logprobs": [1e400]}',
+    ],
+)
 def test_edge_lines_read_the_same(line: bytes) -> None:
     assert_same(line + b"\n" + b'{"step": 2, "logprobs": [0.5, -1.25], "response_tokens": ["a", "b"]}\n')
 
@@ -107,7 +138,9 @@ def test_demo_lines_take_the_simd_reader(tmp_path) -> None:
 
 
 @SETTINGS
-@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=6), st.binary(max_size=10))
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=6), st.binary(max_size=10)
+)
 def test_bracket_counts_per_line(lines: list[bytes], tail: bytes) -> None:
     from rl_board.rollouts.read import records
 

@@ -17,20 +17,73 @@ from tests.helpers import chat_texts as ct
 SYSTEM, QUESTION = "You are a careful math tutor.", "What is 17*23?"
 # What a prompt or an answer is made of here: template pieces, role words on and off their lines, tool tags,
 # pads, think blocks and prose, so a row lands on each side of every test the look makes.
-PIECES = ["<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_start|>tool\n",
-          "<|im_start|>USER\n", "<|im_start|>developer\n", "<|im_start|>critic\n", "<|im_start|>", "<|im_end|>",
-          "<|im_end|>\n", "<|endoftext|>", "<|start_header_id|>", "<|end_header_id|>", "system\n", "user\n",
-          "assistant\n", "tool\n", "\nuser\n", "\nassistant\n", "\ntool\n", "\nassistant", "assistant", "user",
-          "</tool_call>user\n", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>",
-          "</think>", "\n", "\n\n", " ", "the answer is 391", "user-friendly", "assistanté", "17*23",
-          '{"name": "python", "arguments": {}}']  # fmt: skip
-HEADS = ["<|im_start|>system\n" + SYSTEM + "<|im_end|>\n<|im_start|>user\n" + QUESTION + "<|im_end|>\n",
-         "<|im_start|>user\n" + QUESTION + "<|im_end|>\n", "system\n" + SYSTEM + "\nuser\n" + QUESTION + "\n",
-         "user\n" + QUESTION + "\n", "system\n\n" + SYSTEM + "\n", "", "<|im_start|>system\n"]  # fmt: skip
-TAILS = ["<|im_start|>assistant\n", "<|im_start|>assistant\n<think>\n\n</think>\n\n", "assistant\n", "assistant",
-         "\nassistant\n<think></think>", "<|im_start|>assistant", "", "<|im_end|>\n"]  # fmt: skip
-ANSWERS = ["17*23 = 391.", "391<|im_end|>", "391<|im_end|>\n<|endoftext|><|endoftext|>", "391<|endoftext|>",
-           "Let me think.\n\nThe answer is 391.", ""]  # fmt: skip
+PIECES = [
+    "<|im_start|>system\n",
+    "<|im_start|>user\n",
+    "<|im_start|>assistant\n",
+    "<|im_start|>tool\n",
+    "<|im_start|>USER\n",
+    "<|im_start|>developer\n",
+    "<|im_start|>critic\n",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|im_end|>\n",
+    "<|endoftext|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "system\n",
+    "user\n",
+    "assistant\n",
+    "tool\n",
+    "\nuser\n",
+    "\nassistant\n",
+    "\ntool\n",
+    "\nassistant",
+    "assistant",
+    "user",
+    "</tool_call>user\n",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+    "\n",
+    "\n\n",
+    " ",
+    "the answer is 391",
+    "user-friendly",
+    "assistanté",
+    "17*23",
+    '{"name": "python", "arguments": {}}',
+]
+HEADS = [
+    "<|im_start|>system\n" + SYSTEM + "<|im_end|>\n<|im_start|>user\n" + QUESTION + "<|im_end|>\n",
+    "<|im_start|>user\n" + QUESTION + "<|im_end|>\n",
+    "system\n" + SYSTEM + "\nuser\n" + QUESTION + "\n",
+    "user\n" + QUESTION + "\n",
+    "system\n\n" + SYSTEM + "\n",
+    "",
+    "<|im_start|>system\n",
+]
+TAILS = [
+    "<|im_start|>assistant\n",
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    "assistant\n",
+    "assistant",
+    "\nassistant\n<think></think>",
+    "<|im_start|>assistant",
+    "",
+    "<|im_end|>\n",
+]
+ANSWERS = [
+    "17*23 = 391.",
+    "391<|im_end|>",
+    "391<|im_end|>\n<|endoftext|><|endoftext|>",
+    "391<|endoftext|>",
+    "Let me think.\n\nThe answer is 391.",
+    "",
+]
 
 
 def _fuzzed(n: int, seed: int) -> tuple[list[str], list[str]]:
@@ -55,7 +108,10 @@ def _spared_rows_split_to_nothing(prompts: list[str], responses: list[str]) -> i
         if skip:
             split = trajectory.normalize(split_sample(prompt, response).messages)
             answers = Counter(m["role"] for m in split if m["role"] not in ("system", "user"))
-            assert sum(answers.values()) <= 1 and not any(m.get("tool_calls") for m in split), (prompt, response)
+            assert sum(answers.values()) <= 1 and not any(m.get("tool_calls") for m in split), (
+                prompt,
+                response,
+            )
             shown = single_turn_messages(prompt, response, marked=True)
             assert len(shown) == count + bool(response), (prompt, response, shown, count)
             if answers and response:
@@ -73,9 +129,13 @@ def test_fuzzed_texts_it_spares_would_split_to_a_prompt_and_one_answer(seed: int
 def test_the_single_turn_shapes_it_is_for_are_spared() -> None:
     """verl's stripped text, ChatML with and without the end marker and pads, Qwen3's empty think block."""
     chatml = HEADS[0]
-    cases = [(chatml + TAILS[0], "17*23 = 391."), (chatml + TAILS[0], "391<|im_end|>"),
-             (chatml + TAILS[1], "391<|im_end|>\n<|endoftext|>"), (HEADS[2] + "assistant\n", "17*23 = 391."),
-             (HEADS[3] + "assistant\n", "Let me think.\nThe user asked for 17*23: 391.")]  # fmt: skip
+    cases = [
+        (chatml + TAILS[0], "17*23 = 391."),
+        (chatml + TAILS[0], "391<|im_end|>"),
+        (chatml + TAILS[1], "391<|im_end|>\n<|endoftext|>"),
+        (HEADS[2] + "assistant\n", "17*23 = 391."),
+        (HEADS[3] + "assistant\n", "Let me think.\nThe user asked for 17*23: 391."),
+    ]
     assert _spared_rows_split_to_nothing(*map(list, zip(*cases, strict=True))) == len(cases)
 
 
@@ -84,17 +144,31 @@ def test_a_rendered_multi_turn_trajectory_is_never_spared(form: str) -> None:
     """Two answers, or a tool call and its result, as the templates write them: always split."""
     call = {"name": "python", "arguments": {"code": "print(17*23)"}}
     trajectories = [
-        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION},
-         {"role": "assistant", "content": "Let me run it.", "tool_calls": [call]},
-         {"role": "tool", "content": "391"}, {"role": "assistant", "content": "391"}],
-        [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "About 400."},
-         {"role": "user", "content": "Exactly?"}, {"role": "assistant", "content": "391"}],
-    ]  # fmt: skip
+        [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": "Let me run it.", "tool_calls": [call]},
+            {"role": "tool", "content": "391"},
+            {"role": "assistant", "content": "391"},
+        ],
+        [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": "About 400."},
+            {"role": "user", "content": "Exactly?"},
+            {"role": "assistant", "content": "391"},
+        ],
+    ]
     render = lambda m: ct.chatml(m, coder=form == "coder", glued=form == "verl")  # noqa: E731
     prompts, responses = [], []
     for messages in trajectories:
-        for at in (i for i, m in enumerate(messages) if m["role"] == "assistant" and messages[i - 1]["role"] == "user"):
-            prompt, response = ct.sample(messages, at, render, ct.QWEN_GENERATION, stripped=form in ("stripped", "verl"))
+        for at in (
+            i
+            for i, m in enumerate(messages)
+            if m["role"] == "assistant" and messages[i - 1]["role"] == "user"
+        ):
+            prompt, response = ct.sample(
+                messages, at, render, ct.QWEN_GENERATION, stripped=form in ("stripped", "verl")
+            )
             prompts.append(prompt)
             responses.append(response)
     spared = single_turn(pa.array(prompts, pa.string()), pa.array(responses, pa.string())).to_pylist()

@@ -40,8 +40,12 @@ def _areal(out: Path, *, odd: bool) -> Path:
         _edit(f[4], lambda rs: rs[:2] + ['{"task_id": 1, "broken'] + rs[2:])  # a broken line mid-file
         _edit(f[5], lambda rs: [dict(r, group=f"g{i % 2}") for i, r in enumerate(rs)])  # its own groups
         _edit(f[6], lambda rs: rs[:1] + [""] + rs[1:])  # a blank line
-        _edit(f[7], lambda rs: [{k: v for k, v in r.items() if k != "tail_version"} if i == 1 else r
-                                for i, r in enumerate(rs)])  # a line without its step: the folder says it
+        _edit(
+            f[7],
+            lambda rs: [
+                {k: v for k, v in r.items() if k != "tail_version"} if i == 1 else r for i, r in enumerate(rs)
+            ],
+        )  # a line without its step: the folder says it
         _edit(f[9], lambda rs: [dict(r, seqlen="long") for r in rs])  # a number elsewhere
         _edit(f[10], lambda rs: [dict(r, advantage=0.0) for r in rs])  # a group of zero advantage
         _edit(f[11], lambda rs: [dict(r, n_tokens=3) for r in rs])  # named like a derived column
@@ -57,8 +61,16 @@ def _areal(out: Path, *, odd: bool) -> Path:
 def _own(run: Path) -> Path:
     """rl-board's own format, 24 files of 8 lines; one line without a step, one key in one file only."""
     for k in range(24):
-        lines = [{"step": k // 4, "prompt": f"p{k} {i}", "response": "r" * (1 + (k * 7 + i) % 40),
-                  "reward": ((k * 8 + i) % 5) / 4, "uid": f"u{k}_{i % 2}"} for i in range(8)]  # fmt: skip
+        lines = [
+            {
+                "step": k // 4,
+                "prompt": f"p{k} {i}",
+                "response": "r" * (1 + (k * 7 + i) % 40),
+                "reward": ((k * 8 + i) % 5) / 4,
+                "uid": f"u{k}_{i % 2}",
+            }
+            for i in range(8)
+        ]
         if k == 5:
             lines[3].pop("step")
         if k == 9:
@@ -74,10 +86,15 @@ def _read(store: RolloutStore) -> dict[str, Any]:
     report = store.report
     step = store.steps[-1]
     detail = store.sample(step=step, index=store.samples_per_step()[step] - 1)
-    return {"frame": frame, "fields": store.fields, "bad": [(b.file, b.line, b.reason) for b in report.bad_lines],
-            "warnings": [(w.file, w.line, w.reason) for w in report.warnings],
-            "files": sorted((f.name, f.samples) for f in report.files), "turns": (report.turns_how, report.turns_whole),
-            "sample": (detail.fields, detail.line, str(detail.file))}  # fmt: skip
+    return {
+        "frame": frame,
+        "fields": store.fields,
+        "bad": [(b.file, b.line, b.reason) for b in report.bad_lines],
+        "warnings": [(w.file, w.line, w.reason) for w in report.warnings],
+        "files": sorted((f.name, f.samples) for f in report.files),
+        "turns": (report.turns_how, report.turns_whole),
+        "sample": (detail.fields, detail.line, str(detail.file)),
+    }
 
 
 def _assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -101,8 +118,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["areal", "areal odd", "rl-board"])
-def test_batched_run_equals_the_run_read_file_by_file(kind: str, tmp_path: Path, set_sizes,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_batched_run_equals_the_run_read_file_by_file(
+    kind: str, tmp_path: Path, set_sizes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _own(tmp_path / "own") if kind == "rl-board" else _areal(tmp_path / "out", odd=kind == "areal odd")
     calls = _counting(monkeypatch)
     batched = _read(RolloutStore.open(run, cache_dir=tmp_path / "cache-batched"))

@@ -23,8 +23,9 @@ def test_absurd_regexes_are_a_clear_message(pattern: str, tmp_path: Path, cache_
 
 
 @pytest.mark.parametrize("pattern", ["a{4294967296}", "x{99999999999999999999}"])
-def test_a_repeat_count_too_big_to_parse_is_literal_text_as_re2_reads_it(pattern: str, tmp_path: Path,
-                                                                         cache_dir: Path) -> None:  # fmt: skip
+def test_a_repeat_count_too_big_to_parse_is_literal_text_as_re2_reads_it(
+    pattern: str, tmp_path: Path, cache_dir: Path
+) -> None:
     """RE2 reads ``{n}`` with an n it cannot hold as the characters themselves; the search does the same."""
     run = make_run(tmp_path, range(3))
     with (run / "r0.jsonl").open("a") as f:
@@ -34,7 +35,9 @@ def test_a_repeat_count_too_big_to_parse_is_literal_text_as_re2_reads_it(pattern
     assert found["prompt"].tolist() == [f"say {pattern}"]
 
 
-def test_a_regex_python_accepts_but_the_engine_does_not_is_a_clear_message(tmp_path: Path, cache_dir: Path) -> None:
+def test_a_regex_python_accepts_but_the_engine_does_not_is_a_clear_message(
+    tmp_path: Path, cache_dir: Path
+) -> None:
     store = RolloutStore.open(make_run(tmp_path, range(3)), cache_dir=cache_dir)
     with pytest.raises(InvalidArgumentError, match="invalid regular expression"):
         store.count(filters=SampleFilter.build(text=r"(a)\1", regex=True))  # a backreference

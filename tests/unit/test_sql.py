@@ -16,8 +16,10 @@ from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
 
-SLOW = ("SELECT count(*) FROM samples a, samples b, range(1000000000) c "
-        "WHERE a.reward * b.reward * c.range = -1")  # a cross join of 48 x 48 x 10^9 rows
+SLOW = (
+    "SELECT count(*) FROM samples a, samples b, range(1000000000) c "
+    "WHERE a.reward * b.reward * c.range = -1"
+)  # a cross join of 48 x 48 x 10^9 rows
 
 
 @pytest.fixture
@@ -40,10 +42,21 @@ def q(store: RolloutStore, text: str, **kw) -> pd.DataFrame:
 
 
 def test_reward_by_step_equals_pandas(ppo: RolloutStore) -> None:
-    got = q(ppo, "SELECT step, avg(reward) AS m, stddev_pop(reward) AS s, count(*) AS n, max(kl_mean) AS k "
-                 "FROM samples GROUP BY step ORDER BY step")
-    want = ppo.samples(columns=["reward", "kl_mean"]).groupby("step").agg(
-        m=("reward", "mean"), s=("reward", lambda x: x.std(ddof=0)), n=("reward", "size"), k=("kl_mean", "max"))
+    got = q(
+        ppo,
+        "SELECT step, avg(reward) AS m, stddev_pop(reward) AS s, count(*) AS n, max(kl_mean) AS k "
+        "FROM samples GROUP BY step ORDER BY step",
+    )
+    want = (
+        ppo.samples(columns=["reward", "kl_mean"])
+        .groupby("step")
+        .agg(
+            m=("reward", "mean"),
+            s=("reward", lambda x: x.std(ddof=0)),
+            n=("reward", "size"),
+            k=("kl_mean", "max"),
+        )
+    )
     assert got["step"].tolist() == want.index.tolist() == ppo.steps
     for name in ("m", "s", "k"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-12)
@@ -51,8 +64,11 @@ def test_reward_by_step_equals_pandas(ppo: RolloutStore) -> None:
 
 
 def test_samples_view_holds_every_sample_with_its_step_sample_file_and_line(ppo: RolloutStore) -> None:
-    got = q(ppo, "SELECT step, sample, file, line, prompt, response, reward, n_tokens FROM samples "
-                 "ORDER BY step, sample")
+    got = q(
+        ppo,
+        "SELECT step, sample, file, line, prompt, response, reward, n_tokens FROM samples "
+        "ORDER BY step, sample",
+    )
     want = ppo.samples(columns=["prompt", "response", "reward", "n_tokens"])
     assert len(got) == ppo.num_samples == len(want)
     for name in ("step", "sample", "line", "prompt", "response", "n_tokens"):
@@ -62,8 +78,11 @@ def test_samples_view_holds_every_sample_with_its_step_sample_file_and_line(ppo:
 
 
 def test_token_arrays_are_lists(ppo: RolloutStore) -> None:
-    got = q(ppo, "SELECT step, sample, len(logprobs) AS n, logprobs[1] AS first FROM samples "
-                 "WHERE step = 2 ORDER BY sample")
+    got = q(
+        ppo,
+        "SELECT step, sample, len(logprobs) AS n, logprobs[1] AS first FROM samples "
+        "WHERE step = 2 ORDER BY sample",
+    )
     for row in got.itertuples():
         detail = ppo.sample(step=2, index=int(row.sample))
         assert row.n == detail.n_logprobs
@@ -89,11 +108,16 @@ def test_grpo_steps_add_components_and_groups(grpo: RolloutStore) -> None:
 
 
 def test_zero_variance_groups_by_sql_equal_the_group_table(grpo: RolloutStore) -> None:
-    got = q(grpo, 'SELECT step, "group", count(*) AS n FROM samples GROUP BY step, "group" '
-                  "HAVING min(reward) = max(reward) ORDER BY step, \"group\"")
+    got = q(
+        grpo,
+        'SELECT step, "group", count(*) AS n FROM samples GROUP BY step, "group" '
+        'HAVING min(reward) = max(reward) ORDER BY step, "group"',
+    )
     table = grpo.groups()
     want = table[table["zero_variance"]].sort_values(["step", "group"])
-    assert list(zip(got["step"], got["group"], strict=True)) == list(zip(want["step"], want["group"], strict=True))
+    assert list(zip(got["step"], got["group"], strict=True)) == list(
+        zip(want["step"], want["group"], strict=True)
+    )
 
 
 @pytest.mark.parametrize("name", ["verl", "trl", "openrlhf", "nemo_rl"])
@@ -117,7 +141,10 @@ def test_schema_names_every_column(grpo: RolloutStore) -> None:
     described = sql.schema(grpo)
     assert described["samples"]["column"].tolist() == [*grpo.arrow_samples().column_names, "tags"]
     assert {"turns", "tool_calls", "patterns", "labels"} <= set(described)
-    assert dict(zip(described["samples"]["column"], described["samples"]["type"], strict=True))["reward"] == "DOUBLE"
+    assert (
+        dict(zip(described["samples"]["column"], described["samples"]["type"], strict=True))["reward"]
+        == "DOUBLE"
+    )
     assert "zero_variance_share" in described["steps"]["column"].tolist()
 
 
@@ -137,16 +164,19 @@ def refused(store: RolloutStore, text: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("text", [
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SELECT * FROM read_csv_auto('/etc/passwd', sep = ':')",
-    "SELECT * FROM read_text('/etc/passwd')",
-    "SELECT * FROM read_blob('/etc/hostname')",
-    "SELECT * FROM sniff_csv('/etc/passwd')",
-    "SELECT * FROM glob('/etc/*')",
-    "SELECT * FROM read_json_objects('/etc/passwd')",
-    "SELECT * FROM read_parquet('https://example.com/x.parquet')",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_csv_auto('/etc/passwd', sep = ':')",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_blob('/etc/hostname')",
+        "SELECT * FROM sniff_csv('/etc/passwd')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM read_json_objects('/etc/passwd')",
+        "SELECT * FROM read_parquet('https://example.com/x.parquet')",
+    ],
+)
 def test_files_and_urls_cannot_be_read(ppo: RolloutStore, text: str) -> None:
     assert "disabled by configuration" in refused(ppo, text)
 
@@ -161,20 +191,35 @@ def test_copy_to_a_file_is_refused_and_writes_nothing(ppo: RolloutStore, tmp_pat
     assert not target.exists() and not (tmp_path / "dump").exists()
 
 
-@pytest.mark.parametrize("text", [
-    "ATTACH '/tmp/rl-board-sql-test.db' AS x", "ATTACH ':memory:' AS m", "INSTALL httpfs", "LOAD httpfs",
-    "LOAD '/tmp/evil.duckdb_extension'", "SET enable_external_access = true", "RESET lock_configuration",
-    "SET memory_limit = '100GB'", "PRAGMA database_list", "CALL pragma_version()", "CREATE TABLE t AS SELECT 1",
-    "DETACH memory", "CREATE SECRET (TYPE s3, KEY_ID 'k', SECRET 's')",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ATTACH '/tmp/rl-board-sql-test.db' AS x",
+        "ATTACH ':memory:' AS m",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "LOAD '/tmp/evil.duckdb_extension'",
+        "SET enable_external_access = true",
+        "RESET lock_configuration",
+        "SET memory_limit = '100GB'",
+        "PRAGMA database_list",
+        "CALL pragma_version()",
+        "CREATE TABLE t AS SELECT 1",
+        "DETACH memory",
+        "CREATE SECRET (TYPE s3, KEY_ID 'k', SECRET 's')",
+    ],
+)
 def test_statements_that_are_not_reads_are_refused(ppo: RolloutStore, text: str) -> None:
     assert "only reading statements" in refused(ppo, text)
     assert not Path("/tmp/rl-board-sql-test.db").exists()
 
 
 def test_configuration_is_locked_and_external_access_off(ppo: RolloutStore) -> None:
-    got = q(ppo, "SELECT current_setting('enable_external_access') AS ext, current_setting('lock_configuration') "
-                 "AS locked, current_setting('autoload_known_extensions') AS autoload")
+    got = q(
+        ppo,
+        "SELECT current_setting('enable_external_access') AS ext, current_setting('lock_configuration') "
+        "AS locked, current_setting('autoload_known_extensions') AS autoload",
+    )
     assert got.iloc[0].tolist() == [False, True, False]
 
 

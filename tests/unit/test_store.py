@@ -19,7 +19,10 @@ def test_ranks_are_merged_by_step(train_run: Path, cache_dir: Path) -> None:
     assert store.steps == [0, 1, 2, 3, 4, 5]
     assert set(store.samples_per_step().values()) == {8}
     rows = store.samples(step=2)
-    assert rows["file"].astype(str).tolist() == ["rollout_data_rank_0.jsonl"] * 4 + ["rollout_data_rank_1.jsonl"] * 4
+    assert (
+        rows["file"].astype(str).tolist()
+        == ["rollout_data_rank_0.jsonl"] * 4 + ["rollout_data_rank_1.jsonl"] * 4
+    )
     assert rows["sample"].tolist() == list(range(8))
 
 
@@ -34,9 +37,22 @@ def test_irregular_steps_sort_numerically(tmp_path: Path, cache_dir: Path, write
 
 def test_every_field_and_extra_keys_are_kept(train_run: Path, cache_dir: Path) -> None:
     store = RolloutStore.open(train_run, cache_dir=cache_dir)
-    for name in ("prompt", "response", "reward", "response_tokens", "logprobs", "ref_logprobs", "values",
-                 "token_rewards", "ref_response", "ref_reward", "ground_truth", "valid_reward",
-                 "ref_valid_reward", "rank_seed"):
+    for name in (
+        "prompt",
+        "response",
+        "reward",
+        "response_tokens",
+        "logprobs",
+        "ref_logprobs",
+        "values",
+        "token_rewards",
+        "ref_response",
+        "ref_reward",
+        "ground_truth",
+        "valid_reward",
+        "ref_valid_reward",
+        "rank_seed",
+    ):
         assert name in store.fields
     assert store.extra_fields == ["rank_seed"]
     assert "rank_seed" in store.samples(step=0).columns
@@ -146,16 +162,25 @@ def test_empty_run_and_empty_files(tmp_path: Path, cache_dir: Path) -> None:
 
 def test_list_valued_user_fields_are_not_sortable(tmp_path: Path, cache_dir: Path, write_lines) -> None:
     run = tmp_path / "run"
-    write_lines(run / "a.jsonl", [{"step": 0, "reward": 1.0, "tags": ["a", "b"], "judge": "x"},
-                                  {"step": 0, "reward": 2.0, "tags": ["c"], "judge": "y"}])
+    write_lines(
+        run / "a.jsonl",
+        [
+            {"step": 0, "reward": 1.0, "tags": ["a", "b"], "judge": "x"},
+            {"step": 0, "reward": 2.0, "tags": ["c"], "judge": "y"},
+        ],
+    )
     store = RolloutStore.open(run, cache_dir=cache_dir)
     with pytest.raises(InvalidArgumentError, match="cannot sort by 'tags'"):
         store.samples(step=0, sort_by="tags")
     assert store.samples(step=0, sort_by="judge", descending=True)["judge"].tolist() == ["y", "x"]
 
 
-def test_files_linking_outside_allowed_roots_are_not_read(tmp_path: Path, cache_dir: Path, write_lines) -> None:
-    outside = write_lines(tmp_path / "outside" / "secret.jsonl", [{"step": 0, "reward": 1.0, "prompt": "secret"}])
+def test_files_linking_outside_allowed_roots_are_not_read(
+    tmp_path: Path, cache_dir: Path, write_lines
+) -> None:
+    outside = write_lines(
+        tmp_path / "outside" / "secret.jsonl", [{"step": 0, "reward": 1.0, "prompt": "secret"}]
+    )
     run = tmp_path / "root" / "run"
     write_lines(run / "a.jsonl", [{"step": 1, "reward": 1.0}])
     (run / "b.jsonl").symlink_to(outside)

@@ -305,9 +305,14 @@ def test_any_field_order_other_records_system_keys_and_negative_nums(tmp_path: P
     folder = tmp_path / "run-x"
     folder.mkdir()
     start = field(1, 0, -1) + field(10, 2, field(1, 2, b"project") + field(4, 2, b"name"))
-    payloads = [start, scalar_record("a", 1, 1.5, num=-4), scalar_record("b", 2, 0.0, backwards=True),
-                scalar_record("c", 3, -2.25, backwards=True), scalar_record("__swanlab__.cpu.pct", 1, 9.0),
-                field(1, 0, 9) + field(12, 2, field(3, 2, b"a"))]  # fmt: skip
+    payloads = [
+        start,
+        scalar_record("a", 1, 1.5, num=-4),
+        scalar_record("b", 2, 0.0, backwards=True),
+        scalar_record("c", 3, -2.25, backwards=True),
+        scalar_record("__swanlab__.cpu.pct", 1, 9.0),
+        field(1, 0, 9) + field(12, 2, field(3, 2, b"a")),
+    ]
     write_log(folder / "run-x.swanlab", payloads)
     result = KIND.read(source(folder), None)
     assert result.problems == []
@@ -386,8 +391,10 @@ def dashboard(root: Path, *, wal_open: bool = False) -> sqlite3.Connection:
     conn.execute(
         "INSERT INTO experiment VALUES (1, 1, 'run-1-aaa', 'first', 1), (2, 1, 'run-2-bbb', 'second', 1)"
     )
-    conn.execute("INSERT INTO tag VALUES (1, 1, 'train/reward', '1', 'line'), (2, 1, 'train/kl', NULL, 'line'),"
-                 " (3, 1, 'samples', '3', 'text'), (4, 2, 'x', '1', 'line')")  # fmt: skip
+    conn.execute(
+        "INSERT INTO tag VALUES (1, 1, 'train/reward', '1', 'line'), (2, 1, 'train/kl', NULL, 'line'),"
+        " (3, 1, 'samples', '3', 'text'), (4, 2, 'x', '1', 'line')"
+    )
     logs = root / "run-1-aaa" / "logs"
     (logs / "1").mkdir(parents=True)
     (logs / "train%2Fkl").mkdir()

@@ -22,12 +22,15 @@ from rl_board.ui.text import (
 SYSTEM = "You are careful.<endofsystem>"
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("<PAD>, <EOD>", ("<PAD>", "<EOD>")),
-    ("<PAD>,<PAD>  <EOD>\n", ("<PAD>", "<EOD>")),
-    ("", ()),
-    (" , ", ()),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("<PAD>, <EOD>", ("<PAD>", "<EOD>")),
+        ("<PAD>,<PAD>  <EOD>\n", ("<PAD>", "<EOD>")),
+        ("", ()),
+        (" , ", ()),
+    ],
+)
 def test_parse_token_list(raw, expected):
     assert parse_token_list(raw) == expected
 

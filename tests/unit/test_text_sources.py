@@ -18,8 +18,10 @@ NO_METRICS = "a text file with no metric lines rl-board knows"
 def noise(rng: np.random.Generator, lines: int) -> str:
     """Start-up chatter of a trainer: words, numbers, even the word 'step', but no metric line."""
     words = ["loading", "shard", "step", "of", "ray", "worker", "ready", "warning:", "cuda", "init"]
-    return "".join(f"[{k:06d}] " + " ".join(rng.choice(words, size=8)) + f" {rng.integers(0, 99)}\n"
-                   for k in range(lines))  # fmt: skip
+    return "".join(
+        f"[{k:06d}] " + " ".join(rng.choice(words, size=8)) + f" {rng.integers(0, 99)}\n"
+        for k in range(lines)
+    )
 
 
 def write_root(root: Path, seed: int) -> dict[str, bool]:
@@ -31,7 +33,9 @@ def write_root(root: Path, seed: int) -> dict[str, bool]:
     verl.write_text(noise(rng, 3000) + verl.read_text())  # its first metric line comes after ~200 KB
     write_roll_stdout_log(logs / "roll.out", steps=4)
     (logs / "notes.txt").write_text("step 1: download the data\nstep 2: run it\n" + noise(rng, 20))
-    (logs / "worker.err").write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'\n")
+    (logs / "worker.err").write_text(
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'\n"
+    )
     (logs / "pending.log").write_text("")
     return {"verl.log": True, "roll.out": True, "notes.txt": False, "worker.err": False, "pending.log": False}
 
@@ -42,7 +46,8 @@ def test_text_files_without_metric_lines_are_skipped_with_why(tmp_path: Path) ->
     assert {s.path.name for s in found.of_role(METRICS)} == {n for n, yes in holds.items() if yes}
     skipped = {s.path.name: s.reason for s in found.skipped}
     assert {n: skipped.get(n) for n, yes in holds.items() if not yes} == dict.fromkeys(
-        [n for n, yes in holds.items() if not yes], NO_METRICS)
+        [n for n, yes in holds.items() if not yes], NO_METRICS
+    )
 
 
 def test_a_text_file_becomes_a_source_once_a_metric_line_arrives(tmp_path: Path) -> None:
@@ -59,14 +64,17 @@ def test_runs_and_scalars_do_not_list_text_files_without_metrics(tmp_path: Path,
     out = rl_board("runs", str(tmp_path / "root"), "--json", cache_dir=cache_dir)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert sorted(m["path"] for m in data["metrics"]) == sorted(f"logs/{n}" for n, yes in holds.items() if yes)
+    assert sorted(m["path"] for m in data["metrics"]) == sorted(
+        f"logs/{n}" for n, yes in holds.items() if yes
+    )
     skipped = {s["path"]: s["reason"] for s in data["skipped"]}
     for name in (n for n, yes in holds.items() if not yes):
         assert skipped[f"logs/{name}"] == NO_METRICS
     out = rl_board("scalars", str(tmp_path / "root"), "--json", cache_dir=cache_dir)
     assert out.returncode == 0, out.stderr
     assert sorted(r["run"] for r in json.loads(out.stdout)["runs"]) == sorted(
-        f"logs/{n}" for n, yes in holds.items() if yes)
+        f"logs/{n}" for n, yes in holds.items() if yes
+    )
 
 
 def test_a_pipe_named_like_a_log_is_never_opened(tmp_path: Path) -> None:

@@ -69,7 +69,9 @@ def test_a_missing_or_bad_tokenizer_is_a_clear_error(tmp_path: Path) -> None:
 def test_per_token_advantage_and_entropy_reach_the_token_view(tmp_path: Path, cache_dir: Path) -> None:
     store = nemo_store(tmp_path, cache_dir)
     detail = store.sample(step=store.steps[0], index=0)
-    assert (detail.tokens["advantage"] == detail.fields["advantage"]).all()  # GRPO: the sample's, on every token
+    assert (
+        detail.tokens["advantage"] == detail.fields["advantage"]
+    ).all()  # GRPO: the sample's, on every token
     T.write_prime_rl_token_exports(tmp_path / "prime")
     prime = RolloutStore.open(tmp_path / "prime" / "token_exports", cache_dir=cache_dir)
     tokens = prime.sample(step=prime.steps[0], index=0).tokens
@@ -82,8 +84,14 @@ def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, c
     from rl_board.formats.nested import PRIME_RL_TOKENS
     from rl_board.ui.chips import chips_html
 
-    record = {"step": 1, "rank": 0, "token_ids": [7, 8, 9, 10, 11], "loss_mask": [0, 1, 0, 1, 0],
-              "inference_logprobs": [-1.0, -0.1, -0.2, -0.3, -9.0], "advantages": [0, 0.5, 0.5, 0.5, 0]}  # fmt: skip
+    record = {
+        "step": 1,
+        "rank": 0,
+        "token_ids": [7, 8, 9, 10, 11],
+        "loss_mask": [0, 1, 0, 1, 0],
+        "inference_logprobs": [-1.0, -0.1, -0.2, -0.3, -9.0],
+        "advantages": [0, 0.5, 0.5, 0.5, 0],
+    }
     [sample] = PRIME_RL_TOKENS.nested(record)
     assert sample["response_token_ids"] == [8, 9, 10] and sample["token_loss_mask"] == [1.0, 0.0, 1.0]
     run = tmp_path / "token_exports" / "step_1"
@@ -99,7 +107,11 @@ def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, c
 
 def byte_of_char() -> dict[str, int]:
     """The byte each character of a byte-level BPE vocabulary stands for (GPT-2's printable byte alphabet)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     shifted = [b for b in range(256) if b not in printable]
     return {**{chr(b): b for b in printable}, **{chr(256 + k): b for k, b in enumerate(shifted)}}
 
@@ -115,8 +127,12 @@ def byte_level_bpe(path: Path, seed: int) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, show_progress=False,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=300, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tok.save(str(path))
     return tok

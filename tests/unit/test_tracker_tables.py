@@ -22,7 +22,9 @@ def _wandb_table(folder: Path, name: str, columns: list[str], data: list[list]) 
 
 
 def _trl_rows(step: int) -> list[list]:
-    return [[step, f"q{g} at {step}", f"a{g}{k}", float(k), float(k) - 0.5] for g in range(2) for k in range(2)]
+    return [
+        [step, f"q{g} at {step}", f"a{g}{k}", float(k), float(k) - 0.5] for g in range(2) for k in range(2)
+    ]
 
 
 def _wandb_run(root: Path) -> Path:
@@ -40,19 +42,29 @@ def _wandb_run(root: Path) -> Path:
 def test_rows_of_each_trackers_document() -> None:
     wandb = {"columns": ["step", "prompt", "completion"], "data": [[1, "p", "c"], [1, "p", "d"]]}
     assert tracker_tables.rows_of(wandb, "completions_3_ab12ab12ab.table.json") == [
-        {"step": 1, "prompt": "p", "completion": "c"}, {"step": 1, "prompt": "p", "completion": "d"}]
-    swanlab = {"_swanLab": "table", "colDefs": [], "rowData": [{"step": 2, "input": "i", "output": "o", "score": 1}]}
+        {"step": 1, "prompt": "p", "completion": "c"},
+        {"step": 1, "prompt": "p", "completion": "d"},
+    ]
+    swanlab = {
+        "_swanLab": "table",
+        "colDefs": [],
+        "rowData": [{"step": 2, "input": "i", "output": "o", "score": 1}],
+    }
     assert tracker_tables.rows_of(swanlab, "002-abcd1234.json") == swanlab["rowData"]
     mlflow = [{"input": "i", "output": "o", "score": 0.5}]
     assert tracker_tables.rows_of(mlflow, "val_step12.json") == mlflow
-    assert tracker_tables.rows_of(mlflow, "anything.json") is None  # a list of objects is a table only so named
+    assert (
+        tracker_tables.rows_of(mlflow, "anything.json") is None
+    )  # a list of objects is a table only so named
     assert tracker_tables.rows_of({"a": 1}, "x.table.json") is None
 
 
 def test_verl_wide_generations_become_one_sample_per_group() -> None:
     columns = ["step", "input_1", "output_1", "score_1", "input_2", "output_2", "score_2"]
-    rows = [dict(zip(columns, [5, "q1", "a1", 1.0, "q2", "a2", 0.0], strict=True)),
-            dict(zip(columns, [10, "q1", "b1", 0.0, None, None, None], strict=True))]  # fmt: skip
+    rows = [
+        dict(zip(columns, [5, "q1", "a1", 1.0, "q2", "a2", 0.0], strict=True)),
+        dict(zip(columns, [10, "q1", "b1", 0.0, None, None, None], strict=True)),
+    ]
     assert tracker_tables.is_wide(columns) and not tracker_tables.is_wide(TRL_COLUMNS)
     assert tracker_tables.melted(columns, rows) == [
         {"step": 5, "input": "q1", "output": "a1", "score": 1.0},
@@ -61,7 +73,9 @@ def test_verl_wide_generations_become_one_sample_per_group() -> None:
     ]
 
 
-def test_a_wandb_run_is_a_metric_run_and_its_completions_a_rollout_run(tmp_path: Path, cache_dir: Path) -> None:
+def test_a_wandb_run_is_a_metric_run_and_its_completions_a_rollout_run(
+    tmp_path: Path, cache_dir: Path
+) -> None:
     run = _wandb_run(tmp_path)
     found = metric_catalogue(tmp_path, skip=(cache_dir,))
     [rollouts] = found.rollout_folders()
@@ -87,8 +101,12 @@ def test_a_cumulative_table_is_read_from_its_newest_file(tmp_path: Path, cache_d
     second = [*first, [5, "q1", "c", 0.0, "q2", "d", math.nan]]
     home = run / "files" / "media" / "table" / "val"
     home.mkdir(parents=True)
-    (home / "generations_0_3333333333cccccccccc.table.json").write_text(json.dumps({"columns": columns, "data": first}))
-    (home / "generations_5_4444444444dddddddddd.table.json").write_text(json.dumps({"columns": columns, "data": second}))
+    (home / "generations_0_3333333333cccccccccc.table.json").write_text(
+        json.dumps({"columns": columns, "data": first})
+    )
+    (home / "generations_5_4444444444dddddddddd.table.json").write_text(
+        json.dumps({"columns": columns, "data": second})
+    )
     found = metric_catalogue(tmp_path, skip=(cache_dir,))
     [rollouts] = found.rollout_folders()
     assert rollouts.path == run and rollouts.format == "verl" and rollouts.files == 1
@@ -128,9 +146,19 @@ def test_a_trackio_trace_session_is_named_for_what_it_is(tmp_path: Path) -> None
     yet, and said so, not passed off as a log without metric lines."""
     folder = tmp_path / "traces" / "proj" / "run"
     folder.mkdir(parents=True)
-    lines = [{"type": "session", "version": 3, "harness": "trackio", "id": "a:b:val/generations:0",
-              "trackio": {"step": 0, "key": "val/generations", "metadata": {"score": 1.0}}},
-             {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "2+5?"}]}}]  # fmt: skip
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "harness": "trackio",
+            "id": "a:b:val/generations:0",
+            "trackio": {"step": 0, "key": "val/generations", "metadata": {"score": 1.0}},
+        },
+        {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "2+5?"}]}},
+    ]
     (folder / "a-b-val-generations-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     [skipped] = metric_catalogue(tmp_path).skipped
-    assert skipped.reason.startswith("a Trackio trace session") and "not read traces as rollouts yet" in skipped.reason
+    assert (
+        skipped.reason.startswith("a Trackio trace session")
+        and "not read traces as rollouts yet" in skipped.reason
+    )

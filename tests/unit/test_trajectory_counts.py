@@ -61,9 +61,13 @@ HAND: dict[str, Hand] = {
         finish=[None, "turn_limit", None, None],
         logged=[None, None, None, None],
         turns=[5, 5, 5, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("python", {"code": "print(*range(1000))"}),
-                   ("python", {"code": "print(*range(500))"}), ("python", {"code": "print(x * 3)"}),
-                   ("search", {"query": "who named the variable x"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("python", {"code": "print(*range(1000))"}),
+            ("python", {"code": "print(*range(500))"}),
+            ("python", {"code": "print(x * 3)"}),
+            ("search", {"query": "who named the variable x"}),
+        ],
     ),
     "trl": Hand(
         roles={"system": 2, "user": 4, "assistant": 8, "tool": 4},
@@ -73,9 +77,13 @@ HAND: dict[str, Hand] = {
         finish=[None, None, "tool_budget", None],
         logged=[None, None, None, None],
         turns=[5, 6, 4, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("search", {"query": "capital of France", "top_k": 3}),
-                   ("search", {"query": "France capital city"}), ("python", {"code": "print(2**100)"}),
-                   ("python", {"code": "print(sum(map(int, str(2**100))))"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("search", {"query": "capital of France", "top_k": 3}),
+            ("search", {"query": "France capital city"}),
+            ("python", {"code": "print(2**100)"}),
+            ("python", {"code": "print(sum(map(int, str(2**100))))"}),
+        ],
         reasoning=3,  # two first turns and the single-turn answer carry reasoning_content
     ),
     "prime-rl": Hand(
@@ -86,9 +94,13 @@ HAND: dict[str, Hand] = {
         finish=["stop", "length", "turn_limit", "stop"],  # episode 1: no stop_condition, last call "length"
         logged=["agent_completed", None, "max_turns", "agent_completed"],
         turns=[5, 4, 4, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("search", {"query": "Paris name origin"}),
-                   ("python", {"code": "print(2**100)"}), ("python", {"code": "print(len(str(2**100)))"}),
-                   ("search", {"query": "first to compute 2**100"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("search", {"query": "Paris name origin"}),
+            ("python", {"code": "print(2**100)"}),
+            ("python", {"code": "print(len(str(2**100)))"}),
+            ("search", {"query": "first to compute 2**100"}),
+        ],
         reasoning=2,
     ),
     "roll-proxy": Hand(
@@ -99,9 +111,13 @@ HAND: dict[str, Hand] = {
         finish=["stop", "length", "unknown", "stop"],
         logged=[None, None, None, None],
         turns=[5, 5, 4, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("search", {"query": "capital of France"}),
-                   ("python", {"code": "print(2+2)"}), ("python", {"code": "print(2**100)"}),
-                   ("python", {"code": "print(2**100 % 7)"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("search", {"query": "capital of France"}),
+            ("python", {"code": "print(2+2)"}),
+            ("python", {"code": "print(2**100)"}),
+            ("python", {"code": "print(2**100 % 7)"}),
+        ],
     ),
     "roll-native": Hand(
         roles={"system": 2, "user": 3, "assistant": 6, "tool": 3},
@@ -111,8 +127,12 @@ HAND: dict[str, Hand] = {
         finish=["stop", "turn_limit", "length"],
         logged=["FINISH", "MAX_STEPS", "MAX_LENGTH"],
         turns=[5, 6, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("search", {"query": "Candide author"}),
-                   ("search", {"query": "Candide Voltaire"}), ("python", {"code": "print(1700 + 59)"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("search", {"query": "Candide author"}),
+            ("search", {"query": "Candide Voltaire"}),
+            ("python", {"code": "print(1700 + 59)"}),
+        ],
     ),
     "nemo-train": Hand(
         roles={"system": 1, "user": 3, "assistant": 5, "environment": 5},
@@ -140,8 +160,12 @@ HAND: dict[str, Hand] = {
         finish=["stop", "stop", "length"],  # the turn-limited end says stop, as SkyRL logs it
         logged=[None, None, None],
         turns=[5, 6, 3],
-        arguments=[("python", {"code": "print(17*23)"}), ("search", {"query": "Candide author"}),
-                   ("search", {"query": "Candide Voltaire"}), ("python", {"code": "print(1759 - 1694)"})],
+        arguments=[
+            ("python", {"code": "print(17*23)"}),
+            ("search", {"query": "Candide author"}),
+            ("search", {"query": "Candide Voltaire"}),
+            ("python", {"code": "print(1759 - 1694)"}),
+        ],
     ),
     "areal": Hand(
         roles={"system": 1, "user": 3, "assistant": 3},
@@ -161,7 +185,7 @@ HAND: dict[str, Hand] = {
         logged=[None, None, None],
         turns=[0, 0, 0],
     ),
-}  # fmt: skip
+}
 
 SHAPES = sorted(HAND)
 
@@ -170,8 +194,10 @@ SHAPES = sorted(HAND)
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RolloutStore]:
     """Every dump written once and opened once (the tests only read)."""
     root = tmp_path_factory.mktemp("shapes")
-    return {name: RolloutStore.open(write(root / name), cache_dir=root / name / ".cache")
-            for name, write in WRITERS.items()}  # fmt: skip
+    return {
+        name: RolloutStore.open(write(root / name), cache_dir=root / name / ".cache")
+        for name, write in WRITERS.items()
+    }
 
 
 def query(store: RolloutStore, text: str) -> pd.DataFrame:
@@ -252,7 +278,9 @@ def test_finish_reasons(shape: str, stores: dict[str, RolloutStore]) -> None:
     if not store.has("finish_reason"):
         got = [None] * store.num_samples
     else:
-        got = query(store, "SELECT finish_reason FROM samples ORDER BY step, sample")["finish_reason"].tolist()
+        got = query(store, "SELECT finish_reason FROM samples ORDER BY step, sample")[
+            "finish_reason"
+        ].tolist()
     assert [_none(v) for v in got] == HAND[shape].finish
 
 
@@ -272,7 +300,9 @@ def test_finish_reasons_logged(shape: str, stores: dict[str, RolloutStore]) -> N
 def test_call_arguments(shape: str, stores: dict[str, RolloutStore]) -> None:
     """Each call's own arguments (TRL's shared struct pads every call with the other tools' parameters)."""
     frame = query(stores[shape], "SELECT name, arguments FROM tool_calls ORDER BY step, sample, turn, call")
-    got = [(str(n), json.loads(a) if a else None) for n, a in zip(frame["name"], frame["arguments"], strict=True)]
+    got = [
+        (str(n), json.loads(a) if a else None) for n, a in zip(frame["name"], frame["arguments"], strict=True)
+    ]
     assert got == HAND[shape].arguments
 
 
@@ -281,8 +311,9 @@ def test_reasoning_kept(shape: str, stores: dict[str, RolloutStore]) -> None:
     """Reasoning logged apart from the text (``reasoning_content``) stays on its turn, in its content or a
     column of its own (every such text here says "pondering", which no other text does)."""
     store = stores[shape]
-    apart = "reasoning" in query(store, "DESCRIBE turns")["column_name"].tolist()  # its own column, else in content
+    apart = (
+        "reasoning" in query(store, "DESCRIBE turns")["column_name"].tolist()
+    )  # its own column, else in content
     text = "concat_ws(' ', reasoning, content)" if apart else "content"
     got = query(store, f"SELECT count(*) FROM turns WHERE role = 'assistant' AND {text} LIKE '%pondering%'")
     assert int(got.iloc[0, 0]) == HAND[shape].reasoning
-

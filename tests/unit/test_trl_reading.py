@@ -29,11 +29,25 @@ def trl_advantage(reward: np.ndarray, size: int) -> np.ndarray:
     return np.nan_to_num(out, nan=0.0)
 
 
-def write_completions(out: Path, step: int, *, accuracy: list[float], fmt: list[float], extra: list[float] | None,
-                      prompts: list, completions: list, advantage: list[float] | None = None) -> Path:  # fmt: skip
+def write_completions(
+    out: Path,
+    step: int,
+    *,
+    accuracy: list[float],
+    fmt: list[float],
+    extra: list[float] | None,
+    prompts: list,
+    completions: list,
+    advantage: list[float] | None = None,
+) -> Path:
     """One ``completions_{step:05d}.parquet`` in TRL's column order."""
-    columns: dict[str, list] = {"step": [step] * len(prompts), "prompt": prompts, "completion": completions,
-                                "accuracy_reward": accuracy, "format_reward": fmt}  # fmt: skip
+    columns: dict[str, list] = {
+        "step": [step] * len(prompts),
+        "prompt": prompts,
+        "completion": completions,
+        "accuracy_reward": accuracy,
+        "format_reward": fmt,
+    }
     if extra is not None:
         columns["length_bonus"] = extra  # a log_extra column that holds numbers
     reward = np.nansum(np.column_stack([accuracy, fmt]), axis=1)
@@ -61,13 +75,17 @@ def expected_reward() -> list[float]:
 
 
 def same(a: list[float], b: list[float]) -> bool:
-    return all((math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9) for x, y in zip(a, b, strict=True))
+    return all(
+        (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9)
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def test_reward_functions_found_from_the_advantages(tmp_path: Path) -> None:
     """No metrics beside: the logged advantages tell that length_bonus is a log_extra column."""
-    write_completions(tmp_path / "out", 1, accuracy=ACC, fmt=FMT, extra=EXTRA, prompts=PROMPTS,
-                      completions=COMPLETIONS)  # fmt: skip
+    write_completions(
+        tmp_path / "out", 1, accuracy=ACC, fmt=FMT, extra=EXTRA, prompts=PROMPTS, completions=COMPLETIONS
+    )
     store = RolloutStore.open(tmp_path / "out" / "completions", cache_dir=tmp_path / "cache")
     rewards = store.samples(columns=["reward"])["reward"].tolist()
     assert same(rewards, expected_reward())
@@ -80,12 +98,32 @@ def test_reward_functions_found_from_the_advantages(tmp_path: Path) -> None:
 def test_reward_functions_named_by_the_logged_metrics(tmp_path: Path) -> None:
     """The advantages cannot tell (all zero), the trainer state beside can."""
     out = tmp_path / "out"
-    write_completions(out, 1, accuracy=ACC, fmt=FMT, extra=EXTRA, prompts=PROMPTS, completions=COMPLETIONS,
-                      advantage=[0.0] * 6)  # fmt: skip
+    write_completions(
+        out,
+        1,
+        accuracy=ACC,
+        fmt=FMT,
+        extra=EXTRA,
+        prompts=PROMPTS,
+        completions=COMPLETIONS,
+        advantage=[0.0] * 6,
+    )
     state = out / "checkpoint-1" / "trainer_state.json"
     state.parent.mkdir()
-    state.write_text(json.dumps({"log_history": [{"step": 1, "reward": 0.9, "rewards/accuracy_reward/mean": 0.6,
-                                                  "rewards/format_reward/mean": 0.5}]}))  # fmt: skip
+    state.write_text(
+        json.dumps(
+            {
+                "log_history": [
+                    {
+                        "step": 1,
+                        "reward": 0.9,
+                        "rewards/accuracy_reward/mean": 0.6,
+                        "rewards/format_reward/mean": 0.5,
+                    }
+                ]
+            }
+        )
+    )
     store = RolloutStore.open(out / "completions", cache_dir=tmp_path / "cache")
     assert same(store.samples(columns=["reward"])["reward"].tolist(), expected_reward())
     assert store.reward_components == ["accuracy_reward", "format_reward"]
@@ -94,7 +132,9 @@ def test_reward_functions_named_by_the_logged_metrics(tmp_path: Path) -> None:
 def test_weights_from_a_field_map_sum(tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_completions(out, 1, accuracy=ACC, fmt=FMT, extra=None, prompts=PROMPTS, completions=COMPLETIONS)
-    (out / "completions" / "rl-board.toml").write_text('[fields]\nreward = "accuracy_reward + 0.5*format_reward"\n')
+    (out / "completions" / "rl-board.toml").write_text(
+        '[fields]\nreward = "accuracy_reward + 0.5*format_reward"\n'
+    )
     store = RolloutStore.open(out / "completions", cache_dir=tmp_path / "cache")
     want = []
     for a, f in zip(ACC, FMT, strict=True):
@@ -106,8 +146,9 @@ def test_weights_from_a_field_map_sum(tmp_path: Path) -> None:
 def test_conversational_prompts_are_read_as_text_and_messages(tmp_path: Path) -> None:
     prompts = [[{"role": "system", "content": "be brief"}, {"role": "user", "content": p}] for p in PROMPTS]
     completions = [[{"role": "assistant", "content": c}] for c in COMPLETIONS]
-    write_completions(tmp_path / "out", 2, accuracy=ACC, fmt=FMT, extra=None, prompts=prompts,
-                      completions=completions)  # fmt: skip
+    write_completions(
+        tmp_path / "out", 2, accuracy=ACC, fmt=FMT, extra=None, prompts=prompts, completions=completions
+    )
     store = RolloutStore.open(tmp_path / "out" / "completions", cache_dir=tmp_path / "cache")
     assert store.num_samples == 6 and not store.report.bad_lines
     frame = store.samples(columns=["prompt", "response", "messages"])
@@ -121,8 +162,9 @@ def test_conversational_prompts_are_read_as_text_and_messages(tmp_path: Path) ->
 def test_groups_follow_trl_order_not_prompt_text(tmp_path: Path) -> None:
     """The same prompt drawn twice in a batch is two groups, as TRL scores them."""
     prompts = ["a", "a", "b", "b", "a", "a"]
-    write_completions(tmp_path / "out", 1, accuracy=ACC, fmt=FMT, extra=None, prompts=prompts,
-                      completions=COMPLETIONS)  # fmt: skip
+    write_completions(
+        tmp_path / "out", 1, accuracy=ACC, fmt=FMT, extra=None, prompts=prompts, completions=COMPLETIONS
+    )
     store = RolloutStore.open(tmp_path / "out" / "completions", cache_dir=tmp_path / "cache")
     assert store.groups()["samples"].tolist() == [2, 2, 2]
 
@@ -132,8 +174,10 @@ def test_trainer_state_is_a_metric_source_newest_checkpoint_only(tmp_path: Path)
     for step in (2, 4):
         state = out / f"checkpoint-{step}" / "trainer_state.json"
         state.parent.mkdir(parents=True)
-        history = [{"step": s, "epoch": s / 4, "reward": 0.1 * s, "rewards/accuracy_reward/mean": 0.05 * s}
-                   for s in range(1, step + 1)]  # fmt: skip
+        history = [
+            {"step": s, "epoch": s / 4, "reward": 0.1 * s, "rewards/accuracy_reward/mean": 0.05 * s}
+            for s in range(1, step + 1)
+        ]
         state.write_text(json.dumps({"log_history": history}))
     found = catalogue(tmp_path)
     metric_files = [s.path for s in found.of_role("metrics")]
@@ -147,16 +191,28 @@ def test_trainer_state_is_a_metric_source_newest_checkpoint_only(tmp_path: Path)
 def test_trainer_state_outside_the_served_roots_is_not_read(tmp_path: Path) -> None:
     """A server serving out/completions never reads out/checkpoint-*; the command line looks beside the run."""
     out = tmp_path / "out"
-    write_completions(out, 1, accuracy=ACC, fmt=FMT, extra=EXTRA, prompts=PROMPTS, completions=COMPLETIONS,
-                      advantage=[0.0] * 6)  # fmt: skip
+    write_completions(
+        out,
+        1,
+        accuracy=ACC,
+        fmt=FMT,
+        extra=EXTRA,
+        prompts=PROMPTS,
+        completions=COMPLETIONS,
+        advantage=[0.0] * 6,
+    )
     state = out / "checkpoint-1" / "trainer_state.json"
     state.parent.mkdir()
     state.write_text(json.dumps({"log_history": [{"step": 1, "rewards/accuracy_reward/mean": 0.6}]}))
     served = out / "completions"
     source = catalogue(served, allowed=[served]).of_role("rollout")[0]
     assert source.reading is not None and trl.FUNCTIONS_OPTION not in source.reading.options
-    assert catalogue(out, allowed=[out]).of_role("rollout")[0].reading.options[trl.FUNCTIONS_OPTION] == ["accuracy_reward"]
-    assert catalogue(served).of_role("rollout")[0].reading.options[trl.FUNCTIONS_OPTION] == ["accuracy_reward"]
+    assert catalogue(out, allowed=[out]).of_role("rollout")[0].reading.options[trl.FUNCTIONS_OPTION] == [
+        "accuracy_reward"
+    ]
+    assert catalogue(served).of_role("rollout")[0].reading.options[trl.FUNCTIONS_OPTION] == [
+        "accuracy_reward"
+    ]
     store = RolloutStore.open(served, cache_dir=tmp_path / "cache", allowed_roots=[served])
     # Nothing tells here (no metrics inside the served folder, advantages all 0): every float column counts,
     # and the load report says so and how to name the reward functions.
@@ -164,16 +220,23 @@ def test_trainer_state_outside_the_served_roots_is_not_read(tmp_path: Path) -> N
     assert any("name the reward in rl-board.toml" in w.reason for w in store.report.warnings)
 
 
-
-def _trainer_state(out: Path, steps: dict[int, tuple[list[float], list[float]]], weights: tuple[float, float]) -> None:
+def _trainer_state(
+    out: Path, steps: dict[int, tuple[list[float], list[float]]], weights: tuple[float, float]
+) -> None:
     """What TRL logs per step: reward = mean over scored rows of the weighted sum; per-function nanmeans."""
     history = []
     for step, (acc, fmt) in steps.items():
         a, f = np.array(acc), np.array(fmt)
         total = np.nansum(np.column_stack([weights[0] * a, weights[1] * f]), axis=1)
         total[np.isnan(a) & np.isnan(f)] = np.nan
-        history.append({"step": step, "reward": float(np.nanmean(total)), "rewards/accuracy_reward/mean":
-                        float(np.nanmean(a)), "rewards/format_reward/mean": float(np.nanmean(f))})  # fmt: skip
+        history.append(
+            {
+                "step": step,
+                "reward": float(np.nanmean(total)),
+                "rewards/accuracy_reward/mean": float(np.nanmean(a)),
+                "rewards/format_reward/mean": float(np.nanmean(f)),
+            }
+        )
     state = out / f"checkpoint-{max(steps)}" / "trainer_state.json"
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"log_history": history}))
@@ -188,13 +251,21 @@ def test_a_reward_off_from_trl_is_flagged_with_the_weights_that_fit(tmp_path: Pa
     for step in (1, 2, 3):
         acc = rng.integers(0, 2, 6).astype(float).tolist()
         fmt = rng.random(6).round(2).tolist()
-        write_completions(out, step, accuracy=acc, fmt=fmt, extra=None, prompts=PROMPTS, completions=COMPLETIONS)
+        write_completions(
+            out, step, accuracy=acc, fmt=fmt, extra=None, prompts=PROMPTS, completions=COMPLETIONS
+        )
         steps[step] = (acc, fmt)
     _trainer_state(out, steps, (1.0, 0.5))
     store = RolloutStore.open(out / "completions", cache_dir=tmp_path / "cache")
-    findings = [f for f in check_rollouts(RolloutRun.from_store("out", store)) if f.rule == "trainer_reward_mismatch"]
+    findings = [
+        f for f in check_rollouts(RolloutRun.from_store("out", store)) if f.rule == "trainer_reward_mismatch"
+    ]
     assert len(findings) == 1 and findings[0].steps == [1, 2, 3]
     assert "reward_weights {'accuracy_reward': 1.0, 'format_reward': 0.5}" in findings[0].message
-    (out / "completions" / "rl-board.toml").write_text('[fields]\nreward = "accuracy_reward + 0.5*format_reward"\n')
+    (out / "completions" / "rl-board.toml").write_text(
+        '[fields]\nreward = "accuracy_reward + 0.5*format_reward"\n'
+    )
     store = RolloutStore.open(out / "completions", cache_dir=tmp_path / "cache")
-    assert not [f for f in check_rollouts(RolloutRun.from_store("out", store)) if f.rule == "trainer_reward_mismatch"]
+    assert not [
+        f for f in check_rollouts(RolloutRun.from_store("out", store)) if f.rule == "trainer_reward_mismatch"
+    ]

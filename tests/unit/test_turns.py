@@ -13,12 +13,24 @@ from tests.helpers.apptest import decode
 
 MESSAGES = [
     {"role": "user", "content": "go"},
-    {"role": "assistant", "content": "a", "tool_calls": [{"id": "c1", "name": "python", "arguments": "{}"}],
-     "tokens": [0, 3], "trained": True},
-    {"role": "tool", "content": "Error: x", "tool_call_id": "c1", "name": "python", "error": True,
-     "tokens": [3, 5], "trained": False},
+    {
+        "role": "assistant",
+        "content": "a",
+        "tool_calls": [{"id": "c1", "name": "python", "arguments": "{}"}],
+        "tokens": [0, 3],
+        "trained": True,
+    },
+    {
+        "role": "tool",
+        "content": "Error: x",
+        "tool_call_id": "c1",
+        "name": "python",
+        "error": True,
+        "tokens": [3, 5],
+        "trained": False,
+    },
     {"role": "assistant", "content": "done", "tokens": [5, 8], "trained": True},
-]  # fmt: skip
+]
 
 
 def tokens(n: int = 8, kl: list[float] | None = None) -> pd.DataFrame:
@@ -28,11 +40,17 @@ def tokens(n: int = 8, kl: list[float] | None = None) -> pd.DataFrame:
 def test_spans_from_messages_and_from_a_loss_mask() -> None:
     parts = turns.segments(MESSAGES, 8)
     assert [(g.turn, g.role, g.start, g.end, g.trained) for g in parts] == [
-        (1, "assistant", 0, 3, True), (2, "tool", 3, 5, False), (3, "assistant", 5, 8, True)]
+        (1, "assistant", 0, 3, True),
+        (2, "tool", 3, 5, False),
+        (3, "assistant", 5, 8, True),
+    ]
     plain = [{k: v for k, v in m.items() if k not in ("tokens", "trained")} for m in MESSAGES]
     by_mask = turns.segments(plain, 8, np.array([1, 1, 1, 0, 0, 1, 1, 1.0]))
-    assert [(g.turn, g.role, g.start, g.end) for g in by_mask] == [(1, "assistant", 0, 3), (2, "tool", 3, 5),
-                                                                   (3, "assistant", 5, 8)]  # fmt: skip
+    assert [(g.turn, g.role, g.start, g.end) for g in by_mask] == [
+        (1, "assistant", 0, 3),
+        (2, "tool", 3, 5),
+        (3, "assistant", 5, 8),
+    ]
     odd = turns.segments(plain, 6, np.array([1, 0, 1, 0, 1, 1.0]))  # more runs than turns: named by the mask
     assert [(g.turn, g.role) for g in odd][:2] == [(-1, "trained"), (-1, "masked")]
 
@@ -56,8 +74,13 @@ def test_jump_targets_wrap_around() -> None:
 
 def test_single_turn_samples_are_not_trajectories() -> None:
     assert not turns.is_trajectory(None)
-    assert not turns.is_trajectory([{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
-                                    {"role": "assistant", "content": "a"}])  # fmt: skip
+    assert not turns.is_trajectory(
+        [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+        ]
+    )
     assert turns.is_trajectory(MESSAGES)
 
 
@@ -65,11 +88,16 @@ def test_heatmap_starts_each_turn_on_a_new_row_and_greys_untrained_tokens() -> N
     parts = turns.segments(MESSAGES, 8)
     frame = tokens(kl=[float(k) for k in range(8)])
     groups = turns.groups(frame, parts)
-    assert groups == [("turn 1 · assistant", 0, 3), ("turn 2 · tool · not trained", 3, 5),
-                      ("turn 3 · assistant", 5, 8)]  # fmt: skip
+    assert groups == [
+        ("turn 1 · assistant", 0, 3),
+        ("turn 2 · tool · not trained", 3, 5),
+        ("turn 3 · assistant", 5, 8),
+    ]
     fig = turn_wrapped_figure(frame, "kl", groups, turns.untrained(frame, parts), width=2).to_plotly_json()
-    trained, grey = (np.asarray(decode(t["z"]) if isinstance(t["z"], dict) else t["z"], dtype=float).reshape(-1, 2)
-                     for t in fig["data"])
+    trained, grey = (
+        np.asarray(decode(t["z"]) if isinstance(t["z"], dict) else t["z"], dtype=float).reshape(-1, 2)
+        for t in fig["data"]
+    )
     # rows: [0 1] [2 -] | [3 4] | [5 6] [7 -]; the tool's row is only in the grey trace
     assert trained.shape == (5, 2)
     np.testing.assert_array_equal(trained[0], [0, 1]) and np.testing.assert_array_equal(trained[3], [5, 6])
@@ -79,6 +107,8 @@ def test_heatmap_starts_each_turn_on_a_new_row_and_greys_untrained_tokens() -> N
 
 def test_turn_chips_are_escaped_and_marked() -> None:
     frame = pd.DataFrame({"token": ["<b>", "x"], "kl": [0.1, 0.2]})
-    html = turn_chips_html(frame, "kl", [("turn 1 · <assistant>", frame, [False, True])], scale_for([0.1, 0.2], "kl"))
+    html = turn_chips_html(
+        frame, "kl", [("turn 1 · <assistant>", frame, [False, True])], scale_for([0.1, 0.2], "kl")
+    )
     assert "&lt;assistant&gt;" in html and "&lt;b&gt;" in html and "<b>" not in html
     assert html.count("rlb-untrained") == 1

@@ -75,7 +75,9 @@ def _nemo_dump(out: Path, *, odd: bool) -> Path:
     dump = T.write_nemo_rl(out, steps=3, prompts=4, group=4, seed=5)
     if odd:
         for path in dump.files:
-            lines = [json.dumps(_odd(json.loads(line), k)) for k, line in enumerate(path.read_text().splitlines())]
+            lines = [
+                json.dumps(_odd(json.loads(line), k)) for k, line in enumerate(path.read_text().splitlines())
+            ]
             lines.insert(len(lines) // 2, BROKEN)
             path.write_text("\n".join(lines) + "\n")
     return dump.files[0].parent
@@ -90,12 +92,18 @@ def _read(run: Path, cache: Path) -> tuple[pd.DataFrame, list, list, dict]:
     report = store.report
     detail = store.sample(step=store.steps[0], index=3)
     tokens = detail.tokens.to_dict("list")
-    return store.samples(), [(b.file, b.line, b.reason) for b in report.bad_lines], \
-        [(w.file, w.line, w.reason) for w in report.warnings], {"fields": detail.fields, "tokens": tokens}
+    return (
+        store.samples(),
+        [(b.file, b.line, b.reason) for b in report.bad_lines],
+        [(w.file, w.line, w.reason) for w in report.warnings],
+        {"fields": detail.fields, "tokens": tokens},
+    )
 
 
 @pytest.mark.parametrize("odd", [False, True], ids=["as written", "odd values and a broken line"])
-def test_nemo_rl_store_equals_the_per_value_rules(odd: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nemo_rl_store_equals_the_per_value_rules(
+    odd: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _nemo_dump(tmp_path / "out", odd=odd)
     fast = _read(run, tmp_path / "cache-arrays")
     with monkeypatch.context() as m:
@@ -111,11 +119,17 @@ def test_nemo_rl_store_equals_the_per_value_rules(odd: bool, tmp_path: Path, mon
         assert len(fast[0]) == 3 * 16
 
 
-def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Adapter level: the same sample dict (keys in the same order, values and types) for every line."""
     run = _nemo_dump(tmp_path / "out", odd=True)
-    records = [json.loads(line) for path in sorted(run.glob("train_data_step*.jsonl"))
-               for line in path.read_text().splitlines() if line != BROKEN]  # fmt: skip
+    records = [
+        json.loads(line)
+        for path in sorted(run.glob("train_data_step*.jsonl"))
+        for line in path.read_text().splitlines()
+        if line != BROKEN
+    ]
     fast = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
     monkeypatch.setattr(arrays, "plain", lambda values, *, bools=True: None)
     slow = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
@@ -126,7 +140,9 @@ def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(tmp_path: Path, monk
     assert any("response_token_ids" not in s[0] for s in fast)
 
 
-def test_prime_rl_token_exports_equal_the_per_value_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prime_rl_token_exports_equal_the_per_value_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     T.write_prime_rl_token_exports(tmp_path / "out", steps=3, prompts=4, group=4)
     run = tmp_path / "out" / "token_exports"
     path = sorted(run.rglob("rank_0.jsonl"))[0]

@@ -159,9 +159,15 @@ def test_tiny_run_reads_as_logged():
     want: dict[tuple[str, int], float] = {}
     for step in wandb_writer.TINY_STEPS:
         row = wandb_writer.tiny_row(step)
-        want.update({("loss", step): row["loss"], ("acc", step): row["acc"],
-                     ("flag", step): float(row["flag"]), ("nested.a", step): row["nested"]["a"],
-                     ("nested.b.c", step): row["nested"]["b"]["c"]})  # fmt: skip
+        want.update(
+            {
+                ("loss", step): row["loss"],
+                ("acc", step): row["acc"],
+                ("flag", step): float(row["flag"]),
+                ("nested.a", step): row["nested"]["a"],
+                ("nested.b.c", step): row["nested"]["b"]["c"],
+            }
+        )
         if wandb_writer.TINY_EVAL_STEP in row:  # eval/* is stepped by eval/step, declared with a glob
             want[("eval/score", row[wandb_writer.TINY_EVAL_STEP])] = row["eval/score"]
     got = points(result.scalars)
@@ -344,9 +350,16 @@ def test_a_record_that_does_not_decode_is_a_problem(tmp_path):
     assert sorted(set(result.scalars["step"])) == [1, 2]
 
 
-@pytest.mark.parametrize(("content", "why"), [(b"", None), (b":W&", None), (b":W&B\xe1\xbe\x00", None),
-                                                (b"PK\x03\x04 not a log at all", NOT_A_LOG),
-                                                (b":W&B\xe1\xbe\x01" + b"\0" * 40, "version 1")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"", None),
+        (b":W&", None),
+        (b":W&B\xe1\xbe\x00", None),
+        (b"PK\x03\x04 not a log at all", NOT_A_LOG),
+        (b":W&B\xe1\xbe\x01" + b"\0" * 40, "version 1"),
+    ],
+)
 def test_headers(tmp_path, content, why):
     appended = KIND.read_from(write_run(tmp_path, content), None, None)
     assert len(appended.committed.scalars) == 0 and appended.tail.problems == []
@@ -383,23 +396,41 @@ def test_a_log_linked_from_outside_the_roots_is_not_opened(tmp_path):
 
 
 def test_a_declared_step_metric_and_rows_without_it(tmp_path):
-    records = [history({"_step": "0", "loss": "1"}), metric("train/global_step", glob="*"),
-               history({"_step": "1", "loss": "2", "train/global_step": "10"}),
-               history({"_step": "2", "loss": "3"}),
-               history({"_step": "3", "loss": "4", "train/global_step": "10.5"}),
-               history({"_step": "4", "loss": "5", "train/global_step": "11", "_private": "7"})]  # fmt: skip
+    records = [
+        history({"_step": "0", "loss": "1"}),
+        metric("train/global_step", glob="*"),
+        history({"_step": "1", "loss": "2", "train/global_step": "10"}),
+        history({"_step": "2", "loss": "3"}),
+        history({"_step": "3", "loss": "4", "train/global_step": "10.5"}),
+        history({"_step": "4", "loss": "5", "train/global_step": "11", "_private": "7"}),
+    ]
     result = KIND.read(write_run(tmp_path, frame(records)[0]), None)
     # before the definition: _step; with it: the metric's value; a row without it or with a fraction: _step
-    assert points(result.scalars) == {("loss", 0): 1, ("loss", 10): 2, ("loss", 2): 3, ("loss", 3): 4,
-                                      ("loss", 11): 5, ("_private", 4): 7}  # fmt: skip
+    assert points(result.scalars) == {
+        ("loss", 0): 1,
+        ("loss", 10): 2,
+        ("loss", 2): 3,
+        ("loss", 3): 4,
+        ("loss", 11): 5,
+        ("_private", 4): 7,
+    }
     text = result.extras["step_source"]
     assert text.startswith("train/global_step (the run's declared step metric)")
     assert "2 points logged in rows without it are at _step" in text
 
 
 def test_values_that_are_not_numbers_are_not_points(tmp_path):
-    row = {"_step": "1", "s": '"NaN"', "n": "null", "l": "[1,2]", "d": '{"a":1}', "t": "true", "f": "false",
-           "x": "-1.5e-3", "i": "Infinity"}  # fmt: skip
+    row = {
+        "_step": "1",
+        "s": '"NaN"',
+        "n": "null",
+        "l": "[1,2]",
+        "d": '{"a":1}',
+        "t": "true",
+        "f": "false",
+        "x": "-1.5e-3",
+        "i": "Infinity",
+    }
     got = points(KIND.read(write_run(tmp_path, frame([history(row)])[0]), None).scalars)
     assert got == {("t", 1): 1.0, ("f", 1): 0.0, ("x", 1): -1.5e-3, ("i", 1): math.inf}
 
@@ -407,12 +438,23 @@ def test_values_that_are_not_numbers_are_not_points(tmp_path):
 def test_old_keys_typed_values_and_long_items(tmp_path):
     double = b"\x31" + struct.pack("<d", 2.5)  # HistoryItem.number (6), a double
     zigzag = _int_field(5, 2 * 7)  # HistoryItem.integer (5): sint64 7
-    items = [item("old", "4", old=True), item("typed", None, typed=double), item("int", None, typed=zigzag),
-             item("k" * 200, "1.25"), item("long", "0." + "1" * 130),
-             item("both", "3", typed=double)]  # fmt: skip
+    items = [
+        item("old", "4", old=True),
+        item("typed", None, typed=double),
+        item("int", None, typed=zigzag),
+        item("k" * 200, "1.25"),
+        item("long", "0." + "1" * 130),
+        item("both", "3", typed=double),
+    ]
     got = points(KIND.read(write_run(tmp_path, frame([history({}, step=9, items=items)])[0]), None).scalars)
-    assert got == {("old", 9): 4, ("typed", 9): 2.5, ("int", 9): 7, ("k" * 200, 9): 1.25,
-                   ("long", 9): float("0." + "1" * 130), ("both", 9): 3}  # fmt: skip
+    assert got == {
+        ("old", 9): 4,
+        ("typed", 9): 2.5,
+        ("int", 9): 7,
+        ("k" * 200, 9): 1.25,
+        ("long", 9): float("0." + "1" * 130),
+        ("both", 9): 3,
+    }
 
 
 def test_summary_updates_in_order(tmp_path):
@@ -437,10 +479,12 @@ def test_tables_are_given_once_per_step(tmp_path):
             "t.nrows": "1",
         }
 
-    records = [history({"_step": "1", **ref("media/table/t_1_aa.table.json", "aa")}),
-               history({"_step": "1", **ref("media/table/t_1_aa.table.json", "aa")}),
-               history({"_step": "2", **ref("media/table/t_2_bb.table.json", "bb")}),
-               history({"_step": "3", **ref("../../../etc/passwd", "cc")})]  # fmt: skip
+    records = [
+        history({"_step": "1", **ref("media/table/t_1_aa.table.json", "aa")}),
+        history({"_step": "1", **ref("media/table/t_1_aa.table.json", "aa")}),
+        history({"_step": "2", **ref("media/table/t_2_bb.table.json", "bb")}),
+        history({"_step": "3", **ref("../../../etc/passwd", "cc")}),
+    ]
     write_run(folder, frame(records)[0])
     tables = logged_tables(folder)
     assert [(t.key, t.step, t.rows) for t in tables] == [("t", 1, [[1]]), ("t", 2, []), ("t", 3, [])]
@@ -463,9 +507,10 @@ def test_small_batches_read_the_same(tmp_path, set_sizes):
 
 def test_a_histogram_is_at_its_rows_declared_step(tmp_path):
     histogram = {"h._type": '"histogram"', "h.bins": "[0,1,2]", "h.values": "[3,4]"}
-    records = [metric("train/global_step", glob="*"),
-               history({"_step": "7", "_timestamp": "1.5e9", "train/global_step": "2",
-                        **histogram})]  # fmt: skip
+    records = [
+        metric("train/global_step", glob="*"),
+        history({"_step": "7", "_timestamp": "1.5e9", "train/global_step": "2", **histogram}),
+    ]
     result = KIND.read(write_run(tmp_path, frame(records)[0]), None)
     (row,) = result.histograms.to_dict("records")
     assert (row["tag"], row["step"], row["wall_time"]) == ("h", 2, 1.5e9)

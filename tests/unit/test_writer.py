@@ -76,7 +76,9 @@ def write_padded_batch(run: Path, step: int) -> np.ndarray:
     tokens = [[f"t{i}{j}" if mask[i, j] else "<PAD>" for j in range(6)] for i in range(4)]
     with RolloutWriter(run, rank=0) as writer:
         n = writer.write_batch(
-            step, [f"prompt {i}" for i in range(4)], [f"response {i}" for i in range(4)],
+            step,
+            [f"prompt {i}" for i in range(4)],
+            [f"response {i}" for i in range(4)],
             FakeTensor([1.0, float("nan"), 0.5, float("inf")]),
             response_mask=FakeTensor(mask),
             response_tokens=tokens,
@@ -151,12 +153,28 @@ def test_one_sample_is_one_write_call(tmp_path: Path) -> None:
 
 def test_line_buffered_append_and_scalars(tmp_path: Path) -> None:
     writer = RolloutWriter(tmp_path / "new" / "dir", rank=2)
-    writer.write(np.int64(5), "p", "r", FakeTensor(0.25), ref_reward=np.float32(0.5),
-                 score=np.float32(1.5), flag=np.bool_(True), nested={"k": np.arange(2)})
+    writer.write(
+        np.int64(5),
+        "p",
+        "r",
+        FakeTensor(0.25),
+        ref_reward=np.float32(0.5),
+        score=np.float32(1.5),
+        flag=np.bool_(True),
+        nested={"k": np.arange(2)},
+    )
     path = tmp_path / "new" / "dir" / "rollout_data_rank_2.jsonl"
     row = lines_of(path)[0]  # readable before close: line-buffered
-    assert row == {"step": 5, "prompt": "p", "response": "r", "reward": 0.25, "ref_reward": 0.5,
-                   "score": 1.5, "flag": True, "nested": {"k": [0, 1]}}
+    assert row == {
+        "step": 5,
+        "prompt": "p",
+        "response": "r",
+        "reward": 0.25,
+        "ref_reward": 0.5,
+        "score": 1.5,
+        "flag": True,
+        "nested": {"k": [0, 1]},
+    }
     writer.close()
     with RolloutWriter(tmp_path / "new" / "dir", rank=2) as again:
         again.write(6, "p", "r", 1)
@@ -218,8 +236,13 @@ def fake_grpo_trainer(maxlen: int = 4) -> SimpleNamespace:
         "extra": defaultdict(lambda: deque(maxlen=maxlen)),
     }
     callbacks: list = []
-    return SimpleNamespace(_logs=logs, callbacks=callbacks, add_callback=callbacks.append,
-                           reward_func_names=["accuracy", "format"], reward_weights=FakeTensor([1.0, 0.5]))
+    return SimpleNamespace(
+        _logs=logs,
+        callbacks=callbacks,
+        add_callback=callbacks.append,
+        reward_func_names=["accuracy", "format"],
+        reward_weights=FakeTensor([1.0, 0.5]),
+    )
 
 
 def generate(trainer: SimpleNamespace, k: int) -> None:
@@ -254,7 +277,10 @@ def test_callback_writes_each_step_once(tmp_path: Path) -> None:
     callback.on_log(None, state(4), None, logs={"train_runtime": 9.0})  # new batch, but step 4 is written
     callback.on_train_end(None, state(4), None)
     assert callback.problems == 0 and callback.samples_written == 8
-    assert list(trainer._logs["rewards"]) == ["accuracy", "format"]  # the trainer's defaultdict gained no keys
+    assert list(trainer._logs["rewards"]) == [
+        "accuracy",
+        "format",
+    ]  # the trainer's defaultdict gained no keys
 
     store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
     assert store.steps == [1, 4] and store.num_samples == 8

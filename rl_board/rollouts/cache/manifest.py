@@ -56,8 +56,12 @@ class FileEntry:
     segments: list[Segment] = field(default_factory=list)
     error: str = ""
     format: str = ""  # the format the file was read as
-    reading: str = ""  # digest of how it was read (field map, options found beside it): another one reads it again
-    turns: dict = field(default_factory=dict)  # how its turns were found: {"how": {..: n}, "kept whole": {..: n}}
+    reading: str = (
+        ""  # digest of how it was read (field map, options found beside it): another one reads it again
+    )
+    turns: dict = field(
+        default_factory=dict
+    )  # how its turns were found: {"how": {..: n}, "kept whole": {..: n}}
 
     @classmethod
     def from_json(cls, data: dict) -> FileEntry:
@@ -65,8 +69,9 @@ class FileEntry:
         return cls(**data, segments=segs)
 
 
-def read_manifest(directory: Path, run_dir: Path, *, verify: bool,
-                  clear: bool = True) -> tuple[dict[str, FileEntry], bool]:  # fmt: skip
+def read_manifest(
+    directory: Path, run_dir: Path, *, verify: bool, clear: bool = True
+) -> tuple[dict[str, FileEntry], bool]:
     """Entries by file name; an unusable manifest empties the directory (rebuild) unless ``clear`` is False."""
     path = directory / "manifest.json"
     if not path.exists():

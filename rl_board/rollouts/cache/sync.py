@@ -51,8 +51,16 @@ from rl_board.rollouts.read.runfiles import (
 )
 from rl_board.sources import settings, sniff
 
-__all__ = ["FileEntry", "Segment", "SyncResult", "sync", "list_rollout_files", "stat_signature",
-           "default_cache_dir", "run_cache_dir"]
+__all__ = [
+    "FileEntry",
+    "Segment",
+    "SyncResult",
+    "sync",
+    "list_rollout_files",
+    "stat_signature",
+    "default_cache_dir",
+    "run_cache_dir",
+]
 
 PROBES = 30
 MAX_REPORTED_PER_FILE = 10_000
@@ -161,8 +169,13 @@ def memory_cache_root() -> Path | None:
     return None
 
 
-def _read_only(directory: Path, run_dir: Path, allowed: list[Path] | None, fields: FieldMap | None,
-               opened: dict[str, pa.Table] | None) -> SyncResult | None:  # fmt: skip
+def _read_only(
+    directory: Path,
+    run_dir: Path,
+    allowed: list[Path] | None,
+    fields: FieldMap | None,
+    opened: dict[str, pa.Table] | None,
+) -> SyncResult | None:
     """The run from a cache that cannot be written, when the cache already holds every file as it is."""
     try:
         old, rebuilt = read_manifest(directory, run_dir, verify=True, clear=False)
@@ -177,15 +190,28 @@ def _read_only(directory: Path, run_dir: Path, allowed: list[Path] | None, field
             entries.append(entry)
         if len(entries) != len(old):
             return None
-        return SyncResult(directory, entries, 0, False, open_segments(directory, entries, opened),
-                          stat_signature=files_signature(files))
+        return SyncResult(
+            directory,
+            entries,
+            0,
+            False,
+            open_segments(directory, entries, opened),
+            stat_signature=files_signature(files),
+        )
     except OSError:
         return None
 
 
-def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, verify: bool,
-               allowed: list[Path] | None, opened: dict[str, pa.Table] | None,
-               fields: FieldMap | None) -> SyncResult:  # fmt: skip
+def _sync_here(
+    directory: Path,
+    run_dir: Path,
+    *,
+    progress: Progress | None,
+    verify: bool,
+    allowed: list[Path] | None,
+    opened: dict[str, pa.Table] | None,
+    fields: FieldMap | None,
+) -> SyncResult:
     """The sync itself, with the cache folder locked."""
     old, rebuilt = read_manifest(directory, run_dir, verify=verify)
     entries: list[FileEntry] = []
@@ -211,12 +237,14 @@ def _sync_here(directory: Path, run_dir: Path, *, progress: Progress | None, ver
     # segments once we let go (our maps stay valid; opening them would not).
     parts = open_segments(directory, entries, opened)
     collect_garbage(directory, entries)
-    return SyncResult(directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files),
-                      unread=unread)
+    return SyncResult(
+        directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files), unread=unread
+    )
 
 
-def _ingest(work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path,
-            progress: Progress | None) -> tuple[int, bool]:  # fmt: skip
+def _ingest(
+    work: list[tuple[_Plan, list[tuple[int, int]]]], directory: Path, progress: Progress | None
+) -> tuple[int, bool]:
     """Parse every planned block of every file (in one worker pool) into its entry; (bytes, whether a block
     could not be read).
 
@@ -340,5 +368,3 @@ def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
     room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)
     entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
     ingest.add_turns(entry.turns, result.turns.get("how", {}), result.turns.get("kept whole", {}))
-
-

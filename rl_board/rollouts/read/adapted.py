@@ -51,8 +51,13 @@ def _loaded(number: int, raw: bytes, result: ParsedBlock) -> dict[str, Any] | No
     return obj
 
 
-def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: Format,
-             result: ParsedBlock, reading: Reading) -> ParsedBlock:  # fmt: skip
+def _samples(
+    objects: Iterable[tuple[int, dict[str, Any]]],
+    path: Path,
+    fmt: Format,
+    result: ParsedBlock,
+    reading: Reading,
+) -> ParsedBlock:
     named_step = step_from_name(path)
     renames = reading.renames(fmt) if fmt.flat else {}
     records = []
@@ -72,7 +77,9 @@ def _samples(objects: Iterable[tuple[int, dict[str, Any]]], path: Path, fmt: For
     return contract.finish(result, fmt=fmt, reading=reading, named_step=named_step)
 
 
-def _stage_one(raw: dict[str, Any], fmt: Format, reading: Reading, renames: dict[str, str]) -> list[dict[str, Any]]:
+def _stage_one(
+    raw: dict[str, Any], fmt: Format, reading: Reading, renames: dict[str, str]
+) -> list[dict[str, Any]]:
     """A flat record under the reading's renames (the table path's very names); a nested one through its
     format, what the user mapped winning over what the format chose (one record, one sample)."""
     if fmt.flat:
@@ -87,8 +94,9 @@ def _stage_one(raw: dict[str, Any], fmt: Format, reading: Reading, renames: dict
     return samples
 
 
-def _checked(sample: dict[str, Any], named_step: int | None, number: int,
-             result: ParsedBlock) -> dict[str, Any] | None:  # fmt: skip
+def _checked(
+    sample: dict[str, Any], named_step: int | None, number: int, result: ParsedBlock
+) -> dict[str, Any] | None:
     if sample.get(S.STEP) is None and named_step is not None:
         sample[S.STEP] = named_step
     try:

@@ -84,7 +84,9 @@ def _load_simd(parser: Any, raw: bytes, squares: int | None = None) -> dict[str,
     if raw.startswith(rec.BOM):
         return None
     squares = raw.count(b"[") if squares is None else squares
-    record = _simd_record(parser, raw, squares)  # every proxy into the parser's document is gone when it returns
+    record = _simd_record(
+        parser, raw, squares
+    )  # every proxy into the parser's document is gone when it returns
     return None if record is None else rec.normalise_shallow(record)
 
 
@@ -198,7 +200,9 @@ def float_lists(values: list[list | np.ndarray | None]) -> pa.Array:
     lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, count=len(values))
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    flat = np.fromiter(chain.from_iterable(v for v in values if v is not None), np.float64, count=int(offsets[-1]))
+    flat = np.fromiter(
+        chain.from_iterable(v for v in values if v is not None), np.float64, count=int(offsets[-1])
+    )
     nulls = np.fromiter((v is None for v in values), bool, count=len(values))
     mask = pa.array(nulls) if nulls.any() else None
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=mask)

@@ -52,12 +52,18 @@ def conform(table: pa.Table) -> pa.Table:
 
 def _chats_as_text(table: pa.Table) -> pa.Table:
     """Prompt or response columns of chat messages (TRL's conversational tables) as text plus ``messages``."""
-    listed = [n for n in (*_CHAT, S.MESSAGES) if n in table.column_names
-              and pa.types.is_list(table.schema.field(n).type)]  # fmt: skip
+    listed = [
+        n
+        for n in (*_CHAT, S.MESSAGES)
+        if n in table.column_names and pa.types.is_list(table.schema.field(n).type)
+    ]
     if not listed:
         return table
     names = table.column_names
-    values = {n: table.column(n).to_pylist() if n in names else [None] * table.num_rows for n in (*_CHAT, S.MESSAGES)}
+    values = {
+        n: table.column(n).to_pylist() if n in names else [None] * table.num_rows
+        for n in (*_CHAT, S.MESSAGES)
+    }
     rows = [conversation.as_fields(p, r, m) for p, r, m in zip(*values.values(), strict=True)]
     for k, name in enumerate((*_CHAT, S.MESSAGES)):
         column = [row[k] for row in rows]
@@ -72,11 +78,19 @@ def finish(parsed: ParsedBlock, *, fmt: Format, reading: Reading, named_step: in
     """The shared end of every path (see the module docstring); ``parsed.table`` has ``_line``."""
     table = parsed.table
     if named_step is not None and table.column(S.STEP).null_count:
-        table = table.set_column(table.schema.get_field_index(S.STEP), S.STEP,
-                                 pc.fill_null(table.column(S.STEP), pa.scalar(named_step, pa.int64())))
+        table = table.set_column(
+            table.schema.get_field_index(S.STEP),
+            S.STEP,
+            pc.fill_null(table.column(S.STEP), pa.scalar(named_step, pa.int64())),
+        )
     stepped = drop_missing_step(table)
-    out = ParsedBlock(stepped.table, bad=sorted(parsed.bad + stepped.bad), warnings=list(parsed.warnings),
-                      blank=parsed.blank, lines=parsed.lines)  # fmt: skip
+    out = ParsedBlock(
+        stepped.table,
+        bad=sorted(parsed.bad + stepped.bad),
+        warnings=list(parsed.warnings),
+        blank=parsed.blank,
+        lines=parsed.lines,
+    )
     if not out.table.num_rows:
         return out
     terms = fieldmap.reward_terms(reading.fields.get(fieldmap.REWARD, ""))

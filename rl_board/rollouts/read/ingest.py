@@ -75,7 +75,9 @@ def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> 
     return jsonl.parse_block(data, first_line=first_line)
 
 
-def parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> tuple[jsonl.ParsedBlock, int]:
+def parse_any(
+    path: Path, data: bytes, reading: Reading, first_line: int = 1
+) -> tuple[jsonl.ParsedBlock, int]:
     """Parse a block in its file's format: fast table paths first, the careful record path when they refuse.
 
     Returns the block and its number of lines (a Parquet file's: its rows). Every path ends in
@@ -86,7 +88,9 @@ def parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) ->
         with pq.ParquetFile(pa.BufferReader(data), pre_buffer=False) as file:  # the bytes already read
             table = file.read(use_threads=False)
         fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None
-        return fast or adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading), table.num_rows
+        return fast or adapted.parse_rows(
+            table.to_pylist(), path=path, fmt=fmt, reading=reading
+        ), table.num_rows
     if sniff.is_whole_file(path):  # a table a trainer logged to a tracker
         rows = tables.document_rows(path, data)
         table = tables.rows_table(rows) if fmt.flat else None
@@ -96,12 +100,18 @@ def parse_any(path: Path, data: bytes, reading: Reading, first_line: int = 1) ->
         raw = parse_block(data, first_line=first_line)
         parsed = contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path))
         return parsed, data.count(b"\n") if parsed.lines is None else parsed.lines
-    fast = tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading) if fmt.flat else None
+    fast = (
+        tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
+        if fmt.flat
+        else None
+    )
     parsed = fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
     return parsed, data.count(b"\n")
 
 
-def parse_paths(path: Path, data: bytes, reading: Reading, first_line: int = 1) -> dict[str, jsonl.ParsedBlock | None]:
+def parse_paths(
+    path: Path, data: bytes, reading: Reading, first_line: int = 1
+) -> dict[str, jsonl.ParsedBlock | None]:
     """The block read by every path that could read it (a fast path that refuses it gives None).
 
     ``_parse_any`` takes the first that accepts; tests hold them all equal (the parse contract).
@@ -111,17 +121,25 @@ def parse_paths(path: Path, data: bytes, reading: Reading, first_line: int = 1) 
     if path.suffix.lower() == ".parquet":
         with pq.ParquetFile(pa.BufferReader(data), pre_buffer=False) as file:
             table = file.read(use_threads=False)
-        return {"table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None,
-                "careful": adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading)}
+        return {
+            "table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if fmt.flat else None,
+            "careful": adapted.parse_rows(table.to_pylist(), path=path, fmt=fmt, reading=reading),
+        }
     if sniff.is_whole_file(path):
         rows = tables.document_rows(path, data)
         table = tables.rows_table(rows) if fmt.flat else None
-        return {"table": tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None,
-                "careful": adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading)}
+        return {
+            "table": tables.parse_table(table, path=path, fmt=fmt, reading=reading)
+            if table is not None
+            else None,
+            "careful": adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading),
+        }
     out: dict[str, jsonl.ParsedBlock | None] = {}
     if fmt.name == formats.NATIVE and not reading.fields:
-        for name, raw in (("arrow", jsonl.parse_block(data, first_line=first_line)),
-                          ("bulk", bulk.parse_long_lines(data, first_line))):  # fmt: skip
+        for name, raw in (
+            ("arrow", jsonl.parse_block(data, first_line=first_line)),
+            ("bulk", bulk.parse_long_lines(data, first_line)),
+        ):
             out[name] = contract.finish(raw, fmt=fmt, reading=reading, named_step=named)
     if fmt.flat:
         out["table"] = tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
@@ -129,8 +147,9 @@ def parse_paths(path: Path, data: bytes, reading: Reading, first_line: int = 1) 
     return out
 
 
-def plan_blocks(path: Path, start: int, size: int, block_bytes: int | None = None,
-                max_line: int | None = None) -> list[tuple[int, int]]:  # fmt: skip
+def plan_blocks(
+    path: Path, start: int, size: int, block_bytes: int | None = None, max_line: int | None = None
+) -> list[tuple[int, int]]:
     """Cut ``[start, last newline]`` of a file into blocks that end at newlines (a Parquet file is one block).
 
     A line longer than ``max_line`` (default ``Sizes.max_line_bytes``) becomes a block of its own, found by
@@ -183,8 +202,14 @@ def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary 
     return end
 
 
-def ingest_block(path: str, start: int, end: int, directory: str, reading: Reading | None = None,
-                 max_line: int | None = None) -> BlockResult:  # fmt: skip
+def ingest_block(
+    path: str,
+    start: int,
+    end: int,
+    directory: str,
+    reading: Reading | None = None,
+    max_line: int | None = None,
+) -> BlockResult:
     """Read, parse, derive and write one block (runs in a worker or in-process).
 
     Lines longer than ``max_line`` (default ``Sizes.max_line_bytes``) are reported with their length, not read.
@@ -239,8 +264,12 @@ def _derived_and_written(result: BlockResult, table: pa.Table, directory: str) -
 # notes) and are written as the file's own segment, so the manifest and a file's re-read are as before.
 
 
-def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Reading | None = None,
-                 max_line: int | None = None) -> list[BlockResult]:  # fmt: skip
+def ingest_batch(
+    jobs: list[tuple[str, int, int]],
+    directory: str,
+    reading: Reading | None = None,
+    max_line: int | None = None,
+) -> list[BlockResult]:
     """``ingest_block`` of each small (file, start, end) block of one reading, parsed and derived together.
 
     Whatever a shared parse cannot give exactly as a block of its own would be read (a line for the careful
@@ -260,8 +289,9 @@ def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Read
     parsed = _parsed_together(datas, [Path(p) for p, _, _ in jobs], reading)
     if parsed is None and len(jobs) >= _HALVED_FROM:  # a line that needs the careful path: halves, then alone
         half = len(jobs) // 2
-        return ingest_batch(jobs[:half], directory, reading, max_line) + \
-            ingest_batch(jobs[half:], directory, reading, max_line)
+        return ingest_batch(jobs[:half], directory, reading, max_line) + ingest_batch(
+            jobs[half:], directory, reading, max_line
+        )
     if parsed is None:
         return [read() for read in alone]
     results: list[BlockResult] = []
@@ -270,7 +300,9 @@ def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Read
         if block is None:  # this file's columns would differ from its own parse's: read alone
             results.append(read())
             continue
-        result = BlockResult(lines=data.count(b"\n"), blank=block.blank, bad=block.bad, warnings=block.warnings)
+        result = BlockResult(
+            lines=data.count(b"\n"), blank=block.blank, bad=block.bad, warnings=block.warnings
+        )
         add_turns(result.turns, *turns.read_how(block.table.schema))
         results.append(result)
         shared.append((result, block.table))
@@ -278,7 +310,9 @@ def ingest_batch(jobs: list[tuple[str, int, int]], directory: str, reading: Read
     return results
 
 
-_HALVED_FROM = 8  # a batch of this many blocks that cannot be parsed together is halved, a smaller one read alone
+_HALVED_FROM = (
+    8  # a batch of this many blocks that cannot be parsed together is halved, a smaller one read alone
+)
 
 
 def batchable(path: Path, size: int, reading: Reading) -> bool:
@@ -289,8 +323,9 @@ def batchable(path: Path, size: int, reading: Reading) -> bool:
     return fmt.flat or (fmt.name == formats.NATIVE and not reading.fields)
 
 
-def _parsed_together(datas: list[bytes], paths: list[Path],
-                     reading: Reading) -> list[jsonl.ParsedBlock | None] | None:  # fmt: skip
+def _parsed_together(
+    datas: list[bytes], paths: list[Path], reading: Reading
+) -> list[jsonl.ParsedBlock | None] | None:
     """Each block's ``parse_any`` result from one parse of all their lines (None for a block whose columns
     there may differ from its own parse's); None when the lines cannot be parsed together."""
     fmt = formats.by_name(reading.format)
@@ -325,8 +360,17 @@ def _same_alone(kind: pa.DataType) -> bool:
     run's segments are unified (numbers widen alike; objects' fields and dates read from text do not)."""
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         return _same_alone(kind.value_type)
-    return any(test(kind) for test in (pa.types.is_null, pa.types.is_boolean, pa.types.is_integer,
-                                       pa.types.is_floating, pa.types.is_string, pa.types.is_large_string))
+    return any(
+        test(kind)
+        for test in (
+            pa.types.is_null,
+            pa.types.is_boolean,
+            pa.types.is_integer,
+            pa.types.is_floating,
+            pa.types.is_string,
+            pa.types.is_large_string,
+        )
+    )
 
 
 def _own_columns(part: pa.Table, data: bytes) -> pa.Table | None:
@@ -364,7 +408,11 @@ def _derived_together(results: list[BlockResult], parts: list[pa.Table], directo
         whole = pa.concat_tables([t for t in parts if t.num_rows], promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
         whole = None
-    if whole is None or records.logged_name(S.LINE, ()) in whole.column_names or derive.clashes_renamed(whole)[1]:
+    if (
+        whole is None
+        or records.logged_name(S.LINE, ()) in whole.column_names
+        or derive.clashes_renamed(whole)[1]
+    ):
         for result, table in zip(results, parts, strict=True):  # a renamed key is noted per block
             _derived_and_written(result, table, directory)
         return
@@ -417,8 +465,11 @@ def _renamed_note(table: pa.Table, renamed: dict[str, str]) -> tuple[int, str] |
 
 
 def run_blocks(
-    jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-    readings: dict[str, Reading] | None = None, max_line: int | None = None,
+    jobs: list[tuple[Path, int, int]],
+    directory: Path,
+    on_done: Callable[[int], None],
+    readings: dict[str, Reading] | None = None,
+    max_line: int | None = None,
 ) -> Iterator[BlockResult]:
     """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each.
 
@@ -440,8 +491,13 @@ def run_blocks(
         yield result
 
 
-def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[int], None],
-         readings: dict[str, Reading], max_line: int | None) -> Iterator[BlockResult]:  # fmt: skip
+def _run(
+    jobs: list[tuple[Path, int, int]],
+    directory: Path,
+    on_done: Callable[[int], None],
+    readings: dict[str, Reading],
+    max_line: int | None,
+) -> Iterator[BlockResult]:
     units = batches(jobs, readings)
 
     def local(u: int) -> list[BlockResult]:
@@ -450,8 +506,9 @@ def _run(jobs: list[tuple[Path, int, int]], directory: Path, on_done: Callable[[
         if len(unit) == 1:
             path, s, e = jobs[unit[0]]
             return [ingest_block(str(path), s, e, str(directory), max_line=max_line, reading=reading)]
-        return ingest_batch([(str(p), s, e) for p, s, e in (jobs[i] for i in unit)], str(directory), reading,
-                            max_line)  # fmt: skip
+        return ingest_batch(
+            [(str(p), s, e) for p, s, e in (jobs[i] for i in unit)], str(directory), reading, max_line
+        )
 
     cores = os.cpu_count() or 1
     sizes = config.sizes()
@@ -504,15 +561,21 @@ def batches(jobs: list[tuple[Path, int, int]], readings: dict[str, Reading]) -> 
     return units
 
 
-def _request(jobs: list[tuple[Path, int, int]], unit: list[int], directory: Path, readings: dict[str, Reading],
-             max_line: int | None) -> str:  # fmt: skip
+def _request(
+    jobs: list[tuple[Path, int, int]],
+    unit: list[int],
+    directory: Path,
+    readings: dict[str, Reading],
+    max_line: int | None,
+) -> str:
     """A worker's request line: one block (as before), or a batch of small ones."""
     path, s, e = jobs[unit[0]]
     reading = readings[str(path)].to_json()
     if len(unit) == 1:
         return json.dumps([str(path), s, e, str(directory), reading, max_line])
-    return json.dumps([BATCH, [[str(p), s, e] for p, s, e in (jobs[i] for i in unit)], str(directory), reading,
-                       max_line])  # fmt: skip
+    return json.dumps(
+        [BATCH, [[str(p), s, e] for p, s, e in (jobs[i] for i in unit)], str(directory), reading, max_line]
+    )
 
 
 BATCH = "batch"  # the first item of a worker request for ``ingest_batch``

@@ -104,7 +104,9 @@ def with_lines(table: pa.Table, lines: pa.Array) -> pa.Table:
     """Append the line numbers as ``_line``; a logged ``_line`` key is kept as ``_line_logged``."""
     if S.LINE in table.column_names:
         taken = set(table.column_names)
-        table = table.rename_columns([logged_name(n, taken) if n == S.LINE else n for n in table.column_names])
+        table = table.rename_columns(
+            [logged_name(n, taken) if n == S.LINE else n for n in table.column_names]
+        )
     return table.append_column(S.LINE, lines)
 
 
@@ -164,5 +166,3 @@ def _parse_lines(piece: list[tuple[int, bytes]]) -> ParsedBlock:
         record[S.LINE] = number
         records.append(record)
     return ParsedBlock(records_to_table(records), bad=bad, warnings=warnings)
-
-

@@ -51,8 +51,11 @@ class WorkerPool:
         cmd = [sys.executable, "-m", "rl_board.rollouts.read.worker", str(os.getpid()), str(idle_seconds)]
         try:
             for _ in range(n):
-                self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                   bufsize=0, close_fds=True))  # fmt: skip
+                self.procs.append(
+                    subprocess.Popen(
+                        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True
+                    )
+                )
         except OSError:
             self.close()  # do not leave the ones that did start behind
             raise
@@ -158,8 +161,15 @@ class WorkerPool:
         except OSError:  # BrokenPipeError: the worker is gone
             return False
 
-    def _lost(self, w: int, live: list[int], inflight: dict[int, deque[int]], selector: selectors.BaseSelector,
-              results: dict[int, Any], local: Local) -> None:  # fmt: skip
+    def _lost(
+        self,
+        w: int,
+        live: list[int],
+        inflight: dict[int, deque[int]],
+        selector: selectors.BaseSelector,
+        results: dict[int, Any],
+        local: Local,
+    ) -> None:
         """A worker died: its jobs are done here, and the pool is not used again."""
         self.broken = True
         if w in live:

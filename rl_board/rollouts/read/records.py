@@ -122,7 +122,9 @@ def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
     for at in range(0, len(marks), step):
         chunk = marks[at : at + step]
         newline = chunk == 10
-        local = np.cumsum(newline, dtype=np.int64)  # line of each mark within the chunk (a newline starts one)
+        local = np.cumsum(
+            newline, dtype=np.int64
+        )  # line of each mark within the chunk (a newline starts one)
         quotes = np.cumsum(chunk == 34, dtype=np.int64) + parity
         inside = ((quotes - np.concatenate(([0], quotes[newline]))[local]) & 1).astype(bool)
         delta = (chunk == 91).astype(np.int64) + (chunk == 123) - (chunk == 93) - (chunk == 125)
@@ -181,14 +183,17 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     out[S.STEP] = _step(obj.get(S.STEP))
     if isinstance(obj.get(S.PROMPT), list) or isinstance(obj.get(S.RESPONSE), list) or S.MESSAGES in obj:
         out[S.PROMPT], out[S.RESPONSE], out[S.MESSAGES] = conversation.as_fields(
-            obj.get(S.PROMPT), obj.get(S.RESPONSE), obj.get(S.MESSAGES))
+            obj.get(S.PROMPT), obj.get(S.RESPONSE), obj.get(S.MESSAGES)
+        )
     for name in S.SCALAR_FIELDS:
         out[name] = _number(name, obj.get(name))
     for name in S.TEXT_FIELDS:
         out[name] = _text(name, out.get(name))
     for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
         value = obj.get(name)
-        if value is not None and not isinstance(value, list) and type(value) is not np.ndarray:  # the simd path's
+        if (
+            value is not None and not isinstance(value, list) and type(value) is not np.ndarray
+        ):  # the simd path's
             kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
             raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
     return out
@@ -298,7 +303,9 @@ def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
 
 def extra_names(records: list[dict[str, Any]]) -> list[str]:
     """The log's own keys, in the order they first appear (as pyarrow.json orders its columns)."""
-    return [k for k in dict.fromkeys(k for r in records for k in r) if k not in S.KNOWN_FIELDS and k != S.LINE]
+    return [
+        k for k in dict.fromkeys(k for r in records for k in r) if k not in S.KNOWN_FIELDS and k != S.LINE
+    ]
 
 
 def extra_array(values: list[Any]) -> pa.Array:
@@ -362,8 +369,14 @@ def _numbers(kinds: set[pa.DataType]) -> bool:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -30,7 +30,9 @@ def list_rollout_files(run_dir: Path, fields: FieldMap | None = None) -> list[Pa
     return [f.path for f in scan_run(run_dir, fields=fields) if not f.problem]
 
 
-def scan_run(run_dir: Path, allowed: list[Path] | None = None, fields: FieldMap | None = None) -> list[RunFile]:
+def scan_run(
+    run_dir: Path, allowed: list[Path] | None = None, fields: FieldMap | None = None
+) -> list[RunFile]:
     """Every rollout file of a run, classified once (the load reads each as its ``reading`` says).
 
     The files are those the root catalogue gives this run (its own folder, and

@@ -28,8 +28,9 @@ Renames = dict[str, str]  # key in the log -> rl-board field
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
-def parse_renamed(data: bytes, *, first_line: int, path: Path, fmt: Format,
-                  reading: Reading) -> jsonl.ParsedBlock | None:  # fmt: skip
+def parse_renamed(
+    data: bytes, *, first_line: int, path: Path, fmt: Format, reading: Reading
+) -> jsonl.ParsedBlock | None:
     """A block of JSON lines of a flat format; None when a line needs the careful path."""
     table = read_renamed(data, fmt=fmt, reading=reading)
     return None if table is None else finish_renamed(table, first_line, path, fmt, reading)
@@ -43,7 +44,9 @@ def read_renamed(data: bytes, *, fmt: Format, reading: Reading) -> pa.Table | No
         return None
     renames = reading.renames(fmt)
     try:
-        table = pj.read_json(io.BytesIO(data), read_options=jsonl.read_options(), parse_options=_options(_key(renames)))
+        table = pj.read_json(
+            io.BytesIO(data), read_options=jsonl.read_options(), parse_options=_options(_key(renames))
+        )
         for column in table.columns:
             if jsonl.has_text(column.type):
                 column.validate(full=True)
@@ -89,7 +92,9 @@ def rows_table(rows: list[dict]) -> pa.Table | None:
         return None
 
 
-def finish_renamed(table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading) -> jsonl.ParsedBlock:
+def finish_renamed(
+    table: pa.Table, first_line: int, path: Path, fmt: Format, reading: Reading
+) -> jsonl.ParsedBlock:
     """A conformed table of one file's lines (from ``first_line``) through ``contract.finish``."""
     lines = pa.array(range(first_line, first_line + table.num_rows), pa.int64())
     parsed = jsonl.ParsedBlock(jsonl.with_lines(table, lines))

@@ -78,11 +78,16 @@ def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
     """Rows with no logged messages whose text may hold more turns than a prompt and one answer (one look over
     whole columns, ``chat_text.may_hold_turns``, before any is split)."""
     maybe = chat_text.may_hold_turns(table.column(S.PROMPT), table.column(S.RESPONSE))
-    return pc.and_(pc.is_null(logged), maybe).combine_chunks() if isinstance(logged, pa.ChunkedArray) \
+    return (
+        pc.and_(pc.is_null(logged), maybe).combine_chunks()
+        if isinstance(logged, pa.ChunkedArray)
         else pc.and_(pc.is_null(logged), maybe)
+    )
 
 
-def _from_text(prompt: str | None, response: str | None, found: Counter[str], kept: Counter[str]) -> str | None:
+def _from_text(
+    prompt: str | None, response: str | None, found: Counter[str], kept: Counter[str]
+) -> str | None:
     """Messages split from the text, else None (the text says why it was kept whole)."""
     split = chat_text.split_sample(prompt, response)
     if not split.how:
@@ -99,9 +104,13 @@ def _finish_reasons(table: pa.Table) -> pa.Table:
         return table
     logged = column.to_pylist()
     words = [trajectory.finish_reason(v) for v in logged]
-    table = table.set_column(table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(words, pa.string()))
+    table = table.set_column(
+        table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(words, pa.string())
+    )
     differs = [None if v is None or w == v else str(v) for w, v in zip(words, logged, strict=True)]
-    if any(d is not None for d in differs) and FINISH_LOGGED not in table.column_names:  # per row: blocks agree
+    if (
+        any(d is not None for d in differs) and FINISH_LOGGED not in table.column_names
+    ):  # per row: blocks agree
         table = table.append_column(FINISH_LOGGED, pa.array(differs, pa.string()))
     return table
 
@@ -116,7 +125,9 @@ def _cut_by_limit(table: pa.Table, reason: str) -> pa.Table:
             finish[i], changed = reason, True
     if not changed:
         return table
-    return table.set_column(table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(finish, pa.string()))
+    return table.set_column(
+        table.schema.get_field_index(S.FINISH_REASON), S.FINISH_REASON, pa.array(finish, pa.string())
+    )
 
 
 def read_how(schema: pa.Schema) -> tuple[dict[str, int], dict[str, int]]:

@@ -59,12 +59,15 @@ def main(argv: list[str]) -> int:
         job = json.loads(line)
         if job[0] == BATCH:  # several small blocks: a JSON list of their results
             _, blocks, directory, reading, max_line = job
-            results = ingest_batch([tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line)
+            results = ingest_batch(
+                [tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line
+            )
             answer = "[" + ",".join(result_to_json(r) for r in results) + "]"
         else:
             path, start, end, directory, reading, max_line = job  # max_line None: the default
-            answer = result_to_json(ingest_block(path, start, end, directory, Reading.from_json(reading),
-                                                 max_line=max_line))  # fmt: skip
+            answer = result_to_json(
+                ingest_block(path, start, end, directory, Reading.from_json(reading), max_line=max_line)
+            )
         out.write(answer.encode() + b"\n")
         out.flush()
     return 0

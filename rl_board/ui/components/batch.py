@@ -23,8 +23,9 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def step_metrics(summary: pd.DataFrame, step: int,
-                 kl: F.KLEstimator | None = None) -> list[tuple[str, float, float | None, str, str]]:  # fmt: skip
+def step_metrics(
+    summary: pd.DataFrame, step: int, kl: F.KLEstimator | None = None
+) -> list[tuple[str, float, float | None, str, str]]:
     """(label, value, change from the previous step or None, delta colour, help) for what the run has
     (the KL card is ``kl``'s)."""
     rows = summary.sort_values("step").reset_index(drop=True)
@@ -41,8 +42,15 @@ def step_metrics(summary: pd.DataFrame, step: int,
         if value is None:
             continue
         prev = None if before is None else _number(before.get(column))
-        out.append((label, value, None if prev is None else value - prev, color,
-                    f"{field.help} The delta is the change from the previous step."))
+        out.append(
+            (
+                label,
+                value,
+                None if prev is None else value - prev,
+                color,
+                f"{field.help} The delta is the change from the previous step.",
+            )
+        )
     return out
 
 
@@ -60,21 +68,35 @@ def render_batch(store: RolloutStore, run_path: str, step: int, *, kl: F.KLEstim
     if values:
         cols = st.columns(len(values))
         for col, (label, value, delta, color, help_text) in zip(cols, values, strict=True):
-            col.metric(label, f"{value:.4g}", None if delta is None else f"{delta:+.4g}",
-                       delta_color=color, help=help_text, border=True)
+            col.metric(
+                label,
+                f"{value:.4g}",
+                None if delta is None else f"{delta:+.4g}",
+                delta_color=color,
+                help=help_text,
+                border=True,
+            )
     frame = cached.step_frame(run_path, store.signature, step, CHART_COLUMNS, store)
     left, mid, right = st.columns(3)
     with left:
         key = "chart_step_rewards"
-        st.plotly_chart(charts.reward_bars_figure(frame), key=key, on_select=lambda: _open_sample_from(key),
-                        selection_mode="points", config={"displaylogo": False})
+        st.plotly_chart(
+            charts.reward_bars_figure(frame),
+            key=key,
+            on_select=lambda: _open_sample_from(key),
+            selection_mode="points",
+            config={"displaylogo": False},
+        )
     with mid:
         if store.has("reward_gap"):
-            st.plotly_chart(charts.reward_gap_figure(frame), key="chart_step_gap",
-                            config={"displaylogo": False})
+            st.plotly_chart(
+                charts.reward_gap_figure(frame), key="chart_step_gap", config={"displaylogo": False}
+            )
         else:
             missing("No reward gap", "this run has no ref_reward.")
     with right:
-        st.plotly_chart(charts.reward_hist_figure(frame), key="chart_step_hist", config={"displaylogo": False})
+        st.plotly_chart(
+            charts.reward_hist_figure(frame), key="chart_step_hist", config={"displaylogo": False}
+        )
     if not store.has("ref_reward"):
         st.caption("No reference rewards in this run: charts show the policy's reward only.")

@@ -46,8 +46,11 @@ def _draw(summaries: dict[str, pd.DataFrame], kl: F.KLEstimator, options: charts
         lacking = [n for n, s in summaries.items() if not charts.has_series(s, prefix)]
         if len(lacking) == len(summaries):
             return
-        st.plotly_chart(charts.comparison_figure(summaries, prefix, title=title, y_title=y_title, options=options),
-                        key=f"chart_compare_{prefix}", config={"displaylogo": False})
+        st.plotly_chart(
+            charts.comparison_figure(summaries, prefix, title=title, y_title=y_title, options=options),
+            key=f"chart_compare_{prefix}",
+            config={"displaylogo": False},
+        )
         if lacking:
             st.caption("Not in: " + ", ".join(escape_markdown(n) for n in lacking))
 
@@ -57,8 +60,11 @@ def _draw(summaries: dict[str, pd.DataFrame], kl: F.KLEstimator, options: charts
         figure(kl.step, kl_title(kl, "per step, by run"), f"KL ({kl.name})")
     with right:
         tokens = all(charts.has_series(s, "length") for s in summaries.values())
-        figure("length" if tokens else "length_chars", "Response length per step, by run",
-               "tokens" if tokens else "characters")
+        figure(
+            "length" if tokens else "length_chars",
+            "Response length per step, by run",
+            "tokens" if tokens else "characters",
+        )
 
 
 def render_comparison(ctx: Context) -> None:
@@ -70,8 +76,13 @@ def render_comparison(ctx: Context) -> None:
     valid = _valid_choice(others)
     with st.expander("Compare runs", expanded=bool(valid), icon=":material/compare_arrows:"):
         label = f"Compare {escape_markdown(ctx.run or 'this run')} with"  # a widget label is Markdown
-        st.multiselect(label, others, format_func=display_name, placeholder="Choose runs to overlay",
-                       **state.bind("compare"))
+        st.multiselect(
+            label,
+            others,
+            format_func=display_name,
+            placeholder="Choose runs to overlay",
+            **state.bind("compare"),
+        )
         chosen = [n for n in state.get("compare") or [] if n in others]
         if chosen:
             _draw(_summaries(ctx, chosen, paths), ctx.settings.kl, ctx.settings.curves)

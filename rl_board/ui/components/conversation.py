@@ -15,5 +15,8 @@ def render_conversation(messages: list[dict], display: TextDisplay) -> None:
     for message in messages:
         text = shown(message_text(message.get("content")) or "", display)
         role = str(message.get("role", "?"))
-        st.caption(f"{escape_markdown(role)} · {len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
+        st.caption(
+            f"{escape_markdown(role)} · {len(text.text)} characters"
+            + (f" · {text.note}" if text.note else "")
+        )
         text_block(text.text, height=240)

@@ -27,22 +27,33 @@ def _open_step_from(chart_key: str) -> None:
 
 
 def _chart(fig: object, key: str) -> None:
-    st.plotly_chart(fig, key=key, on_select=lambda: _open_step_from(key), selection_mode="points",
-                    config={"displaylogo": False})
+    st.plotly_chart(
+        fig,
+        key=key,
+        on_select=lambda: _open_step_from(key),
+        selection_mode="points",
+        config={"displaylogo": False},
+    )
 
 
 def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
     available = [s for s in REWARD_SERIES if charts.has_series(summary, s)]
     state.put("curves", [s for s in state.get("curves", available) if s in available])
-    chosen = st.pills("Reward curves", available, selection_mode="multi",
-                      format_func=lambda s: F.label(s, F.STEP), **state.bind("curves"))
+    chosen = st.pills(
+        "Reward curves",
+        available,
+        selection_mode="multi",
+        format_func=lambda s: F.label(s, F.STEP),
+        **state.bind("curves"),
+    )
     chosen = [s for s in (chosen or []) if s in available]
     if chosen:
-        _chart(charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),
-               "chart_reward")
+        _chart(
+            charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),
+            "chart_reward",
+        )
     else:
         st.caption("No reward curve selected.")
-
 
 
 def kl_title(kl: F.KLEstimator, what: str = "to the reference per step") -> str:
@@ -52,10 +63,16 @@ def kl_title(kl: F.KLEstimator, what: str = "to the reference per step") -> str:
 
 def _kl_curve(summary: pd.DataFrame, kl: F.KLEstimator, opts: charts.CurveOptions) -> None:
     if charts.has_series(summary, kl.step):
-        _chart(charts.curve_figure(summary, [kl.step], title=kl_title(kl), y_title=f"KL ({kl.name})", options=opts),
-               "chart_kl")
-        st.caption(f"KL {kl.name} per token: {kl.formula} with r = logp − ref_logp; per sample the mean over its "
-                   f"tokens, the line is the step's mean. {kl.help} Change it under Display settings › KL estimator.")
+        _chart(
+            charts.curve_figure(
+                summary, [kl.step], title=kl_title(kl), y_title=f"KL ({kl.name})", options=opts
+            ),
+            "chart_kl",
+        )
+        st.caption(
+            f"KL {kl.name} per token: {kl.formula} with r = logp − ref_logp; per sample the mean over its "
+            f"tokens, the line is the step's mean. {kl.help} Change it under Display settings › KL estimator."
+        )
     else:
         missing("No KL curve", "this run has no logprobs and ref_logprobs (e.g. an evaluation log).")
 
@@ -65,11 +82,18 @@ def _length_curve(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
     if not charts.has_series(summary, length):
         missing("No length curve", "this run has no responses with text or tokens.")
         return
-    series = [length] + (["ref_length_chars"] if length == "length_chars"
-                         and charts.has_series(summary, "ref_length_chars") else [])
+    series = [length] + (
+        ["ref_length_chars"]
+        if length == "length_chars" and charts.has_series(summary, "ref_length_chars")
+        else []
+    )
     unit = "tokens" if length == "length" else "characters"
-    _chart(charts.curve_figure(summary, series, title=f"Response length ({unit}) per step",
-                               y_title=unit, options=opts), "chart_length")
+    _chart(
+        charts.curve_figure(
+            summary, series, title=f"Response length ({unit}) per step", y_title=unit, options=opts
+        ),
+        "chart_length",
+    )
     if length == "length_chars":
         st.caption("No response_tokens in this run: length is counted in characters.")
 
@@ -83,10 +107,16 @@ def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     summary = cached.column_summary(str(ctx.run_path), store.signature, tuple(parts), store)
     main = store.report.field_map.get("reward")
     note = f" · the main reward is read from {main}" if main else ""
-    _chart(charts.curve_figure(summary, parts, title="Reward components per step", y_title="value",
-                               options=opts), "chart_components")
-    st.caption(f"{len(parts)} reward component(s) in this run{escape_markdown(note)}. "
-               "Switch the main reward under **Fields** in the sidebar.")
+    _chart(
+        charts.curve_figure(
+            summary, parts, title="Reward components per step", y_title="value", options=opts
+        ),
+        "chart_components",
+    )
+    st.caption(
+        f"{len(parts)} reward component(s) in this run{escape_markdown(note)}. "
+        "Switch the main reward under **Fields** in the sidebar."
+    )
 
 
 GROUPED_AT_MOST = 0.6  # groups per sample: above this the run is not grouped
@@ -98,13 +128,24 @@ def _group_curves(ctx: Context) -> None:
     # A GRPO run has a handful of samples per prompt; a PPO run's prompts only repeat by chance.
     if stats.empty or stats["groups"].sum() > GROUPED_AT_MOST * ctx.store.num_samples:
         return
-    frame = stats.rename(columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"})
-    _chart(charts.curve_figure(frame, ["solved_share", "zero_variance"], title="Groups per step (GRPO)",
-                               y_title="share of groups", options=charts.CurveOptions(band=charts.NO_BAND)),
-           "chart_groups")
-    st.caption("Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
-               "Zero variance: groups whose samples all got the same reward (no learning signal). "
-               "The Groups page shows each step's groups.")
+    frame = stats.rename(
+        columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"}
+    )
+    _chart(
+        charts.curve_figure(
+            frame,
+            ["solved_share", "zero_variance"],
+            title="Groups per step (GRPO)",
+            y_title="share of groups",
+            options=charts.CurveOptions(band=charts.NO_BAND),
+        ),
+        "chart_groups",
+    )
+    st.caption(
+        "Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
+        "Zero variance: groups whose samples all got the same reward (no learning signal). "
+        "The Groups page shows each step's groups."
+    )
 
 
 def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
@@ -112,10 +153,20 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     if not ctx.store.has("train_logprobs"):
         return
     summary = cached.mismatch_summary(str(ctx.run_path), ctx.store.signature, ctx.store)
-    _chart(charts.curve_figure(summary, ["mismatch", "mismatch_max"], title="Train vs inference log-probs per step",
-                               y_title="k3 mismatch", options=opts), "chart_mismatch")
-    st.caption("k3 = exp(r) − 1 − r with r = trainer logp − engine logp, per token: 0 when the two agree. "
-               "A rising curve means the importance ratios the trainer computes are off.")
+    _chart(
+        charts.curve_figure(
+            summary,
+            ["mismatch", "mismatch_max"],
+            title="Train vs inference log-probs per step",
+            y_title="k3 mismatch",
+            options=opts,
+        ),
+        "chart_mismatch",
+    )
+    st.caption(
+        "k3 = exp(r) − 1 − r with r = trainer logp − engine logp, per token: 0 when the two agree. "
+        "A rising curve means the importance ratios the trainer computes are off."
+    )
 
 
 def _length_distribution(ctx: Context) -> None:
@@ -123,10 +174,13 @@ def _length_distribution(ctx: Context) -> None:
     if counts.empty or len(counts) < 2:
         return
     unit = "tokens" if ctx.store.length_column() == "n_tokens" else "characters"
-    st.plotly_chart(length_figure(counts, edges, truncated, unit), key="chart_length_hist",
-                    config={"displaylogo": False})
-    st.caption("Each column is one step; darker = more of its samples at that length. The line is the share of "
-               "answers at the run's longest length: when generation hits its limit, they were cut off.")
+    st.plotly_chart(
+        length_figure(counts, edges, truncated, unit), key="chart_length_hist", config={"displaylogo": False}
+    )
+    st.caption(
+        "Each column is one step; darker = more of its samples at that length. The line is the share of "
+        "answers at the run's longest length: when generation hits its limit, they were cut off."
+    )
 
 
 def render_curves(ctx: Context, summary: pd.DataFrame) -> None:

@@ -30,7 +30,9 @@ def current_map() -> dict[str, str]:
         try:
             field, key = api.parse_field_option(part)
         except InvalidArgumentError as exc:
-            state.notice(f"Ignored field map entry {escape_markdown(repr(part[:60]))}: {escape_markdown(str(exc))}")
+            state.notice(
+                f"Ignored field map entry {escape_markdown(repr(part[:60]))}: {escape_markdown(str(exc))}"
+            )
             continue
         out[field] = key
     return out
@@ -78,9 +80,13 @@ def _reward_sum(store: api.RolloutStore) -> None:
     if not store.reward_made_by:
         return
     st.session_state[SUM_KEY] = _sum_text(store.reward_weights)
-    st.text_input("Reward = weighted sum of", key=SUM_KEY, on_change=_sum_changed,
-                  help="The reward functions and their weights (TRL's reward_weights are not in its files), e.g. "
-                       "accuracy_reward + 0.5*format_reward; NaN parts are skipped, as TRL does")
+    st.text_input(
+        "Reward = weighted sum of",
+        key=SUM_KEY,
+        on_change=_sum_changed,
+        help="The reward functions and their weights (TRL's reward_weights are not in its files), e.g. "
+        "accuracy_reward + 0.5*format_reward; NaN parts are skipped, as TRL does",
+    )
     st.caption(escape_markdown(f"Parts found from {store.reward_made_by}."))
 
 
@@ -91,12 +97,22 @@ def render_field_map(store: api.RolloutStore) -> None:
         if store.report.read_as:
             st.caption(escape_markdown(store.report.read_as))
         if store.report.turns_read:
-            st.caption(escape_markdown(store.report.turns_read[0].upper() + store.report.turns_read[1:] + "."))
-        columns = [c for c in store.fields if c not in ("step",) and (F.sample(c) is None or F.sample(c).sortable)]
+            st.caption(
+                escape_markdown(store.report.turns_read[0].upper() + store.report.turns_read[1:] + ".")
+            )
+        columns = [
+            c for c in store.fields if c not in ("step",) and (F.sample(c) is None or F.sample(c).sortable)
+        ]
         for field in CHOICES:
             options = [AS_READ, *sorted(set(columns) - {field} | ({fmap[field]} if field in fmap else set()))]
             key = f"fieldmap.{field}"
             st.session_state[key] = fmap.get(field, AS_READ)
-            st.selectbox(F.sample(field).title, options, key=key, on_change=_changed, args=(field,),
-                         help=f"Read the {F.label(field)} from another column of the logs")
+            st.selectbox(
+                F.sample(field).title,
+                options,
+                key=key,
+                on_change=_changed,
+                args=(field,),
+                help=f"Read the {F.label(field)} from another column of the logs",
+            )
         _reward_sum(store)

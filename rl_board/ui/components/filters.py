@@ -30,7 +30,9 @@ def range_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> dict[
     trajectory ranges (turns, tool calls) are ``trajectory_ranges``'."""
     estimator = kl.name if kl else None
     present = {f.name for f in F.at(F.SAMPLE) if store.has(f.name)} | {"reward"}
-    found = {key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS if key not in TRAJECTORY_KEYS}
+    found = {
+        key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS if key not in TRAJECTORY_KEYS
+    }
     return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 
@@ -48,20 +50,41 @@ def trajectory_ranges(store: RolloutStore) -> dict[str, tuple[str, str]]:
 
 def _extra_range(store: RolloutStore) -> str:
     """A range on one of the log's own numeric columns (a reward component, a score); "" when none is chosen."""
-    options = ["", *store.reward_components, *[c for c in store.numeric_extras if c not in store.reward_components]]
+    options = [
+        "",
+        *store.reward_components,
+        *[c for c in store.numeric_extras if c not in store.reward_components],
+    ]
     if len(options) == 1:
         return ""
     if state.get("filter_column") not in options:
         state.put("filter_column", "")
     pick, low, high = st.columns([2, 1, 1], vertical_alignment="bottom")
-    pick.selectbox("Filter another column", options, format_func=lambda c: c or "(none)",
-                   help="Reward components and the log's other numeric columns", **state.bind("filter_column", _reset_page))
+    pick.selectbox(
+        "Filter another column",
+        options,
+        format_func=lambda c: c or "(none)",
+        help="Reward components and the log's other numeric columns",
+        **state.bind("filter_column", _reset_page),
+    )
     column = state.get("filter_column") or ""
     name = escape_markdown(column) if column else "value"
-    low.number_input(f"{name} ≥", value=None, format="%.4g", placeholder="min", disabled=not column,
-                     **state.bind("filter_range.lo", _reset_page))
-    high.number_input(f"{name} ≤", value=None, format="%.4g", placeholder="max", disabled=not column,
-                      **state.bind("filter_range.hi", _reset_page))
+    low.number_input(
+        f"{name} ≥",
+        value=None,
+        format="%.4g",
+        placeholder="min",
+        disabled=not column,
+        **state.bind("filter_range.lo", _reset_page),
+    )
+    high.number_input(
+        f"{name} ≤",
+        value=None,
+        format="%.4g",
+        placeholder="max",
+        disabled=not column,
+        **state.bind("filter_range.hi", _reset_page),
+    )
     return column
 
 
@@ -70,15 +93,33 @@ def _reset_page() -> None:
 
 
 def _is_active() -> bool:
-    return (bool(state.get("search") or state.get("tools") or state.get("tool_errors") or state.get("finish_reason"))
-            or bool(state.get("scripts") or state.get("template") is not None or state.get("tag"))
-            or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS))  # fmt: skip
+    return (
+        bool(
+            state.get("search")
+            or state.get("tools")
+            or state.get("tool_errors")
+            or state.get("finish_reason")
+        )
+        or bool(state.get("scripts") or state.get("template") is not None or state.get("tag"))
+        or any(state.get_range(n) != (None, None) for n in state.RANGE_PARAMS)
+    )
 
 
 def clear_filters() -> None:
     """Every filter off (a link from another page then sets only its own)."""
-    state.put_many(search="", regex=False, match_case=False, table_page=1, filter_column="", tools="",
-                   tool_errors=False, finish_reason=[], scripts="", template=None, tag="")
+    state.put_many(
+        search="",
+        regex=False,
+        match_case=False,
+        table_page=1,
+        filter_column="",
+        tools="",
+        tool_errors=False,
+        finish_reason=[],
+        scripts="",
+        template=None,
+        tag="",
+    )
     for name in state.RANGE_PARAMS:
         state.put_many(**{f"{name}__lo": None, f"{name}__hi": None})
 
@@ -89,23 +130,43 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
     columns = range_columns(store, kl)
     # keyed: its identity must not change with ``expanded``, or unticking the last filter would fold the panel
     # under the user's pointer (``expanded`` only opens it on a link that carries filters)
-    with st.expander("Filter and search", expanded=_is_active() or bool(state.get("all_steps")),
-                     key="filter_panel", icon=":material/filter_alt:"):
+    with st.expander(
+        "Filter and search",
+        expanded=_is_active() or bool(state.get("all_steps")),
+        key="filter_panel",
+        icon=":material/filter_alt:",
+    ):
         search, toggles = st.columns([3, 2], vertical_alignment="bottom")
-        search.text_input("Search prompt, response and ground truth", placeholder="text or regular expression",
-                          **state.bind("search", _reset_page))
+        search.text_input(
+            "Search prompt, response and ground truth",
+            placeholder="text or regular expression",
+            **state.bind("search", _reset_page),
+        )
         with toggles:
             a, b, c = st.columns(3)
             a.toggle("Regex", **state.bind("regex", _reset_page))
             b.toggle("Match case", **state.bind("match_case", _reset_page))
-            c.toggle("All steps", help="Search every step instead of the current one",
-                     **state.bind("all_steps", _reset_page))
+            c.toggle(
+                "All steps",
+                help="Search every step instead of the current one",
+                **state.bind("all_steps", _reset_page),
+            )
         cells = st.columns(len(columns) * 2)
         for k, (name, (_, label)) in enumerate(columns.items()):
-            cells[2 * k].number_input(f"{label} ≥", value=None, format="%.4g", placeholder="min",
-                                      **state.bind(f"{name}.lo", _reset_page))
-            cells[2 * k + 1].number_input(f"{label} ≤", value=None, format="%.4g", placeholder="max",
-                                          **state.bind(f"{name}.hi", _reset_page))
+            cells[2 * k].number_input(
+                f"{label} ≥",
+                value=None,
+                format="%.4g",
+                placeholder="min",
+                **state.bind(f"{name}.lo", _reset_page),
+            )
+            cells[2 * k + 1].number_input(
+                f"{label} ≤",
+                value=None,
+                format="%.4g",
+                placeholder="max",
+                **state.bind(f"{name}.hi", _reset_page),
+            )
         extra = _extra_range(store)
         trajectory = trajectory_ranges(store)
         if trajectory:
@@ -123,9 +184,15 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
     held, only = held | _scripts_choice(store), _tag_choice(store)
     ranges |= _template_choice(store)
     try:
-        flt = SampleFilter.build(ranges=ranges, text=state.get("search") or "", regex=bool(state.get("regex")),
-                                 case_sensitive=bool(state.get("match_case")), contains=held, one_of=among,
-                                 only=only)  # fmt: skip
+        flt = SampleFilter.build(
+            ranges=ranges,
+            text=state.get("search") or "",
+            regex=bool(state.get("regex")),
+            case_sensitive=bool(state.get("match_case")),
+            contains=held,
+            one_of=among,
+            only=only,
+        )
     except InvalidArgumentError as exc:
         st.error(f"{escape_markdown(str(exc))} — the search is ignored until it is fixed.")
         flt = SampleFilter.build(ranges=ranges, one_of=among, only=only)
@@ -134,8 +201,11 @@ def render_filters(store: RolloutStore, *, kl: F.KLEstimator | None = None) -> F
 
 def finish_reasons(store: RolloutStore) -> list[str]:
     """The finish reasons a run can have: the vocabulary's, in its order (the log's odd ones last)."""
-    logged = store.samples(columns=["finish_reason"])["finish_reason"].dropna().unique().tolist() if store.has(
-        "finish_reason") else []
+    logged = (
+        store.samples(columns=["finish_reason"])["finish_reason"].dropna().unique().tolist()
+        if store.has("finish_reason")
+        else []
+    )
     return [*api.FINISH_REASONS, *sorted(set(map(str, logged)) - set(api.FINISH_REASONS))]
 
 
@@ -144,19 +214,44 @@ def _trajectory_filters(store: RolloutStore, ranges: dict[str, tuple[str, str]])
     st.caption("Trajectories")
     cells = st.columns(max(4, len(ranges) * 2), vertical_alignment="bottom")
     for k, (name, (_, label)) in enumerate(ranges.items()):
-        cells[2 * k].number_input(f"{label} ≥", value=None, min_value=0.0, step=1.0, format="%g", placeholder="min",
-                                  **state.bind(f"{name}.lo", _reset_page))
-        cells[2 * k + 1].number_input(f"{label} ≤", value=None, min_value=0.0, step=1.0, format="%g", placeholder="max",
-                                      **state.bind(f"{name}.hi", _reset_page))
+        cells[2 * k].number_input(
+            f"{label} ≥",
+            value=None,
+            min_value=0.0,
+            step=1.0,
+            format="%g",
+            placeholder="min",
+            **state.bind(f"{name}.lo", _reset_page),
+        )
+        cells[2 * k + 1].number_input(
+            f"{label} ≤",
+            value=None,
+            min_value=0.0,
+            step=1.0,
+            format="%g",
+            placeholder="max",
+            **state.bind(f"{name}.hi", _reset_page),
+        )
     tools, errors, finish = st.columns([2, 1, 3], vertical_alignment="bottom")
-    tools.text_input(F.sample("tools").title, placeholder="e.g. search", help=F.sample("tools").help,
-                     **state.bind("tools", _reset_page))
-    errors.toggle("Any tool error", help=F.sample("n_tool_errors").help, **state.bind("tool_errors", _reset_page))
+    tools.text_input(
+        F.sample("tools").title,
+        placeholder="e.g. search",
+        help=F.sample("tools").help,
+        **state.bind("tools", _reset_page),
+    )
+    errors.toggle(
+        "Any tool error", help=F.sample("n_tool_errors").help, **state.bind("tool_errors", _reset_page)
+    )
     if store.has("finish_reason"):
         options = finish_reasons(store)
         state.put("finish_reason", [r for r in state.get("finish_reason") or [] if r in options])
-        finish.multiselect(F.sample("finish_reason").title, options, placeholder="any",
-                           help=F.sample("finish_reason").help, **state.bind("finish_reason", _reset_page))
+        finish.multiselect(
+            F.sample("finish_reason").title,
+            options,
+            placeholder="any",
+            help=F.sample("finish_reason").help,
+            **state.bind("finish_reason", _reset_page),
+        )
 
 
 def _trajectory_choice(store: RolloutStore) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -170,23 +265,40 @@ def _pattern_filters(store: RolloutStore) -> None:
     st.caption("Failure patterns and labels (repetition is a range above)")
     scripts, template, tag = st.columns([2, 1, 2], vertical_alignment="bottom")
     if store.has("scripts"):
-        scripts.text_input(F.sample("scripts").title, placeholder="e.g. Han, or + for any mix",
-                           help=F.sample("scripts").help + " Matches a part of the name: `+` finds every mix.",
-                           **state.bind("scripts", _reset_page))  # fmt: skip
+        scripts.text_input(
+            F.sample("scripts").title,
+            placeholder="e.g. Han, or + for any mix",
+            help=F.sample("scripts").help + " Matches a part of the name: `+` finds every mix.",
+            **state.bind("scripts", _reset_page),
+        )
     if store.has("response"):
         family = state.get("template")
         if family is not None and family < 1:  # a link's family 0 or below: none has that number
-            st.warning(f"Ignored the template family {family}: families are numbered from 1 (T1 the largest).")
+            st.warning(
+                f"Ignored the template family {family}: families are numbered from 1 (T1 the largest)."
+            )
             state.put("template", None)
-        template.number_input("Template family (T…)", min_value=1, step=1, value=None, format="%d",
-                              placeholder="any", help=F.sample("template").help, **state.bind("template", _reset_page))
+        template.number_input(
+            "Template family (T…)",
+            min_value=1,
+            step=1,
+            value=None,
+            format="%d",
+            placeholder="any",
+            help=F.sample("template").help,
+            **state.bind("template", _reset_page),
+        )
     options = ["", *tags_in_run(store)]
     wanted = state.get("tag") or ""
     if wanted not in options:  # a link's tag no sample carries (any more): kept, so the table says none match
         options.append(wanted)
-    tag.selectbox("Tag", options, format_func=lambda t: display_name(t) if t else "any (or none)",
-                  help="Only the samples carrying this label (see the Sample page to add one)",
-                  **state.bind("tag", _reset_page))  # fmt: skip
+    tag.selectbox(
+        "Tag",
+        options,
+        format_func=lambda t: display_name(t) if t else "any (or none)",
+        help="Only the samples carrying this label (see the Sample page to add one)",
+        **state.bind("tag", _reset_page),
+    )
 
 
 def _scripts_choice(store: RolloutStore) -> dict[str, str]:

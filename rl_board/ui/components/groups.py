@@ -19,10 +19,14 @@ PROMPT_CHARS = 300
 def _threshold(store: RolloutStore, run_path: str) -> float | None:
     """The reward that counts as solved: the user's, else the run's highest (shown as the placeholder)."""
     best = cached.run_max_reward(run_path, store.signature, store)
-    st.number_input("Solved when the reward is at least", value=None, format="%.4g",
-                    placeholder=f"{best:.4g} (the run's highest)" if best is not None else "no rewards",
-                    help="A sample counts as solved from this reward on; empty = the highest reward of the run",
-                    **state.bind("threshold"))  # fmt: skip
+    st.number_input(
+        "Solved when the reward is at least",
+        value=None,
+        format="%.4g",
+        placeholder=f"{best:.4g} (the run's highest)" if best is not None else "no rewards",
+        help="A sample counts as solved from this reward on; empty = the highest reward of the run",
+        **state.bind("threshold"),
+    )
     value = state.get("threshold")
     return None if value is None else float(value)
 
@@ -43,20 +47,36 @@ def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDi
     only_flat = st.toggle("Only groups with zero reward variance", **state.bind("zero_variance"))
     shown_rows = table[table["zero_variance"]] if only_flat else table
     st.session_state[_ROWS_KEY] = shown_rows["group"].tolist()
-    frame = pd.DataFrame({
-        "prompt": [shown(p, display).text[:PROMPT_CHARS] if isinstance(p, str) else "" for p in shown_rows["prompt"]],
-        "samples": shown_rows["samples"], "reward mean": shown_rows["reward_mean"],
-        "reward std": shown_rows["reward_std"], "solved": shown_rows["solved"],
-        "zero variance": shown_rows["zero_variance"], "advantage std": shown_rows["advantage_std"],
-        "group": shown_rows["group"],
-    })  # fmt: skip
-    st.dataframe(frame, hide_index=True, key=TABLE_KEY, on_select=_open_group, selection_mode="single-row",
-                 column_config={"solved": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
-                                "prompt": st.column_config.TextColumn(width="large"),
-                                "reward mean": st.column_config.NumberColumn(format="%.4g"),
-                                "reward std": st.column_config.NumberColumn(format="%.4g"),
-                                "advantage std": st.column_config.NumberColumn(format="%.4g")},
-                 height="auto" if len(frame) <= 12 else 420)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "prompt": [
+                shown(p, display).text[:PROMPT_CHARS] if isinstance(p, str) else ""
+                for p in shown_rows["prompt"]
+            ],
+            "samples": shown_rows["samples"],
+            "reward mean": shown_rows["reward_mean"],
+            "reward std": shown_rows["reward_std"],
+            "solved": shown_rows["solved"],
+            "zero variance": shown_rows["zero_variance"],
+            "advantage std": shown_rows["advantage_std"],
+            "group": shown_rows["group"],
+        }
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=TABLE_KEY,
+        on_select=_open_group,
+        selection_mode="single-row",
+        column_config={
+            "solved": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
+            "prompt": st.column_config.TextColumn(width="large"),
+            "reward mean": st.column_config.NumberColumn(format="%.4g"),
+            "reward std": st.column_config.NumberColumn(format="%.4g"),
+            "advantage std": st.column_config.NumberColumn(format="%.4g"),
+        },
+        height="auto" if len(frame) <= 12 else 420,
+    )
     st.caption("Click a row to see the group's best and worst answers side by side; click a header to sort.")
     chosen = state.get("group")
     if chosen in set(table["group"]):
@@ -67,29 +87,47 @@ def _summary(table: pd.DataFrame) -> None:
     a, b, c, d = st.columns(4)
     a.metric("Groups", len(table), border=True)
     b.metric("Samples per group", f"{table['samples'].mean():.3g}", border=True)
-    c.metric("Solved (mean share)", f"{table['solved'].mean():.0%}", border=True,
-             help="Per group, the share of samples at or above the threshold; averaged over groups")
-    d.metric("Zero-variance groups", f"{table['zero_variance'].mean():.0%}", border=True,
-             help="Groups whose samples all got the same reward: their advantages are 0, nothing is learned")
+    c.metric(
+        "Solved (mean share)",
+        f"{table['solved'].mean():.0%}",
+        border=True,
+        help="Per group, the share of samples at or above the threshold; averaged over groups",
+    )
+    d.metric(
+        "Zero-variance groups",
+        f"{table['zero_variance'].mean():.0%}",
+        border=True,
+        help="Groups whose samples all got the same reward: their advantages are 0, nothing is learned",
+    )
 
 
 def _best_and_worst(store: RolloutStore, step: int, group: pd.Series, display: TextDisplay) -> None:
     st.markdown(f"#### Group {escape_markdown(str(group['group'])[:80])} · {int(group['samples'])} samples")
     left, right = st.columns(2)
     texts = []
-    for column, label, index in ((left, "Best", group["best_sample"]), (right, "Worst", group["worst_sample"])):
+    for column, label, index in (
+        (left, "Best", group["best_sample"]),
+        (right, "Worst", group["worst_sample"]),
+    ):
         with column:
             if pd.isna(index):
                 st.caption(f"{label}: no scored sample")
                 continue
             detail = store.sample(step=step, index=int(index))
             reward = detail.fields.get("reward")
-            st.markdown(f"**{label}** · sample {int(index)} · reward {reward if reward is None else f'{reward:.4g}'}")
+            st.markdown(
+                f"**{label}** · sample {int(index)} · reward {reward if reward is None else f'{reward:.4g}'}"
+            )
             text = shown(detail.fields.get("response") or "", display).text
             texts.append(text)
             st.code(text or " ", language=None, wrap_lines=True, height=360)
-            st.button(f"Open sample {int(index)}", key=f"group_open_{label}", on_click=_open_sample,
-                      args=(step, int(index)), icon=":material/article:")
+            st.button(
+                f"Open sample {int(index)}",
+                key=f"group_open_{label}",
+                on_click=_open_sample,
+                args=(step, int(index)),
+                icon=":material/article:",
+            )
     _diff(texts)
 
 

@@ -43,8 +43,12 @@ def collect(ctx: Context, health: HealthSettings) -> tuple[list[Located], list[P
     """Scalar findings of every metric run and rollout findings of every rollout run under the root."""
     root = str(ctx.root)
     bundle = metrics_cached.metrics_under(Path(root))
-    found = [Located(f, "scalars") for f in metrics_cached.scalar_findings(
-        root, metrics_cached.signature(root), health.key, bundle, health.settings)]  # fmt: skip
+    found = [
+        Located(f, "scalars")
+        for f in metrics_cached.scalar_findings(
+            root, metrics_cached.signature(root), health.key, bundle, health.settings
+        )
+    ]
     rollout, problems = _rollout_findings(ctx, health)
     return found + rollout, problems
 
@@ -57,8 +61,9 @@ def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Locate
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _findings_of_root(root: str, files_signature: str, settings_key: str, roots: tuple[Path, ...],
-                      _health: HealthSettings) -> tuple[list[Located], list[Problem]]:  # fmt: skip
+def _findings_of_root(
+    root: str, files_signature: str, settings_key: str, roots: tuple[Path, ...], _health: HealthSettings
+) -> tuple[list[Located], list[Problem]]:
     health = _health
     runs = cached.runs_under(root, cached.cache_dir())
     found: list[Located] = []
@@ -68,16 +73,19 @@ def _findings_of_root(root: str, files_signature: str, settings_key: str, roots:
         path = Path(row.path)
         if not cached.is_open(path):
             bar = bar or st.progress(0.0)
-            bar.progress(k / len(runs), text=f"Opening rollout run {escape_markdown(str(row.run))} "
-                                             f"({k + 1} of {len(runs)})…")  # fmt: skip
+            bar.progress(
+                k / len(runs),
+                text=f"Opening rollout run {escape_markdown(str(row.run))} ({k + 1} of {len(runs)})…",
+            )
         try:
             store = cached.store_for(path)
             name = relative_to_roots(path, list(roots))
         except RLBoardError as err:
             problems.append(Problem(str(path), f"rollout run not checked: {err}"))
             continue
-        findings = metrics_cached.rollout_findings(str(path), store.signature, name, health.key, store,
-                                                   health.settings)  # fmt: skip
+        findings = metrics_cached.rollout_findings(
+            str(path), store.signature, name, health.key, store, health.settings
+        )
         found.extend(Located(f, "rollouts") for f in findings)
     if bar is not None:
         bar.empty()
@@ -113,8 +121,10 @@ def _finding_card(item: Located, key: str) -> None:
         text, action = st.columns([4, 1.3], vertical_alignment="center")
         with text:
             kind = "rollout run" if item.source == "rollouts" else "metric run"
-            st.markdown(f"{_icon(f.severity)} **{escape_markdown(f.rule)}** · {kind} "
-                        f"{code_span(f.run)} · {_steps_text(f.steps)}")  # fmt: skip
+            st.markdown(
+                f"{_icon(f.severity)} **{escape_markdown(f.rule)}** · {kind} "
+                f"{code_span(f.run)} · {_steps_text(f.steps)}"
+            )
             st.markdown(escape_markdown(f.message))
             if rule is not None:
                 st.caption(escape_markdown(rule.summary))
@@ -129,17 +139,36 @@ def _link_buttons(item: Located, key: str) -> None:
     if item.source == "rollouts":
         described = where.describe(FILTER_LABELS)
         tip = "Open the step browser at this step" + (f"; {escape_markdown(described)}" if described else "")
-        st.button(f"Open step {where.step}", key=f"hlink.{key}", icon=":material/table_rows:", width="stretch",
-                  on_click=open_in_step_browser, args=(f.run, where), help=tip)  # fmt: skip
+        st.button(
+            f"Open step {where.step}",
+            key=f"hlink.{key}",
+            icon=":material/table_rows:",
+            width="stretch",
+            on_click=open_in_step_browser,
+            args=(f.run, where),
+            help=tip,
+        )
         if where.sample is not None:
-            st.button(f"Open sample {where.sample}", key=f"hsample.{key}", icon=":material/article:",
-                      width="stretch", on_click=open_in_step_browser, args=(f.run, where, "sample"))  # fmt: skip
+            st.button(
+                f"Open sample {where.sample}",
+                key=f"hsample.{key}",
+                icon=":material/article:",
+                width="stretch",
+                on_click=open_in_step_browser,
+                args=(f.run, where, "sample"),
+            )
         if described:
             st.caption(escape_markdown(described))
     else:
-        st.button("Show in Metrics", key=f"hlink.{key}", icon=":material/monitoring:", width="stretch",
-                  on_click=open_in_metrics, args=(f.run, where.tag or ""),
-                  help="Open the Metrics page on this run and tag")  # fmt: skip
+        st.button(
+            "Show in Metrics",
+            key=f"hlink.{key}",
+            icon=":material/monitoring:",
+            width="stretch",
+            on_click=open_in_metrics,
+            args=(f.run, where.tag or ""),
+            help="Open the Metrics page on this run and tag",
+        )
         if where.tag:
             st.caption(f"{escape_markdown(str(where.tag))} at step {where.step}")
 

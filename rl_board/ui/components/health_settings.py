@@ -33,9 +33,16 @@ def settings_table(health: HealthSettings) -> pd.DataFrame:
         ctx = health.settings.context(rule)
         changed = health.settings.params.get(name, {})
         params = ", ".join(f"{k}={v:g}" + (" *" if k in changed else "") for k, v in ctx.params.items())
-        rows.append({"rule": name, "checks": rule.kind, "enabled": name not in health.settings.disabled,
-                     "severity": ctx.severity + (" *" if name in health.settings.severity else ""),
-                     "thresholds": params or "—", "what it looks for": rule.summary})  # fmt: skip
+        rows.append(
+            {
+                "rule": name,
+                "checks": rule.kind,
+                "enabled": name not in health.settings.disabled,
+                "severity": ctx.severity + (" *" if name in health.settings.severity else ""),
+                "thresholds": params or "—",
+                "what it looks for": rule.summary,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -49,9 +56,13 @@ def render_settings(health: HealthSettings, root: Path) -> None:
         else:
             st.caption(f"Defaults: there is no `{SETTINGS_FILE}` in the logs root.")
         st.dataframe(settings_table(health), hide_index=True, width="stretch")
-        st.markdown(f"To change a rule, put a `{SETTINGS_FILE}` in the logs root (this page reads it on every "
-                    "visit) with one table per rule:")  # fmt: skip
+        st.markdown(
+            f"To change a rule, put a `{SETTINGS_FILE}` in the logs root (this page reads it on every "
+            "visit) with one table per rule:"
+        )
         st.code(EXAMPLE, language="toml")
         st.markdown("On the command line the same settings apply, and `--set` overrides them for one check:")
-        st.code("rl-board check LOGS_ROOT --set length_hacking.limit=0.6 --set entropy_collapse.enabled=false",
-                language="bash")  # fmt: skip
+        st.code(
+            "rl-board check LOGS_ROOT --set length_hacking.limit=0.6 --set entropy_collapse.enabled=false",
+            language="bash",
+        )

@@ -103,20 +103,37 @@ def _pick(prefix: str) -> None:
 def _inputs(store: RolloutStore, prefix: str) -> None:
     """A tag (typed, or one of the suggestions and the run's tags, clicked) and an optional note."""
     left, right = st.columns([2, 3])
-    left.text_input("Tag", key=f"{prefix}_tag", placeholder="type a tag, or click one below",
-                    help=f"Free text, at most {api.MAX_TAG} characters.")
-    right.text_area("Note (optional)", key=f"{prefix}_note", height=68, placeholder="Why: what you saw",
-                    help=f"Free text, at most {api.MAX_NOTE} characters; kept with the tag.")
-    st.pills("Suggested tags", api.label_store().tags(store.source)[:MAX_PICKS], key=f"{prefix}_pick",
-             format_func=escape_markdown, on_change=_pick, args=(prefix,),  # pills read Markdown: a tag is text
-             label_visibility="collapsed")  # fmt: skip
+    left.text_input(
+        "Tag",
+        key=f"{prefix}_tag",
+        placeholder="type a tag, or click one below",
+        help=f"Free text, at most {api.MAX_TAG} characters.",
+    )
+    right.text_area(
+        "Note (optional)",
+        key=f"{prefix}_note",
+        height=68,
+        placeholder="Why: what you saw",
+        help=f"Free text, at most {api.MAX_NOTE} characters; kept with the tag.",
+    )
+    st.pills(
+        "Suggested tags",
+        api.label_store().tags(store.source)[:MAX_PICKS],
+        key=f"{prefix}_pick",
+        format_func=escape_markdown,
+        on_change=_pick,
+        args=(prefix,),  # pills read Markdown: a tag is text
+        label_visibility="collapsed",
+    )
 
 
 def _keys(store: RolloutStore, pairs: list[tuple[int, int]]) -> list[dict]:
     return [store.label_key(step=int(step), index=int(index)) for step, index in pairs]
 
 
-def _apply(store: RolloutStore, pairs: list[tuple[int, int]], prefix: str, remove: bool, keep_tag: bool = True) -> None:
+def _apply(
+    store: RolloutStore, pairs: list[tuple[int, int]], prefix: str, remove: bool, keep_tag: bool = True
+) -> None:
     """Put the typed tag on (or take it off) the samples; the outcome is said on the next run (``keep_tag``:
     the tag stays chosen for the next rows)."""
     tag = st.session_state.get(f"{prefix}_tag") or ""
@@ -152,23 +169,40 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
     found = api.label_store().of_sample(**key)
     with st.container(border=True, key="sample_labels"):
         head, opener = st.columns([5, 2], vertical_alignment="center")
-        head.markdown("**Labels**" if found else "**Labels** · none yet",
-                      help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
-                           "the step browser filters by them, `rl-board labels RUN` lists them.")
+        head.markdown(
+            "**Labels**" if found else "**Labels** · none yet",
+            help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
+            "the step browser filters by them, `rl-board labels RUN` lists them.",
+        )
         # the inputs are drawn only when asked for: they cost every sample page a fifth of a second in the browser
-        opener.toggle("Add a label", key=f"{prefix}_open", help="Show the tag and note inputs (they stay open "
-                      "from sample to sample until turned off).")
+        opener.toggle(
+            "Add a label",
+            key=f"{prefix}_open",
+            help="Show the tag and note inputs (they stay open from sample to sample until turned off).",
+        )
         for k, label in enumerate(found):
             name, note, button = st.columns([3, 8, 2], vertical_alignment="center")
             name.markdown(f":material/label: **{escape_markdown(label.tag)}**")
             if label.note:  # the user's text: shown as itself (Markdown escaped, bidi controls shown)
                 note.caption(escape_markdown(label.note))
-            button.button("Remove", key=f"label_remove_{k}", icon=":material/close:", on_click=_remove_one, width="stretch",
-                          args=(store, step, index, label.tag, prefix), help="Take this tag off the sample")
+            button.button(
+                "Remove",
+                key=f"label_remove_{k}",
+                icon=":material/close:",
+                on_click=_remove_one,
+                width="stretch",
+                args=(store, step, index, label.tag, prefix),
+                help="Take this tag off the sample",
+            )
         if st.session_state.get(f"{prefix}_open"):
             _inputs(store, prefix)
-            st.button("Add label", key="label_add", icon=":material/new_label:", on_click=_apply,
-                      args=(store, [(step, index)], prefix, False, False))
+            st.button(
+                "Add label",
+                key="label_add",
+                icon=":material/new_label:",
+                on_click=_apply,
+                args=(store, [(step, index)], prefix, False, False),
+            )
         _show_said(prefix)
 
 
@@ -176,12 +210,27 @@ def render_rows_labels(store: RolloutStore, pairs: list[tuple[int, int]]) -> Non
     """The step browser's bar under the table: tag the selected rows (or take a tag off them) at once."""
     prefix = "rows_label"
     with st.container(border=True, key="rows_labels"):
-        st.markdown(f"**Tag the selected rows** · {len(pairs)} selected" if pairs else
-                    "**Tag the selected rows** · tick rows in the table (the boxes at their left) first")
+        st.markdown(
+            f"**Tag the selected rows** · {len(pairs)} selected"
+            if pairs
+            else "**Tag the selected rows** · tick rows in the table (the boxes at their left) first"
+        )
         _inputs(store, prefix)
         add, remove, _ = st.columns([1, 1, 2])
-        add.button(f"Tag {len(pairs)} row(s)", key="rows_label_add", icon=":material/new_label:", disabled=not pairs,
-                   on_click=_apply, args=(store, pairs, prefix, False))
-        remove.button("Remove this tag from them", key="rows_label_remove", icon=":material/label_off:",
-                      disabled=not pairs, on_click=_apply, args=(store, pairs, prefix, True))
+        add.button(
+            f"Tag {len(pairs)} row(s)",
+            key="rows_label_add",
+            icon=":material/new_label:",
+            disabled=not pairs,
+            on_click=_apply,
+            args=(store, pairs, prefix, False),
+        )
+        remove.button(
+            "Remove this tag from them",
+            key="rows_label_remove",
+            icon=":material/label_off:",
+            disabled=not pairs,
+            on_click=_apply,
+            args=(store, pairs, prefix, True),
+        )
         _show_said(prefix)

@@ -35,8 +35,13 @@ def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
     names = list(runs["run"])
     if state.get("versus") not in names:
         state.put("versus", ctx.run if ctx.run in names else (names[0] if names else None))
-    name = st.selectbox("Against run", names, format_func=display_name, **state.bind("versus"),
-                        help="The same run compares two of its steps")  # fmt: skip
+    name = st.selectbox(
+        "Against run",
+        names,
+        format_func=display_name,
+        **state.bind("versus"),
+        help="The same run compares two of its steps",
+    )
     if name is None:
         return None
     path = Path(runs.loc[runs["run"] == name, "path"].iloc[0])
@@ -63,16 +68,33 @@ def render_matchup(ctx: Context) -> None:
     if both.empty:
         st.info("These two selections share no prompt (prompts are matched by their exact text).")
         return
-    st.caption(f"{len(both)} prompts in common · mean reward A {both['reward_a'].mean():.4g}, "
-               f"B {both['reward_b'].mean():.4g} · gain = B − A, largest first")
+    st.caption(
+        f"{len(both)} prompts in common · mean reward A {both['reward_a'].mean():.4g}, "
+        f"B {both['reward_b'].mean():.4g} · gain = B − A, largest first"
+    )
     st.session_state[_ROWS_KEY] = both["prompt"].tolist()
     display = ctx.settings.text
-    frame = pd.DataFrame({"prompt": [shown(p, display).text[:300] for p in both["prompt"]],
-                          "reward A": both["reward_a"], "reward B": both["reward_b"], "gain": both["gain"],
-                          "samples A": both["samples_a"], "samples B": both["samples_b"]})  # fmt: skip
-    st.dataframe(frame, hide_index=True, key=TABLE_KEY, on_select=_pick, selection_mode="single-row",
-                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("reward A", "reward B", "gain")},
-                 height="auto" if len(frame) <= 12 else 420)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "prompt": [shown(p, display).text[:300] for p in both["prompt"]],
+            "reward A": both["reward_a"],
+            "reward B": both["reward_b"],
+            "gain": both["gain"],
+            "samples A": both["samples_a"],
+            "samples B": both["samples_b"],
+        }
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=TABLE_KEY,
+        on_select=_pick,
+        selection_mode="single-row",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.4g") for c in ("reward A", "reward B", "gain")
+        },
+        height="auto" if len(frame) <= 12 else 420,
+    )
     row = state.get("matchup_row")
     if isinstance(row, int) and 0 <= row < len(both):
         _answers(ctx.store, store_b, both.iloc[row], display)
@@ -87,8 +109,10 @@ def _answers(store_a: RolloutStore, store_b: RolloutStore, row: pd.Series, displ
     cols = st.columns(2)
     for col, side, (detail, text) in zip(cols, ("A", "B"), texts, strict=True):
         reward = detail.fields.get("reward")
-        col.markdown(f"**{side}** · step {detail.step} · sample {detail.index} · reward "
-                     f"{'—' if reward is None else f'{reward:.4g}'}")
+        col.markdown(
+            f"**{side}** · step {detail.step} · sample {detail.index} · reward "
+            f"{'—' if reward is None else f'{reward:.4g}'}"
+        )
         col.code(text or " ", language=None, wrap_lines=True, height=320)
     st.markdown("**Word diff** (struck: only in A · underlined: only in B)")
     st.html(diff_html(texts[0][1], texts[1][1]))

@@ -55,15 +55,22 @@ def pick_runs(runs: Sequence[RunSource], index: MetricsIndex | None = None) -> l
     labels = {}
     for source in runs:
         info = known.get(source.run)
-        labels[source.run] = run_label(info or source) + (f" · {len(info.tags)} tags" if info is not None else "")
+        labels[source.run] = run_label(info or source) + (
+            f" · {len(info.tags)} tags" if info is not None else ""
+        )
     previous = state.get(RUNS)
     kept = [r for r in previous or [] if r in labels]
     if not kept:  # first visit, none chosen, or the chosen runs are gone: the first run
         kept = list(labels)[:1]
     state.put(RUNS, kept)
-    chosen = st.multiselect(f"Metric runs ({len(labels):,})", list(labels), format_func=labels.get,
-                            placeholder="Choose runs…", help="Several runs draw on the same charts, one colour per "
-                            "run. Type to search a long list.", **state.bind(RUNS))  # fmt: skip
+    chosen = st.multiselect(
+        f"Metric runs ({len(labels):,})",
+        list(labels),
+        format_func=labels.get,
+        placeholder="Choose runs…",
+        help="Several runs draw on the same charts, one colour per run. Type to search a long list.",
+        **state.bind(RUNS),
+    )
     return [r for r in chosen or [] if r in labels]
 
 
@@ -80,7 +87,9 @@ def render_index_progress(root: Path) -> MetricsIndex | None:
     if _indexing(build):
         st.fragment(_progress_bar, run_every=PROGRESS_EVERY_S)(root)
     elif build.error:
-        st.warning(f"The run index could not be built: {escape_markdown(build.error)}", icon=":material/warning:")
+        st.warning(
+            f"The run index could not be built: {escape_markdown(build.error)}", icon=":material/warning:"
+        )
     return build.index
 
 
@@ -94,8 +103,11 @@ def _progress_bar(root: Path) -> None:
     if not _indexing(build):
         st.rerun()  # the index is complete: draw the whole page with it
     share = build.done / build.total if build.total else 0.0
-    st.progress(share, text=f"Indexing metric runs in the background: {build.done:,} of {build.total:,} read. "
-                "Charts of the chosen runs do not wait for it.")  # fmt: skip
+    st.progress(
+        share,
+        text=f"Indexing metric runs in the background: {build.done:,} of {build.total:,} read. "
+        "Charts of the chosen runs do not wait for it.",
+    )
 
 
 def rollout_runs_beside(bundle: MetricsBundle, root: Path) -> dict[str, Path]:
@@ -133,8 +145,14 @@ def render_problems(problems: Sequence[Problem], root: Path) -> None:
         st.warning(f"{code_span(where)} — {escape_markdown(problem.reason)}", icon=":material/warning:")
     if len(problems) > MAX_PROBLEM_WARNINGS:
         with st.expander(f"All {len(problems)} problems"):
-            rows = [{"file": display_name(_shown_path(p.file, root)), "line": p.line,
-                     "reason": display_name(p.reason)} for p in problems]  # fmt: skip
+            rows = [
+                {
+                    "file": display_name(_shown_path(p.file, root)),
+                    "line": p.line,
+                    "reason": display_name(p.reason),
+                }
+                for p in problems
+            ]
             st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
@@ -148,8 +166,9 @@ def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str
     st.caption("Each dot is one evaluation episode; the line is their mean and the band spans min to max.")
     columns = st.columns(min(len(shown), 2))
     for k, run in enumerate(shown):
-        fig = episodes_figure(episodes[episodes["run"] == run], run=run if len(runs) > 1 else "",
-                              line_color=colors.get(run))  # fmt: skip
+        fig = episodes_figure(
+            episodes[episodes["run"] == run], run=run if len(runs) > 1 else "", line_color=colors.get(run)
+        )
         columns[k % len(columns)].plotly_chart(
             fig, key=chart_key("episodes", run), config={"displaylogo": False}
         )
@@ -177,9 +196,15 @@ def _config_details(info: RunInfo) -> None:
             st.caption("The run's config as its tracker kept it, shown as text.")
             text_block(info.config_text, height=400)
         if info.hparams:
-            st.dataframe(pd.DataFrame({"name": [display_name(k) for k in info.hparams],
-                                       "value": [display_name(v) for v in info.hparams.values()]}),
-                         hide_index=True)  # fmt: skip
+            st.dataframe(
+                pd.DataFrame(
+                    {
+                        "name": [display_name(k) for k in info.hparams],
+                        "value": [display_name(v) for v in info.hparams.values()],
+                    }
+                ),
+                hide_index=True,
+            )
 
 
 def _di_engine_details(info: RunInfo) -> None:
@@ -210,18 +235,34 @@ def _di_engine_details(info: RunInfo) -> None:
 
 
 def _files_table(info: RunInfo) -> pd.DataFrame:
-    rows = [{"logger": f.get("role"), "file": f.get("path"), "status": f.get("status"), "records": f.get("records"),
-             "KB": None if f.get("size") is None else round(f["size"] / 1024, 1),
-             "modified": _time(f.get("mtime"))} for f in info.files]  # fmt: skip
+    rows = [
+        {
+            "logger": f.get("role"),
+            "file": f.get("path"),
+            "status": f.get("status"),
+            "records": f.get("records"),
+            "KB": None if f.get("size") is None else round(f["size"] / 1024, 1),
+            "modified": _time(f.get("mtime")),
+        }
+        for f in info.files
+    ]
     frame = pd.DataFrame(rows, columns=["logger", "file", "status", "records", "KB", "modified"])
     frame["file"] = visible_bidi_column(frame["file"])
     return frame
 
 
 def _checkpoints_table(info: RunInfo) -> pd.DataFrame:
-    rows = [{"checkpoint": c.get("name"), "kind": c.get("kind"), "iteration": c.get("iteration"),
-             "on disk": bool(c.get("exists")), "KB": None if c.get("size") is None else round(c["size"] / 1024, 1),
-             "logged": ", ".join(c.get("logged_at") or [])} for c in info.checkpoints]  # fmt: skip
+    rows = [
+        {
+            "checkpoint": c.get("name"),
+            "kind": c.get("kind"),
+            "iteration": c.get("iteration"),
+            "on disk": bool(c.get("exists")),
+            "KB": None if c.get("size") is None else round(c["size"] / 1024, 1),
+            "logged": ", ".join(c.get("logged_at") or []),
+        }
+        for c in info.checkpoints
+    ]
     frame = pd.DataFrame(rows, columns=["checkpoint", "kind", "iteration", "on disk", "KB", "logged"])
     frame["checkpoint"] = visible_bidi_column(frame["checkpoint"])
     return frame

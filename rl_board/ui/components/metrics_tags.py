@@ -49,18 +49,41 @@ def render_controls(*, di_engine: bool = False) -> ChartOptions:
     writes of each statistic (on by default).
     """
     search, smooth, axis = st.columns([3, 2, 3], vertical_alignment="bottom")
-    search.text_input("Filter tags", placeholder="words in the tag, e.g. loss or actor/",
-                      **state.bind("metric_filter", default=""))  # fmt: skip
-    smooth.slider("Smoothing", 0.0, 0.99, step=0.01, help="Exponential moving average weight (as TensorBoard's); "
-                  "the raw curve stays faint behind the smoothed one. 0 = off.", **state.bind("smoothing", default=0.6))  # fmt: skip
-    axis.radio("X axis", list(X_AXES), format_func=X_AXES.get, horizontal=True,
-               **state.bind("x_axis", default="step"))  # fmt: skip
+    search.text_input(
+        "Filter tags",
+        placeholder="words in the tag, e.g. loss or actor/",
+        **state.bind("metric_filter", default=""),
+    )
+    smooth.slider(
+        "Smoothing",
+        0.0,
+        0.99,
+        step=0.01,
+        help="Exponential moving average weight (as TensorBoard's); "
+        "the raw curve stays faint behind the smoothed one. 0 = off.",
+        **state.bind("smoothing", default=0.6),
+    )
+    axis.radio(
+        "X axis",
+        list(X_AXES),
+        format_func=X_AXES.get,
+        horizontal=True,
+        **state.bind("x_axis", default="step"),
+    )
     if di_engine:
-        st.toggle("One copy of each DI-engine statistic", help="DI-engine logs each statistic up to three times: "
-                  "`x_iter/` (by train iteration), `x_step/` (by env step) and the text logger. On: only the "
-                  "`x_iter/` tags, and text-log tags that have no such twin.", **state.bind("one_copy", default=True))  # fmt: skip
-    return ChartOptions(str(state.get("metric_filter", "") or ""), float(state.get("smoothing", 0.6)),
-                        str(state.get("x_axis", "step")), di_engine and bool(state.get("one_copy", True)))  # fmt: skip
+        st.toggle(
+            "One copy of each DI-engine statistic",
+            help="DI-engine logs each statistic up to three times: "
+            "`x_iter/` (by train iteration), `x_step/` (by env step) and the text logger. On: only the "
+            "`x_iter/` tags, and text-log tags that have no such twin.",
+            **state.bind("one_copy", default=True),
+        )
+    return ChartOptions(
+        str(state.get("metric_filter", "") or ""),
+        float(state.get("smoothing", 0.6)),
+        str(state.get("x_axis", "step")),
+        di_engine and bool(state.get("one_copy", True)),
+    )
 
 
 def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[str]]:
@@ -70,8 +93,9 @@ def run_tags(bundle: MetricsBundle, runs: Sequence[str]) -> tuple[set[str], set[
     return {str(t) for t in scalars.unique()}, {str(t) for t in hists.unique()}
 
 
-def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOptions,
-                  colors: dict[str, str]) -> None:  # fmt: skip
+def render_groups(
+    bundle: MetricsBundle, runs: Sequence[str], options: ChartOptions, colors: dict[str, str]
+) -> None:
     """One expander per tag group; open groups draw their charts a page at a time."""
     scalar_tags, hist_tags = run_tags(bundle, runs)
     every = sorted(scalar_tags | hist_tags)
@@ -85,25 +109,40 @@ def render_groups(bundle: MetricsBundle, runs: Sequence[str], options: ChartOpti
         st.info(f"No tag contains {escape_markdown(repr(options.text))}; {len(every)} tags in all.")
         return
     groups = group_tags(matching)
-    st.caption(f"{len(matching)} of {len(every)} tags in {len(groups)} group(s). Charts are drawn when a group is "
-               f"open, {CHARTS_PER_PAGE} at a time.")  # fmt: skip
+    st.caption(
+        f"{len(matching)} of {len(every)} tags in {len(groups)} group(s). Charts are drawn when a group is "
+        f"open, {CHARTS_PER_PAGE} at a time."
+    )
     auto_open = bool(options.text) and (len(groups) <= AUTO_OPEN_GROUPS or len(matching) <= CHARTS_PER_PAGE)
     for i, (group, tags) in enumerate(groups.items()):
-        expander = st.expander(f"**{escape_markdown(group)}** · {len(tags)} tag(s)", expanded=auto_open or i == 0,
-                               key=chart_key("group", group, options.text), on_change="rerun")  # fmt: skip
+        expander = st.expander(
+            f"**{escape_markdown(group)}** · {len(tags)} tag(s)",
+            expanded=auto_open or i == 0,
+            key=chart_key("group", group, options.text),
+            on_change="rerun",
+        )
         with expander:
             if expander.open:
                 _render_group(bundle, runs, group, tags, options, colors, hist_tags)
 
 
-def _render_group(bundle: MetricsBundle, runs: Sequence[str], group: str, tags: list[str], options: ChartOptions,
-                  colors: dict[str, str], hist_tags: set[str]) -> None:  # fmt: skip
+def _render_group(
+    bundle: MetricsBundle,
+    runs: Sequence[str],
+    group: str,
+    tags: list[str],
+    options: ChartOptions,
+    colors: dict[str, str],
+    hist_tags: set[str],
+) -> None:
     pages = math.ceil(len(tags) / CHARTS_PER_PAGE)
     page = 1
     if pages > 1:
         page = st.pagination(pages, key=chart_key("page", group, options.text))
-        st.caption(f"Page {page} of {pages}: tags {(page - 1) * CHARTS_PER_PAGE + 1}–"
-                   f"{min(page * CHARTS_PER_PAGE, len(tags))} of {len(tags)}")  # fmt: skip
+        st.caption(
+            f"Page {page} of {pages}: tags {(page - 1) * CHARTS_PER_PAGE + 1}–"
+            f"{min(page * CHARTS_PER_PAGE, len(tags))} of {len(tags)}"
+        )
     shown = tags[(page - 1) * CHARTS_PER_PAGE : page * CHARTS_PER_PAGE]
     columns = st.columns(2)
     for k, tag in enumerate(shown):
@@ -115,8 +154,9 @@ def _render_group(bundle: MetricsBundle, runs: Sequence[str], group: str, tags: 
             _explain(tag)
 
 
-def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options: ChartOptions,
-                  colors: dict[str, str]) -> None:  # fmt: skip
+def _scalar_chart(
+    bundle: MetricsBundle, runs: Sequence[str], tag: str, options: ChartOptions, colors: dict[str, str]
+) -> None:
     series = {run: frame for run in runs if len(frame := bundle.series(run, tag))}
     fig = scalar_figure(series, tag=tag, smoothing=options.smoothing, x_axis=options.x_axis, colors=colors)
     if options.x_axis != "step" and not any(frame["wall_time"].notna().any() for frame in series.values()):
@@ -127,8 +167,13 @@ def _scalar_chart(bundle: MetricsBundle, runs: Sequence[str], tag: str, options:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG)
         return
     fig.update_traces(mode="lines+markers", marker={"size": 4})  # points to click
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, on_select=lambda: _open_samples(key, samples),
-                    selection_mode="points")
+    st.plotly_chart(
+        fig,
+        key=key,
+        config=PLOT_CONFIG,
+        on_select=lambda: _open_samples(key, samples),
+        selection_mode="points",
+    )
     st.caption("Click a point to open that step's samples in the step browser.")
 
 

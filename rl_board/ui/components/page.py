@@ -24,9 +24,11 @@ def current_run(title: str) -> Context | None:
         return None
     if ctx.store is None:
         if isinstance(ctx.runs, pd.DataFrame) and ctx.runs.empty:
-            st.warning("This logs root holds no rollout run rl-board can read: no folder under it holds "
-                       "rollout files of a known format (see the list below for what was found instead).",
-                       icon=":material/search_off:")
+            st.warning(
+                "This logs root holds no rollout run rl-board can read: no folder under it holds "
+                "rollout files of a known format (see the list below for what was found instead).",
+                icon=":material/search_off:",
+            )
             render_skipped(ctx.root, expanded=True)
             st.markdown(GUIDE)
             return None
@@ -35,12 +37,16 @@ def current_run(title: str) -> Context | None:
         render_skipped(ctx.root)
         st.markdown(GUIDE)
         return None
-    st.caption(f"Run **{escape_markdown(ctx.run or '')}** · {ctx.store.num_samples} samples · "
-               f"{len(ctx.store.steps)} steps")
+    st.caption(
+        f"Run **{escape_markdown(ctx.run or '')}** · {ctx.store.num_samples} samples · "
+        f"{len(ctx.store.steps)} steps"
+    )
     if ctx.store.num_samples == 0:
         files = len(ctx.store.report.files)
-        st.info(f"This run has no complete samples yet ({files} file(s) read). "
-                "Lines appear here as soon as the trainer writes them; use ↻ in the sidebar.")
+        st.info(
+            f"This run has no complete samples yet ({files} file(s) read). "
+            "Lines appear here as soon as the trainer writes them; use ↻ in the sidebar."
+        )
         return None
     return ctx
 
@@ -78,17 +84,27 @@ def runs_table(ctx: Context) -> None:
     if not isinstance(runs, pd.DataFrame) or runs.empty:
         return
     names = [relative_to_roots(Path(p), ctx.roots) for p in runs["path"]]
-    shown = pd.DataFrame({
-        "run": visible_bidi_column(runs["run"]), "format": runs["format"],
-        "contents": [_contents(r) for _, r in runs.iterrows()],
-        "files": runs["files"], "MB": (runs["bytes"] / 1e6).round(2),
-        "modified": pd.to_datetime(runs["modified"], unit="s", errors="coerce"),
-    })
-    st.dataframe(shown, hide_index=True, key=_RUNS_KEY, on_select=lambda: _open_run_from_table(names),
-                 selection_mode="single-row", column_config={
-                     "contents": st.column_config.TextColumn(help="known once the run has been opened"),
-                     "modified": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-                 })
+    shown = pd.DataFrame(
+        {
+            "run": visible_bidi_column(runs["run"]),
+            "format": runs["format"],
+            "contents": [_contents(r) for _, r in runs.iterrows()],
+            "files": runs["files"],
+            "MB": (runs["bytes"] / 1e6).round(2),
+            "modified": pd.to_datetime(runs["modified"], unit="s", errors="coerce"),
+        }
+    )
+    st.dataframe(
+        shown,
+        hide_index=True,
+        key=_RUNS_KEY,
+        on_select=lambda: _open_run_from_table(names),
+        selection_mode="single-row",
+        column_config={
+            "contents": st.column_config.TextColumn(help="known once the run has been opened"),
+            "modified": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        },
+    )
 
 
 def missing(what: str, why: str) -> None:

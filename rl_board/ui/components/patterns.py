@@ -49,13 +49,22 @@ def open_in_steps(step: int | None, *, sort: str | None = None, **filters: objec
 def family_table(families: pd.DataFrame, shares: pd.DataFrame) -> pd.DataFrame:
     """The families as the page lists them: size, share, the share per step (a small curve), steps, rewards,
     the start of an example answer."""
-    curves = [shares[name].round(4).tolist() if name in shares.columns else [] for name in families["template"]]
-    return pd.DataFrame({
-        "family": families["template"], "answers": families["samples"], "share": families["share"],
-        "share per step": curves, "first step": families["first_step"], "last step": families["last_step"],
-        "mean reward": families["reward_mean"], "others' reward": families["reward_rest"],
-        "example": visible_bidi_column(families["example"].fillna("").astype(str).str.slice(0, CELL)),
-    })  # fmt: skip
+    curves = [
+        shares[name].round(4).tolist() if name in shares.columns else [] for name in families["template"]
+    ]
+    return pd.DataFrame(
+        {
+            "family": families["template"],
+            "answers": families["samples"],
+            "share": families["share"],
+            "share per step": curves,
+            "first step": families["first_step"],
+            "last step": families["last_step"],
+            "mean reward": families["reward_mean"],
+            "others' reward": families["reward_rest"],
+            "example": visible_bidi_column(families["example"].fillna("").astype(str).str.slice(0, CELL)),
+        }
+    )
 
 
 def _choose_family() -> None:
@@ -90,42 +99,71 @@ def _summary(store: RolloutStore, families: pd.DataFrame, signals: pd.DataFrame)
     in_families = int(families["samples"].sum()) if not families.empty else 0
     loops, mixed = int(signals["loops"].sum()), int(signals["mixed_scripts"].sum())
     a, b, c, d = st.columns(4)
-    a.metric("Template families", len(families), border=True,
-             help=f"Groups of at least {api.MIN_FAMILY} answers ({api.MIN_FAMILY_SHARE:.1%} of the run) that say "
-                  "nearly the same thing once numbers are masked")  # fmt: skip
+    a.metric(
+        "Template families",
+        len(families),
+        border=True,
+        help=f"Groups of at least {api.MIN_FAMILY} answers ({api.MIN_FAMILY_SHARE:.1%} of the run) that say "
+        "nearly the same thing once numbers are masked",
+    )
     b.metric("Answers in a family", f"{in_families} ({in_families / total:.1%})", border=True)
-    c.metric("Loops", f"{loops} ({loops / total:.1%})", border=True,
-             help=f"Answers whose repetition is at least {api.LOOP_REPETITION:g}. {F.sample('repetition').help}")
+    c.metric(
+        "Loops",
+        f"{loops} ({loops / total:.1%})",
+        border=True,
+        help=f"Answers whose repetition is at least {api.LOOP_REPETITION:g}. {F.sample('repetition').help}",
+    )
     d.metric("Mixed scripts", f"{mixed} ({mixed / total:.1%})", border=True, help=F.sample("scripts").help)
 
 
 def _families(ctx: Context, store: RolloutStore, families: pd.DataFrame, shares: pd.DataFrame) -> None:
     st.subheader("Template families")
     if families.empty:
-        st.info(f"No family of near-identical answers: no {api.MIN_FAMILY} answers or more "
-                f"({api.MIN_FAMILY_SHARE:.1%} of the run) say nearly the same thing.", icon=":material/check:")
+        st.info(
+            f"No family of near-identical answers: no {api.MIN_FAMILY} answers or more "
+            f"({api.MIN_FAMILY_SHARE:.1%} of the run) say nearly the same thing.",
+            icon=":material/check:",
+        )
         return
     names = families["template"].tolist()
     st.session_state[_FAMILY_ROWS] = names
     top = max(0.01, float(shares[[n for n in names if n in shares.columns]].max().max()))
-    st.dataframe(family_table(families, shares), hide_index=True, key=_FAMILIES_KEY, on_select=_choose_family,
-                 selection_mode=["single-row", "single-cell"], column_config={
-                     "share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1,
-                                                              help="Of every answer of the run"),
-                     "share per step": st.column_config.LineChartColumn(
-                         y_min=0.0, y_max=top, help="The family's share of each step's answers: rising = spreading"),
-                     "mean reward": st.column_config.NumberColumn(format="%.4f"),
-                     "others' reward": st.column_config.NumberColumn(
-                         format="%.4f", help="Mean reward of the answers of no family"),
-                     "example": st.column_config.TextColumn(width="large"),
-                 })  # fmt: skip
-    st.caption("Largest first. Click a row to read the family's answers below and open them in the step browser.")
+    st.dataframe(
+        family_table(families, shares),
+        hide_index=True,
+        key=_FAMILIES_KEY,
+        on_select=_choose_family,
+        selection_mode=["single-row", "single-cell"],
+        column_config={
+            "share": st.column_config.ProgressColumn(
+                format="percent", min_value=0, max_value=1, help="Of every answer of the run"
+            ),
+            "share per step": st.column_config.LineChartColumn(
+                y_min=0.0, y_max=top, help="The family's share of each step's answers: rising = spreading"
+            ),
+            "mean reward": st.column_config.NumberColumn(format="%.4f"),
+            "others' reward": st.column_config.NumberColumn(
+                format="%.4f", help="Mean reward of the answers of no family"
+            ),
+            "example": st.column_config.TextColumn(width="large"),
+        },
+    )
+    st.caption(
+        "Largest first. Click a row to read the family's answers below and open them in the step browser."
+    )
     drawn = names[:MAX_CURVES]
     key = "chart_family_shares"
-    st.plotly_chart(shares_figure(shares, drawn), key=key, on_select=lambda: _open_point(key, drawn),
-                    selection_mode="points", config={"displaylogo": False})
+    st.plotly_chart(
+        shares_figure(shares, drawn),
+        key=key,
+        on_select=lambda: _open_point(key, drawn),
+        selection_mode="points",
+        config={"displaylogo": False},
+    )
     more = f" The {MAX_CURVES} largest of {len(names)} families are drawn." if len(names) > MAX_CURVES else ""
-    st.caption(f"Click a point to open that step in the step browser, filtered to the family's answers.{more}")
+    st.caption(
+        f"Click a point to open that step in the step browser, filtered to the family's answers.{more}"
+    )
     if state.get("family") not in [number(n) for n in names]:
         state.put("family", number(names[0]))
     chosen = families[families["template"] == f"T{state.get('family')}"].iloc[0]
@@ -136,19 +174,31 @@ def _family(ctx: Context, store: RolloutStore, family: pd.Series, shares: pd.Dat
     name, k = str(family["template"]), number(family["template"])
     reward = "" if pd.isna(family["reward_mean"]) else f" · mean reward {family['reward_mean']:.4g}"
     rest = "" if pd.isna(family["reward_rest"]) else f" (the other answers: {family['reward_rest']:.4g})"
-    st.markdown(f"#### {name} · {int(family['samples'])} answers · {family['share']:.1%} of the run · first seen at "
-                f"step {int(family['first_step'])}{reward}{rest}")
+    st.markdown(
+        f"#### {name} · {int(family['samples'])} answers · {family['share']:.1%} of the run · first seen at "
+        f"step {int(family['first_step'])}{reward}{rest}"
+    )
     _examples(store, family, ctx.settings.text)
     steps = [int(s) for s in shares.loc[shares[name] > 0, "step"]] if name in shares.columns else []
     everywhere, at, there, _ = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
-    everywhere.button(f"All {int(family['samples'])} answers of {name} in the step browser", key="family_all",
-                      icon=":material/table_rows:", on_click=open_in_steps, args=(None,), kwargs={"template": k})
+    everywhere.button(
+        f"All {int(family['samples'])} answers of {name} in the step browser",
+        key="family_all",
+        icon=":material/table_rows:",
+        on_click=open_in_steps,
+        args=(None,),
+        kwargs={"template": k},
+    )
     if steps:
         if state.get("step") not in steps:
             state.put("step", int(shares.loc[shares[name].idxmax(), "step"]))
         at.selectbox("At step", steps, **state.bind("step"), help="A step where the family has answers")
-        there.button(f"Its answers at step {int(state.get('step'))}", key="family_at_step", icon=":material/filter_alt:",
-                  on_click=lambda: open_in_steps(int(state.get("step")), template=k))
+        there.button(
+            f"Its answers at step {int(state.get('step'))}",
+            key="family_at_step",
+            icon=":material/filter_alt:",
+            on_click=lambda: open_in_steps(int(state.get("step")), template=k),
+        )
 
 
 def examples(store: RolloutStore, family: pd.Series) -> list[tuple[str, int, int]]:
@@ -171,13 +221,19 @@ def _examples(store: RolloutStore, family: pd.Series, display: TextDisplay) -> N
     picked = examples(store, family)
     for column, (why, step, sample) in zip(st.columns(3), picked, strict=False):
         with column:
-            row = store.samples(step=step, columns=[c for c in ("response", "reward") if store.has(c)],
-                                offset=sample, limit=1).iloc[0]  # fmt: skip
+            row = store.samples(
+                step=step, columns=[c for c in ("response", "reward") if store.has(c)], offset=sample, limit=1
+            ).iloc[0]
             reward = f" · reward {row['reward']:.4g}" if "reward" in row and pd.notna(row["reward"]) else ""
             st.markdown(f"**{why.capitalize()}** · step {step} · sample {sample}{reward}")
             _answer(row.get("response"), display)
-            st.button("Open sample", key=f"family_open_{why.replace(' ', '_')}", icon=":material/article:",
-                      on_click=open_sample, args=(step, sample))
+            st.button(
+                "Open sample",
+                key=f"family_open_{why.replace(' ', '_')}",
+                icon=":material/article:",
+                on_click=open_sample,
+                args=(step, sample),
+            )
 
 
 def _answer(text: object, display: TextDisplay, *, tail: bool = False) -> None:
@@ -197,23 +253,47 @@ def _signal(store: RolloutStore, signals: pd.DataFrame, column: str, display: Te
     chart, example = st.columns([3, 2])
     key = f"chart_signal_{column}"
     with chart:
-        st.plotly_chart(signal_figure(signals, column), key=key, on_select=lambda: _open_signal(key, column),
-                        selection_mode="points", config={"displaylogo": False})
-        st.button(f"All {total} {what} in the step browser", key=f"signal_all_{column}", icon=":material/table_rows:",
-                  on_click=lambda: open_in_steps(None, **signal_filter(column)))
+        st.plotly_chart(
+            signal_figure(signals, column),
+            key=key,
+            on_select=lambda: _open_signal(key, column),
+            selection_mode="points",
+            config={"displaylogo": False},
+        )
+        st.button(
+            f"All {total} {what} in the step browser",
+            key=f"signal_all_{column}",
+            icon=":material/table_rows:",
+            on_click=lambda: open_in_steps(None, **signal_filter(column)),
+        )
         st.caption("Click a bar to open that step in the step browser, filtered to them.")
     with example:
-        flt = SampleFilter.build(ranges={"repetition": (api.LOOP_REPETITION, None)}) if column == "loops" else \
-            SampleFilter.build(contains={"scripts": "+"})
+        flt = (
+            SampleFilter.build(ranges={"repetition": (api.LOOP_REPETITION, None)})
+            if column == "loops"
+            else SampleFilter.build(contains={"scripts": "+"})
+        )
         wanted = [c for c in ("response", "repetition", "scripts") if store.has(c)]
-        row = store.samples(columns=wanted, filters=flt, sort_by="repetition" if column == "loops" else None,
-                            descending=True, limit=1).iloc[0]  # fmt: skip
+        row = store.samples(
+            columns=wanted,
+            filters=flt,
+            sort_by="repetition" if column == "loops" else None,
+            descending=True,
+            limit=1,
+        ).iloc[0]
         detail = f"repetition {row['repetition']:.2f}" if column == "loops" else f"scripts {row['scripts']}"
-        st.markdown(f"**{'The most repetitive' if column == 'loops' else 'The first'}** · step {int(row['step'])} · "
-                    f"sample {int(row['sample'])} · {visible_bidi(detail)}")
+        st.markdown(
+            f"**{'The most repetitive' if column == 'loops' else 'The first'}** · step {int(row['step'])} · "
+            f"sample {int(row['sample'])} · {visible_bidi(detail)}"
+        )
         _answer(row.get("response"), display, tail=column == "loops")
-        st.button("Open sample", key=f"signal_open_{column}", icon=":material/article:", on_click=open_sample,
-                  args=(int(row["step"]), int(row["sample"])))
+        st.button(
+            "Open sample",
+            key=f"signal_open_{column}",
+            icon=":material/article:",
+            on_click=open_sample,
+            args=(int(row["step"]), int(row["sample"])),
+        )
 
 
 def render_patterns(ctx: Context) -> None:

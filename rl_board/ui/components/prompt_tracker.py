@@ -24,8 +24,9 @@ def _choose() -> None:
         state.put("prompt_id", pid)
 
 
-def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay, *,
-                   kl: F.KLEstimator | None = None) -> None:
+def render_prompts(
+    store: RolloutStore, run_path: str, display: TextDisplay, *, kl: F.KLEstimator | None = None
+) -> None:
     table = cached.prompts(run_path, store.signature, store)
     if table.empty:
         st.info("No prompts with rewards in this run.")
@@ -34,23 +35,38 @@ def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay, *,
     cols = st.columns(len(STATUSES))
     for col, status in zip(cols, STATUSES, strict=True):
         col.metric(status.capitalize(), int(counts.get(status, 0)), border=True)
-    st.caption("Per step a prompt is solved when one of its samples reaches the run's highest reward. "
-               "Newly failing: solved before, not at its last step. Learned: unsolved at first, solved since.")
+    st.caption(
+        "Per step a prompt is solved when one of its samples reaches the run's highest reward. "
+        "Newly failing: solved before, not at its last step. Learned: unsolved at first, solved since."
+    )
     status = st.segmented_control("Show", [ALL, *STATUSES], **state.bind("prompt_status", default=ALL)) or ALL
     rows = table if status == ALL else table[table["status"] == status]
     st.session_state[_ROWS_KEY] = rows["id"].tolist()
-    frame = pd.DataFrame({
-        "prompt": [shown(p, display).text[:300] for p in rows["prompt"]], "status": rows["status"],
-        "steps": rows["steps"], "samples": rows["samples"], "mean reward": rows["reward_mean"],
-        "first solved": rows["first_solved"], "solved share": rows["solved_share"],
-        "regressions": rows["regressions"],
-    })  # fmt: skip
-    st.dataframe(frame, hide_index=True, key=TABLE_KEY, on_select=_choose, selection_mode="single-row",
-                 column_config={"prompt": st.column_config.TextColumn(width="large"),
-                                "mean reward": st.column_config.NumberColumn(format="%.4g"),
-                                "solved share": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
-                                                                                format="percent")},
-                 height="auto" if len(frame) <= 12 else 420)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "prompt": [shown(p, display).text[:300] for p in rows["prompt"]],
+            "status": rows["status"],
+            "steps": rows["steps"],
+            "samples": rows["samples"],
+            "mean reward": rows["reward_mean"],
+            "first solved": rows["first_solved"],
+            "solved share": rows["solved_share"],
+            "regressions": rows["regressions"],
+        }
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=TABLE_KEY,
+        on_select=_choose,
+        selection_mode="single-row",
+        column_config={
+            "prompt": st.column_config.TextColumn(width="large"),
+            "mean reward": st.column_config.NumberColumn(format="%.4g"),
+            "solved share": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
+        },
+        height="auto" if len(frame) <= 12 else 420,
+    )
     st.caption("Click a row to follow that prompt down the steps.")
     chosen = table[table["id"] == state.get("prompt_id")]
     if len(chosen):
@@ -60,10 +76,16 @@ def render_prompts(store: RolloutStore, run_path: str, display: TextDisplay, *,
 
 
 def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay, kl: F.KLEstimator) -> None:
-    st.markdown(f"#### Prompt history · {row['status']} · first solved at step "
-                f"{'—' if pd.isna(row['first_solved']) else int(row['first_solved'])}")
+    st.markdown(
+        f"#### Prompt history · {row['status']} · first solved at step "
+        f"{'—' if pd.isna(row['first_solved']) else int(row['first_solved'])}"
+    )
     st.code(shown(row["prompt"], display).text or " ", language=None, wrap_lines=True, height="content")
     history = store.prompt_history(prompt=row["prompt"], kl=kl.mean)
     st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
-    st.dataframe(history, hide_index=True, height="auto" if len(history) <= 12 else 320,
-                 column_config={name: F.label(name) for name in history.columns if F.sample(name)})
+    st.dataframe(
+        history,
+        hide_index=True,
+        height="auto" if len(history) <= 12 else 320,
+        column_config={name: F.label(name) for name in history.columns if F.sample(name)},
+    )

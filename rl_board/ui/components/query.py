@@ -23,12 +23,16 @@ _BOX = "w.sql"
 def render_query(store: RolloutStore, run: str) -> None:
     """The whole page body for one run."""
     _examples()
-    st.text_area("SQL (DuckDB)", height=160, placeholder="SELECT * FROM samples LIMIT 10", **state.bind("sql"))
+    st.text_area(
+        "SQL (DuckDB)", height=160, placeholder="SELECT * FROM samples LIMIT 10", **state.bind("sql")
+    )
     left, right = st.columns([1, 6], vertical_alignment="center")
     left.button("Run", key="sql_run", type="primary", icon=":material/play_arrow:", on_click=_run_box)
-    right.caption(f"One reading statement over **samples** (one row per sample) and **steps** (one row per "
-                  f"step). Read-only: no files, network or extensions; stopped after "
-                  f"{api.QUERY_TIMEOUT:g} s; at most {api.QUERY_MAX_ROWS:,} rows.")
+    right.caption(
+        f"One reading statement over **samples** (one row per sample) and **steps** (one row per "
+        f"step). Read-only: no files, network or extensions; stopped after "
+        f"{api.QUERY_TIMEOUT:g} s; at most {api.QUERY_MAX_ROWS:,} rows."
+    )
     _schema(store)
     ran = state.get(_RAN)
     if ran is None:  # first visit (or a shared link): show what the box holds
@@ -61,8 +65,14 @@ def _examples() -> None:
     st.caption("Examples (click one to run it):")
     cols = st.columns(len(api.QUERY_EXAMPLES))
     for k, (col, example) in enumerate(zip(cols, api.QUERY_EXAMPLES, strict=True)):
-        col.button(example.title, key=f"sql_example_{k}", on_click=_run_example, args=(example.sql,),
-                   width="stretch", help="Puts this query in the box and runs it")
+        col.button(
+            example.title,
+            key=f"sql_example_{k}",
+            on_click=_run_example,
+            args=(example.sql,),
+            width="stretch",
+            help="Puts this query in the box and runs it",
+        )
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -74,17 +84,30 @@ def _schema(store: RolloutStore) -> None:
     with st.expander("Tables and columns", icon=":material/table_chart:"):
         frames = _schema_frames(str(store.run_dir), store.signature, store)
         left, right = st.columns(2)
-        for col, (view, what) in zip((left, right), (("samples", "one row per sample (token arrays as lists)"),
-                                                     ("steps", "one row per step")), strict=True):  # fmt: skip
+        for col, (view, what) in zip(
+            (left, right),
+            (("samples", "one row per sample (token arrays as lists)"), ("steps", "one row per step")),
+            strict=True,
+        ):
             frame = frames[view].copy()
             frame["column"] = visible_bidi_column(frame["column"])
             col.markdown(f"**{view}** — {what}")
-            col.dataframe(frame, hide_index=True, key=f"sql_schema_{view}", height=300,
-                          column_config={"help": st.column_config.TextColumn("what it holds", width="large")})
-        st.markdown("**KL macros** — r is a log-ratio logp − ref_logp (e.g. an item of `token_log_ratio`); "
-                    "on token arrays: `list_transform(token_log_ratio, lambda r: kl_k3(r))`")
-        st.dataframe(pd.DataFrame({"macro": list(api.QUERY_MACROS), "computes": list(api.QUERY_MACROS.values())}),
-                     hide_index=True, key="sql_schema_macros")
+            col.dataframe(
+                frame,
+                hide_index=True,
+                key=f"sql_schema_{view}",
+                height=300,
+                column_config={"help": st.column_config.TextColumn("what it holds", width="large")},
+            )
+        st.markdown(
+            "**KL macros** — r is a log-ratio logp − ref_logp (e.g. an item of `token_log_ratio`); "
+            "on token arrays: `list_transform(token_log_ratio, lambda r: kl_k3(r))`"
+        )
+        st.dataframe(
+            pd.DataFrame({"macro": list(api.QUERY_MACROS), "computes": list(api.QUERY_MACROS.values())}),
+            hide_index=True,
+            key="sql_schema_macros",
+        )
 
 
 def _result(store: RolloutStore, run: str, sql: str) -> QueryResult | QueryError:
@@ -107,8 +130,11 @@ def _result_table(result: QueryResult) -> None:
     rows = len(frame)
     note = f"**{rows:,}** row{'' if rows == 1 else 's'} in {result.seconds:.2f} s"
     if result.capped:
-        st.warning(f"Only the first {result.max_rows:,} rows are shown: the result has more. "
-                   "Add a LIMIT or narrow the WHERE clause.", icon=":material/content_cut:")
+        st.warning(
+            f"Only the first {result.max_rows:,} rows are shown: the result has more. "
+            "Add a LIMIT or narrow the WHERE clause.",
+            icon=":material/content_cut:",
+        )
     st.markdown(note)
     if frame.columns.empty:
         return
@@ -119,8 +145,14 @@ def _result_table(result: QueryResult) -> None:
         st.caption("Add `step` and `sample` columns to the SELECT to open samples from this table.")
         return
     st.session_state[_ROWS_KEY] = targets
-    st.dataframe(shown, hide_index=True, key=TABLE_KEY, on_select=_open_selected,
-                 selection_mode=["single-row", "single-cell"], height="auto" if rows <= 12 else 460)
+    st.dataframe(
+        shown,
+        hide_index=True,
+        key=TABLE_KEY,
+        on_select=_open_selected,
+        selection_mode=["single-row", "single-cell"],
+        height="auto" if rows <= 12 else 460,
+    )
     st.caption("Click any cell of a row to open that sample.")
 
 
@@ -140,8 +172,11 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
             name += "'"
         seen.add(name)
         column = frame.iloc[:, k]
-        if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype) \
-                or pd.api.types.is_datetime64_any_dtype(column.dtype):  # fmt: skip
+        if (
+            pd.api.types.is_numeric_dtype(column.dtype)
+            or pd.api.types.is_bool_dtype(column.dtype)
+            or pd.api.types.is_datetime64_any_dtype(column.dtype)
+        ):
             out[name] = column
         else:
             out[name] = visible_bidi_column(column.map(_text, na_action="ignore").astype(object))

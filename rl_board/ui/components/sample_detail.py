@@ -66,13 +66,32 @@ def _navigation(store: RolloutStore, step: int, index: int) -> None:
     counts = store.samples_per_step()
     before, after = neighbour(counts, step, index, -1), neighbour(counts, step, index, 1)
     prev_col, step_col, sample_col, next_col = st.columns([1, 3, 3, 1], vertical_alignment="bottom")
-    prev_col.button("◀ Prev", key="sample_prev", disabled=before is None, width="stretch",
-                    on_click=_go, args=(before,), help="Previous sample (crosses into the previous step)")
-    next_col.button("Next ▶", key="sample_next", disabled=after is None, width="stretch",
-                    on_click=_go, args=(after,), help="Next sample (crosses into the next step)")
+    prev_col.button(
+        "◀ Prev",
+        key="sample_prev",
+        disabled=before is None,
+        width="stretch",
+        on_click=_go,
+        args=(before,),
+        help="Previous sample (crosses into the previous step)",
+    )
+    next_col.button(
+        "Next ▶",
+        key="sample_next",
+        disabled=after is None,
+        width="stretch",
+        on_click=_go,
+        args=(after,),
+        help="Next sample (crosses into the next step)",
+    )
     step_col.selectbox("Step", store.steps, **state.bind("step", _step_changed))
-    sample_col.number_input(f"Sample (0–{counts[step] - 1})", min_value=0, max_value=counts[step] - 1,
-                            step=1, **state.bind("sample"))
+    sample_col.number_input(
+        f"Sample (0–{counts[step] - 1})",
+        min_value=0,
+        max_value=counts[step] - 1,
+        step=1,
+        **state.bind("sample"),
+    )
 
 
 def _number(value: object) -> float | None:
@@ -88,8 +107,11 @@ def _number(value: object) -> float | None:
 def _scores(fields: dict, parts: list[str], kl: F.KLEstimator) -> None:
     """The sample's scores: the catalogue's (KL as ``kl`` estimates it), then the run's reward components and
     advantage."""
-    values = [(f.title, _number(fields.get(f.name))) for f in SCORES if f.name not in _KL_SCORES
-              or f.name in (kl.mean, kl.sum)]
+    values = [
+        (f.title, _number(fields.get(f.name)))
+        for f in SCORES
+        if f.name not in _KL_SCORES or f.name in (kl.mean, kl.sum)
+    ]
     values += [(name, _number(fields.get(name))) for name in parts]
     values = [(label, v) for label, v in values if v is not None]
     per_row = 5
@@ -144,8 +166,12 @@ def render_sample(ctx: Context) -> None:
     messages = parsed_messages(detail.fields.get("messages"))
     if turns.is_trajectory(messages):
         render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run)
-        texts = st.expander("Prompt, response and ground truth as text (the turns joined), built when opened",
-                            icon=":material/notes:", key="texts_open", on_change="rerun")
+        texts = st.expander(
+            "Prompt, response and ground truth as text (the turns joined), built when opened",
+            icon=":material/notes:",
+            key="texts_open",
+            on_change="rerun",
+        )
         if texts.open:  # every turn again, twice: only drawn when asked for
             with texts:
                 _texts(detail.fields, ctx.settings.text)

@@ -20,7 +20,9 @@ from rl_board.ui.text import TextDisplay, escape_markdown, shown_column, visible
 
 PAGE_ROWS = 1000
 CELL_CHARS = 1000
-TRAJECTORY_CELL_CHARS = 300  # an agent run's prompt and response are every turn joined: a cell shows the start
+TRAJECTORY_CELL_CHARS = (
+    300  # an agent run's prompt and response are every turn joined: a cell shows the start
+)
 TABLE_KEY = "sample_table"
 TAGGING_KEY = "sample_table_tagging"  # the same table while rows are ticked to tag them (+ the rows it shows)
 _ROWS_KEY = "_table_rows"
@@ -37,7 +39,9 @@ def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[
     rollout the trainer left out of training shown, with its reason, not hidden."""
     known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
     if store.multi_turn:
-        known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [c for c in known if c not in TRAJECTORY_COLUMNS]
+        known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [
+            c for c in known if c not in TRAJECTORY_COLUMNS
+        ]
     known += [c for c in KEPT_COLUMNS if store.has(c)]
     return list(dict.fromkeys(known + [c for c in store.extra_fields if store.has(c)]))
 
@@ -49,8 +53,11 @@ def _nested(values: pd.Series) -> bool:
 def _numbers_per_token(values: pd.Series) -> bool:
     """A column of number arrays (a per-token loss mask, advantages...): the token view's, too long for a cell."""
     first = next((v for v in values.dropna().head(20) if isinstance(v, list | tuple | np.ndarray)), None)
-    return first is not None and len(first) > 0 and all(
-        isinstance(x, int | float | np.number) and not isinstance(x, bool) for x in list(first)[:50])
+    return (
+        first is not None
+        and len(first) > 0
+        and all(isinstance(x, int | float | np.number) and not isinstance(x, bool) for x in list(first)[:50])
+    )
 
 
 def shown_columns(store: RolloutStore, columns: list[str]) -> list[str]:
@@ -91,7 +98,9 @@ def _column_config(frame: pd.DataFrame) -> dict:
         label, help_text = F.label(name), field.help if field else None
         if name in TEXT_COLUMNS:
             wide = name in ("prompt", "response")  # the texts people read: wide enough for a sentence
-            config[name] = st.column_config.TextColumn(label, width="large" if wide else "medium", help=help_text)
+            config[name] = st.column_config.TextColumn(
+                label, width="large" if wide else "medium", help=help_text
+            )
         elif field is not None and field.kind == F.COUNT and pd.api.types.is_numeric_dtype(frame[name].dtype):
             config[name] = st.column_config.NumberColumn(label, format="%d", width="small", help=help_text)
         elif pd.api.types.is_float_dtype(frame[name].dtype):
@@ -111,8 +120,9 @@ def column_order(columns: list[str], sort: str, tags: str = "") -> list[str]:
     return head + [c for c in columns if c not in head]
 
 
-def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool,
-                  max_chars: int = CELL_CHARS) -> pd.DataFrame:  # fmt: skip
+def display_frame(
+    frame: pd.DataFrame, text: TextDisplay, *, show_step: bool, max_chars: int = CELL_CHARS
+) -> pd.DataFrame:
     """Table cells: pads/system prompt hidden, long text clipped, bidi controls shown, bookkeeping last."""
     out = frame.copy()
     for name in TEXT_COLUMNS:
@@ -120,7 +130,9 @@ def display_frame(frame: pd.DataFrame, text: TextDisplay, *, show_step: bool,
             out[name] = visible_bidi_column(shown_column(out[name], text, max_chars=max_chars))
     if not show_step:
         out = out.drop(columns=["step"])
-    if "template" in out.columns:  # a family by its name on the Patterns page (T1 the largest); none left empty
+    if (
+        "template" in out.columns
+    ):  # a family by its name on the Patterns page (T1 the largest); none left empty
         out["template"] = out["template"].map(lambda v: f"T{int(v)}" if pd.notna(v) and v > 0 else None)
     for name in out.columns:
         column = out[name]
@@ -158,13 +170,22 @@ def _page(total: int) -> int:
         cols[0].number_input("Table page", min_value=1, max_value=pages, step=1, **state.bind("table_page"))
         page = int(state.get("table_page") or 1)
         first = (page - 1) * PAGE_ROWS + 1
-        cols[1].caption(f"Rows {first}–{min(page * PAGE_ROWS, total)} of {total}: "
-                        f"at most {PAGE_ROWS} rows are shown at once; change the page to see the rest.")
+        cols[1].caption(
+            f"Rows {first}–{min(page * PAGE_ROWS, total)} of {total}: "
+            f"at most {PAGE_ROWS} rows are shown at once; change the page to see the rest."
+        )
     return page
 
 
-def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: TextDisplay, run: str, *,
-                 kl: F.KLEstimator | None = None) -> None:
+def render_table(
+    store: RolloutStore,
+    step: int,
+    choice: FilterChoice,
+    text: TextDisplay,
+    run: str,
+    *,
+    kl: F.KLEstimator | None = None,
+) -> None:
     scope = None if choice.all_steps else step
     flt: SampleFilter | None = choice.sample_filter
     total, everything = store.count(step=scope, filters=flt), store.count(step=scope)
@@ -182,37 +203,76 @@ def render_table(store: RolloutStore, step: int, choice: FilterChoice, text: Tex
         return
     page = _page(total)
     columns = table_columns(store, kl)
-    frame = store.samples(step=scope, columns=shown_columns(store, columns), sort_by=sort, descending=desc,
-                          filters=flt, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    frame = store.samples(
+        step=scope,
+        columns=shown_columns(store, columns),
+        sort_by=sort,
+        descending=desc,
+        filters=flt,
+        offset=(page - 1) * PAGE_ROWS,
+        limit=PAGE_ROWS,
+    )
     pairs = list(zip(frame["step"].tolist(), frame["sample"].tolist(), strict=True))
     st.session_state[_ROWS_KEY] = pairs
     top, tagging = right.columns([1, 1], vertical_alignment="bottom")
-    top.button("Open top sample", key="open_top", icon=":material/open_in_new:",
-               on_click=open_sample, args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
-               help="Open the first row of the table as sorted")
-    tagging.toggle("Tag rows", help="Tick several rows and tag them at once (a click then ticks a row instead of "
-                   "opening its sample)", **state.bind("tag_rows", default=False))  # fmt: skip
+    top.button(
+        "Open top sample",
+        key="open_top",
+        icon=":material/open_in_new:",
+        on_click=open_sample,
+        args=(int(frame["step"].iloc[0]), int(frame["sample"].iloc[0])),
+        help="Open the first row of the table as sorted",
+    )
+    tagging.toggle(
+        "Tag rows",
+        help="Tick several rows and tag them at once (a click then ticks a row instead of "
+        "opening its sample)",
+        **state.bind("tag_rows", default=False),
+    )
     tags = tag_column(frame)
     frame = with_tags(frame, tags_by_sample(store))
     clip = TRAJECTORY_CELL_CHARS if store.multi_turn else CELL_CHARS
     shown = display_frame(frame, text, show_step=scope is None, max_chars=clip)
     shown[tags] = shown[tags].fillna("")  # an untagged sample: an empty cell, not "None"
-    config = _column_config(shown) | {tags: st.column_config.TextColumn(
-        tags, help="The labels people put on the sample (on the Sample page, or on ticked rows here)")}
+    config = _column_config(shown) | {
+        tags: st.column_config.TextColumn(
+            tags, help="The labels people put on the sample (on the Sample page, or on ticked rows here)"
+        )
+    }
     order = column_order(list(shown.columns), sort, tags)
     height = "auto" if len(shown) <= 12 else 460
     if state.get("tag_rows", False):
-        event = st.dataframe(shown, hide_index=True, column_config=config, key=tagging_key(pairs), column_order=order,
-                             on_select="rerun", selection_mode="multi-row", height=height)
+        event = st.dataframe(
+            shown,
+            hide_index=True,
+            column_config=config,
+            key=tagging_key(pairs),
+            column_order=order,
+            on_select="rerun",
+            selection_mode="multi-row",
+            height=height,
+        )
         ticked = [pairs[k] for k in event.selection.rows if k < len(pairs)]
-        st.caption("Tick the rows to tag (the boxes at their left; the header's box ticks the whole page), then "
-                   "tag them below. Turn off **Tag rows** to open samples with a click again.")
+        st.caption(
+            "Tick the rows to tag (the boxes at their left; the header's box ticks the whole page), then "
+            "tag them below. Turn off **Tag rows** to open samples with a click again."
+        )
         render_rows_labels(store, ticked)
     else:
-        st.dataframe(shown, hide_index=True, column_config=config, key=TABLE_KEY, column_order=order,
-                     on_select=_open_selected, selection_mode=["single-row", "single-cell"], height=height)
-        st.caption("Click any cell of a row to open that sample whole. Text cells longer than "
-                   f"{clip} characters are clipped here; the sample view shows them whole.")
+        st.dataframe(
+            shown,
+            hide_index=True,
+            column_config=config,
+            key=TABLE_KEY,
+            column_order=order,
+            on_select=_open_selected,
+            selection_mode=["single-row", "single-cell"],
+            height=height,
+        )
+        st.caption(
+            "Click any cell of a row to open that sample whole. Text cells longer than "
+            f"{clip} characters are clipped here; the sample view shows them whole."
+        )
     _export_buttons(store, scope, columns, sort, desc, flt, run)
 
 
@@ -222,16 +282,35 @@ def tagging_key(pairs: list[tuple[int, int]]) -> str:
     return f"{TAGGING_KEY}.{hashlib.sha1(repr(pairs).encode()).hexdigest()[:12]}"
 
 
-def _export_buttons(store: RolloutStore, scope: int | None, columns: list[str], sort: str, desc: bool,
-                    flt: SampleFilter | None, run: str) -> None:
+def _export_buttons(
+    store: RolloutStore,
+    scope: int | None,
+    columns: list[str],
+    sort: str,
+    desc: bool,
+    flt: SampleFilter | None,
+    run: str,
+) -> None:
     def rows() -> pd.DataFrame:  # with the samples' tags, as `rl-board export` writes them
         frame = store.samples(step=scope, columns=columns, sort_by=sort, descending=desc, filters=flt)
         return with_tags(frame, store.tags_by_sample(api.label_store()))
 
     a, b, _ = st.columns([1, 1, 3])
-    a.download_button("Export CSV", data=lambda: api.to_csv_bytes(rows()), mime="text/csv",
-                      file_name=api.export_file_name(run, scope, "csv"), on_click="ignore",
-                      icon=":material/download:", key="export_csv")
-    b.download_button("Export JSONL", data=lambda: api.to_jsonl_bytes(rows()), mime="application/jsonl",
-                      file_name=api.export_file_name(run, scope, "jsonl"), on_click="ignore",
-                      icon=":material/download:", key="export_jsonl")
+    a.download_button(
+        "Export CSV",
+        data=lambda: api.to_csv_bytes(rows()),
+        mime="text/csv",
+        file_name=api.export_file_name(run, scope, "csv"),
+        on_click="ignore",
+        icon=":material/download:",
+        key="export_csv",
+    )
+    b.download_button(
+        "Export JSONL",
+        data=lambda: api.to_jsonl_bytes(rows()),
+        mime="application/jsonl",
+        file_name=api.export_file_name(run, scope, "jsonl"),
+        on_click="ignore",
+        icon=":material/download:",
+        key="export_jsonl",
+    )

@@ -37,8 +37,11 @@ def render() -> Context:
         if ctx.store is not None:
             render_load_report(ctx.store.report)
             render_field_map(ctx.store)
-            if st.toggle("Follow new data", key="follow",
-                         help=f"Check the run's files every {FOLLOW_SECONDS} s and redraw when lines were added"):
+            if st.toggle(
+                "Follow new data",
+                key="follow",
+                help=f"Check the run's files every {FOLLOW_SECONDS} s and redraw when lines were added",
+            ):
                 _follow(ctx.store)
         ctx.settings = _display_settings()
     return ctx
@@ -58,9 +61,13 @@ def _logs_root(roots: list[Path]) -> Path | None:
     default = str(roots[0]) if roots else ""
     labels = {str(r): server_config().label(r) for r in roots}  # a bucket's copy is named by its URL
     named = ", ".join(escape_markdown(label) for label in labels.values())
-    text = st.text_input("Logs root", value=default, key="root",
-                         help=f"A folder inside the roots this server serves: {named}. A remote root (s3://...) "
-                              "is served from its copy in the cache, listed again every few seconds.")
+    text = st.text_input(
+        "Logs root",
+        value=default,
+        key="root",
+        help=f"A folder inside the roots this server serves: {named}. A remote root (s3://...) "
+        "is served from its copy in the cache, listed again every few seconds.",
+    )
     remote = labels.get(text) if labels.get(text, text) != text else None
     if remote:
         st.caption(f"A copy of {escape_markdown(remote)}")
@@ -92,8 +99,10 @@ def _choose_run(ctx: Context) -> None:
         return
     ctx.runs = runs
     if runs.empty:
-        st.info("No rollout run here: a run is a folder of rollout files (rl-board JSONL, or a verl, TRL, "
-                "ROLL, NeMo-RL, prime-rl, AReaL or SkyRL dump). The page lists what was found instead.")
+        st.info(
+            "No rollout run here: a run is a folder of rollout files (rl-board JSONL, or a verl, TRL, "
+            "ROLL, NeMo-RL, prime-rl, AReaL or SkyRL dump). The page lists what was found instead."
+        )
         _forget_run()
         return
     names = _run_names(runs, ctx.roots)
@@ -108,14 +117,25 @@ def _choose_run(ctx: Context) -> None:
         ctx.run, ctx.run_path = wanted, Path(runs["path"].iloc[row])
         try:
             ctx.store = open_run(ctx.run_path, wanted)
-            labels[wanted] = (f"{display_name(runs['run'].iloc[row])} · {ctx.store.num_samples} samples · "
-                              f"{len(ctx.store.steps)} steps")  # fmt: skip
+            labels[wanted] = (
+                f"{display_name(runs['run'].iloc[row])} · {ctx.store.num_samples} samples · "
+                f"{len(ctx.store.steps)} steps"
+            )
         except RLBoardError as exc:  # e.g. the folder vanished or became unreadable
             st.error(escape_markdown(str(exc)))
-    st.selectbox("Run", names, index=None, format_func=labels.get, placeholder="Choose a run…",
-                 **state.bind("run", on_change=_run_changed))
-    st.button("↻ Check for new data", help="Re-list runs and read lines appended since the last look",
-              on_click=cached.runs_under.clear)
+    st.selectbox(
+        "Run",
+        names,
+        index=None,
+        format_func=labels.get,
+        placeholder="Choose a run…",
+        **state.bind("run", on_change=_run_changed),
+    )
+    st.button(
+        "↻ Check for new data",
+        help="Re-list runs and read lines appended since the last look",
+        on_click=cached.runs_under.clear,
+    )
 
 
 def _unknown_run_message(wanted: str, ctx: Context) -> str:
@@ -162,23 +182,55 @@ BAND_LABELS = {"p10-p90": "p10–p90", "min-max": "min–max", "std": "± std"}
 def _display_settings() -> DisplaySettings:
     with st.expander("Display settings", expanded=False):
         hide_pads = st.toggle("Hide pad tokens", value=True, key="hide_pads")
-        pads = st.text_input("Pad tokens", value=", ".join(DEFAULT_PAD_TOKENS), key="pad_tokens",
-                             help="Comma-separated, e.g. <PAD>, <EOD>", disabled=not hide_pads)
+        pads = st.text_input(
+            "Pad tokens",
+            value=", ".join(DEFAULT_PAD_TOKENS),
+            key="pad_tokens",
+            help="Comma-separated, e.g. <PAD>, <EOD>",
+            disabled=not hide_pads,
+        )
         hide_system = st.toggle("Hide system prompt", value=True, key="hide_system")
-        marker = st.text_input("System prompt ends with", value=DEFAULT_SYSTEM_MARKER, key="system_marker",
-                               help="Everything up to this marker is hidden", disabled=not hide_system)
-        band = st.radio("Curve band", list(BAND_LABELS), format_func=BAND_LABELS.get, key="band", horizontal=True,
-                        help="What the shaded band around each step's mean shows: the spread of that step's samples")
-        scale = st.slider("Band width (× std)", 0.1, 2.0, 1.0, 0.05, key="band_scale", disabled=band != "std",
-                          help="With the ± std band: mean ± this × standard deviation per step")
-        zero = st.toggle("Zero shift", value=False, key="zero_shift",
-                         help="Move each curve's first point to 0 to compare trends")
+        marker = st.text_input(
+            "System prompt ends with",
+            value=DEFAULT_SYSTEM_MARKER,
+            key="system_marker",
+            help="Everything up to this marker is hidden",
+            disabled=not hide_system,
+        )
+        band = st.radio(
+            "Curve band",
+            list(BAND_LABELS),
+            format_func=BAND_LABELS.get,
+            key="band",
+            horizontal=True,
+            help="What the shaded band around each step's mean shows: the spread of that step's samples",
+        )
+        scale = st.slider(
+            "Band width (× std)",
+            0.1,
+            2.0,
+            1.0,
+            0.05,
+            key="band_scale",
+            disabled=band != "std",
+            help="With the ± std band: mean ± this × standard deviation per step",
+        )
+        zero = st.toggle(
+            "Zero shift",
+            value=False,
+            key="zero_shift",
+            help="Move each curve's first point to 0 to compare trends",
+        )
         _kl_estimator()
-    text = TextDisplay(pad_tokens=parse_token_list(pads) if hide_pads else (),
-                       system_marker=marker.strip() if hide_system else "")
-    return DisplaySettings(text=text, curves=CurveOptions(band=band or "p10-p90", band_scale=float(scale),
-                                                          zero_shift=zero),
-                           kl_estimator=state.get("kl_estimator") or F.DEFAULT_KL_ESTIMATOR)
+    text = TextDisplay(
+        pad_tokens=parse_token_list(pads) if hide_pads else (),
+        system_marker=marker.strip() if hide_system else "",
+    )
+    return DisplaySettings(
+        text=text,
+        curves=CurveOptions(band=band or "p10-p90", band_scale=float(scale), zero_shift=zero),
+        kl_estimator=state.get("kl_estimator") or F.DEFAULT_KL_ESTIMATOR,
+    )
 
 
 def _kl_estimator() -> None:
@@ -187,10 +239,14 @@ def _kl_estimator() -> None:
     if state.get("kl_estimator") not in names:
         state.put("kl_estimator", F.DEFAULT_KL_ESTIMATOR)
     how = " ".join(f"{e.label}: {e.help}" for e in F.KL_ESTIMATORS)
-    st.radio("KL estimator", names, format_func=lambda name: F.kl_estimator(name).label,
-             help=f"Per token, with r = logp − ref_logp, each estimates KL(policy‖reference). {how} Drives the "
-                  "KL column, its sort and filter, the KL curve, the sample's KL cards and the token colours.",
-             **state.bind("kl_estimator", _estimator_changed))
+    st.radio(
+        "KL estimator",
+        names,
+        format_func=lambda name: F.kl_estimator(name).label,
+        help=f"Per token, with r = logp − ref_logp, each estimates KL(policy‖reference). {how} Drives the "
+        "KL column, its sort and filter, the KL curve, the sample's KL cards and the token colours.",
+        **state.bind("kl_estimator", _estimator_changed),
+    )
 
 
 def _estimator_changed() -> None:

@@ -13,7 +13,10 @@ def render_skipped(root: Path, *, expanded: bool = False) -> int:
     """An expander listing the skipped files (as data, never as markup); returns how many there are."""
     skipped = cached.skipped_under(str(root), cached.cache_dir())
     if len(skipped):
-        with st.expander(f"{len(skipped)} file(s) under this root are not read", expanded=expanded,
-                         icon=":material/visibility_off:"):
+        with st.expander(
+            f"{len(skipped)} file(s) under this root are not read",
+            expanded=expanded,
+            icon=":material/visibility_off:",
+        ):
             st.dataframe(skipped, hide_index=True)
     return len(skipped)

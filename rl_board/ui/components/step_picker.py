@@ -24,7 +24,9 @@ def valid_step(steps: Sequence[int]) -> int:
         return int(wanted)
     fallback = int(steps[-1])
     if wanted is not None:
-        st.warning(f"Step {wanted} is not in this run (steps {steps[0]}–{steps[-1]}); showing step {fallback}.")
+        st.warning(
+            f"Step {wanted} is not in this run (steps {steps[0]}–{steps[-1]}); showing step {fallback}."
+        )
     state.put_many(step=fallback, sample=None, table_page=1)
     return fallback
 
@@ -46,16 +48,35 @@ def pick_step(steps: Sequence[int], *, key: str = "step") -> int:
     current = valid_step(steps)
     pos = list(steps).index(current)
     prev_col, mid, next_col = st.columns([1, 8, 1], vertical_alignment="bottom")
-    prev_col.button("◀ Prev", key=f"{key}_prev", on_click=_move, args=(steps, -1), disabled=pos == 0,
-                    help="Previous step", width="stretch")
-    next_col.button("Next ▶", key=f"{key}_next", on_click=_move, args=(steps, 1),
-                    disabled=pos == len(steps) - 1, help="Next step", width="stretch")
+    prev_col.button(
+        "◀ Prev",
+        key=f"{key}_prev",
+        on_click=_move,
+        args=(steps, -1),
+        disabled=pos == 0,
+        help="Previous step",
+        width="stretch",
+    )
+    next_col.button(
+        "Next ▶",
+        key=f"{key}_next",
+        on_click=_move,
+        args=(steps, 1),
+        disabled=pos == len(steps) - 1,
+        help="Next step",
+        width="stretch",
+    )
     with mid:
         if len(steps) == 1:
             st.markdown(f"**Step {current}** — the only step of this run.")
         elif evenly_spaced(steps):
-            st.slider("Step", min_value=int(steps[0]), max_value=int(steps[-1]),
-                      step=int(steps[1] - steps[0]), **state.bind("step", _step_changed))
+            st.slider(
+                "Step",
+                min_value=int(steps[0]),
+                max_value=int(steps[-1]),
+                step=int(steps[1] - steps[0]),
+                **state.bind("step", _step_changed),
+            )
         else:
             st.selectbox("Step (irregular spacing)", list(steps), **state.bind("step", _step_changed))
     return int(state.get("step"))

@@ -29,9 +29,13 @@ TABLE_EXPANDER = "token_table_open"
 INTERACTIVE = "heatmap_interactive"
 _FOUND = "_token_found"
 # jump target -> (metric, highest?)
-JUMPS = {"highest KL": ("kl", True), "lowest log-prob": ("logp", False),
-         "largest log-ratio": ("log_ratio", True), "highest entropy": ("entropy", True),
-         "largest mismatch": ("mismatch", True)}
+JUMPS = {
+    "highest KL": ("kl", True),
+    "lowest log-prob": ("logp", False),
+    "largest log-ratio": ("log_ratio", True),
+    "highest entropy": ("entropy", True),
+    "largest mismatch": ("mismatch", True),
+}
 
 
 def present_metrics(tokens: pd.DataFrame) -> list[str]:
@@ -54,8 +58,10 @@ def valid_metric(metrics: list[str], kl: F.KLEstimator) -> str:
         return wanted
     fallback = kl.token if kl.token in metrics else metrics[0]
     if wanted != kl.token:  # KL is the default; only a chosen metric deserves a message
-        st.warning(f"Token metric {escape_markdown(repr(wanted))} is not available for this sample; "
-                   f"showing {fallback}.")
+        st.warning(
+            f"Token metric {escape_markdown(repr(wanted))} is not available for this sample; "
+            f"showing {fallback}."
+        )
     state.put("token_metric", fallback)
     return fallback
 
@@ -67,9 +73,12 @@ def mismatch_note(detail: SampleDetail) -> str:
     if extra:
         tokens = (detail.fields.get("response_tokens") or [])[-extra:]
         tail = " The last token(s) without a log-prob: " + escape_markdown(
-            ", ".join(repr(token_label(t)) for t in tokens[:5]))
-    return (f"This sample has {n_tok} tokens but {n_lp} log-probs: token metrics cover the first "
-            f"{min(n_tok, n_lp)} tokens.{tail}")
+            ", ".join(repr(token_label(t)) for t in tokens[:5])
+        )
+    return (
+        f"This sample has {n_tok} tokens but {n_lp} log-probs: token metrics cover the first "
+        f"{min(n_tok, n_lp)} tokens.{tail}"
+    )
 
 
 def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.DataFrame:
@@ -78,11 +87,13 @@ def top_tokens(tokens: pd.DataFrame, metric: str, n: int = TOP_TOKENS) -> pd.Dat
     key = np.abs(values) if diverging(metric) else values
     order = np.argsort(np.where(np.isfinite(key), -key, np.inf), kind="stable")[:n]
     picked = tokens.iloc[order]
-    return pd.DataFrame({
-        "position": picked.index.to_numpy(),
-        "token": [token_label(t) for t in picked["token"].astype(str)],
-        metric: picked[metric].to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "position": picked.index.to_numpy(),
+            "token": [token_label(t) for t in picked["token"].astype(str)],
+            metric: picked[metric].to_numpy(),
+        }
+    )
 
 
 def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
@@ -95,8 +106,12 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
     if len(tokens) < WRAP_FROM:
         expander = st.expander(label, icon=":material/table:")
     else:
-        expander = st.expander(f"{label} · {len(tokens)} rows, built when opened", icon=":material/table:",
-                               key=TABLE_EXPANDER, on_change="rerun")
+        expander = st.expander(
+            f"{label} · {len(tokens)} rows, built when opened",
+            icon=":material/table:",
+            key=TABLE_EXPANDER,
+            on_change="rerun",
+        )
         if not expander.open:
             return
     with expander:
@@ -108,8 +123,11 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
         finite = values[np.isfinite(values)]
         if len(finite) and finite.max() > finite.min():
             config[metric] = st.column_config.ProgressColumn(
-                F.label(metric, F.TOKEN), format="%.4g",
-                min_value=float(finite.min()), max_value=float(finite.max()))
+                F.label(metric, F.TOKEN),
+                format="%.4g",
+                min_value=float(finite.min()),
+                max_value=float(finite.max()),
+            )
         st.dataframe(frame, hide_index=True, column_config=config, height=min(420, 38 + 35 * len(frame)))
 
 
@@ -119,8 +137,13 @@ def _chip_page(tokens: pd.DataFrame, kl: F.KLEstimator) -> pd.DataFrame:
         return tokens
     pages = math.ceil(len(tokens) / CHIP_PAGE)
     a, b, c = st.columns([1, 2, 2], vertical_alignment="bottom")
-    b.text_input("Find in the response's tokens", placeholder="text in a token", key="token_find",
-                 on_change=_find, args=(tokens,))  # fmt: skip
+    b.text_input(
+        "Find in the response's tokens",
+        placeholder="text in a token",
+        key="token_find",
+        on_change=_find,
+        args=(tokens,),
+    )
     with c:
         st.caption("Jump to the token with the")
         for k, (name, (column, highest)) in enumerate(JUMPS.items()):
@@ -131,7 +154,9 @@ def _chip_page(tokens: pd.DataFrame, kl: F.KLEstimator) -> pd.DataFrame:
         st.caption(st.session_state[_FOUND])
     if not 1 <= (state.get("token_page") or 1) <= pages:
         state.put("token_page", 1)
-    a.number_input(f"Token page (of {pages})", min_value=1, max_value=pages, step=1, **state.bind("token_page"))
+    a.number_input(
+        f"Token page (of {pages})", min_value=1, max_value=pages, step=1, **state.bind("token_page")
+    )
     start = ((state.get("token_page") or 1) - 1) * CHIP_PAGE
     return tokens.iloc[start : start + CHIP_PAGE]
 
@@ -152,7 +177,9 @@ def _find(tokens: pd.DataFrame) -> None:
 def _jump(tokens: pd.DataFrame, column: str, highest: bool) -> None:
     values = tokens[column].to_numpy(dtype=np.float64)
     pos = int(np.nanargmax(values) if highest else np.nanargmin(values))
-    st.session_state[_FOUND] = f"{F.label(column, F.TOKEN)}: the extreme is at position {int(tokens.index[pos])}"
+    st.session_state[_FOUND] = (
+        f"{F.label(column, F.TOKEN)}: the extreme is at position {int(tokens.index[pos])}"
+    )
     state.put("token_page", pos // CHIP_PAGE + 1)
 
 
@@ -178,9 +205,12 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
     if detail.length_mismatch:
         st.warning(mismatch_note(detail), icon=":material/rule:")
     if detail.tokens_from == "ids":
-        st.info("This log holds token ids, not token text: they are shown as #id. Start the server with "
-                "`rl-board serve ROOT --tokenizer PATH` (a tokenizer.json or a local model folder) to see "
-                "the text of each token.", icon=":material/translate:")
+        st.info(
+            "This log holds token ids, not token text: they are shown as #id. Start the server with "
+            "`rl-board serve ROOT --tokenizer PATH` (a tokenizer.json or a local model folder) to see "
+            "the text of each token.",
+            icon=":material/translate:",
+        )
     elif detail.tokens_from == "tokenizer":
         st.caption("Token text decoded from the log's token ids with the server's tokenizer.")
     metrics = present_metrics(tokens)
@@ -199,47 +229,82 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
     untrained = turns.untrained(shown, parts) if split else None
     left, right = st.columns([3, 1])
     with left:
-        st.segmented_control("Colour tokens by", options, format_func=lambda m: F.token(m).brief,
-                             required=True, **state.bind("token_metric"))
+        st.segmented_control(
+            "Colour tokens by",
+            options,
+            format_func=lambda m: F.token(m).brief,
+            required=True,
+            **state.bind("token_metric"),
+        )
         metric = state.get("token_metric") or metric
         page = _chip_page(shown, kl)
         scale = scale_for(shown[metric].tolist(), metric)
         if split:  # a trajectory: the chips under a line per turn, untrained tokens struck through
             at = shown.index.get_indexer(page.index)
-            body = turn_chips_html(page, metric, [(label, page.iloc[s:e], untrained[at[s:e]])
-                                                  for label, s, e in turns.groups(page, parts)], scale)
+            body = turn_chips_html(
+                page,
+                metric,
+                [(label, page.iloc[s:e], untrained[at[s:e]]) for label, s, e in turns.groups(page, parts)],
+                scale,
+            )
         else:
             body = chips_html(page, metric)
         st.html(legend_html(scale, metric) + body)
-        st.caption("Hover a token to see all its metrics." + (
-            f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
-            "shows them all." if len(page) < len(shown) else ""))
+        st.caption(
+            "Hover a token to see all its metrics."
+            + (
+                f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
+                "shows them all."
+                if len(page) < len(shown)
+                else ""
+            )
+        )
     with right:
         label = F.label(metric, F.TOKEN)
         st.markdown(f"**Top tokens by {label}**")
-        st.dataframe(top_tokens(shown, metric), hide_index=True,
-                     column_config={metric: st.column_config.NumberColumn(format="%.4g")})
+        st.dataframe(
+            top_tokens(shown, metric),
+            hide_index=True,
+            column_config={metric: st.column_config.NumberColumn(format="%.4g")},
+        )
     _token_table(shown, metrics, metric)
     _heatmap(shown, metrics, options, metric, split, untrained)
 
 
-def _heatmap(shown: pd.DataFrame, metrics: list[str], options: list[str], metric: str,
-             split: list[tuple[str, int, int]], untrained: np.ndarray | None) -> None:  # fmt: skip
+def _heatmap(
+    shown: pd.DataFrame,
+    metrics: list[str],
+    options: list[str],
+    metric: str,
+    split: list[tuple[str, int, int]],
+    untrained: np.ndarray | None,
+) -> None:
     """Every token's value as a grid of cells drawn with the page (no chart script to load: a new tab on a
     sample link shows it with the text); the Plotly heatmap (zoom, the token's text on hover) on request."""
-    interactive = st.toggle("Interactive heatmap (zoom; the token's text on hover)", key=INTERACTIVE,
-                            help="Draws the heatmap with Plotly instead of as plain cells. Its code is loaded "
-                                 "the first time a tab shows it.")  # fmt: skip
+    interactive = st.toggle(
+        "Interactive heatmap (zoom; the token's text on hover)",
+        key=INTERACTIVE,
+        help="Draws the heatmap with Plotly instead of as plain cells. Its code is loaded "
+        "the first time a tab shows it.",
+    )
     if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text (a turn per block)
         if not interactive:
             st.html(heat_grid.wrapped_grid_html(shown, metric, groups=split, untrained=untrained))
             return
-        figure = (turn_wrapped_figure(shown, metric, split, untrained) if split
-                  else wrapped_heatmap_figure(shown, metric))  # fmt: skip
+        figure = (
+            turn_wrapped_figure(shown, metric, split, untrained)
+            if split
+            else wrapped_heatmap_figure(shown, metric)
+        )
         st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
         return
-    chosen = st.multiselect("Heatmap rows", metrics, default=options, key="heatmap_rows",
-                            format_func=lambda m: F.label(m, F.TOKEN))
+    chosen = st.multiselect(
+        "Heatmap rows",
+        metrics,
+        default=options,
+        key="heatmap_rows",
+        format_func=lambda m: F.label(m, F.TOKEN),
+    )
     if not chosen:
         return
     if not interactive:

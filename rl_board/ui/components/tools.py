@@ -27,13 +27,21 @@ def per_tool(tools: pd.DataFrame) -> pd.DataFrame:
     mean reward of those trajectories, and the steps it was called in; the most called first."""
     grouped = tools.groupby("tool", sort=False)
     weighted = (tools["reward_mean"] * tools["trajectories"]).groupby(tools["tool"]).sum(min_count=1)
-    out = pd.DataFrame({"calls": grouped["calls"].sum(), "errors": grouped["errors"].sum(),
-                        "trajectories": grouped["trajectories"].sum(), "first step": grouped["step"].min(),
-                        "last step": grouped["step"].max()})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "calls": grouped["calls"].sum(),
+            "errors": grouped["errors"].sum(),
+            "trajectories": grouped["trajectories"].sum(),
+            "first step": grouped["step"].min(),
+            "last step": grouped["step"].max(),
+        }
+    )
     out["error rate"] = (out["errors"] / out["calls"]).where(out["calls"] > 0)
     out["mean reward"] = weighted / out["trajectories"].where(out["trajectories"] > 0)
     out = out.reset_index().sort_values(["calls", "tool"], ascending=[False, True], kind="stable")
-    return out[["tool", "calls", "errors", "error rate", "trajectories", "mean reward", "first step", "last step"]]
+    return out[
+        ["tool", "calls", "errors", "error rate", "trajectories", "mean reward", "first step", "last step"]
+    ]
 
 
 def examples(calls: pd.DataFrame, tool: str, n: int = EXAMPLES) -> pd.DataFrame:
@@ -71,12 +79,21 @@ def _open_step(key: str, names: list[str]) -> None:
 def _table(summary: pd.DataFrame) -> None:
     shown = summary.assign(tool=visible_bidi_column(summary["tool"]))
     st.session_state[_TOOL_ROWS] = summary["tool"].tolist()
-    st.dataframe(shown, hide_index=True, key=_TOOLS_KEY, on_select=_choose_tool, selection_mode="single-row",
-                 column_config={"error rate": st.column_config.ProgressColumn(format="percent", min_value=0,
-                                                                             max_value=1),
-                                "mean reward": st.column_config.NumberColumn(format="%.4f")})  # fmt: skip
-    st.caption("Summed over every step. Mean reward: of the trajectories that called the tool. Click a row to see "
-               "that tool's calls below.")
+    st.dataframe(
+        shown,
+        hide_index=True,
+        key=_TOOLS_KEY,
+        on_select=_choose_tool,
+        selection_mode="single-row",
+        column_config={
+            "error rate": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+            "mean reward": st.column_config.NumberColumn(format="%.4f"),
+        },
+    )
+    st.caption(
+        "Summed over every step. Mean reward: of the trajectories that called the tool. Click a row to see "
+        "that tool's calls below."
+    )
 
 
 def _charts(tools: pd.DataFrame, names: list[str]) -> None:
@@ -85,11 +102,18 @@ def _charts(tools: pd.DataFrame, names: list[str]) -> None:
         for col, metric in zip(st.columns(2), metrics, strict=True):
             with col:
                 key = f"chart_tool_{metric}"
-                st.plotly_chart(tool_figure(tools, metric, drawn), key=key, on_select=lambda k=key: _open_step(k, drawn),
-                                selection_mode="points", config={"displaylogo": False})  # fmt: skip
+                st.plotly_chart(
+                    tool_figure(tools, metric, drawn),
+                    key=key,
+                    on_select=lambda k=key: _open_step(k, drawn),
+                    selection_mode="points",
+                    config={"displaylogo": False},
+                )
     more = f" The {MAX_LINES} most called of {len(names)} tools are drawn." if len(names) > MAX_LINES else ""
-    st.caption("Click a point to open its step in the step browser, filtered to the trajectories that called that "
-               f"tool.{more}")
+    st.caption(
+        "Click a point to open its step in the step browser, filtered to the trajectories that called that "
+        f"tool.{more}"
+    )
 
 
 def _examples(ctx: Context, store: RolloutStore, tool: str, column: object) -> None:
@@ -105,18 +129,32 @@ def _examples(ctx: Context, store: RolloutStore, tool: str, column: object) -> N
         st.info(f"{display_name(tool)} was not called in step {step}.")
         return
     st.session_state[_EXAMPLE_ROWS] = list(zip(picked["step"], picked["sample"], picked["turn"], strict=True))
-    frame = pd.DataFrame({
-        "step": picked["step"], "sample": picked["sample"], "turn": picked["turn"],
-        "arguments": visible_bidi_column(picked["arguments"].fillna("").str.slice(0, CELL)),
-        "error": picked["error"], "result": visible_bidi_column(picked["result"].fillna("").str.slice(0, CELL)),
-    })  # fmt: skip
-    st.dataframe(frame, hide_index=True, key=_EXAMPLES_KEY, on_select=_open_example,
-                 selection_mode=["single-row", "single-cell"],
-                 column_config={"arguments": st.column_config.TextColumn(width="large"),
-                                "result": st.column_config.TextColumn(width="large")})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "step": picked["step"],
+            "sample": picked["sample"],
+            "turn": picked["turn"],
+            "arguments": visible_bidi_column(picked["arguments"].fillna("").str.slice(0, CELL)),
+            "error": picked["error"],
+            "result": visible_bidi_column(picked["result"].fillna("").str.slice(0, CELL)),
+        }
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=_EXAMPLES_KEY,
+        on_select=_open_example,
+        selection_mode=["single-row", "single-cell"],
+        column_config={
+            "arguments": st.column_config.TextColumn(width="large"),
+            "result": st.column_config.TextColumn(width="large"),
+        },
+    )
     n = int((calls["name"].fillna("") == tool).sum())
-    st.caption(f"{len(picked)} of the {n} calls of this tool in step {step} (a failed call first when there is one, "
-               "then different arguments). Click a row to open the sample at the turn that made the call.")
+    st.caption(
+        f"{len(picked)} of the {n} calls of this tool in step {step} (a failed call first when there is one, "
+        "then different arguments). Click a row to open the sample at the turn that made the call."
+    )
 
 
 def render_tools(ctx: Context) -> None:

@@ -42,7 +42,9 @@ class Trajectory:
     def of(cls, messages: list[dict[str, Any]], detail: SampleDetail, kl: F.KLEstimator) -> Trajectory:
         mask = detail.tokens["loss_mask"].to_numpy() if "loss_mask" in detail.tokens.columns else None
         parts = turns.segments(messages, len(detail.tokens), mask)
-        return cls(messages, parts, turns.turn_kl(detail.tokens, parts, kl.token), turns.answered_by(messages))
+        return cls(
+            messages, parts, turns.turn_kl(detail.tokens, parts, kl.token), turns.answered_by(messages)
+        )
 
     def span(self, turn: int) -> turns.Segment | None:
         return next((g for g in self.parts if g.turn == turn), None)
@@ -93,20 +95,44 @@ def _jumps(traj: Trajectory, current: int | None) -> None:
     messages = traj.messages
     pick, call, error, high = st.columns([3, 1.3, 1.3, 1.5], vertical_alignment="bottom")
     st.session_state["turn_pick"] = current if current is not None else 0
-    pick.selectbox("Turn", list(range(len(messages))), key="turn_pick", on_change=_picked, args=(traj,),
-                   format_func=lambda k: _turn_name(traj, k), help="Focus a turn: its page of turns is shown")
+    pick.selectbox(
+        "Turn",
+        list(range(len(messages))),
+        key="turn_pick",
+        on_change=_picked,
+        args=(traj,),
+        format_func=lambda k: _turn_name(traj, k),
+        help="Focus a turn: its page of turns is shown",
+    )
     nxt = turns.next_after(turns.call_turns(messages), current)
-    call.button("Next tool call ▶", key="jump_call", disabled=nxt is None, width="stretch",
-                on_click=_go, args=(traj, nxt, f"Next tool call: turn {nxt}."))
+    call.button(
+        "Next tool call ▶",
+        key="jump_call",
+        disabled=nxt is None,
+        width="stretch",
+        on_click=_go,
+        args=(traj, nxt, f"Next tool call: turn {nxt}."),
+    )
     bad = turns.next_after(turns.error_turns(messages), current)
-    error.button("Next error ▶", key="jump_error", disabled=bad is None, width="stretch",
-                 on_click=_go, args=(traj, bad, f"Next tool error: turn {bad}."),
-                 help="The next tool result that says the call failed")
+    error.button(
+        "Next error ▶",
+        key="jump_error",
+        disabled=bad is None,
+        width="stretch",
+        on_click=_go,
+        args=(traj, bad, f"Next tool error: turn {bad}."),
+        help="The next tool result that says the call failed",
+    )
     if traj.kl:  # only where the turns' tokens are known
         top = max(traj.kl, key=lambda t: traj.kl[t])
-        high.button("Highest-KL turn", key="jump_kl", width="stretch", on_click=_go,
-                    args=(traj, top, f"Highest KL: turn {top} (mean {traj.kl[top]:.4g} per token)."),
-                    help="The turn whose tokens drifted furthest from the reference (mean KL per token)")
+        high.button(
+            "Highest-KL turn",
+            key="jump_kl",
+            width="stretch",
+            on_click=_go,
+            args=(traj, top, f"Highest KL: turn {top} (mean {traj.kl[top]:.4g} per token)."),
+            help="The turn whose tokens drifted furthest from the reference (mean KL per token)",
+        )
     if st.session_state.get(_JUMPED):
         st.caption(st.session_state[_JUMPED])
 
@@ -137,9 +163,15 @@ def _call_card(traj: Trajectory, turn: int, k: int, call: dict[str, Any], displa
         if answer is None:
             st.badge("unanswered", icon=":material/block:", color="orange")
             last = turn == len(traj.messages) - 1
-            st.caption("no tool message answers this call: " + ("the loop stopped before running it (its turn or "
-                       "tool-call limit)" if last else "the loop ran only some of this turn's calls (verl's "
-                       "max_parallel_calls) or the result was not logged"))  # fmt: skip
+            st.caption(
+                "no tool message answers this call: "
+                + (
+                    "the loop stopped before running it (its turn or tool-call limit)"
+                    if last
+                    else "the loop ran only some of this turn's calls (verl's "
+                    "max_parallel_calls) or the result was not logged"
+                )
+            )
             return
         result = traj.messages[answer]
         text = str(result.get("content") or "")
@@ -181,8 +213,11 @@ def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_f
         st.markdown(_header(traj, k, focused) + failed)
         content = str(m.get("content") or "")
         if m.get("reasoning"):
-            with st.expander(f"Reasoning · {len(str(m['reasoning']))} characters", icon=":material/psychology:",
-                             expanded=focused and not content):
+            with st.expander(
+                f"Reasoning · {len(str(m['reasoning']))} characters",
+                icon=":material/psychology:",
+                expanded=focused and not content,
+            ):
                 _code(str(m["reasoning"]), display)
         call = traj.answers.get(k)
         if call is not None and call[0] >= shown_from and len(content) <= RESULT_PREVIEW and not focused:
@@ -197,15 +232,23 @@ def _summary(traj: Trajectory, finish: Any) -> str:
     messages = traj.messages
     calls = sum(len(m.get("tool_calls") or ()) for m in messages)
     errors = len(turns.error_turns(messages))
-    parts = [f"**Conversation** · {len(messages)} turns", f"{calls} {F.label('n_tool_calls')}",
-             f"{errors} {F.label('n_tool_errors')}"]
+    parts = [
+        f"**Conversation** · {len(messages)} turns",
+        f"{calls} {F.label('n_tool_calls')}",
+        f"{errors} {F.label('n_tool_errors')}",
+    ]
     if isinstance(finish, str) and finish:
         parts.append(f"{F.label('finish_reason')}: {escape_markdown(finish)}")
     return " · ".join(parts)
 
 
-def render_trajectory(messages: list[dict[str, Any]], detail: SampleDetail, display: TextDisplay,
-                      kl: F.KLEstimator, run: str | None = None) -> None:  # fmt: skip
+def render_trajectory(
+    messages: list[dict[str, Any]],
+    detail: SampleDetail,
+    display: TextDisplay,
+    kl: F.KLEstimator,
+    run: str | None = None,
+) -> None:
     """The trajectory: a summary line, the turn chooser and jumps, and one page of turns with the focused one."""
     traj = Trajectory.of(messages, detail, kl)
     current = _focused(len(messages), (run, detail.step, detail.index))
@@ -216,12 +259,26 @@ def render_trajectory(messages: list[dict[str, Any]], detail: SampleDetail, disp
     first, last = page * TURN_PAGE, min(len(messages), (page + 1) * TURN_PAGE)
     if pages > 1:
         before, where, after = st.columns([1, 4, 1], vertical_alignment="center")
-        before.button("◀ Earlier turns", key="turns_before", disabled=page == 0, width="stretch", on_click=_go,
-                      args=(traj, max(0, first - TURN_PAGE), f"Turn {max(0, first - TURN_PAGE)}."))
-        after.button("Later turns ▶", key="turns_after", disabled=last >= len(messages), width="stretch",
-                     on_click=_go, args=(traj, last, f"Turn {last}."))
-        where.caption(f"Turns {first}–{last - 1} of {len(messages)} (page {page + 1} of {pages}); "
-                      "choose a turn or jump to see others.")
+        before.button(
+            "◀ Earlier turns",
+            key="turns_before",
+            disabled=page == 0,
+            width="stretch",
+            on_click=_go,
+            args=(traj, max(0, first - TURN_PAGE), f"Turn {max(0, first - TURN_PAGE)}."),
+        )
+        after.button(
+            "Later turns ▶",
+            key="turns_after",
+            disabled=last >= len(messages),
+            width="stretch",
+            on_click=_go,
+            args=(traj, last, f"Turn {last}."),
+        )
+        where.caption(
+            f"Turns {first}–{last - 1} of {len(messages)} (page {page + 1} of {pages}); "
+            "choose a turn or jump to see others."
+        )
     if current is not None:
         st.html(FOCUS_CSS)
     for k in range(first, last):

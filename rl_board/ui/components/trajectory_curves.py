@@ -28,20 +28,41 @@ def render_trajectory_curves(ctx: Context, chart: object) -> None:
     for col, name in zip((left, right), PER_TRAJECTORY, strict=True):
         with col:
             label = F.label(name)
-            chart(charts.curve_figure(counts, [name], title=f"{label[:1].upper()}{label[1:]} per trajectory",
-                                      y_title=label, options=opts, labels={name: label}), f"chart_{name}")
+            chart(
+                charts.curve_figure(
+                    counts,
+                    [name],
+                    title=f"{label[:1].upper()}{label[1:]} per trajectory",
+                    y_title=label,
+                    options=opts,
+                    labels={name: label},
+                ),
+                f"chart_{name}",
+            )
     left, right = st.columns(2)
     with left:
         rate = pd.DataFrame({"step": steps["step"], "tool_error_rate_mean": steps["tool_error_rate"]})
-        chart(charts.curve_figure(rate, ["tool_error_rate"], title="Tool error rate per step", y_title="share of calls",
-                                  options=charts.CurveOptions(band=charts.NO_BAND),
-                                  labels={"tool_error_rate": "tool error rate"}), "chart_tool_errors")
-        st.caption("Per step: tool results that say the call failed, over the tool calls made. The Tools page "
-                   "shows each tool's own rate.")
+        chart(
+            charts.curve_figure(
+                rate,
+                ["tool_error_rate"],
+                title="Tool error rate per step",
+                y_title="share of calls",
+                options=charts.CurveOptions(band=charts.NO_BAND),
+                labels={"tool_error_rate": "tool error rate"},
+            ),
+            "chart_tool_errors",
+        )
+        st.caption(
+            "Per step: tool results that say the call failed, over the tool calls made. The Tools page "
+            "shows each tool's own rate."
+        )
     with right:
         if any(c.startswith("finish_") for c in steps.columns):
             chart(finish_figure(steps, api.FINISH_REASONS), "chart_finish")
-            st.caption("Each step's trajectories by why they ended: stop is an answer; length (out of tokens), "
-                       "turn_limit, tool_budget, timeout and error cut them short.")
+            st.caption(
+                "Each step's trajectories by why they ended: stop is an answer; length (out of tokens), "
+                "turn_limit, tool_budget, timeout and error cut them short."
+            )
         else:
             st.caption(f"No {F.label('finish_reason')} in this log: why trajectories ended is not known.")

@@ -12,9 +12,14 @@ from rl_board.ui.context import Context
 
 
 def render(ctx: Context) -> None:
-    if not metrics_cached.metrics_under(ctx.root).runs and cached.runs_under(str(ctx.root), cached.cache_dir()).empty:
-        st.warning("No rule was run: this logs root holds no metric log and no rollout run rl-board can read.",
-                   icon=":material/search_off:")
+    if (
+        not metrics_cached.metrics_under(ctx.root).runs
+        and cached.runs_under(str(ctx.root), cached.cache_dir()).empty
+    ):
+        st.warning(
+            "No rule was run: this logs root holds no metric log and no rollout run rl-board can read.",
+            icon=":material/search_off:",
+        )
         render_skipped(ctx.root, expanded=True)
         return
     health = metrics_cached.health_settings(ctx.root)

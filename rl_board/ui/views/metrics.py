@@ -29,7 +29,9 @@ def render(ctx: Context) -> None:
         return
     runs = metrics_runs.pick_runs(listed, index)
     bundle = metrics_cached.chosen_runs(ctx.root, runs) if runs else None
-    problems = index.problems if index is not None else refused + (bundle.problems if bundle is not None else [])
+    problems = (
+        index.problems if index is not None else refused + (bundle.problems if bundle is not None else [])
+    )
     metrics_runs.render_problems(problems, ctx.root.resolve())
     if bundle is None:
         st.info("Choose one or more runs above.")

@@ -24,9 +24,14 @@ def render(ctx: Context) -> None:
         return
     rows = ctx.store.samples(step=int(step), columns=["prompt"], offset=int(index), limit=1)
     if len(rows) and isinstance(rows["prompt"].iloc[0], str):  # the id is the text's hash: no table needed
-        links.button("This prompt across training", key="to_prompt_history", icon=":material/history:",
-                     on_click=_to_history, args=(api.prompt_id(rows["prompt"].iloc[0]),),
-                     help="Every sample of this prompt, step by step: reward, length, when it was first solved")
+        links.button(
+            "This prompt across training",
+            key="to_prompt_history",
+            icon=":material/history:",
+            on_click=_to_history,
+            args=(api.prompt_id(rows["prompt"].iloc[0]),),
+            help="Every sample of this prompt, step by step: reward, length, when it was first solved",
+        )
 
 
 ctx = current_run("Sample")

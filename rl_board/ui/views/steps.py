@@ -18,8 +18,14 @@ def render(ctx: Context) -> None:
     step = pick_step(store.steps)
     kl = ctx.settings.kl
     render_batch(store, str(ctx.run_path), step, kl=kl)
-    st.button("Groups of this step", key="to_groups", icon=":material/workspaces:", on_click=state.request_page,
-              args=("groups",), help="The samples of each prompt together: spread, solved share, best and worst")
+    st.button(
+        "Groups of this step",
+        key="to_groups",
+        icon=":material/workspaces:",
+        on_click=state.request_page,
+        args=("groups",),
+        help="The samples of each prompt together: spread, solved share, best and worst",
+    )
     st.subheader("Samples")
     choice = render_filters(store, kl=kl)
     render_table(store, step, choice, ctx.settings.text, ctx.run or "run", kl=kl)

@@ -19,9 +19,11 @@ STEPS = range(1, 11)
 
 
 def row(step: int) -> dict[str, float]:
-    out = {"train/reward": 0.1 * step + 0.001 * math.sin(step),
-           "train/kl": math.nan if step == 4 else 0.002 * step,
-           "actor/clip_frac": 0.0 if step <= 3 else 0.01 * step}  # fmt: skip
+    out = {
+        "train/reward": 0.1 * step + 0.001 * math.sin(step),
+        "train/kl": math.nan if step == 4 else 0.002 * step,
+        "actor/clip_frac": 0.0 if step <= 3 else 0.01 * step,
+    }
     if step in (6, 7):
         del out["train/kl"]  # a gap
     return out

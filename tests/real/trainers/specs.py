@@ -21,11 +21,24 @@ MAX_COMPLETION_LENGTH = 24
 def grpo_arguments() -> dict[str, object]:
     """The ``GRPOConfig`` every TRL run shares (CPU, seeded, a few steps, every step logged with its
     completions); each runner adds where it writes, what it saves and where it reports."""
-    return {"use_cpu": True, "bf16": False, "seed": SEED, "data_seed": SEED, "learning_rate": 1e-3,
-            "num_generations": NUM_GENERATIONS, "per_device_train_batch_size": BATCH,
-            "max_completion_length": MAX_COMPLETION_LENGTH, "max_steps": MAX_STEPS, "logging_steps": 1,
-            "log_completions": True, "num_completions_to_print": 0, "save_strategy": "steps",
-            "dataloader_num_workers": 0, "disable_tqdm": True}  # fmt: skip
+    return {
+        "use_cpu": True,
+        "bf16": False,
+        "seed": SEED,
+        "data_seed": SEED,
+        "learning_rate": 1e-3,
+        "num_generations": NUM_GENERATIONS,
+        "per_device_train_batch_size": BATCH,
+        "max_completion_length": MAX_COMPLETION_LENGTH,
+        "max_steps": MAX_STEPS,
+        "logging_steps": 1,
+        "log_completions": True,
+        "num_completions_to_print": 0,
+        "save_strategy": "steps",
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+    }
+
 
 # The prompts every TRL run draws from. ``kind`` reaches the reward functions as a dataset column:
 # "fixed" prompts get constant rewards (zero-variance groups), "silent" ones no reward at all where a
@@ -66,20 +79,45 @@ class TrlVariant:
 TRL_VARIANTS: dict[str, TrlVariant] = {
     v.name: v
     for v in [
-        TrlVariant("plain", ("length_reward", "vowel_reward"), tensorboard=True,
-                   notes="string prompts, two reward functions, TensorBoard too"),
-        TrlVariant("conversational", ("length_reward", "vowel_reward"), conversational=True,
-                   notes="prompts as system + user messages, chat template applied by TRL"),
-        TrlVariant("unscorable", ("judge_reward", "format_reward"),
-                   notes="both functions None for 'silent' prompts and some lengths; one None for others"),
-        TrlVariant("log_extra", ("length_reward", "counted_vowel_reward"),
-                   extra_numeric=("char_count",), extra_text=("first_word",),
-                   notes="a reward function logs columns through TRL's log_extra"),
-        TrlVariant("reward_weights", ("length_reward", "vowel_reward"), reward_weights=(2.0, 0.5),
-                   notes="GRPOConfig(reward_weights=[2.0, 0.5])"),
-        TrlVariant("callback", ("judge_reward", "counted_vowel_reward"), reward_weights=(1.0, 0.5),
-                   callback=True, extra_numeric=("char_count",), extra_text=("first_word",),
-                   notes="rl-board's RLBoardCallback attached; weights, None rows and log_extra at once"),
+        TrlVariant(
+            "plain",
+            ("length_reward", "vowel_reward"),
+            tensorboard=True,
+            notes="string prompts, two reward functions, TensorBoard too",
+        ),
+        TrlVariant(
+            "conversational",
+            ("length_reward", "vowel_reward"),
+            conversational=True,
+            notes="prompts as system + user messages, chat template applied by TRL",
+        ),
+        TrlVariant(
+            "unscorable",
+            ("judge_reward", "format_reward"),
+            notes="both functions None for 'silent' prompts and some lengths; one None for others",
+        ),
+        TrlVariant(
+            "log_extra",
+            ("length_reward", "counted_vowel_reward"),
+            extra_numeric=("char_count",),
+            extra_text=("first_word",),
+            notes="a reward function logs columns through TRL's log_extra",
+        ),
+        TrlVariant(
+            "reward_weights",
+            ("length_reward", "vowel_reward"),
+            reward_weights=(2.0, 0.5),
+            notes="GRPOConfig(reward_weights=[2.0, 0.5])",
+        ),
+        TrlVariant(
+            "callback",
+            ("judge_reward", "counted_vowel_reward"),
+            reward_weights=(1.0, 0.5),
+            callback=True,
+            extra_numeric=("char_count",),
+            extra_text=("first_word",),
+            notes="rl-board's RLBoardCallback attached; weights, None rows and log_extra at once",
+        ),
     ]
 }
 
@@ -109,4 +147,6 @@ VERL_STEPS = (1, 2, 3)
 VERL_PROMPTS_PER_STEP = 3
 VERL_N = 4  # responses per prompt
 VERL_PROJECT, VERL_EXPERIMENT = "rl_board_real", "grpo_cpu"
-VERL_AGENT_EXPERIMENT = "agent_loop"  # trainers/verl_agent_loop.py: its metrics file is {project}/{this}.jsonl
+VERL_AGENT_EXPERIMENT = (
+    "agent_loop"  # trainers/verl_agent_loop.py: its metrics file is {project}/{this}.jsonl
+)

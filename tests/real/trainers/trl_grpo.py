@@ -33,7 +33,10 @@ def _kinds(kwargs: dict[str, Any], n: int) -> list[str]:
 # rewards for "fixed" prompts so some groups have zero variance.
 def length_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     kinds = _kinds(kwargs, len(completions))
-    return [0.5 if k == "fixed" else min(len(_text(c)), 60) // 15 / 4 for c, k in zip(completions, kinds, strict=True)]
+    return [
+        0.5 if k == "fixed" else min(len(_text(c)), 60) // 15 / 4
+        for c, k in zip(completions, kinds, strict=True)
+    ]
 
 
 def _vowel_share(text: str) -> float:
@@ -67,20 +70,25 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     out: list[float | None] = []
     for c, k in zip(completions, _kinds(kwargs, len(completions)), strict=True):
         text = _text(c)
-        out.append(None if k == "silent" or len(text) % 4 == 0 else 0.0 if k == "fixed" else 0.5 * (" " in text))
+        out.append(
+            None if k == "silent" or len(text) % 4 == 0 else 0.0 if k == "fixed" else 0.5 * (" " in text)
+        )
     return out
 
 
-REWARD_FUNCS = {f.__name__: f for f in (length_reward, vowel_reward, counted_vowel_reward, judge_reward,
-                                         format_reward)}  # fmt: skip
+REWARD_FUNCS = {
+    f.__name__: f for f in (length_reward, vowel_reward, counted_vowel_reward, judge_reward, format_reward)
+}
 
 
 def dataset(conversational: bool) -> Any:
     from datasets import Dataset
 
     if conversational:
-        prompts: list[Any] = [[{"role": "system", "content": specs.SYSTEM}, {"role": "user", "content": p}]
-                              for p, _ in specs.PROMPTS]  # fmt: skip
+        prompts: list[Any] = [
+            [{"role": "system", "content": specs.SYSTEM}, {"role": "user", "content": p}]
+            for p, _ in specs.PROMPTS
+        ]
     else:
         prompts = [p for p, _ in specs.PROMPTS]
     return Dataset.from_dict({"prompt": prompts, "kind": [k for _, k in specs.PROMPTS]})
@@ -112,7 +120,9 @@ def run(variant: specs.TrlVariant, out: Path) -> dict[str, Any]:
     )
     callback = RLBoardCallback(out / specs.CALLBACK_DIR).attach(trainer) if variant.callback else None
     trainer.train()
-    (out / specs.LOG_HISTORY).write_text(json.dumps(trainer.state.log_history, indent=1) + "\n", encoding="utf-8")
+    (out / specs.LOG_HISTORY).write_text(
+        json.dumps(trainer.state.log_history, indent=1) + "\n", encoding="utf-8"
+    )
     if variant.reward_weights:
         (out / specs.RL_BOARD_TOML).write_text(specs.rl_board_toml(variant.weights()), encoding="utf-8")
     facts: dict[str, Any] = {
@@ -135,7 +145,11 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     root = Path(argv[0])
     names = argv[1:] or list(specs.TRL_VARIANTS)
-    manifest: dict[str, Any] = {"torch": torch.__version__, "transformers": transformers.__version__, "runs": {}}
+    manifest: dict[str, Any] = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "runs": {},
+    }
     for name in names:
         manifest["runs"][name] = run(specs.TRL_VARIANTS[name], root / name)
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

@@ -42,8 +42,12 @@ def calculator(expression: str) -> str:
     Args:
         expression: The expression to evaluate, e.g. 17+25.
     """
-    ops: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub,
-                                                  ast.Mult: operator.mul, ast.Div: operator.truediv}  # fmt: skip
+    ops: dict[type, Callable[[Any, Any], Any]] = {
+        ast.Add: operator.add,
+        ast.Sub: operator.sub,
+        ast.Mult: operator.mul,
+        ast.Div: operator.truediv,
+    }
 
     def value(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
@@ -56,7 +60,11 @@ def calculator(expression: str) -> str:
     return str(int(result) if float(result).is_integer() else result)
 
 
-FACTS = {"sky": "The sky is blue.", "sea": "The sea is salty.", "wind": "Air moves from high to low pressure."}
+FACTS = {
+    "sky": "The sky is blue.",
+    "sea": "The sea is salty.",
+    "wind": "Air moves from high to low pressure.",
+}
 
 
 def lookup(term: str) -> str:
@@ -103,7 +111,10 @@ class Turn:
 
     def text(self) -> str:
         """The turn as the Qwen3 template renders it, ended by ``<|im_end|>`` (the tokenizer's eos)."""
-        parts = [f"<think>\n{self.reasoning}\n</think>\n\n" if self.reasoning is not None else "", self.answer]
+        parts = [
+            f"<think>\n{self.reasoning}\n</think>\n\n" if self.reasoning is not None else "",
+            self.answer,
+        ]
         for k, (name, arguments) in enumerate(self.calls):
             call = json.dumps({"name": name, "arguments": arguments})
             parts.append(("\n" if self.answer or k else "") + f"<tool_call>\n{call}\n</tool_call>")
@@ -123,36 +134,94 @@ class Scenario:
 
 LONG = "Wind blows because air moves from high pressure to low pressure, again and again. " * 12
 TOOL_SCENARIOS = (
-    Scenario("calc", "Add seventeen and twenty-five.", system=True, finish="stop", turns=(
-        Turn("I need to add 17 and 25.", calls=(("calculator", {"expression": "17+25"}),)),
-        Turn("The tool says 42.", "17 + 25 = 42."))),
-    Scenario("pair", "Tell me a fact about the sky and six times seven.", finish="stop", turns=(
-        Turn("I need a fact and a product.", calls=(("lookup", {"term": "sky"}),
-                                                    ("calculator", {"expression": "6*7"}))),
-        Turn(None, "The sky is blue and 6*7 is 42."))),
-    Scenario("unknown", "What is the weather in Paris?", system=True, finish="stop", turns=(
-        Turn("Maybe a weather tool exists.", "Let me check.", calls=(("weather", {"city": "Paris"}),)),
-        Turn("There is no such tool.", "I cannot check the weather."))),
-    Scenario("raises", "Divide one by zero.", finish="stop", turns=(
-        Turn("The calculator can try it.", calls=(("calculator", {"expression": "1/0"}),)),
-        Turn(None, "Division by zero is undefined."))),
-    Scenario("direct", "Say hello.", system=True, finish="stop", turns=(
-        Turn("This needs no tool.", "Hello! Nice to meet you."),)),
+    Scenario(
+        "calc",
+        "Add seventeen and twenty-five.",
+        system=True,
+        finish="stop",
+        turns=(
+            Turn("I need to add 17 and 25.", calls=(("calculator", {"expression": "17+25"}),)),
+            Turn("The tool says 42.", "17 + 25 = 42."),
+        ),
+    ),
+    Scenario(
+        "pair",
+        "Tell me a fact about the sky and six times seven.",
+        finish="stop",
+        turns=(
+            Turn(
+                "I need a fact and a product.",
+                calls=(("lookup", {"term": "sky"}), ("calculator", {"expression": "6*7"})),
+            ),
+            Turn(None, "The sky is blue and 6*7 is 42."),
+        ),
+    ),
+    Scenario(
+        "unknown",
+        "What is the weather in Paris?",
+        system=True,
+        finish="stop",
+        turns=(
+            Turn("Maybe a weather tool exists.", "Let me check.", calls=(("weather", {"city": "Paris"}),)),
+            Turn("There is no such tool.", "I cannot check the weather."),
+        ),
+    ),
+    Scenario(
+        "raises",
+        "Divide one by zero.",
+        finish="stop",
+        turns=(
+            Turn("The calculator can try it.", calls=(("calculator", {"expression": "1/0"}),)),
+            Turn(None, "Division by zero is undefined."),
+        ),
+    ),
+    Scenario(
+        "direct",
+        "Say hello.",
+        system=True,
+        finish="stop",
+        turns=(Turn("This needs no tool.", "Hello! Nice to meet you."),),
+    ),
     Scenario("plain", "Name a colour.", finish="stop", turns=(Turn(None, "Blue."),)),
-    Scenario("budget", "Keep checking the sea.", system=True, finish="tool_budget", turns=tuple(
-        Turn(f"Check the sea, try {k}.", calls=(("lookup", {"term": "sea"}),)) for k in range(MAX_ITERATIONS + 1))),
-    Scenario("length", "Why does the wind blow?", finish="length", turns=(
-        Turn("Look it up first.", calls=(("lookup", {"term": "wind"}),)),
-        Turn("Now explain at length.", LONG))),
-)  # fmt: skip
+    Scenario(
+        "budget",
+        "Keep checking the sea.",
+        system=True,
+        finish="tool_budget",
+        turns=tuple(
+            Turn(f"Check the sea, try {k}.", calls=(("lookup", {"term": "sea"}),))
+            for k in range(MAX_ITERATIONS + 1)
+        ),
+    ),
+    Scenario(
+        "length",
+        "Why does the wind blow?",
+        finish="length",
+        turns=(
+            Turn("Look it up first.", calls=(("lookup", {"term": "wind"}),)),
+            Turn("Now explain at length.", LONG),
+        ),
+    ),
+)
 ENV_SCENARIOS = (
-    Scenario("env_add", "Add two to the ledger.", system=True, finish="stop", turns=(
-        Turn("Two it is.", calls=(("add", {"amount": 2}),)), Turn(None, "The total is 2."))),
+    Scenario(
+        "env_add",
+        "Add two to the ledger.",
+        system=True,
+        finish="stop",
+        turns=(Turn("Two it is.", calls=(("add", {"amount": 2}),)), Turn(None, "The total is 2.")),
+    ),
     # Not {"amount": "many"}: TRL 1.16 then fails to write its Parquet (one ``arguments`` field, int and str values).
-    Scenario("env_bad", "Take three from the ledger.", finish="stop", turns=(
-        Turn("Adding minus three should do.", calls=(("add", {"amount": -3}),)),
-        Turn("It failed.", "I could not add that."))),
-)  # fmt: skip
+    Scenario(
+        "env_bad",
+        "Take three from the ledger.",
+        finish="stop",
+        turns=(
+            Turn("Adding minus three should do.", calls=(("add", {"amount": -3}),)),
+            Turn("It failed.", "I could not add that."),
+        ),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -177,8 +246,10 @@ class Run:
         return {"add": ledger.add}
 
 
-RUNS = (Run(specs.TRL_TOOLS_RUNS[0], TOOL_SCENARIOS, steps=3),
-        Run(specs.TRL_TOOLS_RUNS[1], ENV_SCENARIOS, steps=2, environment=True))  # fmt: skip
+RUNS = (
+    Run(specs.TRL_TOOLS_RUNS[0], TOOL_SCENARIOS, steps=3),
+    Run(specs.TRL_TOOLS_RUNS[1], ENV_SCENARIOS, steps=2, environment=True),
+)
 
 
 def scenario_of(scenarios: tuple[Scenario, ...], text: str) -> Scenario:
@@ -241,7 +312,9 @@ def expected_messages(scenario: Scenario, tools: dict[str, Callable[..., Any]]) 
     out: list[dict[str, Any]] = []
     for k, turn in enumerate(scenario.turns):
         calls = [{"name": n, "arguments": a, "answered": k < MAX_ITERATIONS} for n, a in turn.calls]
-        out.append({"role": "assistant", "content": turn.answer, "reasoning": turn.reasoning, "tool_calls": calls})
+        out.append(
+            {"role": "assistant", "content": turn.answer, "reasoning": turn.reasoning, "tool_calls": calls}
+        )
         if not calls or k >= MAX_ITERATIONS:
             break
         for name, arguments in turn.calls:
@@ -273,15 +346,24 @@ def recorded_messages(completion: Any) -> list[dict[str, Any]]:
         if m["role"] == "tool":
             out.append({"role": "tool", "name": m.get("name"), "content": m.get("content")})
             continue
-        calls = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments", {})}
-                 for c in m.get("tool_calls") or ()]  # fmt: skip
-        out.append({"role": m["role"], "content": m.get("content"), "reasoning": m.get("reasoning_content"),
-                    "tool_calls": calls})  # fmt: skip
+        calls = [
+            {"name": c["function"]["name"], "arguments": c["function"].get("arguments", {})}
+            for c in m.get("tool_calls") or ()
+        ]
+        out.append(
+            {
+                "role": m["role"],
+                "content": m.get("content"),
+                "reasoning": m.get("reasoning_content"),
+                "tool_calls": calls,
+            }
+        )
     return out
 
 
-def truth_for(scenario: Scenario, tools: dict[str, Callable[..., Any]], prompt: Any, completion: Any,
-              truncated: bool) -> dict[str, Any]:  # fmt: skip
+def truth_for(
+    scenario: Scenario, tools: dict[str, Callable[..., Any]], prompt: Any, completion: Any, truncated: bool
+) -> dict[str, Any]:
     """One sample's truth: the script's messages, checked against what TRL recorded; raises if they differ."""
     want = expected_messages(scenario, tools)
     got = recorded_messages(completion)
@@ -293,9 +375,13 @@ def truth_for(scenario: Scenario, tools: dict[str, Callable[..., Any]], prompt: 
             continue
         assert g["reasoning"] == w["reasoning"], (where, g, w)
         assert [(c["name"], c["arguments"]) for c in g["tool_calls"]] == [
-            (c["name"], c["arguments"]) for c in w["tool_calls"]], (where, g, w)  # fmt: skip
+            (c["name"], c["arguments"]) for c in w["tool_calls"]
+        ], (where, g, w)
         if scenario.finish == "length" and g is got[-1]:
-            assert g["content"] != w["content"] and w["content"].startswith(g["content"]), (where, g["content"])
+            assert g["content"] != w["content"] and w["content"].startswith(g["content"]), (
+                where,
+                g["content"],
+            )
             w["content"] = g["content"]  # what is left of the cut turn
         assert g["content"] == w["content"], (where, g, w)
     # The cause from TRL's own record: its completion ids end without eos (cut by the budget), or its last
@@ -336,7 +422,8 @@ def tokenizer() -> Any:
 
 def prompt_of(scenario: Scenario) -> list[dict[str, str]]:
     return ([{"role": "system", "content": specs.SYSTEM}] if scenario.system else []) + [
-        {"role": "user", "content": scenario.user}]  # fmt: skip
+        {"role": "user", "content": scenario.user}
+    ]
 
 
 def dataset(run: Run) -> Any:
@@ -362,20 +449,39 @@ def train(run: Run, out: Path) -> dict[str, Any]:
     # Per generation batch, per row: its user text and whether its completion ids end without eos.
     truncated: list[list[tuple[str, bool]]] = []
 
-    def scripted_reward(prompts: list[Any], completions: list[Any], completion_ids: list[list[int]],
-                        **kwargs: Any) -> list[float]:  # fmt: skip
+    def scripted_reward(
+        prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kwargs: Any
+    ) -> list[float]:
         """Counts the completion's tool results; records which rows the budget cut (for the truth)."""
-        truncated.append([(p[-1]["content"], not ids or ids[-1] != tok.eos_token_id)
-                          for p, ids in zip(prompts, completion_ids, strict=True)])  # fmt: skip
+        truncated.append(
+            [
+                (p[-1]["content"], not ids or ids[-1] != tok.eos_token_id)
+                for p, ids in zip(prompts, completion_ids, strict=True)
+            ]
+        )
         return [float(sum(m.get("role") == "tool" for m in c)) for c in completions]
 
-    arguments = {**specs.grpo_arguments(), "num_generations": NUM_GENERATIONS, "per_device_train_batch_size": run.batch,
-                 "max_completion_length": MAX_COMPLETION, "max_steps": run.steps, "save_strategy": "no",
-                 "max_tool_calling_iterations": MAX_ITERATIONS}  # fmt: skip
+    arguments = {
+        **specs.grpo_arguments(),
+        "num_generations": NUM_GENERATIONS,
+        "per_device_train_batch_size": run.batch,
+        "max_completion_length": MAX_COMPLETION,
+        "max_steps": run.steps,
+        "save_strategy": "no",
+        "max_tool_calling_iterations": MAX_ITERATIONS,
+    }
     config = GRPOConfig(**arguments, output_dir=str(out), report_to="none")
-    extra: dict[str, Any] = {"environment_factory": Ledger} if run.environment else {"tools": [calculator, lookup]}
-    trainer = GRPOTrainer(model=lm, reward_funcs=[scripted_reward], args=config, train_dataset=dataset(run),
-                          processing_class=tok, **extra)  # fmt: skip
+    extra: dict[str, Any] = (
+        {"environment_factory": Ledger} if run.environment else {"tools": [calculator, lookup]}
+    )
+    trainer = GRPOTrainer(
+        model=lm,
+        reward_funcs=[scripted_reward],
+        args=config,
+        train_dataset=dataset(run),
+        processing_class=tok,
+        **extra,
+    )
     callback = RLBoardCallback(out / specs.CALLBACK_DIR).attach(trainer)
     trainer.train()
     seconds = time.perf_counter() - started
@@ -390,14 +496,24 @@ def train(run: Run, out: Path) -> dict[str, Any]:
         samples = []
         for i, row in frame.iterrows():
             user = [m["content"] for m in row["prompt"] if m["role"] == "user"][-1]
-            assert cut[i][0] == user, (path, i, cut[i][0], user)  # the reward saw the rows in the logged order
+            assert cut[i][0] == user, (
+                path,
+                i,
+                cut[i][0],
+                user,
+            )  # the reward saw the rows in the logged order
             scenario = scenario_of(run.scenarios, user)
             sample = truth_for(scenario, run.tools(), row["prompt"], row["completion"], cut[i][1])
             samples.append({"sample": int(i), **sample})
         steps[str(step)] = samples
     assert callback.problems == 0 and callback.samples_written == run.steps * run.batch, callback.last_problem
-    return {"completions": f"{run.name}/completions", "callback": f"{run.name}/{specs.CALLBACK_DIR}",
-            "reward_funcs": list(trainer.reward_func_names), "seconds": round(seconds, 2), "steps": steps}  # fmt: skip
+    return {
+        "completions": f"{run.name}/completions",
+        "callback": f"{run.name}/{specs.CALLBACK_DIR}",
+        "reward_funcs": list(trainer.reward_func_names),
+        "seconds": round(seconds, 2),
+        "steps": steps,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -408,8 +524,12 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     root = Path(argv[0])
     started = time.perf_counter()
-    truth: dict[str, Any] = {"trl": trl.__version__, "max_tool_calling_iterations": MAX_ITERATIONS,
-                             "max_completion_length": MAX_COMPLETION, "runs": {}}  # fmt: skip
+    truth: dict[str, Any] = {
+        "trl": trl.__version__,
+        "max_tool_calling_iterations": MAX_ITERATIONS,
+        "max_completion_length": MAX_COMPLETION,
+        "runs": {},
+    }
     for run in RUNS:
         truth["runs"][run.name] = train(run, root / run.name)
     truth["seconds"] = round(time.perf_counter() - started, 2)

@@ -96,8 +96,10 @@ def need_trackers() -> None:
         except ImportError as err:
             missing.append(f"{name} ({err})")
     if missing:
-        raise SystemExit(f"tracker libraries missing: {', '.join(missing)}; install the `trackers` extra "
-                         '(pip install -e ".[real,trackers]")')  # fmt: skip
+        raise SystemExit(
+            f"tracker libraries missing: {', '.join(missing)}; install the `trackers` extra "
+            '(pip install -e ".[real,trackers]")'
+        )
 
 
 def go_offline(out: Path) -> None:
@@ -121,8 +123,13 @@ def _start_swanlab(out: Path) -> None:
     import swanlab
 
     settings = swanlab.Settings(interactive=False, probe=swanlab.Settings.Probe(monitor=False))
-    swanlab.init(mode="offline", log_dir=str(out / "swanlog"), project=TRL_PROJECT, name=TRL_RUN_NAME,
-                 settings=settings)  # fmt: skip
+    swanlab.init(
+        mode="offline",
+        log_dir=str(out / "swanlog"),
+        project=TRL_PROJECT,
+        name=TRL_RUN_NAME,
+        settings=settings,
+    )
 
 
 def gated_reward(completions: list[Any], trainer_state: Any = None, **kwargs: Any) -> list[float | None]:
@@ -167,8 +174,9 @@ def run(out: Path) -> dict[str, Any]:
     )
     trainer.train()
     swanlab.finish()
-    (out / RUN_DIR / specs.LOG_HISTORY).write_text(json.dumps(trainer.state.log_history, indent=1) + "\n",
-                                                   encoding="utf-8")  # fmt: skip
+    (out / RUN_DIR / specs.LOG_HISTORY).write_text(
+        json.dumps(trainer.state.log_history, indent=1) + "\n", encoding="utf-8"
+    )
     return {
         "trl": trl.__version__,
         "reward_func_names": list(trainer.reward_func_names),
@@ -193,8 +201,12 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     facts = run(out)
     versions = {m.__name__: m.__version__ for m in (torch, transformers, wandb, trackio, mlflow, swanlab)}
-    manifest = {**versions, **facts, "trackers": list(TRL_TRACKERS), "total_seconds":
-                round(time.perf_counter() - started, 2)}  # fmt: skip
+    manifest = {
+        **versions,
+        **facts,
+        "trackers": list(TRL_TRACKERS),
+        "total_seconds": round(time.perf_counter() - started, 2),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -67,7 +67,7 @@ QWEN_TOOL_TEMPLATE = (
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
     "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
     "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments "
-    "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": "
+    'within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": <function-name>, "arguments": '
     "<args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
     "{%- elif messages[0]['role'] == 'system' %}"
     "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
@@ -80,7 +80,7 @@ QWEN_TOOL_TEMPLATE = (
     "{%- if message.content %}{{- '\\n' + message.content }}{%- endif %}"
     "{%- for tool_call in message.tool_calls %}"
     "{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' }}{{- tool_call.name }}{{- '\", \"arguments\": ' }}"
+    '{{- \'\\n<tool_call>\\n{"name": "\' }}{{- tool_call.name }}{{- \'", "arguments": \' }}'
     "{%- if tool_call.arguments is string %}{{- tool_call.arguments }}{%- else %}{{- tool_call.arguments | tojson }}"
     "{%- endif %}{{- '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}"
     "{%- elif message.role == 'tool' %}"
@@ -115,14 +115,18 @@ def calculate(expression: str) -> str:
 class CalculatorTool(BaseTool):
     """``calculator``: evaluates an arithmetic expression."""
 
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict]:
         return ToolResponse(text=calculate(str(parameters["expression"]))), 0.0, {}
 
 
 class LookupTool(BaseTool):
     """``lookup``: a fact from a small table; raises on a key it does not know (verl turns that into an error text)."""
 
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict]:
         key = str(parameters["key"])
         if key not in FACTS:
             raise LookupError(f"no entry named {key}")
@@ -131,19 +135,39 @@ class LookupTool(BaseTool):
 
 MODULE = "tests.real.trainers.verl_agent_loop"  # the name Ray actors import this file by (never __main__)
 TOOLS: list[dict[str, Any]] = [
-    {"class_name": f"{MODULE}.CalculatorTool",
-     "config": {"type": "native"},
-     "tool_schema": {"type": "function", "function": {
-         "name": "calculator", "description": "Evaluate an arithmetic expression.",
-         "parameters": {"type": "object", "properties": {"expression": {"type": "string",
-                        "description": "Numbers with + - * /."}}, "required": ["expression"]}}}},
-    {"class_name": f"{MODULE}.LookupTool",
-     "config": {"type": "native"},
-     "tool_schema": {"type": "function", "function": {
-         "name": "lookup", "description": "Look a fact up by key.",
-         "parameters": {"type": "object", "properties": {"key": {"type": "string", "description": "The fact's key."}},
-                        "required": ["key"]}}}},
-]  # fmt: skip
+    {
+        "class_name": f"{MODULE}.CalculatorTool",
+        "config": {"type": "native"},
+        "tool_schema": {
+            "type": "function",
+            "function": {
+                "name": "calculator",
+                "description": "Evaluate an arithmetic expression.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"expression": {"type": "string", "description": "Numbers with + - * /."}},
+                    "required": ["expression"],
+                },
+            },
+        },
+    },
+    {
+        "class_name": f"{MODULE}.LookupTool",
+        "config": {"type": "native"},
+        "tool_schema": {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "Look a fact up by key.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string", "description": "The fact's key."}},
+                    "required": ["key"],
+                },
+            },
+        },
+    },
+]
 TOOL_NAMES = [t["tool_schema"]["function"]["name"] for t in TOOLS]
 
 
@@ -163,17 +187,25 @@ class Question:
 
 QUESTIONS = {
     "times": Question("What is 17 times 23?", "391", "17 * 23", "23 * 17", "days_per_week"),
-    "seconds": Question("How many seconds are in 3 days?", "259200", "3 * 86400", "86400 * 3", "seconds_per_day"),
+    "seconds": Question(
+        "How many seconds are in 3 days?", "259200", "3 * 86400", "86400 * 3", "seconds_per_day"
+    ),
     "plus": Question("What is 45 plus 78?", "123", "45 + 78", "78 + 45", "days_per_week"),
-    "bytes": Question("How many bytes are in 5 kilobytes?", "5120", "5 * 1024", "1024 * 5", "bytes_per_kilobyte"),
+    "bytes": Question(
+        "How many bytes are in 5 kilobytes?", "5120", "5 * 1024", "1024 * 5", "bytes_per_kilobyte"
+    ),
 }
 # Per step, the prompts in dataset order and the kind of trajectory each of its ``VERL_N`` rollouts plays.
 SCHEDULE: dict[int, list[tuple[str, list[str]]]] = {
-    1: [("times", ["direct", "one_call", "two_calls", "tool_error"]),
-        ("seconds", ["unknown_tool", "turn_limit", "length", "lookup"])],
-    2: [("plus", ["turn_limit", "direct", "length", "one_call"]),
-        ("bytes", ["two_calls", "tool_error", "lookup", "unknown_tool"])],
-}  # fmt: skip
+    1: [
+        ("times", ["direct", "one_call", "two_calls", "tool_error"]),
+        ("seconds", ["unknown_tool", "turn_limit", "length", "lookup"]),
+    ],
+    2: [
+        ("plus", ["turn_limit", "direct", "length", "one_call"]),
+        ("bytes", ["two_calls", "tool_error", "lookup", "unknown_tool"]),
+    ],
+}
 STEPS = tuple(SCHEDULE)
 MAX_ASSISTANT_TURNS = 3
 PROMPT_LENGTH, RESPONSE_LENGTH = 1024, 384
@@ -187,22 +219,40 @@ def turns(kind: str, q: Question) -> list[tuple[str, list[Call]]]:
     calc, calc2 = ("calculator", {"expression": q.expr}), ("calculator", {"expression": q.expr2})
     return {
         "direct": [(f"I can work this out in my head.\nAnswer: {q.answer}", [])],
-        "one_call": [("Let me compute it.", [calc]), (f"The calculator says {q.answer}.\nAnswer: {q.answer}", [])],
-        "two_calls": [("I will compute it two ways.", [calc, calc2]), (f"That gives {q.answer}.\nAnswer: {q.answer}", [])],
-        "tool_error": [("Let me look that up.", [("lookup", {"key": "pluto_mass"})]),
-                       (f"The lookup failed, so I worked it out.\nAnswer: {q.answer}", [])],
-        "unknown_tool": [("Searching the web.", [("web_search", {"query": q.text})]),
-                         (f"There is no search tool, so from memory.\nAnswer: {q.answer}", [])],
-        "lookup": [("Let me look that up.", [("lookup", {"key": q.key})]), (f"From the table.\nAnswer: {q.answer}", [])],
-        "turn_limit": [("First the table.", [("lookup", {"key": q.key})]), ("Now the product.", [calc]),
-                       ("Once more to be sure.", [calc2])],
+        "one_call": [
+            ("Let me compute it.", [calc]),
+            (f"The calculator says {q.answer}.\nAnswer: {q.answer}", []),
+        ],
+        "two_calls": [
+            ("I will compute it two ways.", [calc, calc2]),
+            (f"That gives {q.answer}.\nAnswer: {q.answer}", []),
+        ],
+        "tool_error": [
+            ("Let me look that up.", [("lookup", {"key": "pluto_mass"})]),
+            (f"The lookup failed, so I worked it out.\nAnswer: {q.answer}", []),
+        ],
+        "unknown_tool": [
+            ("Searching the web.", [("web_search", {"query": q.text})]),
+            (f"There is no search tool, so from memory.\nAnswer: {q.answer}", []),
+        ],
+        "lookup": [
+            ("Let me look that up.", [("lookup", {"key": q.key})]),
+            (f"From the table.\nAnswer: {q.answer}", []),
+        ],
+        "turn_limit": [
+            ("First the table.", [("lookup", {"key": q.key})]),
+            ("Now the product.", [calc]),
+            ("Once more to be sure.", [calc2]),
+        ],
         "length": [("Let me compute it.", [calc]), (LONG, [])],
-    }[kind]  # fmt: skip
+    }[kind]
 
 
 def assistant_text(text: str, calls: list[Call]) -> str:
     """What the model writes for one turn: its text, then each call as a Hermes ``<tool_call>`` block."""
-    blocks = "".join(f"\n<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
+    blocks = "".join(
+        f"\n<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls
+    )
     return text + blocks
 
 
@@ -219,24 +269,45 @@ def truth_of(kind: str, q: Question) -> dict[str, Any]:
     """The conversation a script means, in rl-board's terms: messages, calls (answered or not) and finish."""
     finish = FINISH.get(kind, "stop")
     said = turns(kind, q)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q.text}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": q.text},
+    ]
     calls: list[dict[str, Any]] = []
     for k, (text, made) in enumerate(said):
         turn = len(messages)
         messages.append({"role": "assistant", "content": text, "calls": [n for n, _ in made]})
         if finish == "length" and k == len(said) - 1:
-            messages[-1]["cut"] = True  # response_length ends it part-way: the dump holds a prefix of the text
+            messages[-1]["cut"] = (
+                True  # response_length ends it part-way: the dump holds a prefix of the text
+            )
         runs = k < len(said) - 1  # the loop goes on after this turn: its first call is run
         for c, (name, arguments) in enumerate(made):
             answered = runs and c < 1  # max_parallel_calls=1
             content, error = tool_result(name, arguments) if answered else (None, None)
-            calls.append({"turn": turn, "call": c, "name": name, "arguments": arguments, "answered": answered,
-                          "error": error, "result": content})  # fmt: skip
+            calls.append(
+                {
+                    "turn": turn,
+                    "call": c,
+                    "name": name,
+                    "arguments": arguments,
+                    "answered": answered,
+                    "error": error,
+                    "result": content,
+                }
+            )
         for call in calls:
             if call["turn"] == turn and call["answered"]:
-                messages.append({"role": "tool", "name": call["name"], "content": call["result"], "error": call["error"]})
-    return {"kind": kind, "finish": finish, "messages": messages, "calls": calls,
-            "num_turns": 2 * len(said)}  # verl's __num_turns__: assistant + user turns + 1  # fmt: skip
+                messages.append(
+                    {"role": "tool", "name": call["name"], "content": call["result"], "error": call["error"]}
+                )
+    return {
+        "kind": kind,
+        "finish": finish,
+        "messages": messages,
+        "calls": calls,
+        "num_turns": 2 * len(said),
+    }  # verl's __num_turns__: assistant + user turns + 1
 
 
 # --------------------------------------------------------------------------- the scripted policy
@@ -263,15 +334,19 @@ class ScriptedServer:
         h, n = self.header, len(self.header)
         return sum(prompt_ids[i : i + n] == h for i in range(len(prompt_ids) - n + 1)) - 1
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
-                       **kwargs: Any) -> Any:  # fmt: skip
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any
+    ) -> Any:
         from verl.workers.rollout.replica import TokenOutput
 
         prompt_ids = [int(t) for t in prompt_ids]
         ids = self.scripts[request_id][self._turn(prompt_ids)]
-        max_tokens = max(1, min(self.response_length, self.prompt_length + self.response_length - len(prompt_ids)))
-        return TokenOutput(token_ids=ids[:max_tokens], stop_reason="completed",
-                           extra_fields={"global_steps": self.step})  # fmt: skip
+        max_tokens = max(
+            1, min(self.response_length, self.prompt_length + self.response_length - len(prompt_ids))
+        )
+        return TokenOutput(
+            token_ids=ids[:max_tokens], stop_reason="completed", extra_fields={"global_steps": self.step}
+        )
 
 
 # --------------------------------------------------------------------------- the run
@@ -282,44 +357,56 @@ def config(model: Path, tools: Path, data: Path, out: Path) -> Any:
     import verl
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
-        return compose("ppo_trainer", overrides=[
-            f"actor_rollout_ref.model.path={model}",
-            "actor_rollout_ref.rollout.name=vllm",
-            f"actor_rollout_ref.rollout.n={specs.VERL_N}",
-            f"actor_rollout_ref.rollout.prompt_length={PROMPT_LENGTH}",
-            f"actor_rollout_ref.rollout.response_length={RESPONSE_LENGTH}",
-            "actor_rollout_ref.rollout.full_determinism=True",
-            "actor_rollout_ref.rollout.calculate_log_probs=False",
-            "actor_rollout_ref.rollout.multi_turn.enable=True",
-            f"actor_rollout_ref.rollout.multi_turn.max_assistant_turns={MAX_ASSISTANT_TURNS}",
-            "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=1",
-            "actor_rollout_ref.rollout.multi_turn.format=hermes",
-            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools}",
-            "actor_rollout_ref.rollout.agent.num_workers=1",
-            "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent",
-            f"data.train_files={data}",
-            f"data.train_batch_size={len(SCHEDULE[1])}",
-            f"data.max_prompt_length={PROMPT_LENGTH}",
-            f"data.max_response_length={RESPONSE_LENGTH}",
-            f"+data.cache_dir={out / 'cache'}",
-            "data.filter_overlong_prompts_workers=1",
-            "reward.num_workers=1",
-            "algorithm.adv_estimator=grpo",
-            "trainer.balance_batch=False",
-            f"trainer.rollout_data_dir={out / 'rollout'}",
-            f"trainer.project_name={specs.VERL_PROJECT}",
-            f"trainer.experiment_name={specs.VERL_AGENT_EXPERIMENT}",
-        ])  # fmt: skip
+    with initialize_config_dir(
+        config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
+    ):
+        return compose(
+            "ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={model}",
+                "actor_rollout_ref.rollout.name=vllm",
+                f"actor_rollout_ref.rollout.n={specs.VERL_N}",
+                f"actor_rollout_ref.rollout.prompt_length={PROMPT_LENGTH}",
+                f"actor_rollout_ref.rollout.response_length={RESPONSE_LENGTH}",
+                "actor_rollout_ref.rollout.full_determinism=True",
+                "actor_rollout_ref.rollout.calculate_log_probs=False",
+                "actor_rollout_ref.rollout.multi_turn.enable=True",
+                f"actor_rollout_ref.rollout.multi_turn.max_assistant_turns={MAX_ASSISTANT_TURNS}",
+                "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=1",
+                "actor_rollout_ref.rollout.multi_turn.format=hermes",
+                f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools}",
+                "actor_rollout_ref.rollout.agent.num_workers=1",
+                "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent",
+                f"data.train_files={data}",
+                f"data.train_batch_size={len(SCHEDULE[1])}",
+                f"data.max_prompt_length={PROMPT_LENGTH}",
+                f"data.max_response_length={RESPONSE_LENGTH}",
+                f"+data.cache_dir={out / 'cache'}",
+                "data.filter_overlong_prompts_workers=1",
+                "reward.num_workers=1",
+                "algorithm.adv_estimator=grpo",
+                "trainer.balance_batch=False",
+                f"trainer.rollout_data_dir={out / 'rollout'}",
+                f"trainer.project_name={specs.VERL_PROJECT}",
+                f"trainer.experiment_name={specs.VERL_AGENT_EXPERIMENT}",
+            ],
+        )
 
 
 def prepare(out: Path) -> tuple[Any, Path, Path, Path]:
     """The tiny tokenizer and model config saved as a model folder, the tools YAML and the dataset parquet."""
     import pandas as pd
 
-    corpus = tiny.CORPUS + [SYSTEM, LONG, *(q.text for q in QUESTIONS.values())] + [
-        assistant_text(text, calls) for q in QUESTIONS.values() for kind in ("two_calls", "turn_limit")
-        for text, calls in turns(kind, q)]  # fmt: skip
+    corpus = (
+        tiny.CORPUS
+        + [SYSTEM, LONG, *(q.text for q in QUESTIONS.values())]
+        + [
+            assistant_text(text, calls)
+            for q in QUESTIONS.values()
+            for kind in ("two_calls", "turn_limit")
+            for text, calls in turns(kind, q)
+        ]
+    )
     tok = tiny.tokenizer(corpus, vocab_size=600, all_bytes=True)
     tok.chat_template = QWEN_TOOL_TEMPLATE
     model = out / "model"
@@ -334,10 +421,15 @@ def prepare(out: Path) -> tuple[Any, Path, Path, Path]:
     for step in STEPS:
         for name, _ in SCHEDULE[step]:
             q = QUESTIONS[name]
-            rows.append({"data_source": DATA_SOURCE, "agent_name": "tool_agent",
-                         "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q.text}],
-                         "reward_model": {"ground_truth": q.answer, "style": "rule"},
-                         "extra_info": {"index": len(rows), "question": name}})  # fmt: skip
+            rows.append(
+                {
+                    "data_source": DATA_SOURCE,
+                    "agent_name": "tool_agent",
+                    "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q.text}],
+                    "reward_model": {"ground_truth": q.answer, "style": "rule"},
+                    "extra_info": {"index": len(rows), "question": name},
+                }
+            )
     data = out / "train.parquet"
     pd.DataFrame(rows).to_parquet(data)
     return tok, model, tools, data
@@ -351,11 +443,15 @@ def step_scripts(tok: Any, step: int) -> tuple[dict[str, list[list[int]]], list[
         for kind in kinds:
             said = turns(kind, QUESTIONS[name])
             # A finished turn ends on <|im_end|>, where a Qwen model stops; the answer response_length cuts never does.
-            ids = [tok.encode(assistant_text(text, calls), add_special_tokens=False)
-                   + ([] if FINISH.get(kind) == "length" and k == len(said) - 1 else [im_end])
-                   for k, (text, calls) in enumerate(said)]  # fmt: skip
+            ids = [
+                tok.encode(assistant_text(text, calls), add_special_tokens=False)
+                + ([] if FINISH.get(kind) == "length" and k == len(said) - 1 else [im_end])
+                for k, (text, calls) in enumerate(said)
+            ]
             scripts[f"det-{len(truths)}"] = ids
-            truths.append({"step": step, "sample": len(truths), "prompt": name, **truth_of(kind, QUESTIONS[name])})
+            truths.append(
+                {"step": step, "sample": len(truths), "prompt": name, **truth_of(kind, QUESTIONS[name])}
+            )
     return scripts, truths
 
 
@@ -363,8 +459,9 @@ def check(batch: Any, truths: list[dict[str, Any]], tok: Any) -> None:
     """verl did what each script meant: its turn count, whether the response hit response_length, tool results."""
     outputs = tok.batch_decode(batch.batch["responses"], skip_special_tokens=True)
     lengths = batch.batch["attention_mask"][:, -RESPONSE_LENGTH:].sum(-1).tolist()
-    for truth, turns_, length, text in zip(truths, batch.non_tensor_batch["__num_turns__"], lengths, outputs,
-                                           strict=True):  # fmt: skip
+    for truth, turns_, length, text in zip(
+        truths, batch.non_tensor_batch["__num_turns__"], lengths, outputs, strict=True
+    ):
         where = f"step {truth['step']} sample {truth['sample']} ({truth['kind']})"
         assert int(turns_) == truth["num_turns"], (where, int(turns_), truth["num_turns"])
         assert (length == RESPONSE_LENGTH) == (truth["finish"] == "length"), (where, length)
@@ -408,27 +505,47 @@ def run(out: Path) -> dict[str, Any]:
     ray_tmp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under ~100 bytes
     # Four logical CPUs: the load balancer, the scripted server, the reward worker and the agent-loop worker
     # each ask Ray for one to be scheduled (two real cores run them).
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp,
-             runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1",
-                                       "TOKENIZERS_PARALLELISM": "false"}})  # fmt: skip
+    ray.init(
+        address="local",
+        num_cpus=4,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=ray_tmp,
+        runtime_env={
+            "env_vars": {
+                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+                "OMP_NUM_THREADS": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+            }
+        },
+    )
     header = tok.encode(f"{tiny.IM_START}assistant\n", add_special_tokens=False)
     truth: list[dict[str, Any]] = []
     try:
         server = ray.remote(me.ScriptedServer).remote(header, PROMPT_LENGTH, RESPONSE_LENGTH)
         balancer = get_router_handle({"scripted": server}, full_determinism=True)
         rewards = RewardLoopManager(config=cfg)
-        manager = AgentLoopManager.create(config=cfg, llm_client=LLMServerClient(cfg, balancer),
-                                          reward_loop_worker_handles=rewards.reward_loop_workers)  # fmt: skip
+        manager = AgentLoopManager.create(
+            config=cfg,
+            llm_client=LLMServerClient(cfg, balancer),
+            reward_loop_worker_handles=rewards.reward_loop_workers,
+        )
         for step, batch_dict in zip(STEPS, loader, strict=True):
             trainer.global_steps = step
             scripts, truths = step_scripts(tok, step)
             ray.get(server.load.remote(step, scripts))
             batch = DataProto.from_single_dict(batch_dict)
-            assert [e["question"] for e in batch.non_tensor_batch["extra_info"]] == [n for n, _ in SCHEDULE[step]]
-            batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
+            assert [e["question"] for e in batch.non_tensor_batch["extra_info"]] == [
+                n for n, _ in SCHEDULE[step]
+            ]
+            batch.non_tensor_batch["uid"] = np.array(
+                [str(uuid.uuid4()) for _ in range(len(batch))], dtype=object
+            )
             gen_batch = trainer._get_gen_batch(batch)
             gen_batch.meta_info["global_steps"] = step
-            gen_output = manager.generate_sequences(gen_batch.repeat(repeat_times=specs.VERL_N, interleave=True))
+            gen_output = manager.generate_sequences(
+                gen_batch.repeat(repeat_times=specs.VERL_N, interleave=True)
+            )
             gen_output.meta_info.pop("timing", None)
             batch = batch.repeat(repeat_times=specs.VERL_N, interleave=True).union(gen_output)
             if "response_mask" not in batch.batch.keys():  # noqa: SIM118 (a TensorDict has no `in`)
@@ -447,9 +564,15 @@ def run(out: Path) -> dict[str, Any]:
     finally:
         ray.shutdown()
         shutil.rmtree(ray_tmp, ignore_errors=True)
-    limits = {"max_assistant_turns": MAX_ASSISTANT_TURNS, "max_parallel_calls": 1, "response_length": RESPONSE_LENGTH,
-              "rollouts_per_prompt": specs.VERL_N}
-    (out / "truth.json").write_text(json.dumps({"limits": limits, "samples": truth}, indent=1) + "\n", encoding="utf-8")
+    limits = {
+        "max_assistant_turns": MAX_ASSISTANT_TURNS,
+        "max_parallel_calls": 1,
+        "response_length": RESPONSE_LENGTH,
+        "rollouts_per_prompt": specs.VERL_N,
+    }
+    (out / "truth.json").write_text(
+        json.dumps({"limits": limits, "samples": truth}, indent=1) + "\n", encoding="utf-8"
+    )
     return {"steps": list(STEPS), "samples": len(truth)}
 
 

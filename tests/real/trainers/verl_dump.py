@@ -62,13 +62,17 @@ def problems(step: int) -> list[dict[str, Any]]:
             if r % 2 == 0:
                 text += tiny.EOS  # stopped on eos: decoded with skip_special_tokens, it disappears
             responses.append(text)
-        out.append({
-            "uid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "messages": [{"role": "system", "content": "Think, then give the final line as 'Answer: N'."},
-                         {"role": "user", "content": f"What is {a} plus {b}?"}],
-            "ground_truth": str(answer),
-            "responses": responses,
-        })
+        out.append(
+            {
+                "uid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                "messages": [
+                    {"role": "system", "content": "Think, then give the final line as 'Answer: N'."},
+                    {"role": "user", "content": f"What is {a} plus {b}?"},
+                ],
+                "ground_truth": str(answer),
+                "responses": responses,
+            }
+        )
     return out
 
 
@@ -80,7 +84,7 @@ def _pad(rows: list[list[int]], pad: int, *, left: bool) -> tuple[Any, Any]:
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if left:
-            ids[i, width - len(r):], mask[i, width - len(r):] = torch.tensor(r), 1
+            ids[i, width - len(r) :], mask[i, width - len(r) :] = torch.tensor(r), 1
         else:
             ids[i, : len(r)], mask[i, : len(r)] = torch.tensor(r), 1
     return ids, mask
@@ -94,8 +98,10 @@ def step_batch(tok: Any, step: int) -> tuple[Any, list[dict[str, Any]]]:
     from verl import DataProto
 
     probs = problems(step)
-    prompt_ids = [tok.apply_chat_template(p["messages"], add_generation_prompt=True, tokenize=True,
-                                          return_dict=False) for p in probs]  # fmt: skip
+    prompt_ids = [
+        tok.apply_chat_template(p["messages"], add_generation_prompt=True, tokenize=True, return_dict=False)
+        for p in probs
+    ]
     prompt_ids = [list(ids["input_ids"] if isinstance(ids, dict) else ids) for ids in prompt_ids]
     prompts, prompt_mask = _pad(prompt_ids, tok.pad_token_id, left=True)
     base = DataProto(
@@ -103,20 +109,28 @@ def step_batch(tok: Any, step: int) -> tuple[Any, list[dict[str, Any]]]:
         non_tensor_batch={
             "uid": np.array([p["uid"] for p in probs], dtype=object),
             "data_source": np.array([DATA_SOURCE] * len(probs), dtype=object),
-            "reward_model": np.array([{"ground_truth": p["ground_truth"], "style": "rule"} for p in probs],
-                                     dtype=object),
+            "reward_model": np.array(
+                [{"ground_truth": p["ground_truth"], "style": "rule"} for p in probs], dtype=object
+            ),
         },
     )
     batch = base.repeat(repeat_times=specs.VERL_N, interleave=True)
-    response_ids = [tok(text, add_special_tokens=False)["input_ids"] for p in probs for text in p["responses"]]
+    response_ids = [
+        tok(text, add_special_tokens=False)["input_ids"] for p in probs for text in p["responses"]
+    ]
     responses, response_mask = _pad(response_ids, tok.pad_token_id, left=False)
     repeated_prompts = batch.batch["input_ids"]
-    gen = DataProto(batch=TensorDict({
-        "prompts": repeated_prompts,
-        "responses": responses,
-        "input_ids": torch.cat([repeated_prompts, responses], dim=1),
-        "attention_mask": torch.cat([batch.batch["attention_mask"], response_mask], dim=1),
-    }, batch_size=len(response_ids)))
+    gen = DataProto(
+        batch=TensorDict(
+            {
+                "prompts": repeated_prompts,
+                "responses": responses,
+                "input_ids": torch.cat([repeated_prompts, responses], dim=1),
+                "attention_mask": torch.cat([batch.batch["attention_mask"], response_mask], dim=1),
+            },
+            batch_size=len(response_ids),
+        )
+    )
     batch.pop(batch_keys=["input_ids", "attention_mask"])
     return batch.union(gen), probs
 
@@ -138,9 +152,11 @@ def score(batch: Any, tok: Any) -> Any:
     rm_scores = NaiveRewardManager.assemble_rm_scores(batch, [o["reward_score"] for o in outputs])
     extras = [o.get("reward_extra_info", {}) for o in outputs]
     keys = list(extras[0])
-    return DataProto(batch=TensorDict({"rm_scores": rm_scores}, batch_size=len(batch)),
-                     non_tensor_batch={k: np.array([e[k] for e in extras]) for k in keys},
-                     meta_info={"reward_extra_keys": keys})  # fmt: skip
+    return DataProto(
+        batch=TensorDict({"rm_scores": rm_scores}, batch_size=len(batch)),
+        non_tensor_batch={k: np.array([e[k] for e in extras]) for k in keys},
+        meta_info={"reward_extra_keys": keys},
+    )
 
 
 def classic(out: Path) -> dict[str, Any]:
@@ -208,17 +224,21 @@ def v1(out: Path) -> dict[str, Any]:
                 prompt = batch.batch["prompts"][i][valid[:width].bool()]
                 n_resp = int(valid[width:].sum())
                 keys.append(f"{prob['uid']}_{i % specs.VERL_N}_0")
-                fields.append({
-                    "uid": prob["uid"],
-                    "prompts": prompt.clone(),
-                    "responses": batch.batch["responses"][i][:n_resp].clone(),
-                    "rm_scores": rm[i][:n_resp].clone().to(torch.float32),
-                    "reward_model": {"ground_truth": prob["ground_truth"]},
-                })
+                fields.append(
+                    {
+                        "uid": prob["uid"],
+                        "prompts": prompt.clone(),
+                        "responses": batch.batch["responses"][i][:n_resp].clone(),
+                        "rm_scores": rm[i][:n_resp].clone().to(torch.float32),
+                        "reward_model": {"ground_truth": prob["ground_truth"]},
+                    }
+                )
             order = list(range(len(keys)))
             random.Random(step).shuffle(order)  # the trainer sorts them back by key
             keys = [keys[i] for i in order]
-            tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict([fields[i] for i in order]))
+            tq.kv_batch_put(
+                keys=keys, partition_id="train", fields=list_of_dict_to_tensordict([fields[i] for i in order])
+            )
             meta = KVBatchMeta(partition_id="train", keys=keys, tags=[{} for _ in keys])
             trainer._log_rollout_data(meta, {}, str(out / "rollout"))
             tq.kv_clear(keys=keys, partition_id="train")
@@ -247,8 +267,9 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         facts = fn(root / folder)
         manifest["parts"][name] = {**facts, "seconds": round(time.perf_counter() - started, 2)}
-    (root / f"manifest-verl-{'-'.join(argv[1:]) or 'all'}.json").write_text(json.dumps(manifest, indent=1) + "\n",
-                                                                          encoding="utf-8")
+    (root / f"manifest-verl-{'-'.join(argv[1:]) or 'all'}.json").write_text(
+        json.dumps(manifest, indent=1) + "\n", encoding="utf-8"
+    )
     return 0
 
 

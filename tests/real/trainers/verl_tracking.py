@@ -115,8 +115,10 @@ def val_metrics(step: int) -> dict[str, Any]:
 def generations(step: int) -> tuple[list[str], list[str], list[float]]:
     """The validation inputs, outputs and scores ``_validate`` hands to ``_maybe_log_val_generations``."""
     inputs = [f"What is {a} plus {a + 3}?" for a in (7, 2, 11, 5)]
-    outputs = [f"step {step}: {a} + {a + 3} = {2 * a + 3 + (i % 2)}\nAnswer: {2 * a + 3 + (i % 2)}"
-               for i, a in enumerate((7, 2, 11, 5))]  # fmt: skip
+    outputs = [
+        f"step {step}: {a} + {a + 3} = {2 * a + 3 + (i % 2)}\nAnswer: {2 * a + 3 + (i % 2)}"
+        for i, a in enumerate((7, 2, 11, 5))
+    ]
     scores = [1.0 if i % 2 == 0 else -1.0 for i in range(4)]
     return inputs, outputs, scores
 
@@ -128,8 +130,12 @@ def run(out: Path) -> dict[str, Any]:
     from verl.utils.tracking import Tracking, ValidationGenerationsLogger
 
     cfg = OmegaConf.create(config())
-    tracking = Tracking(project_name=cfg.trainer.project_name, experiment_name=cfg.trainer.experiment_name,
-                        default_backend=cfg.trainer.logger, config=OmegaConf.to_container(cfg, resolve=True))  # fmt: skip
+    tracking = Tracking(
+        project_name=cfg.trainer.project_name,
+        experiment_name=cfg.trainer.experiment_name,
+        default_backend=cfg.trainer.logger,
+        config=OmegaConf.to_container(cfg, resolve=True),
+    )
     trainer = RayPPOTrainer.__new__(RayPPOTrainer)
     trainer.config = cfg
     trainer.validation_generations_logger = ValidationGenerationsLogger(
