@@ -70,8 +70,10 @@ def test_a_trl_run_walked_in_the_browser(chromium_browser, trl_server):
     try:
         runs.goto(f"{srv.url}/sample?run=chat/completions&step={step}&sample=0")
         expect(main.get_by_text(re.compile(r"Conversation"))).to_be_visible()
-        expect(main.get_by_text(re.compile(r"^user · \d+ characters"))).to_be_visible()
-        expect(main.get_by_text(re.compile(r"^assistant · \d+ characters"))).to_be_visible()
+        # the answers think first: shown turn by turn, each thought folded under its turn
+        expect(main.get_by_text(re.compile(r"^user · turn \d+ · \d+ characters"))).to_be_visible()
+        expect(main.get_by_text(re.compile(r"^assistant · turn \d+ · \d+ characters")).first).to_be_visible()
+        expect(main.get_by_text(re.compile(r"^Reasoning · \d+ characters")).first).to_be_visible()
         save_screenshot(page, "trl-conversation.png")
 
         runs.goto(f"{srv.url}/health?run=chat/completions")
