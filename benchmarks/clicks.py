@@ -137,7 +137,8 @@ def big_root(work: Path, size: int) -> Path:
 SETTLED = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const seen = sel => [...document.querySelectorAll(sel)].filter(e => e.checkVisibility());
-  return app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
+  return app && app.dataset.testConnectionState === 'CONNECTED'
+    && app.dataset.testScriptState === 'notRunning'
     && !document.querySelector('[data-testid="stStatusWidget"]')
     && !seen('[data-stale="true"]').length && !seen('[data-testid="stSkeleton"]').length
     && seen('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.main-svg'));
@@ -466,7 +467,8 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         return timed(tab, _row(tab, k), lambda: main(tab).get_by_text("This prompt over training"))
 
     def fresh_tab(run: str, step: int, sample: int):
-        """A new tab of the same browser (its HTTP cache holds the app's scripts, as a user's browser does)."""
+        """A new tab of the same browser (its HTTP cache holds the app's scripts, as a user's browser
+        does)."""
 
         def measure(tab: Tab, k: int):
             page = tab.page.context.new_page()
@@ -684,7 +686,10 @@ def _measure(
             try:
                 got = [measure(tab, k) for k in range(repeat)]
             except Exception as exc:  # a click that cannot be made is a row, not the end of the benchmark
-                row = f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]} | | {target:.1f} |"
+                row = (
+                    f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]} "
+                    f"| | {target:.1f} |"
+                )
                 tab = new_tab(browser, server)
             else:
                 wall = [c.seconds for c in got]

@@ -139,7 +139,8 @@ def main() -> None:
     dataset, jsonl_bytes, samples = build(work, args.times)
     size = sum(p.stat().st_size for p in dataset.glob("step=*/*.parquet"))
     print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
     )
     print(
         f"run: {samples:,} samples, {jsonl_bytes / 1e9:.1f} GB as JSONL, {size / 1e9:.2f} GB as Parquet "
@@ -167,18 +168,21 @@ def main() -> None:
                 phase(target, s3.s3_env(proxy.url), work / "nocache-s3-counted")
                 rows.append((name, remote, [proxy.received]))
     print(
-        f"{'where':28} {'open (footers + numbers)':>30} {'one step + one sample':>30} {'peak RSS':>10} {'received':>12}"
+        f"{'where':28} {'open (footers + numbers)':>30} {'one step + one sample':>30} "
+        f"{'peak RSS':>10} {'received':>12}"
     )
     for name, results, sent in rows:
         received = f"{statistics.median(sent) / 1e6:9.1f} MB" if sent else "-"
         print(
-            f"{name:28} {spread([r['open'] for r in results]):>30} {spread([r['step'] for r in results]):>30} "
+            f"{name:28} {spread([r['open'] for r in results]):>30} "
+            f"{spread([r['step'] for r in results]):>30} "
             f"{statistics.median(r['rss_mb'] for r in results):7.0f} MB {received:>12}"
         )
     first = rows[0][1][0]
     print(
         f"\n{first['samples']:,} samples in {first['steps']} steps; the step shown has {first['rows']} rows,"
-        f" its sample {first['tokens']} tokens. Nothing was cached: each run started from an empty cache folder."
+        f" its sample {first['tokens']} tokens. Nothing was cached:"
+        " each run started from an empty cache folder."
     )
 
 

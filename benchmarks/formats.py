@@ -195,7 +195,8 @@ def main() -> int:
             own_lo, own_hi = r["own range"]
             print(
                 f"| {r['format']} | {r['samples']} | {r['MB']:.1f} | {r['s']:.3f} ({lo:.3f}–{hi:.3f}) "
-                f"| {r['MB'] / r['s']:.0f} | {r['own MB']:.1f} | {r['own s']:.3f} ({own_lo:.3f}–{own_hi:.3f}) "
+                f"| {r['MB'] / r['s']:.0f} | {r['own MB']:.1f} "
+                f"| {r['own s']:.3f} ({own_lo:.3f}–{own_hi:.3f}) "
                 f"| {r['own MB'] / r['own s']:.0f} | {r['ratio']:.2f}x per {r['per']} |",
                 flush=True,
             )

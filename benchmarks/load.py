@@ -611,7 +611,8 @@ def report(results: dict[str, dict]) -> str:
         cold_key = "small_cold_s" if small else "big_cold_s"
         q, ref, pg = r["queries"], r["refresh"], r["page"]
         rows += [
-            f"## {label}: {mb:.0f} MB of JSONL, {r['cold'][0]['samples']} samples, cache {r['cache_mb']:.0f} MB",
+            f"## {label}: {mb:.0f} MB of JSONL, {r['cold'][0]['samples']} samples, "
+            f"cache {r['cache_mb']:.0f} MB",
             "| figure | median (range, runs) | target |",
             "|---|---|---|",
             f"| cold load, fresh process (s) | {spread(cold)} | {target(cold_key, cold)} |",
@@ -619,16 +620,20 @@ def report(results: dict[str, dict]) -> str:
             f"| cold load, worker pool already warm (s) | {spread(pooled)} | |",
             f"| cold load vs the reference board's own loader (x faster) | {spread(vs_reference, 1)} "
             f"| {target('small_vs_reference', vs_reference)} |",
-            f"| cold load vs the naive loader (x faster) | {spread(vs_naive, 1)} | {target('small_vs_naive', vs_naive)} |",
+            f"| cold load vs the naive loader (x faster) | {spread(vs_naive, 1)} "
+            f"| {target('small_vs_naive', vs_naive)} |",
             f"| cold load vs orjson's bare parse (x its time) | {spread(vs_orjson)} "
             f"| {target('big_vs_orjson', vs_orjson)} |",
             f"| warm-pool load vs orjson's bare parse (x its time) | {spread(pooled_vs_orjson)} | |",
-            f"| peak RSS, main + {workers} workers (MB) | {spread(total_rss, 0)} | {target('big_rss_mb', total_rss)} |",
+            f"| peak RSS, main + {workers} workers (MB) | {spread(total_rss, 0)} "
+            f"| {target('big_rss_mb', total_rss)} |",
             f"| peak RSS, main alone (MB) | {spread([c['rss_mb'] for c in r['cold']], 0)} | |",
             f"| warm reopen (s) | {spread(warm, 3)} | {target('warm_s', warm)} |",
-            f"| `rl-board summary RUN`, whole process, cached (s) | {spread(r['cli'])} | {target('cli_s', r['cli'])} |",
+            f"| `rl-board summary RUN`, whole process, cached (s) | {spread(r['cli'])} "
+            f"| {target('cli_s', r['cli'])} |",
             f"| reference board's loader (s) | {reference_note(r)} | |",
-            f"| reference board's loader, peak RSS (MB) | {spread([n['rss_mb'] for n in r['reference']], 0)} | |",
+            f"| reference board's loader, peak RSS (MB) "
+            f"| {spread([n['rss_mb'] for n in r['reference']], 0)} | |",
             f"| naive loader (s) | {spread(naive)} | |",
             f"| orjson bare parse (s) | {spread(floor)} | |",
             "",
@@ -670,7 +675,8 @@ def main() -> int:
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(
-        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
     )
     print(f"date: {time.strftime('%Y-%m-%d')}\n")
     results = {}

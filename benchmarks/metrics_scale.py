@@ -96,7 +96,8 @@ def env_for(tree: Path) -> dict[str, str]:
 
 
 def cold_then_warm(name: str, repeat: int, once: Callable[[Path], float]) -> dict[str, list[float]]:
-    """``once(cache)`` twice per repetition on a fresh cache folder: cold, then warm; with the load average."""
+    """``once(cache)`` twice per repetition on a fresh cache folder: cold, then warm; with the load
+    average."""
     out: dict[str, list[float]] = {f"{name}_cold": [], f"{name}_warm": [], "load": []}
     for _ in range(repeat):
         cache = Path(tempfile.mkdtemp(prefix="rlb-metrics-bench-"))
@@ -189,7 +190,8 @@ def main() -> int:
     t = time.perf_counter()
     root = write_root(ns.work / f"root-{ns.runs}x{ns.steps}", ns.runs, ns.steps)
     print(
-        f"root: {ns.runs} runs x {TAGS} tags x {ns.steps} steps ({time.perf_counter() - t:.0f} s to have it); "
+        f"root: {ns.runs} runs x {TAGS} tags x {ns.steps} steps "
+        f"({time.perf_counter() - t:.0f} s to have it); "
         f"tree: {ns.tree}; {os.cpu_count()} cores"
     )
     figures, how = index_figures(ns.tree, root, ns.repeat)

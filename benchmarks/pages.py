@@ -45,7 +45,8 @@ def main() -> int:
         longest = int(lengths.idxmax())
         size = sum(f.bytes for f in store.report.files) / 1e6
         print(
-            f"machine: {platform.machine()}, Python {platform.python_version()}; run: {store.num_samples} samples, "
+            f"machine: {platform.machine()}, Python {platform.python_version()}; "
+            f"run: {store.num_samples} samples, "
             f"{size:.0f} MB; longest sample {int(lengths.max())} tokens"
         )
         print("| page | first run ms | rerun ms (best of 5) |")

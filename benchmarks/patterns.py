@@ -1,5 +1,5 @@
-"""Failure patterns: how well each signal separates planted answers, which rules fire on clean and planted runs,
-and what the signals cost a cold load. Prints figures beside targets; asserts nothing.
+"""Failure patterns: how well each signal separates planted answers, which rules fire on clean and planted
+runs, and what the signals cost a cold load. Prints figures beside targets; asserts nothing.
 
     .venv/bin/python benchmarks/patterns.py [--seeds 3] [--size-mb 200]
 
@@ -75,7 +75,8 @@ def main() -> int:
             f"families: {len(store.pattern_families())}, {store.signal_counts()}"
         )
     print(
-        "\nPlanted runs: separation of the planted answers (target: precision and recall near 1) and rules fired"
+        "\nPlanted runs: separation of the planted answers (target: precision and recall near 1)"
+        " and rules fired"
     )
     for run in (p for p in bundled if p.name in PLANTED_DEMO):  # the demo's own planted hacking
         store = RolloutStore.open(run, cache_dir=tmp / "cache")
@@ -105,7 +106,8 @@ def main() -> int:
                 f"({'hit' if RULES[kind] in rules else 'MISSED'})"
             )
     print(
-        "\nCost of the signals at ingest (a token-level demo run, CPU seconds of the in-process parse, median of 3)"
+        "\nCost of the signals at ingest (a token-level demo run, CPU seconds of the in-process parse,"
+        " median of 3)"
     )
     cost(tmp, ns.size_mb)
     return 0
@@ -138,7 +140,8 @@ def cost(tmp: Path, size_mb: int) -> None:
     signals.columns = real
     a, b = statistics.median(with_signals), statistics.median(without)
     print(
-        f"  {path.stat().st_size / 1e6:.0f} MB: {a:.2f} s with the signals, {b:.2f} s without: +{(a - b) / b:.1%} "
+        f"  {path.stat().st_size / 1e6:.0f} MB: {a:.2f} s with the signals, {b:.2f} s without: "
+        f"+{(a - b) / b:.1%} "
         "(target: a 1 GB cold load within 15% of before; run benchmarks/load.py for the wall-clock figure)"
     )
 

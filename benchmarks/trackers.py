@@ -73,7 +73,9 @@ mlflow.set_experiment("bench")
 with mlflow.start_run(run_name="run"):
     mlflow.log_params({"lr": 1e-6, "steps": steps})
     for step in range(steps):
-        mlflow.log_metrics({f"group_{k % 20:02d}/metric_{k:03d}": k + step * 0.01 for k in range(tags)}, step=step)
+        mlflow.log_metrics(
+            {f"group_{k % 20:02d}/metric_{k:03d}": k + step * 0.01 for k in range(tags)}, step=step
+        )
 """,
     "tensorboard": """
 import sys
@@ -82,9 +84,13 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 out, steps, tags = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 writer = EventFileWriter(out)
 for step in range(steps):
-    values = [summary_pb2.Summary.Value(tag=f"group_{k % 20:02d}/metric_{k:03d}", simple_value=k + step * 0.01)
-              for k in range(tags)]
-    writer.add_event(event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(value=values)))
+    values = [
+        summary_pb2.Summary.Value(tag=f"group_{k % 20:02d}/metric_{k:03d}", simple_value=k + step * 0.01)
+        for k in range(tags)
+    ]
+    writer.add_event(
+        event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(value=values))
+    )
 writer.close()
 """,
 }

@@ -27,7 +27,9 @@ from rl_board.rollouts.store import RolloutStore
 out = {}
 for name in sys.argv[2:]:
     try:
-        store = RolloutStore.open(Path(sys.argv[1]) / name / "completions", cache_dir=Path(sys.argv[1]) / ".cache" / name)
+        store = RolloutStore.open(
+            Path(sys.argv[1]) / name / "completions", cache_dir=Path(sys.argv[1]) / ".cache" / name
+        )
     except Exception as exc:  # an old version may fail outright: that is a number too
         out[name] = {"error": str(exc)}
         continue
@@ -35,7 +37,8 @@ for name in sys.argv[2:]:
     stats = store.group_stats()
     zero = dict(zip(stats["step"], stats["zero_variance_share"])) if len(stats) else {}
     out[name] = {"rows": store.num_samples, "bad": len(store.report.bad_lines),
-                 "reward": {int(s): float(m) for s, m in zip(summary["step"], summary.get("reward_mean", []))},
+                 "reward": {int(s): float(m)
+                            for s, m in zip(summary["step"], summary.get("reward_mean", []))},
                  "zero": {int(s): float(z) for s, z in zero.items()}}
 print(json.dumps(out))
 """

@@ -176,7 +176,8 @@ LABELS_ENV = "RL_BOARD_LABELS"
 
 def labels_path(env: Mapping[str, str]) -> Path:
     """$RL_BOARD_LABELS (a file a team shares), else $XDG_DATA_HOME/rl-board/labels.sqlite, else
-    ~/.local/share/rl-board/labels.sqlite: the user's data folder, never the cache (clearing it keeps them)."""
+    ~/.local/share/rl-board/labels.sqlite: the user's data folder, never the cache (clearing it keeps
+    them)."""
     explicit = env.get(LABELS_ENV)
     if explicit:
         return Path(explicit).expanduser()

@@ -70,8 +70,8 @@ class Run:
         return self.store.num_samples
 
     def samples(self, step: int | None = None, columns: builtins.list[str] | None = None) -> pd.DataFrame:
-        """One row per sample (every step when ``step`` is None): step, sample, file, line and the columns asked
-        for (every logged and derived one when None)."""
+        """One row per sample (every step when ``step`` is None): step, sample, file, line and the columns
+        asked for (every logged and derived one when None)."""
         return self.store.samples(step=step, columns=columns)
 
     def tokens(self, step: int, sample: int) -> pd.DataFrame:
@@ -150,6 +150,7 @@ def check(
     from rl_board.health.checks import check_rollout_runs, check_scalars, load_settings, parse_set_option
     from rl_board.metrics.reader import load_metrics
     from rl_board.metrics.reader import metric_catalogue as catalogue
+    from rl_board.metrics.table import Problem
 
     path = local_copy(path_or_url, cache_dir)
     bundle = load_metrics(path, cache_dir=metrics_cache_dir(cache_dir))
@@ -161,7 +162,7 @@ def check(
         quiet = "".join(f"; {found.name(Path(p.file))}: {p.reason}" for p in bundle.skipped[:5])
         raise NotFoundError(f"nothing to check: {found.nothing_readable()}{quiet}")
     findings = check_scalars(bundle.scalars, histograms=bundle.histograms, settings=rules)
-    rollout_problems = []
+    rollout_problems: list[Problem] = []
     if path.is_dir():
         rollout_findings, rollout_problems = check_rollout_runs(
             path, cache_dir=cache_dir, settings=rules, fields=fields

@@ -7,9 +7,9 @@ Each data-parallel rank appends its own file (``rollout_data_rank_{rank}.jsonl``
 and rl-board merges the files of a run folder by ``step``, so nothing has to be
 gathered onto one rank and no two processes ever share a file.
 
-Only the standard library (and rl-board's own message rendering, itself standard library only) is imported; numpy arrays and torch tensors are
-recognised by their methods (``tolist``, ``item``, ``detach``, ``cpu``), so this
-module never pulls torch in.
+Only the standard library (and rl-board's own message rendering, itself standard library only) is imported;
+numpy arrays and torch tensors are recognised by their methods (``tolist``, ``item``, ``detach``, ``cpu``), so
+this module never pulls torch in.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _BROADCAST = (str, bytes, int, float, bool)
 
 
 def default_rank() -> int:
-    """This process's data-parallel rank: torch.distributed if already imported and set up, else $RANK, else 0."""
+    """This process's data-parallel rank: torch.distributed if already imported and set up, else $RANK, else
+    0."""
     torch = sys.modules.get("torch")
     dist = getattr(torch, "distributed", None) if torch is not None else None
     if dist is not None:
@@ -77,8 +78,8 @@ class RolloutWriter:
     def write(
         self,
         step: Any,
-        prompt: str,
-        response: str,
+        prompt: str | None,
+        response: str | None,
         reward: Any,
         *,
         response_tokens: Any = None,

@@ -280,7 +280,8 @@ class StoreCase:
 
 
 def _wandb_copy(root: Path, cut: int | None = None, flip: int | None = None) -> Path:
-    """The real tiny W&B run, copied as from a training machine (its links dangle), optionally cut or damaged."""
+    """The real tiny W&B run, copied as from a training machine (its links dangle), optionally cut or
+    damaged."""
     run = root / "wandb" / TINY_WANDB.name
     (run / "logs").mkdir(parents=True)
     data = bytearray((TINY_WANDB / "run-i0l948ip.wandb").read_bytes())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the test needs (venv with the `test`, `real`, `spark` and `trackers` extras, Debian's chromium and,
-# for PySpark, a Java runtime) and run the whole suite. Extra arguments go to pytest.
+# for PySpark, a Java runtime), lint and type-check (ruff, ruff format --check, mypy) and run the whole
+# suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +31,7 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 
 export RL_BOARD_CACHE_DIR="${RL_BOARD_CACHE_DIR:-$(mktemp -d)}"
+.venv/bin/ruff check rl_board tests benchmarks  # lint ([tool.ruff] in pyproject.toml, line length on)
+.venv/bin/ruff format --check rl_board tests benchmarks  # the layout is ruff format's
+.venv/bin/python -m mypy  # the type check ([tool.mypy] in pyproject.toml); an error stops the run here
 exec .venv/bin/python -m pytest "$@"

@@ -61,7 +61,8 @@ def _findings_table(findings: list[dict[str, Any]], problems: list[dict[str, Any
     else:
         order = sorted(findings, key=lambda f: (-SEVERITIES.index(f["severity"]), f["run"], f["rule"]))
         lines = [
-            f"{f['severity'].upper():<7} {f['rule']:<24} {f['run']}: {f['message']} (steps {_steps_text(f['steps'])})"
+            f"{f['severity'].upper():<7} {f['rule']:<24} {f['run']}: {f['message']} (steps "
+            f"{_steps_text(f['steps'])})"
             for f in order
         ]
     lines.extend(f"problem: {problem_text(p)}" for p in problems)

@@ -81,7 +81,8 @@ def path_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def local_path(text: str, cache_dir: str | None) -> str:
-    """A path as given; for a URL (``s3://...``), its copy in the cache, brought up to date now (new bytes only)."""
+    """A path as given; for a URL (``s3://...``), its copy in the cache, brought up to date now (new bytes
+    only)."""
     from rl_board.public import local_copy
 
     return str(local_copy(text, cache_dir))

@@ -42,8 +42,8 @@ def run(ns: argparse.Namespace) -> int:
         for p in demo.write_eval_run(out / "eval_math", seed=ns.seed + 1):
             print(p)
     if ns.only in (None, "grpo"):
-        spec = GrpoSpec(group_size=ns.group_size, long_tokens=ns.long_tokens, seed=ns.seed + 2)
-        for p in write_grpo_run(out / "grpo_math", spec):
+        grpo = GrpoSpec(group_size=ns.group_size, long_tokens=ns.long_tokens, seed=ns.seed + 2)
+        for p in write_grpo_run(out / "grpo_math", grpo):
             print(p)
     if ns.only == "agent":
         from rl_board.api import AgentSpec, write_agent_run

@@ -1,4 +1,5 @@
-"""`rl-board export RUN OUT`: write a run as a Parquet dataset (``step=N/part-0.parquet``) any engine reads."""
+"""`rl-board export RUN OUT`: write a run as a Parquet dataset (``step=N/part-0.parquet``) any engine
+reads."""
 
 from __future__ import annotations
 

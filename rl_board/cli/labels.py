@@ -1,4 +1,5 @@
-"""`rl-board label RUN ...` puts a tag (and a note) on a sample; `rl-board labels RUN` lists a run's labels."""
+"""`rl-board label RUN ...` puts a tag (and a note) on a sample; `rl-board labels RUN` lists a run's
+labels."""
 
 from __future__ import annotations
 

@@ -127,7 +127,8 @@ def _summary_text(data: dict) -> str:
         f"format   {data['read_as'] or data['format']}",
         f"loaded   {data['load_seconds']:.3f}s ({'cache' if data['from_cache'] else 'parsed logs'})",
         "",
-        f"{'step':>8} {'samples':>8} {F.step('reward').brief:>12} {'± std':>8} {F.step('kl').brief:>13}",
+        f"{'step':>8} {'samples':>8} {F.known(F.STEP, 'reward').brief:>12} {'± std':>8} "
+        f"{F.known(F.STEP, 'kl').brief:>13}",
     ]
     for row in data["step_stats"]:
         kl = row.get("kl_mean")

@@ -90,8 +90,8 @@ class Format:
     # written, validation beside training samples): the reason, or "" to read it. It is told of the file's
     # neighbours through ``Probe`` (the catalogue's look at the folder): formats open no file themselves.
     set_aside: Callable[[Path, Probe], str] | None = None
-    # What stopped a trajectory of this trainer's agent loop that ends on tool calls never answered (the loop's
-    # limit, in the ``formats.trajectory`` vocabulary: verl's max_assistant_turns, TRL's
+    # What stopped a trajectory of this trainer's agent loop that ends on tool calls never answered (the
+    # loop's limit, in the ``formats.trajectory`` vocabulary: verl's max_assistant_turns, TRL's
     # max_tool_calling_iterations), used when no finish reason was logged; "" when the trainer does not say.
     open_calls_end: str = ""
 

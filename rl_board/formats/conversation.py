@@ -84,7 +84,8 @@ def as_fields(prompt: Any, response: Any, messages: Any = None) -> tuple[Any, An
 
 
 def parsed(value: Any) -> list[dict[str, Any]] | None:
-    """The messages a sample keeps (``messages``, JSON text), or None when it has none or they do not parse."""
+    """The messages a sample keeps (``messages``, JSON text), or None when it has none or they do not
+    parse."""
     if not isinstance(value, str) or not value:
         return None
     try:

@@ -94,7 +94,8 @@ def renames(fmap: FieldMap) -> FieldMap:
 
 
 def apply(record: dict[str, Any], fmap: FieldMap) -> dict[str, Any]:
-    """The record with mapped keys renamed to rl-board's names; a key they displace is kept as ``<key>_logged``."""
+    """The record with mapped keys renamed to rl-board's names; a key they displace is kept as
+    ``<key>_logged``."""
     fmap = renames(fmap)
     if not fmap:
         return record

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Literal
 
 TOKEN, SAMPLE, STEP = "token", "sample", "step"
 # kinds: text (str), number (float), count (int), tokens (list[str]), floats (list[float]), other
@@ -60,8 +61,8 @@ class Field:
         return self.short or self.label
 
 
-def _f(name: str, level: str, kind: str, label: str, **more: object) -> Field:
-    return Field(name, level, kind, label, **more)  # type: ignore[arg-type]
+def _f(name: str, level: str, kind: str, label: str, **more: Any) -> Field:  # more: Field's other fields
+    return Field(name, level, kind, label, **more)
 
 
 BLUE, GREY, GREEN, AMBER, RED, PURPLE, SKY = (
@@ -184,7 +185,8 @@ FIELDS: tuple[Field, ...] = (
         SAMPLE,
         FLOATS,
         "trainer log-probs",
-        help="Per-token log-prob as the trainer computed it (the run's log-probs come from the inference engine).",
+        help="Per-token log-prob as the trainer computed it (the run's log-probs come from the inference "
+        "engine).",
     ),
     # read from trainers that say which rollouts they trained on (prime-rl, NeMo-RL) or log advantages
     _f(
@@ -192,8 +194,8 @@ FIELDS: tuple[Field, ...] = (
         SAMPLE,
         COUNT,
         "kept",
-        help="True when the rollout counted in training; False when the trainer left it out (not in prime-rl's "
-        "effective/, masked from the loss, failed) or its group's advantages were all zero.",
+        help="True when the rollout counted in training; False when the trainer left it out (not in "
+        "prime-rl's effective/, masked from the loss, failed) or its group's advantages were all zero.",
     ),
     _f(
         "dropped_reason",
@@ -288,7 +290,8 @@ FIELDS: tuple[Field, ...] = (
         filter_key="kl",
         score=True,
         help="Mean over tokens of the k3 KL estimate exp(−r) − 1 + r with r = logp − ref_logp: unbiased for "
-        "KL(policy‖reference) on tokens the policy sampled, never negative (verl's low_var_kl, TRL GRPO's kl).",
+        "KL(policy‖reference) on tokens the policy sampled, never negative (verl's low_var_kl, TRL GRPO's "
+        "kl).",
     ),
     _f(
         "kl_sum",
@@ -304,7 +307,8 @@ FIELDS: tuple[Field, ...] = (
         FLOATS,
         "log-ratio per token",
         help="r = logp − ref_logp per token, taken in float64 before the token arrays are stored as float32 "
-        "(so a token's KL agrees with the sample's mean and sum); the input of the kl_k1/kl_k2/kl_k3 SQL macros.",
+        "(so a token's KL agrees with the sample's mean and sum); the input of the kl_k1/kl_k2/kl_k3 SQL "
+        "macros.",
     ),
     _f(
         "reward_gap",
@@ -378,25 +382,25 @@ FIELDS: tuple[Field, ...] = (
         "repetition",
         filter_key="repetition",
         help="How much the answer repeats itself: the share of the word 3-grams of its last 128 words that "
-        "repeat an earlier one there (0 for prose and for answers under 16 words, near 1 for a loop run to the "
-        "length cap).",
+        "repeat an earlier one there (0 for prose and for answers under 16 words, near 1 for a loop run to "
+        "the length cap).",
     ),
     _f(
         "scripts",
         SAMPLE,
         TEXT,
         "scripts",
-        help="The writing systems the answer uses (Latin, Han, Cyrillic...), digits and punctuation left out; "
-        "two or more (Latin+Han) is language mixing.",
+        help="The writing systems the answer uses (Latin, Han, Cyrillic...), digits and punctuation left "
+        "out; two or more (Latin+Han) is language mixing.",
     ),
     _f(
         "template",
         SAMPLE,
         COUNT,
         "template family",
-        help="The family of near-identical answers the answer belongs to in this run (T1 is the largest; empty: "
-        "none): a template the policy repeats, often to please the reward. Worked out over the whole run when "
-        "first asked for (the Patterns page, the template filter).",
+        help="The family of near-identical answers the answer belongs to in this run (T1 is the largest; "
+        "empty: none): a template the policy repeats, often to please the reward. Worked out over the whole "
+        "run when first asked for (the Patterns page, the template filter).",
     ),
     _f(
         "nonfinite_tokens",
@@ -453,7 +457,8 @@ FIELDS: tuple[Field, ...] = (
         "trained on (loss mask)",
         short="loss mask",
         optional=True,
-        help="1 where the trainer's loss counts the token, 0 where it does not (e.g. tool output in an answer).",
+        help="1 where the trainer's loss counts the token, 0 where it does not (e.g. tool output in an "
+        "answer).",
     ),
     _f(
         "train_logp",
@@ -543,7 +548,8 @@ FIELDS: tuple[Field, ...] = (
         of="log_ratio_mean",
         color=PURPLE,
         short="mean log-ratio (k1)",
-        help="Mean per-sample log-ratio r = logp − ref_logp, the k1 KL estimate (negative means below the reference).",
+        help="Mean per-sample log-ratio r = logp − ref_logp, the k1 KL estimate (negative means below the "
+        "reference).",
     ),
     _f(
         "length",
@@ -663,8 +669,10 @@ TABLE_COLUMNS = (
     "reward_gap",
     "valid_reward_gap",
 )
-# Cards above a step's batch: step-level fields, each with how its change is coloured.
-STEP_CARDS = (
+# Cards above a step's batch: step-level fields, each with how its change is coloured (st.metric's
+# delta_color).
+DeltaColour = Literal["normal", "inverse", "off"]
+STEP_CARDS: tuple[tuple[str, DeltaColour], ...] = (
     ("reward", "normal"),
     ("ref_reward", "normal"),
     ("length", "off"),
@@ -750,7 +758,7 @@ def table_columns(estimator: str | None = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(as_kl(name, estimator) for name in TABLE_COLUMNS))
 
 
-def step_cards(estimator: str | None = None) -> tuple[tuple[str, str], ...]:
+def step_cards(estimator: str | None = None) -> tuple[tuple[str, DeltaColour], ...]:
     """``STEP_CARDS`` with the chosen estimator's KL."""
     return tuple((as_kl(name, estimator), colour) for name, colour in STEP_CARDS)
 
@@ -758,6 +766,11 @@ def step_cards(estimator: str | None = None) -> tuple[tuple[str, str], ...]:
 def get(level: str, name: str) -> Field | None:
     """The field `name` at `level`, or None for a name the catalogue does not know (a user's extra field)."""
     return _BY_KEY.get((level, name))
+
+
+def known(level: str, name: str) -> Field:
+    """The field `name` at `level` where the caller names one of the catalogue's own (KeyError if not)."""
+    return _BY_KEY[(level, name)]
 
 
 def sample(name: str) -> Field | None:

@@ -34,7 +34,8 @@ RL_BOARD_KEYS = frozenset(
 
 
 def groups_from_uid(table: pa.Table) -> pa.Table:
-    """verl's ``uid``: a prompt's id (v0), or ``"{prompt id}_{session}_{index}"`` (v1); its first part is the group.
+    """verl's ``uid``: a prompt's id (v0), or ``"{prompt id}_{session}_{index}"`` (v1); its first part is the
+    group.
 
     Forks of verl that write rl-board's own format keep the ``uid`` too. A ``group`` the log has wins.
     """

@@ -54,7 +54,8 @@ def _aligned(values: list | None, positions: list[int]) -> list[float] | None:
 def _response_tokens(
     sample: Record, ids: list | None, infer: list | None, train: list | None, positions: list[int]
 ) -> None:
-    """Token ids of the response (loss-masked positions) with the inference engine's and the trainer's log-probs.
+    """Token ids of the response (loss-masked positions) with the inference engine's and the trainer's
+    log-probs.
 
     The engine's log-probs are the ones the samples were drawn with, so they are the run's ``logprobs``;
     the trainer's stay beside them (``train_logprobs``) for the train-vs-inference comparison.

@@ -87,16 +87,16 @@ def chat_prompt(messages: list) -> str | None:
 
 
 def answers(messages: list[dict]) -> str:
-    """The ``response`` text of a conversation: its assistant turns' text after the prompt, blank lines between
-    ("" when none has text: an episode that failed before answering, or only called tools)."""
+    """The ``response`` text of a conversation: its assistant turns' text after the prompt, blank lines
+    between ("" when none has text: an episode that failed before answering, or only called tools)."""
     start = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
     texts = [text(m.get("content")) for m in messages[start:] if m.get("role") == "assistant"]
     return SEP.join(t for t in texts if t and t.strip())
 
 
 def end_aligned(messages: list[dict], values: list[float | None], role: str = "assistant") -> None:
-    """Put per-turn rewards on the turns of ``role``, the last value on the last turn (a log that keeps only the
-    last prompt of a long episode holds fewer turns than it has step rewards)."""
+    """Put per-turn rewards on the turns of ``role``, the last value on the last turn (a log that keeps only
+    the last prompt of a long episode holds fewer turns than it has step rewards)."""
     turns = [m for m in messages if m.get("role") == role]
     for message, value in zip(reversed(turns), reversed(values), strict=False):
         if value is not None:

@@ -70,7 +70,8 @@ def walk(nodes: list) -> list[dict]:
 
 
 def _message(node: dict) -> dict | None:
-    """A node's message with what the conversation view shows: role, text, calls, the call a result answers."""
+    """A node's message with what the conversation view shows: role, text, calls, the call a result
+    answers."""
     raw = node.get("message")
     if not isinstance(raw, dict):
         return None
@@ -123,7 +124,8 @@ def finish_reason(trace: dict, failed: bool) -> str | None:
 
 
 def _advantage(nodes: list[dict]) -> float | None:
-    """The advantage of a trained-on episode (``effective/`` nodes carry it per token; one value per sample)."""
+    """The advantage of a trained-on episode (``effective/`` nodes carry it per token; one value per
+    sample)."""
     found = [n.get("advantages") for n in nodes if n.get("advantages") is not None]
     if not found:
         return None
@@ -136,7 +138,8 @@ def _samples(record: Record) -> list[Record]:
         return []
     traces = record.get("traces")
     trace = traces[0] if isinstance(traces, list) and traces and isinstance(traces[0], dict) else {}
-    nodes = walk(trace.get("nodes") if isinstance(trace.get("nodes"), list) else [])
+    logged = trace.get("nodes")
+    nodes = walk(logged if isinstance(logged, list) else [])
     messages = [m for m in (_message(n) for n in nodes) if m is not None]
     sample: Record = {}
     if messages:
@@ -190,7 +193,8 @@ def _adapt(table: pa.Table, options: Options) -> Adapted:
 
 
 def _equal_rewards(table: pa.Table, failed: list[bool]) -> list[bool]:
-    """For each row: whether its group's episodes that did not fail all have one reward (and there are two)."""
+    """For each row: whether its group's episodes that did not fail all have one reward (and there are
+    two)."""
     if kept.GROUP not in table.column_names:
         return [False] * table.num_rows
     keys = [None if bad else k for k, bad in zip(kept.group_keys(table), failed, strict=True)]
@@ -229,8 +233,9 @@ PRIME_RL = Format(
         ("traces[0].rewards", "reward"),
         ("group.id", "group"),
     ),
-    notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async). The conversation "
-    "is the walk from the root to the last node; episodes of all/ missing from effective/ are marked not kept.",
+    notes="Step from the path (rollouts/step_N/...); run.work.step can be one behind (async). The "
+    "conversation is the walk from the root to the last node; episodes of all/ missing from effective/ are "
+    "marked not kept.",
     kept=(
         "id",
         "group",
@@ -247,7 +252,7 @@ PRIME_RL = Format(
 )
 
 
-# -- before Jul 2026: rollouts/step_N/train_rollouts.jsonl, verifiers v0 ``RolloutOutput`` ----------------------
+# -- before Jul 2026: rollouts/step_N/train_rollouts.jsonl, verifiers v0 ``RolloutOutput`` -------------------
 TRUNCATED, FINISH = "is_truncated", "finish_reason"
 V0_MAP = {"completion": "response", "stop_condition": "finish_reason"}
 
@@ -257,7 +262,8 @@ def _is_v0(record: Record) -> bool:
 
 
 def _v0_adapt(table: pa.Table, options: Options) -> Adapted:
-    """A rollout cut short with no stop condition logged ended at a length cap (verifiers' ``is_truncated``)."""
+    """A rollout cut short with no stop condition logged ended at a length cap (verifiers'
+    ``is_truncated``)."""
     if TRUNCATED not in table.column_names or not pa.types.is_boolean(table.schema.field(TRUNCATED).type):
         return Adapted(table)
     finish = table.column(FINISH)

@@ -79,7 +79,8 @@ def _conversation(messages: Any, data: dict) -> list[dict]:
 
 
 def _calls_from_text(message: dict) -> dict:
-    """An assistant reply decoded as text with its calls still in it (the native manager's): calls split out."""
+    """An assistant reply decoded as text with its calls still in it (the native manager's): calls split
+    out."""
     text = pick.text(message.get("content"))
     if (
         message.get("role") != "assistant"
@@ -105,10 +106,15 @@ def _texts(sample: Record, chat: list[dict], data: dict) -> None:
     sample["messages"] = chat
 
 
+def _dict(value: Any) -> dict:
+    """The value when it is a dict, else {}."""
+    return value if isinstance(value, dict) else {}
+
+
 def _describe(sample: Record, data: dict) -> None:
     """Reward, why it ended, its id and group, and the counts the trajectory data keeps."""
-    info = data.get("reward_info") if isinstance(data.get("reward_info"), dict) else {}
-    failure = data.get("failure_info") if isinstance(data.get("failure_info"), dict) else {}
+    info = _dict(data.get("reward_info"))
+    failure = _dict(data.get("failure_info"))
     pick.put(sample, "reward", pick.finite(info.get("episode_reward")))
     step_reward = pick.finite(info.get("step_reward"))
     if step_reward is not None and step_reward != sample.get("reward"):
@@ -121,7 +127,7 @@ def _describe(sample: Record, data: dict) -> None:
     trajectory = pick.scalar(data.get("trajectory_id"))
     pick.put(sample, "id", trajectory)
     pick.put(sample, "group", _group(data, trajectory))
-    lengths = data.get("length_info") if isinstance(data.get("length_info"), dict) else {}
+    lengths = _dict(data.get("length_info"))
     pick.put(sample, "num_actions", pick.whole(data.get("num_actions", lengths.get("num_actions"))))
     mode = pick.scalar(failure.get("failure_mode"))
     if mode and mode.lower() != "none":

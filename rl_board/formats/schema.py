@@ -79,7 +79,8 @@ TRAJECTORY_FIELDS = (TURNS, TOOL_CALLS, TOOL_ERRORS, TOOLS, FINAL_ANSWER)
 REPETITION = "repetition"
 SCRIPTS = "scripts"
 SIGNAL_FIELDS = (REPETITION, SCRIPTS)
-# Tool calls a log counts without showing them as turns (open-instruct): JSON text, ``[{"name", "error"}, ...]``.
+# Tool calls a log counts without showing them as turns (open-instruct): JSON text,
+# ``[{"name", "error"}, ...]``.
 TOOL_CALL_LOG = "tool_call_log"
 # Whether a rollout counted in training, and why not (``formats.kept``).
 KEPT, DROPPED_REASON = "kept", "dropped_reason"

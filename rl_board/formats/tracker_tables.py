@@ -56,8 +56,8 @@ def rows_of(document: Any, name: str) -> list[Record] | None:
         ]
         return melted(columns, rows)
     if isinstance(document, dict) and document.get("_swanLab") == "table":
-        data = document.get("rowData")
-        return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else None
+        row_data = document.get("rowData")
+        return [r for r in row_data if isinstance(r, dict)] if isinstance(row_data, list) else None
     if (
         isinstance(document, list)
         and MLFLOW_GENERATIONS.match(name)
@@ -85,7 +85,8 @@ def is_wide(columns: list[str]) -> bool:
 
 
 def melted(columns: list[str], rows: list[Record]) -> list[Record]:
-    """A wide table's rows as one record per numbered group (with the row's other columns); others as they are."""
+    """A wide table's rows as one record per numbered group (with the row's other columns); others as they
+    are."""
     groups = _numbered_groups(columns)
     if not groups:
         return rows
@@ -101,7 +102,8 @@ def melted(columns: list[str], rows: list[Record]) -> list[Record]:
 
 
 def _numbered_groups(columns: list[str]) -> dict[int, dict[str, str]]:
-    """number -> {base name: column} for columns named ``<base>_<n>``, when at least two bases share numbers."""
+    """number -> {base name: column} for columns named ``<base>_<n>``, when at least two bases share
+    numbers."""
     groups: dict[int, dict[str, str]] = {}
     for column in columns:
         match = _NUMBERED.match(column)

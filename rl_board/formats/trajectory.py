@@ -92,8 +92,8 @@ _FINISH = {
 }
 # How tools and environments say a call failed (verl's agent loop, TRL, sandboxes, Python itself).
 _ERROR = re.compile(
-    r"^\s*(?:error\b|Error executing tool|Unknown function|Invalid JSON in arguments|Traceback \(most recent call "
-    r"last\)|\{\s*['\"]error['\"]\s*:|<error>|Exception:|\w+Error: )",
+    r"^\s*(?:error\b|Error executing tool|Unknown function|Invalid JSON in arguments|Traceback \(most recent "
+    r"call last\)|\{\s*['\"]error['\"]\s*:|<error>|Exception:|\w+Error: )",
     re.I,
 )
 
@@ -131,7 +131,8 @@ _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
 
 
 def _reasoning(raw: dict[str, Any], content: str) -> tuple[str | None, str]:
-    """An assistant turn's thinking and the content without it: the logged field, else a leading think block."""
+    """An assistant turn's thinking and the content without it: the logged field, else a leading think
+    block."""
     for key in ("reasoning_content", "reasoning"):
         logged = content_text(raw.get(key))
         if logged and logged.strip():
@@ -143,12 +144,14 @@ def _reasoning(raw: dict[str, Any], content: str) -> tuple[str | None, str]:
 
 
 def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """OpenAI's ``{"id", "type", "function": {"name", "arguments"}}`` and flat ``{"id", "name", "arguments"}``."""
+    """OpenAI's ``{"id", "type", "function": {"name", "arguments"}}`` and flat
+    ``{"id", "name", "arguments"}``."""
     out = []
     for call in message.get("tool_calls") or ():
         if not isinstance(call, dict):
             continue
-        inner = call.get("function") if isinstance(call.get("function"), dict) else call
+        function = call.get("function")
+        inner = function if isinstance(function, dict) else call
         out.append(
             {
                 "id": call.get("id"),
@@ -167,7 +170,10 @@ def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
     for raw in messages:
         if not isinstance(raw, dict):
             continue
-        message = {"role": role_of(raw.get("role")), "content": content_text(raw.get("content")) or ""}
+        message: dict[str, Any] = {
+            "role": role_of(raw.get("role")),
+            "content": content_text(raw.get("content")) or "",
+        }
         for key in ("reward", "tokens", "trained"):
             if raw.get(key) is not None:
                 message[key] = raw[key]
@@ -199,8 +205,9 @@ def _answer(
         pending.remove(call)
     elif call is None and pending:
         call = pending.pop(0)
-    if call_id or (call is not None and call.get("id")):
-        message["tool_call_id"] = call_id or call.get("id")  # type: ignore[union-attr]
+    answered = call_id or (call.get("id") if call is not None else None)
+    if answered:
+        message["tool_call_id"] = answered
     name = raw.get("name") or (call.get("name") if call is not None else None)
     if name:
         message["name"] = str(name)

@@ -31,6 +31,8 @@ two apart, ``integrations.trl.RLBoardCallback`` can (it knows the limit).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -54,7 +56,7 @@ def _is_trl(record: Record) -> bool:
 
 def number_columns(table: pa.Table) -> list[str]:
     """The leading run of float columns among the log's own: where TRL puts its reward functions."""
-    out = []
+    out: list[str] = []
     for f in table.schema:
         if f.name in KNOWN_FIELDS or f.name in _NOT_PARTS or f.name.startswith("_"):
             continue
@@ -154,13 +156,13 @@ def trl_advantages(reward: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
     return [np.nan_to_num(a, nan=0.0) for a in outs]
 
 
-def _by_group(values: np.ndarray, groups: np.ndarray, fn: object) -> np.ndarray:
+def _by_group(values: np.ndarray, groups: np.ndarray, fn: Callable[[np.ndarray], Any]) -> np.ndarray:
     out = np.full(len(values), np.nan)
     for g in np.unique(groups):
         rows = groups == g
         part = values[rows]
         if np.isfinite(part).any():
-            out[rows] = fn(part)  # type: ignore[operator]
+            out[rows] = fn(part)
     return out
 
 

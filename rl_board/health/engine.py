@@ -47,7 +47,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
-        out = {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "severity": self.severity,
             "run": self.run,
@@ -159,7 +159,8 @@ def parse_set_option(settings: Settings, text: str) -> None:
 
 def load_settings(root: Path) -> tuple[Settings, list[Problem]]:
     """Read `[rules.<name>]` tables from `rl-board.toml` in `root`; bad entries become problems."""
-    settings, problems = Settings(), []
+    settings = Settings()
+    problems: list[Problem] = []
     path = (root if root.is_dir() else root.parent) / SETTINGS_FILE
     if not path.is_file():
         return settings, problems
@@ -188,7 +189,7 @@ def _toml_module() -> Any:
 
         return tomllib
     try:
-        import tomli  # type: ignore[import-not-found]
+        import tomli
     except ImportError:
         return None
     return tomli
@@ -212,7 +213,8 @@ TEXT_COPY = re.compile(r"^(collector|evaluator|learner)/(.+)$")
 
 
 def duplicate_copies(tags: Iterable[str]) -> set[str]:
-    """DI-engine's extra copies of a statistic: `x_step/` tags, and text-log tags that have an `x_iter/` twin."""
+    """DI-engine's extra copies of a statistic: `x_step/` tags, and text-log tags that have an `x_iter/`
+    twin."""
     present = set(tags)
     out = set()
     for tag in present:

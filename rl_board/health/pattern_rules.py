@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import pandas as pd
 
 from rl_board.formats import schema as S
 from rl_board.health.engine import Finding, RuleContext
@@ -51,7 +52,7 @@ def _template_spreading(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]
             )
 
 
-def _share_rule(data: RolloutRun, ctx: RuleContext, flags: np.ndarray) -> tuple[list[int], object]:
+def _share_rule(data: RolloutRun, ctx: RuleContext, flags: np.ndarray) -> tuple[list[int], pd.Series]:
     share = data.per_step(data.samples.assign(_f=flags)["_f"].astype(float))
     smooth = rolling(share, ctx)
     return [int(s) for s in share.index[(smooth >= ctx.params["min_share"]).to_numpy()]], share
@@ -99,8 +100,8 @@ def _mixed_scripts(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if steps:
         worst = int(share[steps].idxmax())
         message = (
-            f"{share[worst]:.0%} of the answers at step {worst} use more than one writing system; the rolling "
-            f"share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s)."
+            f"{share[worst]:.0%} of the answers at step {worst} use more than one writing system; the "
+            f"rolling share is at least {ctx.params['min_share']:.0%} at {len(steps)} step(s)."
         )
         yield ctx.finding(
             data.run, steps, message, _link(worst, sort=S.SCRIPTS, desc=True, contains={S.SCRIPTS: "+"})

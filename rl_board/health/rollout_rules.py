@@ -20,7 +20,7 @@ step browser's URL state (`rl_board/ui/state.py`):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -110,8 +110,9 @@ class RolloutRun:
 
 
 def logged_beside(store: RolloutStore) -> pd.DataFrame | None:
-    """The metrics a Hugging Face trainer logged beside this run (TRL: ``../checkpoint-N/trainer_state.json``),
-    looked for only inside the folders the store may read; None when there are none."""
+    """The metrics a Hugging Face trainer logged beside this run (TRL:
+    ``../checkpoint-N/trainer_state.json``), looked for only inside the folders the store may read; None when
+    there are none."""
     base = store.run_dir.parent if store.run_dir.name == "completions" else store.run_dir
     state = newest_trainer_state(base, store.allowed)
     if state is None:
@@ -128,10 +129,15 @@ def length_column(samples: pd.DataFrame) -> str | None:
     return None
 
 
-def rollout_rule(name: str, severity: str, summary: str, **params: float) -> Any:
+RolloutCheck = Callable[[RolloutRun, RuleContext], Iterator[Finding]]
+
+
+def rollout_rule(
+    name: str, severity: str, summary: str, **params: float
+) -> Callable[[RolloutCheck], RolloutCheck]:
     """Decorator registering a rollout check `fn(run: RolloutRun, ctx) -> Iterable[Finding]`."""
 
-    def wrap(fn: Any) -> Any:
+    def wrap(fn: RolloutCheck) -> RolloutCheck:
         register(Rule(name, KIND, severity, summary, dict(params), fn))
         return fn
 
@@ -205,9 +211,7 @@ def _logprob_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
             f"{len(steps)} step(s). Importance ratios are off: check the engine's sampling settings, "
             "precision and weight sync."
         )
-        yield ctx.finding(
-            data.run, steps, message, _link(worst, **({"sample": sample} if sample is not None else {}))
-        )
+        yield ctx.finding(data.run, steps, message, _link(worst, sample=sample))  # Where.sample: None = unset
 
 
 @rollout_rule(
@@ -318,7 +322,8 @@ def _unit(length: str) -> str:
 
 
 def _flat_groups(data: RolloutRun, min_group: int, tolerance: float) -> pd.DataFrame:
-    """Per (step, prompt) group of at least `min_group` samples: its size and whether rewards are all equal."""
+    """Per (step, prompt) group of at least `min_group` samples: its size and whether rewards are all
+    equal."""
     frame = data.samples[[S.STEP, S.PROMPT, S.REWARD]].dropna()
     groups = frame.groupby([S.STEP, S.PROMPT], sort=False)[S.REWARD].agg(["size", "min", "max"]).reset_index()
     groups = groups[groups["size"] >= min_group]

@@ -237,7 +237,8 @@ def _entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.find(ENTROPY):
         finite = _finite(series)
         if len(finite) <= int(ctx.params["early_points"]) or (finite < 0).any():
-            continue  # negative values: differential entropy of continuous actions, where "near 0" means nothing
+            # negative values: differential entropy of continuous actions, where "near 0" means nothing
+            continue
         early = float(finite.iloc[: int(ctx.params["early_points"])].median())
         rolling = finite.rolling(_window(ctx), min_periods=1).median()
         steps = _steps(

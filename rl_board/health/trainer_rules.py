@@ -44,7 +44,8 @@ def _function_names(data: RolloutRun) -> list[str]:
 
 
 def fitted_weights(data: RolloutRun, names: list[str]) -> dict[str, float] | None:
-    """Weights w with which the samples' own reward columns give the reward the trainer logged, by least squares.
+    """Weights w with which the samples' own reward columns give the reward the trainer logged, by least
+    squares.
 
     Per step, TRL's logged reward is the mean over the scored rows of Σ w·f (a NaN part counts 0), which is
     linear in w: row k of the system is each column's sum over the step's scored rows over their number.

@@ -44,7 +44,7 @@ try:
 except ImportError:
     HAVE_TRANSFORMERS = False
 
-    class _CallbackBase:  # type: ignore[no-redef]
+    class _CallbackBase:  # type: ignore[no-redef]  # stand-in for an optional import: mypy wants one definition
         """Stand-in for ``transformers.TrainerCallback`` when transformers is not installed."""
 
 
@@ -295,7 +295,8 @@ def _turns(prompt: Any, completion: Any) -> tuple[str | None, str | None, list[A
 def _open_calls_end(completion: Any, rounds: int | None) -> str | None:
     """Why TRL's tool loop left a completion ending on calls it never ran: it had used its
     ``max_tool_calling_iterations`` (one answered round per assistant turn before the last), else the tool
-    results would have run past ``max_completion_length`` and were rolled back. None when it does not end so."""
+    results would have run past ``max_completion_length`` and were rolled back. None when it does not end
+    so."""
     if not isinstance(completion, list) or not completion or not isinstance(completion[-1], Mapping):
         return None
     last = completion[-1]

@@ -16,7 +16,10 @@ from functools import lru_cache
 
 PLACEHOLDERS = {
     "stat": r"(?:mean|max|min|std)",
-    "phase": r"(?:train_step|generate|model_update|compute_log_probs|do_checkpoint|compute_values|compute_rewards|[^/]+)",
+    "phase": (
+        r"(?:train_step|generate|model_update|compute_log_probs|do_checkpoint|compute_values|compute_rewards"
+        r"|[^/]+)"
+    ),
     "learner": r"(?:learner|learner_iter|learner_step)",
     "collector": r"(?:collector|collector_iter|collector_step)",
     "evaluator": r"(?:evaluator|evaluator_iter|evaluator_step)",
@@ -134,23 +137,25 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "kl",
         "kl",
         "TRL",
-        "TRL's GRPO: the k3 estimate exp(ref_logp − logp) − (ref_logp − logp) − 1 per token, averaged over the "
-        "batch's completion tokens (rl-board's default KL); TRL's RLOO logs the k1 estimate logp − ref_logp here.",
+        "TRL's GRPO: the k3 estimate exp(ref_logp − logp) − (ref_logp − logp) − 1 per token, averaged over "
+        "the batch's completion tokens (rl-board's default KL); TRL's RLOO logs the k1 estimate logp − "
+        "ref_logp here.",
         "Small and slowly rising; k3 is never negative, so a negative value is an RLOO k1 estimate.",
     ),
     _e(
         "rollout_corr/kl",
         "kl",
         "verl",
-        "KL(rollout engine‖trainer) on the engine's samples, k1 estimate: rollout logp − trainer logp per token.",
+        "KL(rollout engine‖trainer) on the engine's samples, k1 estimate: rollout logp − trainer logp per "
+        "token.",
         "Near 0; a drift means the engine and the trainer disagree on log-probs (rl-board's mismatch curve).",
     ),
     _e(
         "rollout_corr/k3_kl",
         "kl",
         "verl",
-        "KL(rollout engine‖trainer) on the engine's samples, k3 estimate exp(r) − r − 1 with r = trainer logp − "
-        "rollout logp: the same number as rl-board's train–inference mismatch.",
+        "KL(rollout engine‖trainer) on the engine's samples, k3 estimate exp(r) − r − 1 with r = trainer "
+        "logp − rollout logp: the same number as rl-board's train–inference mismatch.",
         "Near 0 and never negative; a rise means the importance ratios are off.",
     ),
     _e(
@@ -165,8 +170,8 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "kl",
         "ROLL, verl",
         "KL between the policy and the reference, used as a loss term. verl estimates it per token as set by "
-        "actor kl_loss_type: low_var_kl (the default) or k3 = k3, kl or k1 = k1, mse or k2 = k2 (k3 clamped to "
-        "±10). ROLL: the same estimators, by its kl_loss_type.",
+        "actor kl_loss_type: low_var_kl (the default) or k3 = k3, kl or k1 = k1, mse or k2 = k2 (k3 clamped "
+        "to ±10). ROLL: the same estimators, by its kl_loss_type.",
         "Small and positive; steady growth means the policy is moving far from where it started.",
     ),
     _e(
@@ -181,8 +186,8 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "kl",
         "verl",
         "KL to the reference when it is folded into the reward (use_kl_in_reward): per token by "
-        "algorithm.kl_penalty, kl (k1, the default), low_var_kl (k3) or mse (k2); mean over each response, then "
-        "over the batch.",
+        "algorithm.kl_penalty, kl (k1, the default), low_var_kl (k3) or mse (k2); mean over each response, "
+        "then over the batch.",
         "Positive and slowly rising.",
     ),
     _e(

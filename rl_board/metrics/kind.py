@@ -53,7 +53,8 @@ class Appended:
 
 
 RUN_KIND = "run_kind"
-"""``extras`` key: the kind a run turned out to be on reading (a text log: its line format); absent: the kind."""
+"""``extras`` key: the kind a run turned out to be on reading (a text log: its line format); absent: the
+kind."""
 NOT_METRICS = "not_metrics"
 """``extras`` key: the file held no metric after all (a text log with no metric line): skipped, with why."""
 

@@ -252,7 +252,7 @@ def _all_sound(buf: np.ndarray, chunks: _Chunks, stored: np.ndarray) -> bool:
         copy[int(end[gap]) : int(place[gap + 1])] = 0
     raw = (stored ^ _zero_crcs()[chunks.length + 1]).astype("<u4")
     copy[end[:, None] + np.arange(4)] = raw.view(np.uint8).reshape(-1, 4)
-    return zlib.crc32(copy, 0xFFFFFFFF) == 0xFFFFFFFF  # a zero register: the xor zlib applies
+    return zlib.crc32(copy.data, 0xFFFFFFFF) == 0xFFFFFFFF  # a zero register: the xor zlib applies
 
 
 @cache

@@ -463,9 +463,12 @@ def _metric_chunk(
         digest = hashlib.sha256(data[-_DIGEST_SPAN:]).hexdigest()
     count = data.count(b"\n")
     odd: list[int] = []
-    parse = pcsv.ParseOptions(
-        delimiter=" ", quote_char=False, invalid_row_handler=lambda row: odd.append(1) or "skip"
-    )
+
+    def skip_odd(row: object) -> str:  # noted; the lines are read one by one below
+        odd.append(1)
+        return "skip"
+
+    parse = pcsv.ParseOptions(delimiter=" ", quote_char=False, invalid_row_handler=skip_odd)
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data), read_options=_CSV_READ, parse_options=parse, convert_options=_CSV_CONVERT

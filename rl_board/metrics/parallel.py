@@ -44,7 +44,8 @@ def map_batches(
     progress: Progress | None = None,
     niceness: int = 0,
 ) -> list[R]:
-    """``fn`` applied to batches of ``items`` (fn must be a module-level function), results flattened in order.
+    """``fn`` applied to batches of ``items`` (fn must be a module-level function), results flattened in
+    order.
 
     ``niceness`` lowers the workers' priority: a build behind a page leaves the
     CPU to the page's own work first.

@@ -253,7 +253,7 @@ def doubles(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
-def slices(blob: bytes, begin: np.ndarray, end: np.ndarray) -> pa.Array:
+def slices(blob: bytes | memoryview, begin: np.ndarray, end: np.ndarray) -> pa.Array:
     """``blob[begin[i]:end[i]]`` for every i, as an Arrow binary array, without a Python loop: the slices
     (in increasing order) and the gaps between them are one array's cells; the slices are taken. Slices
     out of order (but not overlapping) are put in order first and taken back in the order given."""

@@ -448,7 +448,8 @@ def _resume_point(
     log: Path,
     hit: tuple[ReadResult, dict[str, Any]] | None,
 ) -> tuple[dict[str, Any] | None, ReadResult | None]:
-    """Where to resume reading: the cached point (of the entry ``hit``) if the bytes before it are unchanged."""
+    """Where to resume reading: the cached point (of the entry ``hit``) if the bytes before it are
+    unchanged."""
     if hit is None:
         return None, None
     result, meta = hit

@@ -54,7 +54,8 @@ def is_sqlite_file(path: Path) -> bool:
 def side_files(path: Path, allowed: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
     """The non-empty ``-wal`` / ``-journal`` files beside a database, and those refused (outside
     ``allowed``)."""
-    present, refused = [], []
+    present: list[Path] = []
+    refused: list[Path] = []
     for suffix in SIDE_FILES:
         side = Path(f"{path}{suffix}")
         try:

@@ -1,4 +1,5 @@
-"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL (verl's file logger too).
+"""Metrics printed as text: ROLL's stdout tracker, verl's console logger, plain JSONL (verl's file logger
+too).
 
 The three share one line-by-line pass so a log holding several formats is
 read once. Reading can start at a byte offset, which lets the cache append

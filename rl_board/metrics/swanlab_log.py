@@ -224,9 +224,8 @@ def _points(run: str, frames: Frames, problems: list[Problem]) -> ReadResult:
                 f"(the first at byte {first}); skipped",
             )
         )
-    keep = fine & (fields.value[1] >= 0) & (fields.length[1] > 0)
-    if keep.all():
-        keep = slice(None)
+    usable = fine & (fields.value[1] >= 0) & (fields.length[1] > 0)
+    keep: np.ndarray | slice = slice(None) if usable.all() else usable
     values = doubles(buf, number.value[1][keep])
     walls = stamp.value[1][keep] + stamp.value[2][keep] * 1e-9
     missing = np.flatnonzero(walls == 0)

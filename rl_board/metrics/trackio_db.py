@@ -384,7 +384,7 @@ def _numbers(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     if set(map(type, values)) <= {float, int}:
         return np.asarray(values, dtype=np.float64), np.ones(count, dtype=bool)
     types = np.fromiter(map(type, values), dtype=object, count=count)
-    keep = np.isin(types, [float, int])
+    keep = np.isin(types, np.array([float, int], dtype=object))
     out = np.full(count, np.nan)
     out[keep] = np.fromiter(values, dtype=object, count=count)[keep].astype(np.float64)
     for i in np.flatnonzero(~keep):

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pyarrow as pa
@@ -842,7 +842,7 @@ def _refs_in_row(row: dict[str, Any], state: _State, step: int | None) -> list[_
     return out
 
 
-def _is_step(value: Any) -> bool:
+def _is_step(value: Any) -> TypeGuard[int | float]:
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)

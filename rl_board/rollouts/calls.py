@@ -76,7 +76,8 @@ def usage_walk(messages: pa.Table) -> pa.Table:
         messages.column(S.MESSAGES).to_pylist(),
     )
     for step, sample, raw in zip(*columns, strict=True):
-        calls, errors = Counter(), Counter()
+        calls: Counter[str] = Counter()
+        errors: Counter[str] = Counter()
         for m in trajectory.parsed(raw) or ():
             if not isinstance(m, dict):
                 continue
@@ -96,12 +97,14 @@ def usage_walk(messages: pa.Table) -> pa.Table:
 def with_logged(
     usage: pa.Table, steps: Iterable[int], samples: Iterable[int], logs: Iterable[object]
 ) -> pa.Table:
-    """``usage`` plus the calls a log counted without turns (``tool_call_log``, open-instruct), per sample and tool."""
+    """``usage`` plus the calls a log counted without turns (``tool_call_log``, open-instruct), per sample and
+    tool."""
     from rl_board.rollouts.trajectories import logged_calls
 
     rows: list[tuple[int, int, str, int, int]] = []
     for step, sample, raw in zip(steps, samples, logs, strict=True):
-        calls, errors = Counter(), Counter()
+        calls: Counter[str] = Counter()
+        errors: Counter[str] = Counter()
         for call in logged_calls(raw):
             calls[_name(call["name"])] += 1
             errors[_name(call["name"])] += bool(call["error"])

@@ -1,4 +1,5 @@
-"""A synthetic agent run: multi-turn trajectories that call tools, some calls failing, ending for several reasons.
+"""A synthetic agent run: multi-turn trajectories that call tools, some calls failing, ending for several
+reasons.
 
 The story a researcher should find in it: reward climbs while the agent
 learns its tools; ``shell`` keeps failing (its error rate stays high) while
@@ -69,7 +70,9 @@ PATHS = ("solver.py", "tests/test_solver.py", "utils/stats.py", "README.md")
 COMMANDS = ("pytest -x -q", "git diff --stat", "python -m solver --check", "ls tests")
 OUTPUT = (" ok", " 42", " passed", " line", " 17", ":", " def", " solve", "(", ")", " return", " x", "\n")
 ERRORS = {
-    "python": 'Traceback (most recent call last):\n  File "<cell>", line 1\nZeroDivisionError: division by zero',
+    "python": (
+        'Traceback (most recent call last):\n  File "<cell>", line 1\nZeroDivisionError: division by zero'
+    ),
     "search": "Error executing tool 'search': rate limited",
     "read_file": "Error: no such file 'src/main.py'",
     "shell": "Error executing tool 'shell': command timed out after 30 s",

@@ -7,6 +7,7 @@ so it is checked by RE2 too: Python's ``re`` refuses valid RE2 such as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,7 +53,7 @@ class SampleFilter:
         case_sensitive: bool = False,
         text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS,
         contains: dict[str, str] | None = None,
-        one_of: dict[str, list[str] | tuple[str, ...]] | None = None,
+        one_of: Mapping[str, list[str] | tuple[str, ...]] | None = None,
         only: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
     ) -> SampleFilter:
         """Build from a dict of ranges; checks the search text early so the message is clear.
@@ -87,7 +88,8 @@ class SampleFilter:
         )
 
     def among(self, steps: np.ndarray, samples: np.ndarray) -> np.ndarray:
-        """Which of the samples (their steps and indices within the step) ``only`` keeps (all when it is None)."""
+        """Which of the samples (their steps and indices within the step) ``only`` keeps (all when it is
+        None)."""
         if self.only is None:
             return np.ones(len(steps), dtype=bool)
         if not self.only:

@@ -83,7 +83,8 @@ def checked_note(note: str | None) -> str:
 
 
 class LabelStore:
-    """The labels of every run, in one SQLite file (opened per call: several servers and the CLI may share it)."""
+    """The labels of every run, in one SQLite file (opened per call: several servers and the CLI may share
+    it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path).expanduser()
@@ -121,9 +122,9 @@ class LabelStore:
         tag, text, now = checked_tag(tag), checked_note(note), time.time()
         with self._db() as con:
             con.execute(
-                "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, tag) "
-                "DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = excluded.digest, "
-                "updated = excluded.updated",
+                "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, "
+                "tag) DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = "
+                "excluded.digest, updated = excluded.updated",
                 (run, int(step), file, int(line), sample_digest, tag, text, now, now, note is not None),
             )
         return next(
@@ -153,9 +154,9 @@ class LabelStore:
         ]
         with self._db() as con:
             con.executemany(
-                "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, tag) "
-                "DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = excluded.digest, "
-                "updated = excluded.updated",
+                "INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, step, file, line, "
+                "tag) DO UPDATE SET note = CASE WHEN ? THEN excluded.note ELSE note END, digest = "
+                "excluded.digest, updated = excluded.updated",
                 rows,
             )
         return len(rows)

@@ -45,7 +45,7 @@ def open_view(found: Located) -> tuple[LazyRunView, list[int], list[str]]:
     file could not be read ("" when it could). An unreadable file is left out of the view, never fatal."""
     indexed = _indexed(found)
 
-    def part_of(file: DatasetFile) -> tuple[tuple | None, str]:
+    def part_of(file: DatasetFile) -> tuple[Part | None, str]:
         known = indexed.get(file.name)
         if known is not None and known[0] == file.size:  # the file is as the index saw it
             return _checked(known[1])
@@ -54,15 +54,15 @@ def open_view(found: Located) -> tuple[LazyRunView, list[int], list[str]]:
     with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
         tried = list(pool.map(part_of, found.files))
     errors = [why for _, why in tried]
-    parts = [part for part, why in tried if not why]
+    parts = [part for part, why in tried if part is not None]  # a part, or why there is none
     readable = [f for f, why in zip(found.files, errors, strict=True) if not why]
     if not parts:
         raise NotFoundError(f"no file of the Parquet dataset {found.location} can be read: {errors[0]}")
     lights = [p[0] for p in parts]  # each part: numbers table, heavy schema, values set, column order
     heavy_schema = pa.unify_schemas([p[1] for p in parts], promote_options="permissive")
     nulls: dict[str, int] = {}
-    for _, _, counts, _ in parts:
-        for name, n in counts.items():
+    for _, _, present, _ in parts:
+        for name, n in present.items():
             nulls[name] = nulls.get(name, 0) + n
     rows = [t.num_rows for t in lights]
     light = records.unify_tables(lights)
@@ -74,7 +74,7 @@ def open_view(found: Located) -> tuple[LazyRunView, list[int], list[str]]:
     return LazyRunView([f.name for f in readable], light, file_idx, heavy), per_file, errors
 
 
-def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[tuple | None, str]:
+def _light_part_or_why(fs: pafs.FileSystem, file: DatasetFile) -> tuple[Part | None, str]:
     """A file's part, or why it cannot be read (a damaged footer, a file of another layout)."""
     try:
         part = _light_part(fs, file)
@@ -97,7 +97,8 @@ Part = dataset.Part
 
 
 def _light_part(fs: pafs.FileSystem, file: DatasetFile) -> Part:
-    """One step file's per-sample numbers (with step and line), its heavy columns' schema, their null counts."""
+    """One step file's per-sample numbers (with step and line), its heavy columns' schema, their null
+    counts."""
     with fs.open_input_file(file.path) as handle:
         parquet = pq.ParquetFile(handle, pre_buffer=True)  # nearby column chunks fetched in one range read
         schema = parquet.schema_arrow
@@ -117,7 +118,9 @@ def reindex(location: str | Path) -> int:
         raise NotFoundError(f"{location} is not a Parquet dataset in rl-board's layout")
     with concurrent.futures.ThreadPoolExecutor(min(READERS, len(found.files))) as pool:
         tried = list(pool.map(lambda f: _light_part_or_why(found.filesystem, f), found.files))
-    entries = [(f.name, f.size, part) for f, (part, why) in zip(found.files, tried, strict=True) if not why]
+    entries = [
+        (f.name, f.size, part) for f, (part, _) in zip(found.files, tried, strict=True) if part is not None
+    ]
     dataset.write_index(*fsspec_of(location), entries)
     return len(entries)
 

@@ -97,7 +97,10 @@ class OpenedRun:
             url, found, mirrored = copy_of, None, _completed(copy_of, root, progress)
         else:  # a URL, a local path, or the copy of a bucket's Parquet dataset (read in the bucket)
             url = url or in_bucket
-            found = _in_place(url or local, fields)
+            location = url or local
+            if location is None:  # local is set whenever there is no URL
+                raise AssertionError(f"{run_dir} is neither a URL nor a local path")
+            found = _in_place(location, fields)
             mirrored = remote.mirror(url, root, progress=progress) if url and found is None else None
         path = (
             mirrored.local
@@ -160,7 +163,7 @@ class OpenedRun:
 
     def _load(self, *, progress: cache.Progress | None, verify: bool) -> None:
         if self._dataset is not None:
-            self._load_in_place(verify)
+            self._load_in_place(self._dataset, verify)
             return
         t0 = time.perf_counter()
         try:
@@ -189,10 +192,10 @@ class OpenedRun:
         self.report.notice = result.notice
         self.report.rebuilt_cache = result.rebuilt
 
-    def _load_in_place(self, verify: bool) -> None:
+    def _load_in_place(self, dataset: datasets.Located, verify: bool) -> None:
         """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
         t0 = time.perf_counter()
-        found = datasets.locate(self._dataset.location) if not verify else self._dataset
+        found = datasets.locate(dataset.location) if not verify else dataset
         if found is None:
             raise NotFoundError(f"{self.source} is no longer a readable Parquet dataset")
         if found.signature != self.signature or verify:

@@ -1,4 +1,5 @@
-"""Failure patterns across a run: near-duplicate answer families (reward-hacking templates), loops, mixed scripts.
+"""Failure patterns across a run: near-duplicate answer families (reward-hacking templates), loops, mixed
+scripts.
 
 A *template family* is a set of answers that say nearly the same thing in
 nearly the same words once their numbers are masked: "Great question! Indeed,

@@ -88,7 +88,8 @@ def write(
     mixed: float = 0.0,
     cut: float = 0.0,
 ) -> Planted:
-    """A run of ``steps`` × ``samples``; each planted rate grows linearly from 0 to its value over the steps."""
+    """A run of ``steps`` × ``samples``; each planted rate grows linearly from 0 to its value over the
+    steps."""
     rng = np.random.default_rng(seed)
     planted = Planted()
     with RolloutWriter(run) as writer:

@@ -79,7 +79,8 @@ def prompt_table(samples: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
 
 def _summary(prompt: str, steps: pd.DataFrame) -> dict:
-    """One prompt's row; ``steps`` are its rows of ``per_step``, by step. Unscored steps only count as seen."""
+    """One prompt's row; ``steps`` are its rows of ``per_step``, by step. Unscored steps only count as
+    seen."""
     scored = int(steps["scored"].sum())
     solved = steps.loc[steps["scored"] > 0, "solved"].to_numpy(dtype=bool)
     first = steps.loc[steps["solved"], S.STEP]

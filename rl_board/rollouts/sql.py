@@ -73,7 +73,7 @@ MEMORY_LIMIT = "2GB"
 THREADS = max(1, min(4, os.cpu_count() or 1))
 _ROWS_PER_VECTOR = 2048
 _READING = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
-_CONFIG = {
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {  # duckdb.connect's config type
     "enable_external_access": False,  # no file, URL, ATTACH of a file, COPY, EXPORT, INSTALL
     "python_enable_replacements": False,  # FROM <python variable> must not reach the caller's objects
     "python_scan_all_frames": False,
@@ -89,7 +89,8 @@ _LINE = re.compile(r"^LINE (\d+):( ?)(.*)$")
 
 
 class QueryError(InvalidArgumentError):
-    """A refused or failed query; ``str()`` is one line, ``detail`` DuckDB's whole message (with the caret)."""
+    """A refused or failed query; ``str()`` is one line, ``detail`` DuckDB's whole message (with the
+    caret)."""
 
     def __init__(self, message: str, detail: str = "") -> None:
         super().__init__(message)
@@ -98,7 +99,8 @@ class QueryError(InvalidArgumentError):
 
 @dataclass(frozen=True)
 class QueryResult:
-    """What a query returned: the rows (at most ``max_rows``), whether there were more, and how long it took."""
+    """What a query returned: the rows (at most ``max_rows``), whether there were more, and how long it
+    took."""
 
     frame: pd.DataFrame
     capped: bool
@@ -112,7 +114,8 @@ class QueryResult:
 
 
 def sample_targets(frame: pd.DataFrame) -> list[tuple[int, int] | None] | None:
-    """(step, sample) of each row when the result has both as whole numbers; None when it cannot open samples."""
+    """(step, sample) of each row when the result has both as whole numbers; None when it cannot open
+    samples."""
     if "step" not in frame.columns or "sample" not in frame.columns:
         return None
     step, sample = frame["step"], frame["sample"]
@@ -216,7 +219,8 @@ def run_query(
 
 
 def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
-    """The columns of ``samples`` and ``steps`` with their SQL types and meaning (``column``, ``type``, ``help``)."""
+    """The columns of ``samples`` and ``steps`` with their SQL types and meaning (``column``, ``type``,
+    ``help``)."""
     con = _connect(store)
     try:
         out = {}
@@ -296,7 +300,8 @@ _STATS = {
 
 
 def column_help(view: str, name: str) -> str:
-    """What a column of ``samples`` or ``steps`` holds, from the field catalogue ("" for the log's own columns)."""
+    """What a column of ``samples`` or ``steps`` holds, from the field catalogue ("" for the log's own
+    columns)."""
     if view == SAMPLES:
         field = F.sample(name)
         return field.help if field else ""
@@ -316,7 +321,8 @@ _STEPS_LOCK = threading.Lock()
 
 
 def steps_table(store: RolloutStore) -> pd.DataFrame:
-    """The ``steps`` view: step summary, reward components, GRPO group statistics (once per state of the run)."""
+    """The ``steps`` view: step summary, reward components, GRPO group statistics (once per state of the
+    run)."""
     with _STEPS_LOCK:
         known = _STEPS_CACHE.get(store)
         if known is not None and known[0] == store.signature:

@@ -265,18 +265,23 @@ class RolloutStore:
         )
 
     def reward_threshold(self) -> float | None:
-        """The reward that counts as solved unless the user sets one: the run's highest (None without rewards)."""
+        """The reward that counts as solved unless the user sets one: the run's highest (None without
+        rewards)."""
         if not self.has(S.REWARD):
             return None
         best = groups.default_threshold(self._view.table.column(S.REWARD).to_pandas().astype("float64"))
         return None if np.isnan(best) else best
 
     def prompts(self, *, threshold: float | None = None) -> pd.DataFrame:
-        """Every prompt over the run: steps seen, first step solved, regressions, status (see ``prompts.py``)."""
+        """Every prompt over the run: steps seen, first step solved, regressions, status (see
+        ``prompts.py``)."""
         if not (self.has(S.PROMPT) and self.has(S.REWARD)):
             return prompts.prompt_table(pd.DataFrame(columns=[S.STEP, S.PROMPT, S.REWARD]), 0.0)
         frame = self.samples(columns=[S.PROMPT, S.REWARD])
-        return prompts.prompt_table(frame, self.reward_threshold() if threshold is None else threshold)
+        if threshold is None:
+            threshold = self.reward_threshold()
+        # no finite reward (threshold None): NaN, which no reward reaches, as None did before
+        return prompts.prompt_table(frame, float("nan") if threshold is None else threshold)
 
     def prompt_history(self, *, prompt: str, kl: str = S.KL_MEAN) -> pd.DataFrame:
         """Every sample of one prompt, by step: reward, length and KL (the per-sample column ``kl``, k3's
@@ -296,11 +301,13 @@ class RolloutStore:
     def versus(
         self, other: RolloutStore, *, step: int | None = None, other_step: int | None = None
     ) -> pd.DataFrame:
-        """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and gain (other − this)."""
+        """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and
+        gain (other − this)."""
         return matchup.match(self.prompt_rewards(step=step), other.prompt_rewards(step=other_step))
 
     def mismatch(self) -> pd.DataFrame:
-        """Per sample: mean and max train-vs-inference k3 mismatch (``mismatch.py``); empty without trainer log-probs."""
+        """Per sample: mean and max train-vs-inference k3 mismatch (``mismatch.py``); empty without trainer
+        log-probs."""
         if not self.has(mismatch.TRAIN_LOGPROBS):
             return pd.DataFrame(columns=[S.STEP, "sample", mismatch.MEAN, mismatch.MAX])
         with self._lock:  # computed once per state of the files
@@ -317,7 +324,8 @@ class RolloutStore:
             return self._mismatch[1].copy()
 
     def mismatch_summary(self) -> pd.DataFrame:
-        """Per step: ``mismatch_{mean,std,min,max,count}`` and ``mismatch_max_{...}`` of the per-sample values."""
+        """Per step: ``mismatch_{mean,std,min,max,count}`` and ``mismatch_max_{...}`` of the per-sample
+        values."""
         return derive.step_summary(self.mismatch(), {"mismatch": mismatch.MEAN, "mismatch_max": mismatch.MAX})
 
     def length_column(self) -> str | None:
@@ -369,8 +377,8 @@ class RolloutStore:
         return {"loops": loops, "mixed_scripts": mixed}
 
     def signals_by_step(self) -> pd.DataFrame:
-        """Per step: ``samples``, ``loops`` (``repetition`` at or above ``patterns.LOOP``) and ``mixed_scripts``
-        (answers in two or more scripts): where in training those failures start."""
+        """Per step: ``samples``, ``loops`` (``repetition`` at or above ``patterns.LOOP``) and
+        ``mixed_scripts`` (answers in two or more scripts): where in training those failures start."""
         frame = self.samples(columns=[c for c in (S.REPETITION, S.SCRIPTS) if self.has(c)])
         loops = frame[S.REPETITION] >= patterns.LOOP if S.REPETITION in frame.columns else False
         mixed = (
@@ -414,8 +422,9 @@ class RolloutStore:
         }
 
     def labels(self, store: labels_mod.LabelStore) -> pd.DataFrame:
-        """Every label of this run with the sample it is on now: ``step, sample, file, line, tag, note, created,
-        updated``; a label whose sample is gone (its log rewritten without it) has no ``sample``."""
+        """Every label of this run with the sample it is on now:
+        ``step, sample, file, line, tag, note, created, updated``; a label whose sample is gone (its log
+        rewritten without it) has no ``sample``."""
         found = store.of_run(self.source)
         columns = ["step", "sample", "file", "line", "tag", "note", "created", "updated"]
         if not found:
@@ -425,7 +434,8 @@ class RolloutStore:
             [(x.step, x.file, x.line, x.tag, x.note, x.created, x.updated) for x in found],
             columns=[c for c in columns if c != "sample"],
         )
-        # where each label's (step, file, line) is now, over every row at once (a run has many rows, few labels)
+        # where each label's (step, file, line) is now, over every row at once (a run has many rows, few
+        # labels)
         files = pd.Series(range(len(v.files)), index=list(v.files), dtype="int64")
         frame_file = frame["file"].map(files).fillna(-1).astype("int64")
         here = pd.DataFrame(
@@ -460,7 +470,8 @@ class RolloutStore:
         return table.append_column("tags", pa.array(values, pa.string()))
 
     def tagged(self, store: labels_mod.LabelStore, tag: str) -> list[tuple[int, int]]:
-        """The (step, sample) of every sample of the run carrying ``tag`` (for ``SampleFilter.build(only=...)``)."""
+        """The (step, sample) of every sample of the run carrying ``tag`` (for
+        ``SampleFilter.build(only=...)``)."""
         frame = self.labels(store).dropna(subset=["sample"])
         frame = frame[frame["tag"] == tag]
         return [(int(s), int(i)) for s, i in zip(frame["step"], frame["sample"], strict=True)]
@@ -477,8 +488,8 @@ class RolloutStore:
 
     @property
     def multi_turn(self) -> bool:
-        """Whether any sample is more than a prompt and one answer (it keeps its turns as messages): it called a
-        tool, or it has more turns than a system prompt, a question and an answer."""
+        """Whether any sample is more than a prompt and one answer (it keeps its turns as messages): it called
+        a tool, or it has more turns than a system prompt, a question and an answer."""
         if not (self.has(S.MESSAGES) and self.has(S.TURNS)):
             return False
         table = self._view.table
@@ -491,12 +502,14 @@ class RolloutStore:
         return self._cached("turns", step, lambda: trajectories.turn_table(self._trajectories(step)))
 
     def tool_calls(self, *, step: int | None = None) -> pa.Table:
-        """One row per tool call: ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
+        """One row per tool call:
+        ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
         return self._cached("tool_calls", step, lambda: trajectories.call_table(self._messages(step)))
 
     def tool_usage(self, *, step: int | None = None) -> pa.Table:
-        """Per trajectory and tool it used: ``step, sample, tool, calls, errors`` (errors: the tool's results that
-        say the call failed). Read for every trajectory at once (``calls.py``), far faster than ``tool_calls``."""
+        """Per trajectory and tool it used: ``step, sample, tool, calls, errors`` (errors: the tool's results
+        that say the call failed). Read for every trajectory at once (``calls.py``), far faster than
+        ``tool_calls``."""
         return self._cached("tool_usage", step, lambda: self._tool_usage(step))
 
     def _tool_usage(self, step: int | None) -> pa.Table:
@@ -520,7 +533,8 @@ class RolloutStore:
         )
 
     def _messages(self, step: int | None) -> pd.DataFrame:
-        """The samples with turns (``messages``) or with tool calls logged without turns (``tool_call_log``)."""
+        """The samples with turns (``messages``) or with tool calls logged without turns
+        (``tool_call_log``)."""
         wanted = [c for c in (S.MESSAGES, S.TOOL_CALL_LOG) if self.has(c)]
         frame = self.samples(step=step, columns=wanted)
         if S.MESSAGES not in frame.columns:
@@ -540,7 +554,8 @@ class RolloutStore:
         return frame
 
     def _message_table(self, step: int | None) -> pa.Table:
-        """step, sample, messages of the samples that keep messages, as Arrow (no frame of 10,000 JSON texts)."""
+        """step, sample, messages of the samples that keep messages, as Arrow (no frame of 10,000 JSON
+        texts)."""
         v = self._view
         rows = v.rows(step)
         if not self.has(S.MESSAGES):
@@ -583,6 +598,8 @@ class RolloutStore:
         """
         in_place = self._run.dataset
         if in_place is not None:  # a Parquet dataset read in place: the engine reads its files itself
+            if not isinstance(self._view, lazy.LazyRunView):
+                raise TypeError(f"a dataset read in place has a lazy view, not {type(self._view).__name__}")
             return lazy.as_arrow_dataset(in_place, self._view.heavy.paths)
         v = self._view
         table = v.table.drop_columns(
@@ -633,7 +650,8 @@ class RolloutStore:
         return v.frame(rows, v.columns(columns))
 
     def sample(self, *, step: int, index: int, tokenizer: TokenText | None = None) -> SampleDetail:
-        """One sample by its step and index within the step (token ids decoded with ``tokenizer`` if given)."""
+        """One sample by its step and index within the step (token ids decoded with ``tokenizer`` if
+        given)."""
         v = self._view
         rows = v.rows(step)
         if not 0 <= index < len(rows):

@@ -34,7 +34,8 @@ def columns(table: pa.Table) -> dict[str, pa.Array]:
     messages = table.column(S.MESSAGES)
     kept_as_text = pc.if_else(pc.is_null(messages), table.column(S.PROMPT), pa.scalar(None, pa.string()))
     turns = pc.add(chat_text.prompt_turns(kept_as_text), pc.cast(has_response, pa.int64())).to_pylist()
-    calls, errors, tools, answered = [0] * n, [0] * n, [None] * n, has_response.to_pylist()
+    tools: list[str | None] = [None] * n
+    calls, errors, answered = [0] * n, [0] * n, has_response.to_pylist()
     logged = _logged_calls(table)
     if messages.null_count < n or logged is not None:
         listed_all = messages.to_pylist()
@@ -133,7 +134,8 @@ def _message_rows(frame: pd.DataFrame) -> pa.Table:
 
 
 def _split_rows(frame: pd.DataFrame) -> pa.Table:
-    """The turn rows of samples kept as text whose prompt is chat-marked (split here, as they are asked for)."""
+    """The turn rows of samples kept as text whose prompt is chat-marked (split here, as they are asked
+    for)."""
     rows: dict[str, list] = {name: [] for name in TURN_COLUMNS}
     for step, sample, prompt, response in zip(
         frame[S.STEP], frame["sample"], frame[S.PROMPT], frame[S.RESPONSE], strict=True

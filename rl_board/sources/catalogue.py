@@ -44,7 +44,8 @@ from rl_board.sources.remote import IN_PLACE
 from rl_board.sources.roots import OUTSIDE, inside
 
 MAX_DEPTH = 6
-# _rl_board: a dataset's index; _temporary: a Spark/Hadoop job's uncommitted output (moved into place at its commit)
+# _rl_board: a dataset's index; _temporary: a Spark/Hadoop job's uncommitted output (moved into place at its
+# commit)
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "_rl_board", "_temporary"})
 ROLLOUT, METRICS, SKIPPED = "rollout", "metrics", "skipped"
 ROLLOUT_SUFFIXES = frozenset({".jsonl", ".ndjson", ".parquet"})
@@ -118,7 +119,8 @@ class Catalogue:
             return str(path)
 
     def rollout_signature(self) -> str:
-        """Changes when any rollout run gains, loses or changes a file (sizes and newest mtimes; no reading)."""
+        """Changes when any rollout run gains, loses or changes a file (sizes and newest mtimes; no
+        reading)."""
         parts = [(f.relative, f.files, f.bytes, f.modified) for f in self.rollout_folders()]
         return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
 
@@ -173,7 +175,8 @@ def catalogue(
     allowed: list[Path] | None = None,
     metric_kinds: Sequence[MetricClaims] = (),
 ) -> Catalogue:
-    """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field maps.
+    """Classify everything under ``root`` (a folder, or one file); ``fields`` adds to rl-board.toml field
+    maps.
 
     With ``allowed`` (a server's served roots), a file linked from outside them is named as such and never
     opened, so not even its keys or columns are shown. ``metric_kinds`` (the metrics layer's registry, see
@@ -238,7 +241,8 @@ def catalogue(
 
 
 def _may_be_rollout(path: Path) -> bool:
-    """A file inside a metric run claimed whole is looked at only if it may be rollouts (a tracker's table)."""
+    """A file inside a metric run claimed whole is looked at only if it may be rollouts (a tracker's
+    table)."""
     suffix = path.suffix.lower()
     return suffix in sniff.JSON_LINES_SUFFIXES or sniff.is_whole_file(path)
 
@@ -315,7 +319,8 @@ class _FolderOptions:
     never outside ``allowed`` (the served roots; None: anywhere), and the caller's metric kinds."""
 
     def __init__(self, folder: Path, allowed: list[Path] | None, kinds: Sequence[MetricClaims] = ()) -> None:
-        self.folder, self.allowed, self.kinds, self.found = folder, allowed, kinds, {}
+        self.folder, self.allowed, self.kinds = folder, allowed, kinds
+        self.found: dict[str, dict[str, Any]] = {}
 
     def __call__(self, fmt: str) -> dict:
         if fmt not in self.found:
@@ -386,7 +391,8 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _sniffed(path: Path, fmap: FieldMap) -> tuple[str, str, str]:
-    """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field map."""
+    """(role, format, reason) of a JSON-lines or Parquet file, remembered by path, size, mtime and field
+    map."""
     if path.suffix.lower() == tracker_tables.SUFFIX:  # its answer also depends on the tables beside it
         try:
             beside = str(path.parent.stat().st_mtime_ns)
@@ -404,7 +410,8 @@ Answer = TypeVar("Answer")
 
 def remembered(path: Path, how: str, classify: Callable[[], Answer], unreadable: Answer) -> Answer:
     """``classify()``'s answer for a file, remembered by path, size, mtime and ``how`` it was classified
-    (a metric kind's look inside a file, a JSON-lines sniff); ``unreadable`` when the file cannot be stat-ed."""
+    (a metric kind's look inside a file, a JSON-lines sniff); ``unreadable`` when the file cannot be
+    stat-ed."""
     return _remembered(path, how, classify, unreadable)
 
 

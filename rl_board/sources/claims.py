@@ -39,7 +39,9 @@ class Found:
 class MetricClaims(Protocol):
     """The recognising half of a metric kind (``rl_board.metrics.kind.MetricKind``)."""
 
-    name: str
+    @property
+    def name(self) -> str:  # read-only: a kind's name is a class variable
+        ...
 
     def claim_folder(
         self, folder: Path, dirs: list[str], files: list[str], allowed: list[Path] | None = None

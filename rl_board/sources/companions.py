@@ -34,7 +34,8 @@ _LEADING_ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.)*)"')  # Episode
 
 
 def options_for(folder: Path, fmt: str, allowed: list[Path] | None) -> dict[str, Any]:
-    """The options of the files of format ``fmt`` in ``folder``, looking only inside ``allowed`` (if given)."""
+    """The options of the files of format ``fmt`` in ``folder``, looking only inside ``allowed`` (if
+    given)."""
     if fmt == "prime-rl":
         return _prime_options(folder, allowed)
     if fmt != "trl":
@@ -48,7 +49,8 @@ def options_for(folder: Path, fmt: str, allowed: list[Path] | None) -> dict[str,
 
 
 def newest_trainer_state(base: Path, allowed: list[Path] | None) -> Path | None:
-    """``checkpoint-N/trainer_state.json`` of the highest N under ``base``, when it lies inside ``allowed``."""
+    """``checkpoint-N/trainer_state.json`` of the highest N under ``base``, when it lies inside
+    ``allowed``."""
     if allowed is not None and not inside(base, allowed):
         return None
     found: list[tuple[int, Path]] = []

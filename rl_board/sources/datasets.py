@@ -48,7 +48,8 @@ class Located:
 
 
 def locate(location: str | Path) -> Located | None:
-    """The dataset at ``location`` if it is an rl-board Parquet dataset that can be read in place, else None."""
+    """The dataset at ``location`` if it is an rl-board Parquet dataset that can be read in place, else
+    None."""
     listed = listed_files(location)
     if listed is None:
         return None

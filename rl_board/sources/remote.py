@@ -159,10 +159,10 @@ def mirror(
 ) -> MirrorResult:
     """Bring the local mirror of ``url`` (a prefix or one object) up to date; see the module docstring.
 
-    ``whole=False`` (a served root, listed for its runs): a rollout log over ``Sizes.remote_head_bytes`` gets only its
-    first complete lines, enough to classify it, and a rollout log already copied is left as it is; opening
-    its run completes it (``RolloutStore.open``). Metric logs and event files are brought up to date at
-    every look (new bytes only), since nothing else would refresh them.
+    ``whole=False`` (a served root, listed for its runs): a rollout log over ``Sizes.remote_head_bytes`` gets
+    only its first complete lines, enough to classify it, and a rollout log already copied is left as it is;
+    opening its run completes it (``RolloutStore.open``). Metric logs and event files are brought up to date
+    at every look (new bytes only), since nothing else would refresh them.
     """
     protocol, _ = split(url)
     fs, path = _filesystem(url, protocol)
@@ -305,7 +305,7 @@ def _sync_one(
         old = state.get(target.name)
         here = target.stat().st_size if target.is_file() else -1
         have = old.get("have", old.get("size")) if old else -1  # bytes of the object the copy holds
-        same = bool(old) and old.get("version") == version and old.get("size") == size
+        same = bool(old and old.get("version") == version and old.get("size") == size)
         if same and here == have and (here == size or not whole):
             result.unchanged_files += 1
             return
@@ -345,7 +345,8 @@ def _role(path: Path) -> str:
 
 
 def _rollout_log(path: Path) -> bool:
-    """A copy whose run completes it when opened (``RolloutStore.open``), so a served root's look may leave it.
+    """A copy whose run completes it when opened (``RolloutStore.open``), so a served root's look may leave
+    it.
 
     Anything else (a metrics log, an event file) has no such moment: the Metrics page reads the copy as it
     is, so every look must bring it up to date.

@@ -10,6 +10,7 @@ over the files.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import stat
 from pathlib import Path
@@ -57,9 +58,9 @@ def _settings_mtime(path: str) -> int:
 @functools.lru_cache(maxsize=256)
 def _from_toml(path: str, mtime_ns: int) -> FieldMap:
     """``[fields]`` of one settings file; a file that does not parse maps nothing (health reports it)."""
-    try:
-        import tomllib  # Python 3.11+; older Pythons simply have no field maps from files
-    except ImportError:
+    try:  # by name: mypy checks for Python 3.10, which has no tomllib
+        tomllib = importlib.import_module("tomllib")
+    except ImportError:  # tomllib is 3.11+: older Pythons simply have no field maps from files
         return {}
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))

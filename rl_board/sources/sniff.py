@@ -188,14 +188,18 @@ def _logged_again(path: Path, document: object) -> str:
     if isinstance(columns, list) and tracker_tables.is_wide([str(c) for c in columns]):
         newest = max(others, key=lambda m: int(m["step"]))
         if newest.group(0) != path.name:
-            return f"an earlier state of the cumulative table {mine['key']}: {newest.group(0)} holds all its rows"
+            return (
+                f"an earlier state of the cumulative table {mine['key']}: "
+                f"{newest.group(0)} holds all its rows"
+            )
         return ""
     first = min((m for m in others if m["sha"] == mine["sha"]), key=lambda m: int(m["step"]))
     return f"the same table as {first.group(0)} (logged again)" if first.group(0) != path.name else ""
 
 
 def _head(path: Path) -> bytes:
-    """The first 64 KB, or more when the first line is longer (up to 16 MB: ROLL writes a file as one line)."""
+    """The first 64 KB, or more when the first line is longer (up to 16 MB: ROLL writes a file as one
+    line)."""
     with path.open("rb") as handle:
         sizes = config.sizes()
         head = handle.read(sizes.sniff_bytes)

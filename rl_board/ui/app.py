@@ -1,8 +1,11 @@
-"""Entry point: page config, the sidebar, and the router (which only declares pages).
+"""Entry point: page config, the sidebar, and the router (which only lists pages).
 
-Adding a page is a file in ``views/`` and one line in ``PAGES`` (key, file,
-title, icon). Page files live in ``views/``, never ``pages/`` (Streamlit's
-legacy multipage mode would take over).
+Each page declares its menu title, icon and URL parameters in its own file
+(``PAGE = PageSpec(...)`` in ``views/<name>.py``); the router reads those
+declarations (``state.SPECS``) in the order of ``views.PAGES``. Adding a page
+is a file in ``views/`` and its name on one line of ``PAGES``
+(``views/__init__.py``). A page opens at ``/<name>``. Page files live in
+``views/``, never ``pages/`` (Streamlit's legacy multipage mode would take over).
 """
 
 from __future__ import annotations
@@ -15,28 +18,14 @@ from rl_board.ui import state
 from rl_board.ui.boundary import boundary
 from rl_board.ui.components import sidebar
 
-# (key, file, menu title, icon); the first is the default page. One line per page.
-PAGES = (
-    ("overview", "views/overview.py", "Overview", ":material/show_chart:"),
-    ("steps", "views/steps.py", "Step browser", ":material/table_rows:"),
-    ("sample", "views/sample.py", "Sample", ":material/article:"),
-    ("groups", "views/groups.py", "Groups", ":material/workspaces:"),
-    ("prompts", "views/prompts.py", "Prompts", ":material/history:"),
-    ("matchup", "views/matchup.py", "Same prompts", ":material/compare_arrows:"),
-    ("tools", "views/tools.py", "Tools", ":material/build:"),
-    ("patterns", "views/patterns.py", "Patterns", ":material/pattern:"),
-    ("metrics", "views/metrics.py", "Metrics", ":material/monitoring:"),
-    ("health", "views/health.py", "Health", ":material/health_and_safety:"),
-    ("query", "views/query.py", "SQL", ":material/database:"),
-)
-PAGE_FILES = {key: file for key, file, _, _ in PAGES}
+PAGE_FILES = {name: f"views/{name}.py" for name in state.SPECS}  # page name -> its file (relative to app.py)
 
 
 def pages() -> list[st.Page]:
-    """Every page of the app, in menu order."""
+    """Every page of the app, in menu order; the first opens by default."""
     return [
-        st.Page(file, title=title, icon=icon, default=k == 0)
-        for k, (_, file, title, icon) in enumerate(PAGES)
+        st.Page(PAGE_FILES[name], title=spec.title, icon=spec.icon, default=k == 0)
+        for k, (name, spec) in enumerate(state.SPECS.items())
     ]
 
 
@@ -52,9 +41,9 @@ def show_notices() -> None:
 def configure_logging() -> None:
     """rl-board's log lines (loads, bugs) go to the server's stderr, once per process."""
     logger = logging.getLogger("rl_board")
-    if not any(getattr(h, "rl_board", False) for h in logger.handlers):
+    if not any(h.get_name() == "rl_board" for h in logger.handlers):
         handler = logging.StreamHandler()
-        handler.rl_board = True
+        handler.set_name("rl_board")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)

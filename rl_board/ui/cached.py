@@ -34,15 +34,15 @@ def cache_dir() -> str:
 
 
 class StoreRegistry:
-    """Open stores by (run path, cache dir); least recently used are dropped beyond a limit."""
+    """Open stores by (run path, cache dir, field map); least recently used are dropped beyond a limit."""
 
     def __init__(self, limit: int = MAX_OPEN_RUNS) -> None:
         self.limit = limit
-        self._stores: OrderedDict[tuple[str, str], RolloutStore] = OrderedDict()
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._stores: OrderedDict[tuple[str, str, str], RolloutStore] = OrderedDict()
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def _lock(self, key: tuple[str, str]) -> threading.Lock:
+    def _lock(self, key: tuple[str, str, str]) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
@@ -125,7 +125,8 @@ def runs_under(root: str, cache_root: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
 def rollout_files_signature(root: str, cache_root: str) -> str:
-    """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken every 5 s)."""
+    """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken
+    every 5 s)."""
     return api.catalogue(
         Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots)
     ).rollout_signature()
@@ -175,7 +176,8 @@ def length_distribution(run_path: str, signature: str, _store: RolloutStore) -> 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward = solved)."""
+    """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward =
+    solved)."""
     return _store.group_stats()
 
 
@@ -202,7 +204,8 @@ def step_frame(
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def trajectory_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step of an agent run: turns and tool calls per trajectory, tool error rate, finish-reason shares."""
+    """Per step of an agent run: turns and tool calls per trajectory, tool error rate, finish-reason
+    shares."""
     return _store.trajectory_summary()
 
 
@@ -239,7 +242,7 @@ def signals_by_step(run_path: str, signature: str, _store: RolloutStore) -> pd.D
     return _store.signals_by_step()
 
 
-# -- labels: cached on the labels file's version of the run, so a click reads the file once -------------------
+# -- labels: cached on the labels file's version of the run, so a click reads the file once ------------------
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -13,6 +13,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -62,11 +63,11 @@ def scale_for(values: Sequence[float], metric: str) -> Scale:
     return Scale(lo, hi, diverging(metric))
 
 
-def _fmt(value: object) -> str:
+def _fmt(value: Any) -> str:  # anything float() takes as a number, the rest as text
     if value is None:
         return "n/a"
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError):
         return str(value)
     return "n/a" if not math.isfinite(number) else f"{number:.4g}"
@@ -98,7 +99,7 @@ def chips_html(
     if scale is None:
         scale = scale_for([r.get(metric) for r in rows if r.get("token") not in hide], metric)
     skipped = [r.get("loss_mask") == 0.0 for r in rows] if untrained is None else list(untrained)
-    spans = []
+    spans: list[str] = []
     for position, row, untrained_token in zip(tokens.index, rows, skipped, strict=True):
         token = "" if row.get("token") is None else str(row["token"])
         if token in hide:
@@ -107,14 +108,14 @@ def chips_html(
             break
         value = row.get(metric)
         color = scale.color(float(value) if value is not None else math.nan)
-        untrained = bool(untrained_token)  # shown, but the loss does not count it
+        not_trained = bool(untrained_token)  # shown, but the loss does not count it
         title = html.escape(
-            _title(position, token, row, metrics) + ("  (not trained on)" if untrained else ""), quote=True
+            _title(position, token, row, metrics) + ("  (not trained on)" if not_trained else ""), quote=True
         )
         text = html.escape(token_label(token), quote=True)
-        style = _UNTRAINED_STYLE if untrained else ""
+        style = _UNTRAINED_STYLE if not_trained else ""
         spans.append(
-            f'<span class="rlb-chip{" rlb-untrained" if untrained else ""}" title="{title}" '
+            f'<span class="rlb-chip{" rlb-untrained" if not_trained else ""}" title="{title}" '
             f'style="background:{color};{_CHIP_STYLE}{style}">{text}</span>'
         )
     body = "".join(spans) or '<span style="opacity:0.7">(no tokens to show)</span>'
@@ -155,8 +156,9 @@ def turn_chips_html(
     groups: Sequence[tuple[str, pd.DataFrame, Sequence[bool]]],
     scale: Scale,
 ) -> str:
-    """Chips split at turn boundaries: each group (its label, its tokens, which of them the loss skips) under a
-    header line, all coloured on one ``scale``. Labels are model-free text (roles, numbers) and are escaped too."""
+    """Chips split at turn boundaries: each group (its label, its tokens, which of them the loss skips) under
+    a header line, all coloured on one ``scale``. Labels are model-free text (roles, numbers) and are escaped
+    too."""
     blocks = []
     for label, part, untrained in groups:
         head = html.escape(label, quote=True)

@@ -38,3 +38,18 @@ class Context:
     run_path: Path | None = None
     store: RolloutStore | None = None
     runs: pd.DataFrame | None = None  # RolloutStore.list_runs of the root (for the start page)
+
+    @property
+    def logs_root(self) -> Path:
+        """``root`` on a page that found one (``current_run``, ``logs_root_context``); a loud error on any
+        other."""
+        if self.root is None:
+            raise RuntimeError("no logs root is chosen: a page is drawn only once one was found")
+        return self.root
+
+    @property
+    def run_store(self) -> RolloutStore:
+        """``store`` on a page ``current_run`` let through (a run is chosen); a loud error on any other."""
+        if self.store is None:
+            raise RuntimeError("no run is chosen: a run's page is drawn only once current_run() found one")
+        return self.store

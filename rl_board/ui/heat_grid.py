@@ -99,8 +99,8 @@ def wrapped_grid_html(
     untrained: np.ndarray | None = None,
     width: int = WIDTH,
 ) -> str:
-    """``metric`` of every token, ``width`` tokens a row, like text; with ``groups`` (label, first row, end row
-    of ``tokens``) each turn starts a new row, labelled, and the tokens the loss skips are faded.
+    """``metric`` of every token, ``width`` tokens a row, like text; with ``groups`` (label, first row, end
+    row of ``tokens``) each turn starts a new row, labelled, and the tokens the loss skips are faded.
 
     A row is one element painted with a hard-stop gradient, a band of colour per token (runs of one
     colour merged): an 8k-token answer is 81 elements, not 8,000 cells, which a new tab lays out in a
@@ -144,7 +144,8 @@ def _faded(colour: str) -> str:
 def _band_row(
     colours: list[str], width: int, positions: np.ndarray, first: int, last: int, metric: str, label: str
 ) -> str:
-    """One row of tokens as a gradient with a hard stop per change of colour (the rest of a short row empty)."""
+    """One row of tokens as a gradient with a hard stop per change of colour (the rest of a short row
+    empty)."""
     stops: list[str] = []
     k = 0
     for colour, run in groupby(colours):
@@ -198,4 +199,7 @@ def metric_rows_html(
         + ("; a line where a turn starts, faded: not trained" if groups else "")
         + "; hover a cell for its position and value)"
     )
-    return f'{_style(colours)}<div class="rlb-heat">{_title(title)}{_grid(cells, max(len(tokens), 1), 22, "9em")}</div>'
+    return (
+        f'{_style(colours)}<div class="rlb-heat">{_title(title)}'
+        f"{_grid(cells, max(len(tokens), 1), 22, '9em')}</div>"
+    )

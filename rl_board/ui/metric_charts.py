@@ -165,7 +165,8 @@ def scalar_figure(
 
 
 def aliases(runs: list[str]) -> dict[str, str]:
-    """Short legend names: the end of each run's path, as long as they stay distinct (full names in hovers)."""
+    """Short legend names: the end of each run's path, as long as they stay distinct (full names in
+    hovers)."""
     short = {run: run.rsplit("/", 1)[-1] for run in runs}
     if len(set(short.values())) < len(runs):
         short = {run: run for run in runs}
@@ -176,7 +177,8 @@ def aliases(runs: list[str]) -> dict[str, str]:
 
 
 def _constant_axis(fig: go.Figure, values: list[np.ndarray]) -> None:
-    """A series that never changes (a constant learning rate) is drawn at its value, not at 0 of a −1…1 axis."""
+    """A series that never changes (a constant learning rate) is drawn at its value, not at 0 of a −1…1
+    axis."""
     finite = np.concatenate(values) if values else np.array([])
     if not len(finite) or finite.max() - finite.min() > 1e-12 * max(1.0, abs(float(finite.max()))):
         return
@@ -262,7 +264,8 @@ def histogram_figure(records: pd.DataFrame, *, tag: str, run: str = "", bins: in
             colorscale="Viridis",
             customdata=z,
             colorbar={"title": "share"},
-            hovertemplate="step %{y}<br>value ≈ %{x:.4g}<br>share %{z:.2%} (count %{customdata:.4g})<extra></extra>",
+            hovertemplate="step %{y}<br>value ≈ %{x:.4g}<br>share %{z:.2%} (count "
+            "%{customdata:.4g})<extra></extra>",
         )
     )
     title = f"{_esc(tag)} (histogram over steps)" + (f" · {_esc(run)}" if run else "")

@@ -6,6 +6,12 @@ switches (widgets are dropped when their page is not shown). It is read from
 the URL once, at the first run of a session (a copied link restores the view
 in a new tab), and written back to ``st.query_params`` on every run.
 
+The URL parameters are ``COMMON`` (those several pages read: run, step,
+sample...) and each page's own, declared in its file (``PAGE = PageSpec(...)``
+in ``views/<name>.py``, read from the file's text: the pages import this
+module, so it cannot import them). ``SPECS`` holds every page's declaration,
+``PARAMS`` their union; a name two declarations give differently is refused.
+
 Every parameter has a readable name (``table_page``, ``prompt_status``,
 ``kl_estimator``...). Links written before the renames used short names
 (``tpage``, ``pst``...): those are read as aliases (``Param.old``), so an old
@@ -19,15 +25,18 @@ messages (``notices``), never exceptions.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from rl_board.formats import fields as F
 from rl_board.ui.text import escape_markdown
+from rl_board.ui.views import PAGES
 from rl_board.where import Where
 
 if TYPE_CHECKING:
@@ -55,57 +64,71 @@ class Param:
     choices: tuple[str, ...] = ()
 
 
-PARAMS = (
+@dataclass(frozen=True)
+class PageSpec:
+    """What a page file declares as ``PAGE = PageSpec(...)``: its menu title and icon, and the URL parameters
+    only it reads. Written with literals only: it is read from the file's text, without running the page."""
+
+    title: str
+    icon: str
+    params: tuple[Param, ...] = ()
+
+
+# The parameters several pages read (the sidebar's run, field map and KL estimator; the step and sample many
+# pages open); every other parameter is declared by the one page that reads it, in its own file.
+COMMON = (
     Param("run", "str"),
     Param("step", "int"),
     Param("sample", "int"),
-    Param("sort", "str", "sample"),
-    Param("descending", "bool", False, ("desc",)),
-    Param("search", "str", "", ("q",)),
-    Param("regex", "bool", False),
-    Param("match_case", "bool", False, ("case",)),
-    Param("all_steps", "bool", False, ("all",)),
-    Param("reward", "range"),
-    Param("kl", "range"),
-    Param("length", "range", old=("len",)),
-    Param("table_page", "int", 1, ("tpage",)),
-    Param("token_metric", "str", "kl", ("metric",)),
-    Param("compare", "list", ()),
     Param("fields", "str", ""),
-    Param("filter_column", "str", "", ("xcol",)),
-    Param("filter_range", "range", old=("xr",)),
-    Param("threshold", "float", old=("thr",)),
-    Param("zero_variance", "bool", False, ("flat",)),
-    Param("group", "str", old=("grp",)),
-    Param("prompt_id", "str", old=("pid",)),
-    Param("prompt_status", "str", "all", ("pst",)),
-    Param("versus", "str", old=("vs",)),
-    Param("step_a", "str", old=("sa",)),
-    Param("step_b", "str", old=("sb",)),
-    Param("matchup_row", "int", old=("mrow",)),
-    Param("token_page", "int", 1, ("tokpage",)),
-    Param("metric_runs", "list", (), ("mruns",)),
-    Param("metric_filter", "str", "", ("mq",)),
-    Param("smoothing", "float", 0.6, ("msm",)),
-    Param("x_axis", "str", "step", ("mx",)),
-    Param("one_copy", "bool", True, ("mone",)),
     Param("kl_estimator", "str", F.DEFAULT_KL_ESTIMATOR, choices=tuple(e.name for e in F.KL_ESTIMATORS)),
-    Param("sql", "str", "SELECT * FROM samples ORDER BY step, sample LIMIT 100"),
-    # trajectories: the step browser's filters, the sample's focused turn, the Tools page's tool
-    Param("turns", "range"),
-    Param("tool_calls", "range"),
-    Param("tools", "str", ""),
-    Param("tool_errors", "bool", False),
-    Param("finish_reason", "list", ()),
-    Param("turn", "int"),
-    Param("tool", "str"),
-    # failure patterns and labels: the step browser's filters, the Patterns page's family
-    Param("repetition", "range"),
-    Param("scripts", "str", ""),
-    Param("template", "int"),
-    Param("tag", "str", ""),
-    Param("family", "int"),
 )
+VIEWS = Path(__file__).resolve().parent / "views"
+_DECLARABLE: dict[str, Callable[..., Any]] = {"PageSpec": PageSpec, "Param": Param}
+
+
+def _literal(node: ast.expr) -> Any:
+    """A declaration's value: literals, tuples and lists (as tuples), PageSpec(...) and Param(...) of them."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _DECLARABLE or any(k.arg is None for k in node.keywords):
+            raise ValueError(f"a call of {ast.unparse(func)} (only PageSpec and Param)")
+        args = [_literal(a) for a in node.args]
+        return _DECLARABLE[name](*args, **{str(k.arg): _literal(k.value) for k in node.keywords})
+    if isinstance(node, ast.Tuple | ast.List):
+        return tuple(_literal(e) for e in node.elts)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(f"{ast.unparse(node)!r} is not a literal") from None
+
+
+def declared(path: Path) -> PageSpec:
+    """The ``PAGE = PageSpec(...)`` a page file declares, read from its text: the page itself is not run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PAGE"]:
+            try:
+                spec = _literal(node.value)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{path.name}: PAGE must be PageSpec(...) of literals: {exc}") from None
+            if isinstance(spec, PageSpec):
+                return spec
+    raise ValueError(f"{path.name} declares no PAGE = PageSpec(...)")
+
+
+def _union(*groups: tuple[Param, ...]) -> tuple[Param, ...]:
+    """The parameters of every group once each; a name declared twice must be declared the same."""
+    out: dict[str, Param] = {}
+    for param in (p for group in groups for p in group):
+        if out.setdefault(param.name, param) != param:
+            raise ValueError(f"URL parameter {param.name!r} is declared twice, differently")
+    return tuple(out.values())
+
+
+SPECS = {name: declared(VIEWS / f"{name}.py") for name in PAGES}  # a page's name -> its declaration
+PARAMS = _union(COMMON, *(spec.params for spec in SPECS.values()))  # every URL parameter of the app
 TRAJECTORY_RANGES = ("turns", "tool_calls")  # range filters shown for multi-turn runs only
 _BY_NAME = {p.name: p for p in PARAMS}
 RENAMED = {old: p.name for p in PARAMS for old in p.old}  # a short name of an older link -> today's name
@@ -191,7 +214,7 @@ def _parse_range(name: str, raw: str) -> tuple[float | None, float | None]:
     lo_text, sep, hi_text = raw.partition(":")
     if not sep:
         raise ValueError(f"`{name}` must look like low:high (either side may be empty)")
-    bounds = []
+    bounds: list[float | None] = []
     for text in (lo_text, hi_text):
         if not text.strip():
             bounds.append(None)
@@ -284,7 +307,8 @@ def write_url() -> None:
 
 
 def show(where: Where) -> None:
-    """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are cleared."""
+    """Make the view state look where ``where`` says (a finding's link, a deep link); other filters are
+    cleared."""
     put_many(
         run=where.run,
         step=where.step,

@@ -165,14 +165,14 @@ def turn_wrapped_figure(
             ),
         ]
     )
-    firsts = {}
+    firsts: dict[str, tuple[int, int]] = {}
     for r, (label, s, _) in enumerate(layout):
         firsts.setdefault(label, (r, s))
     ticks = sorted(firsts.values())
     fig.update_layout(
         title={
-            "text": f"{html.escape(F.label(metric, F.TOKEN), quote=False)} of all {len(tokens)} tokens, one turn "
-            f"per block of rows ({width} per row); grey: not trained (masked)"
+            "text": f"{html.escape(F.label(metric, F.TOKEN), quote=False)} of all {len(tokens)} tokens, "
+            f"one turn per block of rows ({width} per row); grey: not trained (masked)"
         },
         height=min(max(240, 120 + 18 * rows), 1600),
         margin={"l": 10, "r": 10, "t": 50, "b": 30},

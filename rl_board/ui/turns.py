@@ -11,7 +11,7 @@ cuts the tokens into turns: each run of trained or untrained tokens is one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ class Segment:
         return who + ("" if self.trained is not False else " · not trained")
 
 
-def is_trajectory(messages: list[dict[str, Any]] | None) -> bool:
+def is_trajectory(messages: list[dict[str, Any]] | None) -> TypeGuard[list[dict[str, Any]]]:
     """Whether a sample's messages are more than a prompt and one answer: a tool call or result, several
     answers, reasoning kept apart, or turns with token spans. A single-turn sample keeps today's view."""
     if not messages:
@@ -131,7 +131,8 @@ def segment_of(positions: np.ndarray, parts: list[Segment]) -> np.ndarray:
 
 
 def turn_kl(tokens: pd.DataFrame, parts: list[Segment], column: str) -> dict[int, float]:
-    """Mean ``column`` (a token KL) over each turn's tokens, for turns the loss counts; {} when none has one."""
+    """Mean ``column`` (a token KL) over each turn's tokens, for turns the loss counts; {} when none has
+    one."""
     if column not in tokens.columns:
         return {}
     positions, values = tokens.index.to_numpy(), tokens[column].to_numpy(dtype=np.float64)
@@ -162,7 +163,8 @@ def next_after(turns: list[int], current: int | None) -> int | None:
 
 
 def answered_by(messages: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
-    """Tool message index -> (assistant turn, call index) of the call it answers (the data layer's matching)."""
+    """Tool message index -> (assistant turn, call index) of the call it answers (the data layer's
+    matching)."""
     where = {id(m): k for k, m in enumerate(messages)}
     out: dict[int, tuple[int, int]] = {}
     for turn in call_turns(messages):

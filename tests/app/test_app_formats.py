@@ -65,7 +65,8 @@ def test_rollouts_left_out_of_training_are_shown_with_their_reason(tmp_path: Pat
 
 
 def test_fields_panel_says_how_turns_were_split(tmp_path: Path, serve) -> None:
-    """verl's agent-loop dump decodes without chat markers: the Fields panel says the turns came from role lines."""
+    """verl's agent-loop dump decodes without chat markers: the Fields panel says the turns came from role
+    lines."""
     agentic_text_dumps.write_verl_agent_loop(tmp_path / "served" / "verl")
     serve(tmp_path / "served")
     at = open_page("steps", run="verl")
@@ -138,7 +139,8 @@ def test_sample_view_shows_the_reward_components(dumps_root: Path) -> None:
 
 
 def test_reward_weights_are_set_in_the_fields_panel(dumps_root: Path) -> None:
-    """TRL's reward functions are the reward's parts; a weight typed in the Fields panel remakes the reward."""
+    """TRL's reward functions are the reward's parts; a weight typed in the Fields panel remakes the
+    reward."""
     at = open_page("steps", run="trl/completions", step="20")
     assert_clean(at)
     box = at.sidebar.text_input(key="fieldmap.reward_sum")
@@ -162,7 +164,8 @@ def test_a_conversational_trl_sample_shows_its_conversation(tmp_path: Path, serv
     at = open_page("sample", run="chat/completions", step="20", sample="0")
     assert_clean(at)
     assert any(t.startswith("**Conversation**") for t in texts(at.markdown))
-    # the answer thinks first: its reasoning is kept apart, so the sample is shown turn by turn, reasoning folded
+    # the answer thinks first: its reasoning is kept apart, so the sample is shown turn by turn, reasoning
+    # folded
     roles = [m.split("**")[1] for m in texts(at.markdown) if " · turn " in m]
     assert roles[:2] == ["user", "assistant"] or roles[:3] == ["system", "user", "assistant"], roles
     folded = [e for e in at.expander if str(e.label).startswith("Reasoning · ")]

@@ -1,4 +1,5 @@
-"""Every page on a run that is a Parquet dataset read in place (rl-board export's layout), as on the original."""
+"""Every page on a run that is a Parquet dataset read in place (rl-board export's layout), as on the
+original."""
 
 from __future__ import annotations
 

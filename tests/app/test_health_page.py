@@ -1,4 +1,5 @@
-"""AppTest of the Health page: findings from metric and rollout runs, grouped by severity, with working links."""
+"""AppTest of the Health page: findings from metric and rollout runs, grouped by severity, with working
+links."""
 
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def hostile_root(tmp_path_factory) -> Path:
 
 
 def _write_agent_run(run: Path) -> None:
-    """Trajectories whose tool name, arguments and results are attacks (the Tools page names tools in labels)."""
+    """Trajectories whose tool name, arguments and results are attacks (the Tools page names tools in
+    labels)."""
     run.mkdir(parents=True)
     lines = []
     for step in (1, 2):
@@ -274,7 +275,8 @@ def test_groups_prompts_and_same_prompts(visit, run):
 
 
 def test_agent_run_pages_with_a_hostile_tool(visit):
-    """The tool's name is a label, an option and a chart's text on the Tools page, and a card on the Sample page."""
+    """The tool's name is a label, an option and a chart's text on the Tools page, and a card on the Sample
+    page."""
     page = check(visit("tools", AGENT_RUN))
     assert any("evil.example/tool.png" in text for _, text in page.markdown + page.plain)
     check(visit("sample", AGENT_RUN))

@@ -1,6 +1,7 @@
-"""Labels from the pages: a tag and a note put on a sample from the Sample page, several rows tagged at once from
-the step browser, the step browser filtered by tag and by the failure signals. Labels land in the labels file of
-the configuration (never beside the logs); tag and note text is shown as text; a refused tag is a message."""
+"""Labels from the pages: a tag and a note put on a sample from the Sample page, several rows tagged at once
+from the step browser, the step browser filtered by tag and by the failure signals. Labels land in the labels
+file of the configuration (never beside the logs); tag and note text is shown as text; a refused tag is a
+message."""
 
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def group_labels(at: AppTest) -> list[str]:
 
 
 def choose(at: AppTest, **values: object) -> AppTest:
-    """Set bound widgets (runs, q, smooth, x: the view fields metric_runs, metric_filter, smoothing, x_axis) and rerun."""
+    """Set bound widgets (runs, q, smooth, x: the view fields metric_runs, metric_filter, smoothing, x_axis)
+    and rerun."""
     fields = {"runs": "metric_runs", "q": "metric_filter", "smooth": "smoothing", "x": "x_axis"}
     for name, value in values.items():
         key = f"w.{fields[name]}"

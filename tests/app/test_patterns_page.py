@@ -1,6 +1,6 @@
-"""The Patterns page: template families, loops and mixed-script answers of a run with failures planted on purpose,
-each opening its samples in the step browser. Expected numbers come from what the planted generator says it
-wrote (``Planted``) and from the lines written, never from rl-board's own answer."""
+"""The Patterns page: template families, loops and mixed-script answers of a run with failures planted on
+purpose, each opening its samples in the step browser. Expected numbers come from what the planted generator
+says it wrote (``Planted``) and from the lines written, never from rl-board's own answer."""
 
 from __future__ import annotations
 
@@ -172,7 +172,8 @@ def test_a_clean_run_has_no_family_no_loop_no_mix(planted_root):
 
 
 def test_the_health_finding_on_mixed_scripts_opens_just_those_answers(planted_root):
-    """The Health link filters the step browser to the mixed answers of its step, not only sorts by scripts."""
+    """The Health link filters the step browser to the mixed answers of its step, not only sorts by
+    scripts."""
     _, truth = planted_root
     at = open_page("health")
     assert_clean(at)

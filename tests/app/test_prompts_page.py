@@ -1,4 +1,5 @@
-"""The Prompts page on the bundled-style GRPO demo: run-wide lists, one prompt's history, the link from a sample."""
+"""The Prompts page on the bundled-style GRPO demo: run-wide lists, one prompt's history, the link from a
+sample."""
 
 from __future__ import annotations
 

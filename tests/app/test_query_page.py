@@ -1,4 +1,5 @@
-"""The SQL page in AppTest: a query shows its table, errors are messages, examples run, rows can open samples."""
+"""The SQL page in AppTest: a query shows its table, errors are messages, examples run, rows can open
+samples."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Agent runs on every page: the sample turn by turn with its tool calls and jumps, the step browser's trajectory
-columns and filters, the Overview's trajectory curves and the Tools page; single-turn runs look as before.
-Expected numbers are worked out here from the lines the demo wrote, never from rl-board's code."""
+"""Agent runs on every page: the sample turn by turn with its tool calls and jumps, the step browser's
+trajectory columns and filters, the Overview's trajectory curves and the Tools page; single-turn runs look as
+before. Expected numbers are worked out here from the lines the demo wrote, never from rl-board's code."""
 
 from __future__ import annotations
 

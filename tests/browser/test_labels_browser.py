@@ -1,7 +1,7 @@
 """Failure patterns and labels in a real browser, on a server started as a user starts it (`rl-board serve
 --labels FILE`): the Patterns page finds the planted template, a sample is tagged from the Sample page (a
-suggestion clicked, a note typed), the step browser finds it by its tag, and rows ticked in the table are tagged
-at once. The labels land in the file named with --labels. Screenshots of each view."""
+suggestion clicked, a note typed), the step browser finds it by its tag, and rows ticked in the table are
+tagged at once. The labels land in the file named with --labels. Screenshots of each view."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def _params(page) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """`rl-board serve ROOT --labels FILE` on a free port; yields (url, root, labels file, what was planted)."""
+    """`rl-board serve ROOT --labels FILE` on a free port; yields (url, root, labels file, what was
+    planted)."""
     root = tmp_path_factory.mktemp("patterns") / "logs"
     truth = planted.write(
         root / "planted", steps=STEPS, samples=SAMPLES, seed=7, template=0.45, loops=0.25, mixed=0.2, cut=0.1

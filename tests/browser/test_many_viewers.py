@@ -67,6 +67,7 @@ def test_five_sessions_share_one_load(chromium_browser, big_server):
     assert int(parses[0]) == big_server.run_bytes
     rss = peak_rss_mb(big_server.pid)
     print(
-        f"\nserver peak RSS with {SESSIONS} sessions on a {big_server.run_bytes / 2**20:.0f} MB run: {rss:.0f} MB"
+        f"\nserver peak RSS with {SESSIONS} sessions on a {big_server.run_bytes / 2**20:.0f} MB run: "
+        f"{rss:.0f} MB"
     )
     assert rss < 1024  # the naive way holds ~1.6x the logs per session

@@ -1,4 +1,5 @@
-"""The SQL page in a real browser: a query from a link, an example click, and a row click that opens the sample."""
+"""The SQL page in a real browser: a query from a link, an example click, and a row click that opens the
+sample."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A TRL tool run in a real browser: a turn's reasoning folded under its answer and opened, and a call the loop
-never ran (max_tool_calling_iterations) marked unanswered, with the trajectory counted as cut by the budget.
-Screenshots of each."""
+"""A TRL tool run in a real browser: a turn's reasoning folded under its answer and opened, and a call the
+loop never ran (max_tool_calling_iterations) marked unanswered, with the trajectory counted as cut by the
+budget. Screenshots of each."""
 
 from __future__ import annotations
 

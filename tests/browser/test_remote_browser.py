@@ -30,7 +30,8 @@ URL = "s3://team-logs/experiments"
 @pytest.fixture(scope="module")
 def bucket_server(tmp_path_factory):
     local = tmp_path_factory.mktemp("bucket") / "experiments"
-    # one 12,000-token answer per step: a log over config.sizes().remote_head_bytes, so serve first copies only its head
+    # one 12,000-token answer per step: a log over config.sizes().remote_head_bytes, so serve first copies
+    # only its head
     write_grpo_run(
         local / "grpo", GrpoSpec(steps=4, prompts=3, group_size=4, tokens=20, long_tokens=12_000, seed=2)
     )

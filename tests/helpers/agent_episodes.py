@@ -1,7 +1,7 @@
 """Made-up agent episodes (turns, tool calls, results, how they ended) and what a reader must find in them.
 
-An ``Episode`` is trainer-neutral; each writer in ``agentic_dumps`` renders it in one trainer's exact shape and
-records an ``Expected`` for the sample it wrote, worked out from the messages it put on disk (never from
+An ``Episode`` is trainer-neutral; each writer in ``agentic_dumps`` renders it in one trainer's exact shape
+and records an ``Expected`` for the sample it wrote, worked out from the messages it put on disk (never from
 rl-board's code): their roles, the tools called, the failed results, why the trajectory ended (in
 rl-board's vocabulary), per-turn rewards, and whether the trainer kept it for training.
 """
@@ -105,7 +105,8 @@ class Expected:
 
 
 def plain_messages(ep: Episode, *, system: bool = True) -> list[dict]:
-    """The episode as role/content/calls, the calls flat (``{"name", "arguments"}``), results after their turn."""
+    """The episode as role/content/calls, the calls flat (``{"name", "arguments"}``), results after their
+    turn."""
     out: list[dict] = [{"role": "system", "content": SYSTEM}] if system else []
     out.append({"role": "user", "content": ep.task})
     for i, turn in enumerate(ep.turns):

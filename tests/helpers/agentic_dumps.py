@@ -27,7 +27,8 @@ _VOCAB = {"stop": "stop", "length": "length", "max_turns": "turn_limit"}
 
 
 class CallIds:
-    """Deterministic ids for the calls of one conversation (a result carries the id of the call it answers)."""
+    """Deterministic ids for the calls of one conversation (a result carries the id of the call it
+    answers)."""
 
     def __init__(self, prefix: str) -> None:
         self.prefix, self.known = prefix, {}
@@ -126,8 +127,8 @@ def _prime_episode(
 def write_prime_rl(
     out: Path, *, steps: int = 2, groups: int = 4, size: int = 3, seed: int = 0
 ) -> list[Expected]:
-    """``all/`` and ``effective/`` per step. Kept: the episodes of groups whose rewards differ (not failed), but
-    for one group per step dropped as stale; a failed episode per step."""
+    """``all/`` and ``effective/`` per step. Kept: the episodes of groups whose rewards differ (not failed),
+    but for one group per step dropped as stale; a failed episode per step."""
     rng = random.Random(seed)
     expected: list[Expected] = []
     for step in range(1, steps + 1):

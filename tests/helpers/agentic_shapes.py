@@ -2,9 +2,10 @@
 
 Each ``write_<shape>(root)`` writes a few samples exactly as that trainer lays them out and returns the folder
 rl-board is pointed at. The samples are spelled out literally (no random episodes, no shared episode model)
-so that a reader can count their turns, calls, errors and endings by eye; ``tests/unit/test_trajectory_counts.py``
-holds those counts, written by hand from the texts below. Nothing here reuses ``agentic_dumps`` or
-``agentic_text_dumps``: a mistake shared by a writer and a reader would hide itself.
+so that a reader can count their turns, calls, errors and endings by eye;
+``tests/unit/test_trajectory_counts.py`` holds those counts, written by hand from the texts below. Nothing
+here reuses ``agentic_dumps`` or ``agentic_text_dumps``: a mistake shared by a writer and a reader would hide
+itself.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def write_verl(root: Path) -> Path:
-    """``{step}.jsonl`` of verl's agent loop: ``input``/``output`` decoded with ``skip_special_tokens``, so the
-    ChatML markers are gone and each role word stands alone on its line; tool results sit in a ``user`` block.
+    """``{step}.jsonl`` of verl's agent loop: ``input``/``output`` decoded with ``skip_special_tokens``, so
+    the ChatML markers are gone and each role word stands alone on its line; tool results sit in a ``user``
+    block.
 
     Written as the reference's own example is: a newline between ``</tool_call>`` and the ``user`` line.
     """
@@ -155,8 +157,8 @@ def _tool(name: str, content: str) -> dict[str, Any]:
 
 
 def write_trl(root: Path) -> Path:
-    """``completions/completions_00001.parquet`` as TRL 1.16 writes a tool run: message lists as Arrow structs,
-    the think text apart in ``reasoning_content``, one ``arguments`` struct shared by both tools."""
+    """``completions/completions_00001.parquet`` as TRL 1.16 writes a tool run: message lists as Arrow
+    structs, the think text apart in ``reasoning_content``, one ``arguments`` struct shared by both tools."""
     prompts = [
         [
             {"role": "system", "content": "You are a careful solver."},
@@ -275,7 +277,8 @@ def _flat(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def write_prime_rl(root: Path) -> Path:
     """``rollouts/step_1/train/all/traces.jsonl``: message graphs, flat calls, the per-call finish reasons and
-    the trace's ``stop_condition`` (absent on the episode cut by length: verifiers reads it from the last call)."""
+    the trace's ``stop_condition`` (absent on the episode cut by length: verifiers reads it from the last
+    call)."""
     user = {"role": "user", "content": "What is 17*23?"}
     system = {"role": "system", "content": "Solve with tools."}
     episodes = [
@@ -534,8 +537,8 @@ def _rendered_user(text: str) -> str:
 
 
 def write_nemo_train(root: Path) -> Path:
-    """``train_data_step1.jsonl``: ``content: [[str, ...]]`` without roles, the environment's observation after
-    every generation (the last too), the loss mask on the generations."""
+    """``train_data_step1.jsonl``: ``content: [[str, ...]]`` without roles, the environment's observation
+    after every generation (the last too), the loss mask on the generations."""
     samples = [  # (contents, roles as NeMo-RL built the message log)
         (
             [

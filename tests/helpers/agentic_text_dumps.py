@@ -1,7 +1,8 @@
-"""Agent episodes in the dumps that keep turns as text or as role-less strings, each in its trainer's own shape:
+"""Agent episodes in the dumps that keep turns as text or as role-less strings,
+each in its trainer's own shape:
 
-- NeMo-RL ``train_data_step{N}.jsonl``: ``content: [[str, ...]]`` without roles (the prompt's strings, then each
-  generation and the environment's observation after it, the last included), token arrays with
+- NeMo-RL ``train_data_step{N}.jsonl``: ``content: [[str, ...]]`` without roles (the prompt's strings, then
+  each generation and the environment's observation after it, the last included), token arrays with
   ``token_loss_mask`` set on the generations; ``val_data_step{N}.jsonl``: ``content: [[{role, content}]]``.
 - SkyRL eval ``dumped_evals/global_step_{N}_evals/{source}.jsonl``: ``output_response`` with the chat markers
   kept, every turn and observation but the last observation, ``stop_reason`` stop/length.
@@ -199,7 +200,8 @@ def _stripped(text: str) -> str:
 
 
 def _verl_output(messages: list[dict]) -> str:
-    """verl's agent loop: the model's turns and the tool turns it appends right after the model's end token."""
+    """verl's agent loop: the model's turns and the tool turns it appends right after the model's end
+    token."""
     text = ""
     for i, m in enumerate(messages[2:], start=2):
         if m["role"] == "assistant":

@@ -66,8 +66,8 @@ def heat_grid(at: AppTest) -> str:
 
 
 def plain_texts(at: AppTest) -> list[str]:
-    """The model texts a page shows with ``st.text`` (text_block), without the zero-width spaces that keep their
-    edges."""
+    """The model texts a page shows with ``st.text`` (text_block), without the zero-width spaces that keep
+    their edges."""
     return [str(e.value).strip("\u200b") for e in at.text]
 
 
@@ -79,7 +79,8 @@ def assert_clean(at: AppTest) -> None:
 
 
 def open_page(page: str | None = None, **params: str) -> AppTest:
-    """The app opened with these URL parameters, then switched to ``page`` (a key of PAGES or a views/ path)."""
+    """The app opened with these URL parameters, then switched to ``page`` (a key of PAGES or a views/
+    path)."""
     at = AppTest.from_file(str(APP), default_timeout=60)
     for key, value in params.items():
         at.query_params[key] = value

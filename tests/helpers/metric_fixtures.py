@@ -98,7 +98,8 @@ def write_tensorboard_run(
 
 
 def write_many_tags_run(folder: Path, *, groups: int = 30, per_group: int = 10, steps: int = 50) -> Path:
-    """A TensorBoard run with groups x per_group scalar tags (`g07/metric_3`), as ROLL's memory/time families."""
+    """A TensorBoard run with groups x per_group scalar tags (`g07/metric_3`), as ROLL's memory/time
+    families."""
     writer = EventFileWriter(str(folder))
     tags = [f"g{g:02d}/metric_{m}" for g in range(groups) for m in range(per_group)]
     for step in range(steps):
@@ -313,7 +314,8 @@ def _collector_block(i: int) -> str:
 def _evaluator_round(train_iter: int) -> str:
     """Per-episode reward lines, then the round's tables."""
     lines = "".join(
-        f"{_stamp(train_iter % 60)}[interaction_serial_evaluator.py:253][INFO] [EVALUATOR]env {e} finish episode, "
+        f"{_stamp(train_iter % 60)}[interaction_serial_evaluator.py:253][INFO] "
+        f"[EVALUATOR]env {e} finish episode, "
         f"final reward: {100.0 + train_iter + e:.4f}, current episode: {e + 1}\n"
         for e in range(2)
     )
@@ -325,11 +327,17 @@ def _evaluator_round(train_iter: int) -> str:
 
 def _learner_block(iteration: int) -> str:
     """A `Training Iteration N Result` block with two tables."""
-    head = f"{_stamp(iteration % 60)}[base_learner.py:338][INFO] [RANK0]: === Training Iteration {iteration} Result ===\n"
+    head = (
+        f"{_stamp(iteration % 60)}[base_learner.py:338][INFO] [RANK0]: "
+        f"=== Training Iteration {iteration} Result ===\n"
+    )
     hook = f"{_stamp(iteration % 60)}[learner_hook.py:224][INFO] \n"
     first = _table({"cur_lr_avg": "0.000500", "value_loss_avg": f"{1.0 / (iteration + 1):.6f}"})
     second = _table({"entropy_loss_avg": "1.500000", "clipfrac_avg": "0.050000"})
-    save = f"{_stamp(1)}[base_learner.py:338][INFO] [RANK0]: learner save ckpt in ./exp/ckpt/iteration_{iteration}.pth.tar\n"
+    save = (
+        f"{_stamp(1)}[base_learner.py:338][INFO] [RANK0]: "
+        f"learner save ckpt in ./exp/ckpt/iteration_{iteration}.pth.tar\n"
+    )
     return head + hook + first + second + "\n" + save
 
 

@@ -96,7 +96,8 @@ def start_session(scratch: Path) -> Any:
 
 def stop_session(session: Any) -> None:
     """Stop the session and end its JVM. ``SparkSession.stop()`` alone leaves the JVM running (about 400 MB
-    here) until Python exits; the JVM ends when its stdin closes (pyspark starts it so, to die with Python)."""
+    here) until Python exits; the JVM ends when its stdin closes (pyspark starts it so, to die with
+    Python)."""
     from pyspark import SparkContext
 
     session.stop()

@@ -252,9 +252,9 @@ def full_app_screenshot(page, path, max_height: int = 20_000) -> dict:
 
 def choose_option(page, runs: StreamlitRuns, box, option, typed: str = "", attempts: int = 4) -> None:
     """Pick ``option`` (a name or a pattern) of the selectbox ``box``: its list opens on a click, and typing
-    filters a long one. Tried again when the list does not show the option in time: under load (CI beside other
-    work) a click or the first keys can land while the box is still being drawn. A failure says what the list
-    offered, so it can be told from a slow list."""
+    filters a long one. Tried again when the list does not show the option in time: under load (CI beside
+    other work) a click or the first keys can land while the box is still being drawn. A failure says what the
+    list offered, so it can be told from a slow list."""
     combobox, wanted = box.get_by_role("combobox"), page.get_by_role("option", name=option)
     offered: list[str] = []
     for attempt in range(attempts):
@@ -305,7 +305,8 @@ def set_toggle(runs: StreamlitRuns, box, on: bool, attempts: int = 3) -> None:
 
 def pick_radio(runs: StreamlitRuns, group, name: str, attempts: int = 3) -> None:
     """Choose option ``name`` of the radio group ``group`` and wait for the rerun; clicked again only when a
-    click was lost while the page settled (an expander opening around it): choosing it twice changes nothing."""
+    click was lost while the page settled (an expander opening around it): choosing it twice changes
+    nothing."""
     radio = group.get_by_role("radio", name=name)
     for _ in range(attempts):
         target = runs.completed + 1

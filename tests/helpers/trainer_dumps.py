@@ -39,7 +39,8 @@ source wins; the differences are listed here:
 - TRL (huggingface/trl ``trl/trainer/grpo_trainer.py`` ``log``, 1.16): ``prompt`` and
   ``completion`` are strings for a plain dataset, and LISTS OF MESSAGES
   (``{"role", "content"}``) for a conversational one (the table stores the
-  messages as TRL holds them; the real trainer in tests/real/ confirms it). Columns: ``step, prompt, completion``, one float
+  messages as TRL holds them; the real trainer in tests/real/ confirms it).
+  Columns: ``step, prompt, completion``, one float
   column per reward function, the ``log_extra`` columns (sorted by name;
   ``accuracy_reward`` logs ``answer_parsed, gold_parsed, solution``), then
   ``advantage``. The built-in format reward is named ``think_format_reward``.
@@ -127,7 +128,8 @@ class Dump:
     notes: str = ""
 
     def run_folder(self, root: Path) -> Path:
-        """The run the catalogue of ``root`` makes of these files (the deepest rollout folder holding them)."""
+        """The run the catalogue of ``root`` makes of these files (the deepest rollout folder holding
+        them)."""
         from rl_board.sources.catalogue import catalogue
 
         first = self.files[0].resolve()
@@ -380,8 +382,9 @@ def write_verl(
         )
     else:
         notes = (
-            "verl ray_trainer with math_dapo extras: score is +1/-1 (the extra 'score' replaces the base one), "
-            "acc is the boolean accuracy. Main reward = score. Prompt = 'input' (role words as plain text)."
+            "verl ray_trainer with math_dapo extras: score is +1/-1 (the extra 'score' replaces the base "
+            "one), acc is the boolean accuracy. Main reward = score. Prompt = 'input' (role words as plain "
+            "text)."
         )
     return _dump("verl", out, files, rows, with_groups=v1, notes=notes)
 
@@ -1088,11 +1091,11 @@ def _prime(out: Path, steps: int, prompts: int, group: int, seed: int) -> tuple[
         all_rows,
         with_groups=True,
         notes=(
-            "prime-rl rollouts: Dump covers rollouts/step_N/train/all/traces.jsonl (every arrival, completion "
-            "order, steps 1..N from the path). rollouts/step_N/train/effective/traces.jsonl repeats the "
-            "trained-on subset (do not double count). prompt = last user node's content; response = the "
-            "assistant node's content (reasoning_content, when present, is separate); reward = sum of "
-            "score*weight over traces[0].rewards (0.0 for the errored episode with rewards {}); "
+            "prime-rl rollouts: Dump covers rollouts/step_N/train/all/traces.jsonl (every arrival, "
+            "completion order, steps 1..N from the path). rollouts/step_N/train/effective/traces.jsonl "
+            "repeats the trained-on subset (do not double count). prompt = last user node's content; "
+            "response = the assistant node's content (reasoning_content, when present, is separate); reward "
+            "= sum of score*weight over traces[0].rewards (0.0 for the errored episode with rewards {}); "
             "group = group.id. run.work.step can be one less than the path step (async)."
         ),
     )
@@ -1165,9 +1168,9 @@ def write_areal(
             files.append(path)
             task_id += 1
     notes = (
-        "AReaL: step = the version folder (tail_version); one file per task (group key = task_id); "
-        "reading order = task_id NUMERIC (file names cross a digit boundary: '10' < '9' as strings), then "
-        "lines. Text keeps special tokens; non-ASCII is \\u-escaped. Eval goes to eval-rollout/ (not written)."
+        "AReaL: step = the version folder (tail_version); one file per task (group key = task_id); reading "
+        "order = task_id NUMERIC (file names cross a digit boundary: '10' < '9' as strings), then lines. "
+        "Text keeps special tokens; non-ASCII is \\u-escaped. Eval goes to eval-rollout/ (not written)."
     )
     return _dump("areal", out, files, rows, with_groups=True, notes=notes)
 

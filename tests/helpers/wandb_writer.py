@@ -74,7 +74,8 @@ def tiny_row(step: int) -> dict[str, object]:
 
 
 def environment(home: Path) -> dict[str, str]:
-    """The child's environment: a temporary HOME and wandb offline, with none of the user's WANDB_ settings."""
+    """The child's environment: a temporary HOME and wandb offline, with none of the user's WANDB_
+    settings."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("WANDB_")}
     env.update(
         HOME=str(home),

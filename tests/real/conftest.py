@@ -136,7 +136,8 @@ def _launch(name: str, module: str, out: Path, args: list[str], home: Path) -> L
 
 @pytest.fixture(scope="session")
 def trainer_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Launched]]:
-    """Start every trainer process at once (two cores: they overlap their imports); stop leftovers at the end."""
+    """Start every trainer process at once (two cores: they overlap their imports); stop leftovers at the
+    end."""
     root = tmp_path_factory.mktemp("real")
     home = root / "home"
     launched = {
@@ -192,14 +193,16 @@ def trl_trackers_root(trainer_runs: dict[str, Launched]) -> Path:
 @pytest.fixture(scope="session")
 def verl_tracking_root(trainer_runs: dict[str, Launched]) -> Path:
     """``OUT`` of ``trainers/verl_tracking.py``: ``truth.json`` and one store per backend verl's ``Tracking``
-    wrote (``wandb/``, ``swanlog/``, ``trackio/``, ``mlflow.db`` + ``mlruns/``, ``tensorboard/``, ``file/``)."""
+    wrote (``wandb/``, ``swanlog/``, ``trackio/``, ``mlflow.db`` + ``mlruns/``, ``tensorboard/``,
+    ``file/``)."""
     return trainer_runs["verl_tracking"].wait()
 
 
 @pytest.fixture(scope="session")
 def verl_agent_loop_root(trainer_runs: dict[str, Launched]) -> Path:
-    """``OUT`` of ``trainers/verl_agent_loop.py``: verl's ``rollout/{step}.jsonl`` from its real agent loop with a
-    scripted policy, ``metrics/`` (its file logger) and ``truth.json`` (each conversation as the script meant it)."""
+    """``OUT`` of ``trainers/verl_agent_loop.py``: verl's ``rollout/{step}.jsonl`` from its real agent loop
+    with a scripted policy, ``metrics/`` (its file logger) and ``truth.json`` (each conversation as the script
+    meant it)."""
     return trainer_runs["verl_agent_loop"].wait()
 
 

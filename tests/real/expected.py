@@ -47,7 +47,8 @@ def contents(value: Any) -> list[str]:
 
 
 def weighted_reward(frame: pd.DataFrame, weights: dict[str, float]) -> np.ndarray:
-    """TRL's reward per row: sum of weight x function value over the functions that scored it; NaN if none did."""
+    """TRL's reward per row: sum of weight x function value over the functions that scored it; NaN if none
+    did."""
     values = frame[list(weights)].to_numpy(dtype=np.float64)
     w = np.array(list(weights.values()), dtype=np.float64)
     scored = ~np.isnan(values)
@@ -74,7 +75,8 @@ def zero_std_share(rewards: np.ndarray, group: int) -> float:
 
 
 def trl_log(run: Path) -> dict[int, dict[str, Any]]:
-    """TRL's own per-step training logs (``trainer.state.log_history``), by step; the end-of-train summary left out."""
+    """TRL's own per-step training logs (``trainer.state.log_history``), by step; the end-of-train summary
+    left out."""
     history = json.loads((run / "log_history.json").read_text(encoding="utf-8"))
     return {int(h["step"]): h for h in history if "reward" in h}
 

@@ -182,7 +182,7 @@ def test_log_extra_columns_kept_and_not_in_reward(
         )
 
 
-# --------------------------------------------------------------------------- per-step numbers vs TRL's own logs
+# ------------------------------------------------------------------------- per-step numbers vs TRL's own logs
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -215,7 +215,8 @@ def test_function_means_match_trl_log(trl_root: Path, stores: dict[str, RolloutS
 def test_zero_variance_share_matches_frac_reward_zero_std(
     trl_root: Path, stores: dict[str, RolloutStore], name: str
 ) -> None:
-    """rl-board's share of zero-variance groups == TRL's ``frac_reward_zero_std`` (groups all have G samples)."""
+    """rl-board's share of zero-variance groups == TRL's ``frac_reward_zero_std`` (groups all have G
+    samples)."""
     log = E.trl_log(trl_root / name)
     stats = stores[name].group_stats().set_index("step")
     got = {s: float(stats.at[s, "zero_variance_share"]) if s in stats.index else None for s in log}
@@ -224,7 +225,8 @@ def test_zero_variance_share_matches_frac_reward_zero_std(
 
 
 def test_expected_zero_std_share_agrees_with_trl(trl_root: Path) -> None:
-    """The tests' own reading of ``frac_reward_zero_std`` (per sample, NaN rows out) reproduces TRL's numbers."""
+    """The tests' own reading of ``frac_reward_zero_std`` (per sample, NaN rows out) reproduces TRL's
+    numbers."""
     for name, variant in specs.TRL_VARIANTS.items():
         log = E.trl_log(trl_root / name)
         for step, frame in frames(trl_root, name).items():
@@ -243,7 +245,8 @@ def test_expected_zero_std_share_agrees_with_trl(trl_root: Path) -> None:
 def test_groups_are_the_generations_of_one_prompt(
     trl_root: Path, stores: dict[str, RolloutStore], name: str
 ) -> None:
-    """One group per prompt of the step, each of ``num_generations`` samples (TRL writes a group as consecutive rows)."""
+    """One group per prompt of the step, each of ``num_generations`` samples (TRL writes a group as
+    consecutive rows)."""
     for step, frame in frames(trl_root, name).items():
         assert step in stores[name].steps, f"rl-board has no step {step} (its steps: {stores[name].steps})"
         table = stores[name].groups(step=step)
@@ -339,11 +342,12 @@ def test_callback_wrote_every_row(trl_root: Path) -> None:
     assert facts["callback_samples"] == specs.BATCH * specs.MAX_STEPS
 
 
-# --------------------------------------------------------------------------- TensorBoard beside the completions
+# ------------------------------------------------------------------------- TensorBoard beside the completions
 
 
 def test_tensorboard_scalars_match_trl_log(trl_root: Path, real_cache: Path) -> None:
-    """``report_to=["tensorboard"]``: rl-board's metrics reader finds TRL's ``train/*`` scalars with its values."""
+    """``report_to=["tensorboard"]``: rl-board's metrics reader finds TRL's ``train/*`` scalars with its
+    values."""
     bundle = load_metrics(trl_root / "plain", cache_dir=real_cache)
     runs = [r.run for r in bundle.runs if r.kind == "tensorboard"]
     assert len(runs) == 1 and runs[0].startswith("runs/"), [r.run for r in bundle.runs]

@@ -72,7 +72,8 @@ def columns(store: RolloutStore, view: str) -> list[str]:
 
 
 def differ(got: dict[Any, Any], want: dict[Any, Any], limit: int = 3) -> str:
-    """How many entries differ, and the first few by key ((step, sample), + turn, + call): rl-board vs truth."""
+    """How many entries differ, and the first few by key ((step, sample), + turn, + call): rl-board vs
+    truth."""
     keys = sorted(set(got) | set(want))
     bad = [k for k in keys if got.get(k) != want.get(k)]
     shown = "; ".join(f"{k}: rl-board {got.get(k)!r} vs truth {want.get(k)!r}" for k in bad[:limit])
@@ -84,7 +85,8 @@ def differ(got: dict[Any, Any], want: dict[Any, Any], limit: int = 3) -> str:
 
 def truth_calls(samples: dict[Key, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per call: step, sample, turn (the assistant message's place), call, name, arguments, answered,
-    error and result (from the tool message answering it: the k-th result after the turn answers its k-th call)."""
+    error and result (from the tool message answering it: the k-th result after the turn answers its k-th
+    call)."""
     rows = []
     for (step, sample), entry in samples.items():
         messages = entry["messages"]
@@ -159,10 +161,10 @@ def test_every_row_read(case: Case) -> None:
 
 
 def test_finish_reason(case: Case) -> None:
-    """``samples.finish_reason``: tool_budget where max_tool_calling_iterations stopped the loop (its last call
-    never ran). TRL records no finish reason, and its parser strips the end-of-text token, so an answer that
-    stopped and one max_completion_length cut read alike (in the Parquet and in the trainer's logged rows the
-    callback sees): both stay unknown, never a guessed ``stop``."""
+    """``samples.finish_reason``: tool_budget where max_tool_calling_iterations stopped the loop (its last
+    call never ran). TRL records no finish reason, and its parser strips the end-of-text token, so an answer
+    that stopped and one max_completion_length cut read alike (in the Parquet and in the trainer's logged rows
+    the callback sees): both stay unknown, never a guessed ``stop``."""
     store, samples = case.store, case.samples
     assert "finish_reason" in columns(store, "samples"), "samples has no finish_reason column"
     frame = query(store, "SELECT step, sample, finish_reason FROM samples")
@@ -261,7 +263,8 @@ def test_reasoning_column(case: Case) -> None:
 
 
 def test_reasoning_text(case: Case) -> None:
-    """The ``<think>`` text of each assistant turn kept (TRL's ``reasoning_content``); null where it had none."""
+    """The ``<think>`` text of each assistant turn kept (TRL's ``reasoning_content``); null where it had
+    none."""
     store, samples = case.store, case.samples
     assert "reasoning" in columns(store, "turns"), "turns has no reasoning column"
     frame = turn_frame(store, ", reasoning")
@@ -345,7 +348,10 @@ def test_tool_call_errors(case: Case) -> None:
         for r in call_frame(store).to_dict("records")
     }
     want = {call_key(r): r["error"] for r in truth_calls(samples)}
-    counts = f"errors: rl-board {sum(v is True for v in got.values())}, truth {sum(v is True for v in want.values())}"
+    counts = (
+        f"errors: rl-board {sum(v is True for v in got.values())}, "
+        f"truth {sum(v is True for v in want.values())}"
+    )
     assert got == want, f"{differ(got, want)}; {counts}"
 
 

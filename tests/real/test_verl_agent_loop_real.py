@@ -1,11 +1,11 @@
-"""verl 0.9.1's real agent loop (``trainers/verl_agent_loop.py``: ``ToolAgentLoop`` driven by a scripted policy),
-its ``rollout/{step}.jsonl`` read back with rl-board.
+"""verl 0.9.1's real agent loop (``trainers/verl_agent_loop.py``: ``ToolAgentLoop`` driven by a scripted
+policy), its ``rollout/{step}.jsonl`` read back with rl-board.
 
 verl's dump keeps a multi-turn trajectory as two strings (prompt and every turn of the response, tool results
 included, decoded without special tokens): no messages, no finish reason. What a reader must find comes from
-``truth.json`` (each conversation as its script meant it, checked by the runner against verl's outputs) and from
-verl's own metrics (``num_turns/*``, ``response_length/clip_ratio``). Each check below asks one question of the
-``turns``, ``tool_calls`` or ``samples`` SQL views, so a failure names what the reader got wrong.
+``truth.json`` (each conversation as its script meant it, checked by the runner against verl's outputs) and
+from verl's own metrics (``num_turns/*``, ``response_length/clip_ratio``). Each check below asks one question
+of the ``turns``, ``tool_calls`` or ``samples`` SQL views, so a failure names what the reader got wrong.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def kinds(truth: dict[Key, dict[str, Any]], *names: str) -> dict[Key, dict[str, 
 
 
 def test_verl_dumped_every_trajectory(verl_agent_loop_root: Path, truth: dict[Key, dict[str, Any]]) -> None:
-    """One row per scripted trajectory, in batch order; the response text holds each answered call's result."""
+    """One row per scripted trajectory, in batch order; the response text holds each answered call's
+    result."""
     steps = dumped(verl_agent_loop_root)
     assert {(step, i) for step, rows in steps.items() for i in range(len(rows))} == set(truth)
     for (step, sample), t in truth.items():
@@ -88,7 +89,8 @@ def test_verl_dumped_every_trajectory(verl_agent_loop_root: Path, truth: dict[Ke
 
 
 def test_verl_metrics_agree_with_truth(verl_agent_loop_root: Path, truth: dict[Key, dict[str, Any]]) -> None:
-    """verl's own ``num_turns/*`` and ``response_length/clip_ratio`` per step match the scripts' turns and cuts."""
+    """verl's own ``num_turns/*`` and ``response_length/clip_ratio`` per step match the scripts' turns and
+    cuts."""
     path = verl_agent_loop_root / "metrics" / specs.VERL_PROJECT / f"{specs.VERL_AGENT_EXPERIMENT}.jsonl"
     for line in E.jsonl(path):
         samples = [t for (step, _), t in truth.items() if step == line["step"]]
@@ -128,7 +130,8 @@ def test_turn_roles_in_order(store: RolloutStore, truth: dict[Key, dict[str, Any
 
 
 def test_single_turn_trajectories_are_turns(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """A trajectory that answers without a tool call still has its system, user and assistant messages as turns.
+    """A trajectory that answers without a tool call still has its system, user and assistant messages as
+    turns.
 
     The system turn starts with the dataset's system message; the chat template appends the tool schemas to it
     (``# Tools`` ... ``</tools>``), and the dump cannot tell the two apart, so what follows is not checked.
@@ -155,7 +158,8 @@ def test_turn_counts_per_sample(store: RolloutStore, truth: dict[Key, dict[str, 
 
 
 def test_tool_turn_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """A tool turn's content is the tool's result as verl wrote it (error texts included), nothing around it."""
+    """A tool turn's content is the tool's result as verl wrote it (error texts included), nothing around
+    it."""
     frame = query(
         store, "SELECT step, sample, content FROM turns WHERE role = 'tool' ORDER BY step, sample, turn"
     )
@@ -166,7 +170,8 @@ def test_tool_turn_contents(store: RolloutStore, truth: dict[Key, dict[str, Any]
 
 
 def test_tool_turns_name_their_tool(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """A tool turn names the tool of the call it answers (verl's tool message has no name: the call has it)."""
+    """A tool turn names the tool of the call it answers (verl's tool message has no name: the call has
+    it)."""
     frame = query(
         store, "SELECT step, sample, tool_name FROM turns WHERE role = 'tool' ORDER BY step, sample, turn"
     )
@@ -188,7 +193,8 @@ def test_tool_turn_errors(store: RolloutStore, truth: dict[Key, dict[str, Any]])
 
 
 def test_assistant_turn_call_counts(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """Each assistant turn counts the calls it wrote (both of a two-call turn, the one the turn limit left too)."""
+    """Each assistant turn counts the calls it wrote (both of a two-call turn, the one the turn limit left
+    too)."""
     frame = query(
         store,
         "SELECT step, sample, n_tool_calls FROM turns WHERE role = 'assistant' ORDER BY step, sample, turn",
@@ -234,7 +240,8 @@ def calls_frame(store: RolloutStore) -> pd.DataFrame:
 
 
 def test_tool_calls_by_name(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """One ``tool_calls`` row per call written, with the assistant turn that wrote it, its place and the tool."""
+    """One ``tool_calls`` row per call written, with the assistant turn that wrote it, its place and the
+    tool."""
     got = by_sample(calls_frame(store), "turn", "call", "name")
     want = {
         k: [(c["turn"], c["call"], c["name"]) for c in t["calls"]] for k, t in truth.items() if t["calls"]
@@ -254,8 +261,8 @@ def test_tool_call_arguments(store: RolloutStore, truth: dict[Key, dict[str, Any
 
 
 def test_unanswered_calls(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """``answered`` is false for the calls verl never ran: a two-call turn's second (max_parallel_calls=1) and the
-    call of the turn max_assistant_turns stopped."""
+    """``answered`` is false for the calls verl never ran: a two-call turn's second (max_parallel_calls=1) and
+    the call of the turn max_assistant_turns stopped."""
     got = {k: [flag(v) for v in vs] for k, vs in by_sample(calls_frame(store), "answered").items()}
     want = {k: [c["answered"] for c in t["calls"]] for k, t in truth.items() if t["calls"]}
     assert not wrong(got, want), wrong(got, want)
@@ -301,7 +308,8 @@ def finishes(store: RolloutStore) -> dict[Key, str | None]:
 
 
 def test_finish_turn_limit(store: RolloutStore, truth: dict[Key, dict[str, Any]]) -> None:
-    """A trajectory max_assistant_turns stopped (its last ``<tool_call>`` has no ``<tool_response>``): ``turn_limit``."""
+    """A trajectory max_assistant_turns stopped (its last ``<tool_call>`` has no ``<tool_response>``):
+    ``turn_limit``."""
     want = {k: "turn_limit" for k in kinds(truth, "turn_limit")}
     assert want and not wrong(finishes(store), want), wrong(finishes(store), want)
 

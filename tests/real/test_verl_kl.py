@@ -20,7 +20,8 @@ VERL_NAMES = {"k1": ("kl", "k1"), "k2": ("mse", "k2"), "k3": ("low_var_kl", "k3"
 
 
 def _log_probs() -> tuple[np.ndarray, np.ndarray]:
-    """Token log-probs of a policy and a reference, the k3 of each inside verl's clamps (|r| < 20, k3 < 10)."""
+    """Token log-probs of a policy and a reference, the k3 of each inside verl's clamps
+    (|r| < 20, k3 < 10)."""
     rng = np.random.default_rng(7)
     logp = -rng.exponential(1.5, size=(8, 64))
     ref = logp + rng.normal(0.0, 0.7, size=logp.shape)

@@ -1,4 +1,5 @@
-"""verl 0.9.1's own dump and metric-logging code, run on CPU (``trainers/verl_dump.py``), read back with rl-board.
+"""verl 0.9.1's own dump and metric-logging code, run on CPU (``trainers/verl_dump.py``), read back with
+rl-board.
 
 Expectations come from the JSONL verl wrote (read with json), the batch facts the runner kept
 (``batch_uids.json``) and verl's own metrics (``compute_data_metrics`` through its file logger).
@@ -88,7 +89,8 @@ def test_every_line_read(stores: dict[str, RolloutStore], name: str) -> None:
 
 @pytest.mark.parametrize("name", ["classic", "v1"])
 def test_rows_text_and_score(roots: dict[str, Path], stores: dict[str, RolloutStore], name: str) -> None:
-    """Per step the same rows in file order: input -> prompt, output -> response, gts -> ground truth, score -> reward."""
+    """Per step the same rows in file order: input -> prompt, output -> response, gts -> ground truth,
+    score -> reward."""
     store = stores[name]
     steps = dumped(roots[name])
     assert store.samples_per_step() == {s: len(rows) for s, rows in steps.items()}
@@ -134,7 +136,8 @@ def expected_groups(rows: list[dict], uids: list[str]) -> dict[str, list[float]]
 
 
 def test_classic_groups_are_the_uid_groups(roots: dict[str, Path], stores: dict[str, RolloutStore]) -> None:
-    """The classic dump has no ``uid``: grouping by prompt gives exactly verl's uid groups of ``n`` responses."""
+    """The classic dump has no ``uid``: grouping by prompt gives exactly verl's uid groups of ``n``
+    responses."""
     uids = {int(k): v for k, v in E.read_json_file(roots["classic"] / "batch_uids.json").items()}
     store = stores["classic"]
     stats = store.group_stats().set_index("step")
@@ -153,7 +156,8 @@ def test_classic_groups_are_the_uid_groups(roots: dict[str, Path], stores: dict[
 
 
 def test_v1_groups_by_uid_prefix(roots: dict[str, Path], stores: dict[str, RolloutStore]) -> None:
-    """The v1 dump's ``uid`` is ``{prompt uid}_{session}_{index}``: samples sharing the prompt part form a group."""
+    """The v1 dump's ``uid`` is ``{prompt uid}_{session}_{index}``: samples sharing the prompt part form a
+    group."""
     store = stores["v1"]
     assert "uid" in store.fields
     for step, rows in dumped(roots["v1"]).items():
@@ -170,7 +174,8 @@ def test_v1_groups_by_uid_prefix(roots: dict[str, Path], stores: dict[str, Rollo
 
 
 def test_file_logger_metrics_read_with_verl_names(verl_root: Path, real_cache: Path) -> None:
-    """``trainer.logger=file`` lines ``{"step", "data": {...}}``: tags are verl's metric names, no ``data/`` prefix."""
+    """``trainer.logger=file`` lines ``{"step", "data": {...}}``: tags are verl's metric names, no ``data/``
+    prefix."""
     lines = metric_lines(verl_root)
     bundle = load_metrics(verl_root / "metrics", cache_dir=real_cache)
     assert len(bundle.runs) == 1, [r.run for r in bundle.runs]

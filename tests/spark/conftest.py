@@ -3,7 +3,8 @@
 One SparkSession (one JVM) serves the whole test session: it starts with the tier's first test and
 stops after its last one (package scope), and its JVM with it, so the JVM's memory is not held
 through the rest of the suite. Nothing here skips: without pyspark (the `spark` extra) or a Java 17+
-runtime every test of the tier fails with what is missing and how tests/run.sh provides it. Select or leave the tier out with ``-m spark`` / ``-m "not spark"``.
+runtime every test of the tier fails with what is missing and how tests/run.sh provides it. Select or leave
+the tier out with ``-m spark`` / ``-m "not spark"``.
 """
 
 from __future__ import annotations

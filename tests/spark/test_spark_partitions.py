@@ -101,7 +101,8 @@ def test_rows_spark_could_not_place_are_reported(spark: Any, tmp_path: Path) -> 
     assert raw.samples_per_step() == {0: 3, 1: 4} and raw.report.bad_line_count == 2
     assert store.samples_per_step() == raw.samples_per_step()
     assert store.report.bad_line_count == raw.report.bad_line_count, (
-        f"the JSONL run reports {[(b.line, b.reason) for b in raw.report.bad_lines]}; the Spark write, nothing"
+        f"the JSONL run reports {[(b.line, b.reason) for b in raw.report.bad_lines]}; "
+        "the Spark write, nothing"
     )
     assert runs_under(out, tmp_path / "cache-list") == ["."]
 

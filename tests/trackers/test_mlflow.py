@@ -173,7 +173,9 @@ mlflow.set_experiment("live")
 with mlflow.start_run(run_name="run"):
     mlflow.log_params({"lr": 0.5})
     for step in range(20):
-        mlflow.log_metrics({"train/reward": step * 0.5, "train/kl": float("nan") if step == 3 else 0.01}, step=step)
+        mlflow.log_metrics(
+            {"train/reward": step * 0.5, "train/kl": float("nan") if step == 3 else 0.01}, step=step
+        )
         if step == 9:
             print("ready", flush=True)
             sys.stdin.readline()

@@ -1,6 +1,6 @@
-"""Agent trajectories from each trainer's own dump shape, read through the store: counts by role, tool calls by
-name, tool errors, why each ended, per-turn rewards and whether it was kept, against what the writers put on
-disk (``tests/helpers/agentic_dumps.py``, ``tests/helpers/agentic_text_dumps.py``)."""
+"""Agent trajectories from each trainer's own dump shape, read through the store: counts by role, tool calls
+by name, tool errors, why each ended, per-turn rewards and whether it was kept, against what the writers put
+on disk (``tests/helpers/agentic_dumps.py``, ``tests/helpers/agentic_text_dumps.py``)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def test_prime_rl_episodes(tmp_path: Path) -> None:
 
 
 def test_prime_rl_without_effective_keeps_no_verdict(tmp_path: Path) -> None:
-    """Before effective/ is written, whether an episode was kept is not known (a failed one is still marked)."""
+    """Before effective/ is written, whether an episode was kept is not known (a failed one is still
+    marked)."""
     expected = agentic_dumps.write_prime_rl(tmp_path / "out", steps=1)
     (tmp_path / "out" / "rollouts" / "step_1" / "train" / "effective" / "traces.jsonl").unlink()
     (tmp_path / "out" / "rollouts" / "step_1" / "train" / "effective").rmdir()
@@ -205,8 +206,8 @@ def test_text_not_split_with_confidence_says_why(tmp_path: Path) -> None:
 
 
 def test_prime_rl_v0_rollouts_say_why_they_ended(tmp_path: Path) -> None:
-    """verifiers v0 (``train_rollouts.jsonl``): the stop condition is the finish; a rollout cut short with none
-    logged ended at a length cap; its message lists are its turns."""
+    """verifiers v0 (``train_rollouts.jsonl``): the stop condition is the finish; a rollout cut short with
+    none logged ended at a length cap; its message lists are its turns."""
     step = tmp_path / "rollouts" / "step_3"
     step.mkdir(parents=True)
     rows = [

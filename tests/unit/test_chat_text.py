@@ -204,7 +204,8 @@ def test_stripped_role_lines_split_back(case: tuple[str, tuple[list[dict[str, An
     )
 )
 def test_verl_role_lines_split_back(case: tuple[str, tuple[list[dict[str, Any]], int]]) -> None:
-    """verl's dump: the tool turn follows the model's <|im_end|> at once, so ``user`` runs into ``</tool_call>``."""
+    """verl's dump: the tool turn follows the model's <|im_end|> at once, so ``user`` runs into
+    ``</tool_call>``."""
     form, (messages, at) = case
     messages = unrole(messages)
     render = lambda m: ct.chatml(m, coder=form == "coder", glued=True)  # noqa: E731

@@ -81,7 +81,10 @@ def test_check_reads_rl_board_toml(tmp_path, capsys):
 
 @pytest.mark.skipif(
     not REAL.is_dir(),
-    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+    reason=(
+        "needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project "
+        "(generated DI-engine folders cover the same code)"
+    ),
 )
 def test_real_logs(capsys):
     code, out, _ = run_cli(["scalars", str(REAL), "--json"], capsys)
@@ -125,8 +128,8 @@ def test_check_command_runs_rollout_rules_with_exit_codes(tmp_path):
     code, out, err = rl_board("check", str(tmp_path / "root"), "--json", cache=tmp_path / "cache")
     assert code == 0, err
     found = {f["rule"]: f for f in json.loads(out)["findings"]}
-    # the demo's reward hacking (long, repetitive "Great question! Indeed..." answers from mid-run) is seen three
-    # ways: length paid for, a template spreading, and loops
+    # the demo's reward hacking (long, repetitive "Great question! Indeed..." answers from mid-run) is seen
+    # three ways: length paid for, a template spreading, and loops
     assert set(found) == {"length_hacking", "template_spreading", "loops"}
     assert all((f["severity"], f["run"]) == ("warning", "ppo_math") for f in found.values())
     finding = found["length_hacking"]

@@ -1,4 +1,5 @@
-"""`rl-board query RUN SQL` from a subprocess: the table, --json and --csv agree with the store; errors exit 2."""
+"""`rl-board query RUN SQL` from a subprocess: the table, --json and --csv agree with the store; errors
+exit 2."""
 
 from __future__ import annotations
 
@@ -55,7 +56,10 @@ def test_text_table(run_and_summary, cache_dir: Path) -> None:
 
 
 def test_csv_defuses_formulas_and_json_keeps_text(train_run: Path, cache_dir: Path) -> None:
-    text = "select '=HYPERLINK(\"http://evil\")' as \"=x\", 'naïve' as t, [1, 2] as l, NULL as n, 'nan'::double as f"
+    text = (
+        "select '=HYPERLINK(\"http://evil\")' as \"=x\", 'naïve' as t, [1, 2] as l, NULL as n, "
+        "'nan'::double as f"
+    )
     out = rl_board("query", str(train_run), text, "--csv", cache_dir=cache_dir)
     assert out.returncode == 0, out.stderr
     header, row = list(csv.reader(io.StringIO(out.stdout)))

@@ -1,4 +1,5 @@
-"""The command starts fast: building the parser imports nothing heavy, and each command imports what it uses."""
+"""The command starts fast: building the parser imports nothing heavy, and each command imports what it
+uses."""
 
 from __future__ import annotations
 

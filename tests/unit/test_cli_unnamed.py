@@ -1,4 +1,5 @@
-"""Files beside or instead of a run that rl-board does not read are named, with why, by the CLI and the start page."""
+"""Files beside or instead of a run that rl-board does not read are named, with why, by the CLI and the start
+page."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ PICKLE = "a pickle (slime's rollout dump?): never loaded, unpickling runs code; 
 
 
 def write_slime_dumps(root: Path, ids: range, seed: int) -> list[Path]:
-    """slime's ``rollout_data/{id}.pt``: a pickled dict of lists (written with pickle: torch is not needed)."""
+    """slime's ``rollout_data/{id}.pt``: a pickled dict of lists (written with pickle: torch is not
+    needed)."""
     rng = np.random.default_rng(seed)
     folder = root / "rollout_data"
     folder.mkdir(parents=True)

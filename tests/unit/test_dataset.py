@@ -90,7 +90,10 @@ def test_one_step_reads_one_file(pair):
 
 def test_sql_reads_the_dataset_itself(pair):
     original, reread, _ = pair
-    q = "select step, count(*) as n, avg(reward) as r, max(n_tokens) as t from samples group by step order by step"
+    q = (
+        "select step, count(*) as n, avg(reward) as r, max(n_tokens) as t from samples "
+        "group by step order by step"
+    )
     pd.testing.assert_frame_equal(sql.run_query(reread, q).frame, sql.run_query(original, q).frame)
 
 

@@ -71,7 +71,10 @@ def test_folder_is_one_run_including_its_event_files(tmp_path):
 
 @pytest.mark.skipif(
     not REAL.is_dir(),
-    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+    reason=(
+        "needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project "
+        "(generated DI-engine folders cover the same code)"
+    ),
 )
 def test_real_folder():
     bundle = load_metrics(REAL)

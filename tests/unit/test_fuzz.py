@@ -155,7 +155,8 @@ def test_deep_values_on_every_path(values: list[str], long: bool) -> None:
 def test_depth_scan_matches_a_character_walk_on_valid_json(texts: list[str]) -> None:
     lines = [json.dumps({"step": 1, "s": t, t: [t, {"k": [t]}]}) for t in texts]
     lines += [
-        f'{{"x": {"[" * (records.MAX_DEPTH + len(t) % 3 - 2)}{json.dumps(t)}{"]" * (records.MAX_DEPTH + len(t) % 3 - 2)}}}'
+        f'{{"x": {"[" * (records.MAX_DEPTH + len(t) % 3 - 2)}{json.dumps(t)}'
+        f"{']' * (records.MAX_DEPTH + len(t) % 3 - 2)}}}"
         for t in texts
     ]
     expected = [i for i, line in enumerate(lines) if _depth(line) > records.MAX_DEPTH]

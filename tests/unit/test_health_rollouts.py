@@ -1,4 +1,5 @@
-"""Rollout health rules on runs written to disk (demo writer and hand-written JSONL), read through the store."""
+"""Rollout health rules on runs written to disk (demo writer and hand-written JSONL), read through the
+store."""
 
 from __future__ import annotations
 

@@ -175,7 +175,10 @@ def test_worst_severity():
 
 @pytest.mark.skipif(
     not REAL.is_dir(),
-    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+    reason=(
+        "needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project "
+        "(generated DI-engine folders cover the same code)"
+    ),
 )
 def test_real_run_is_quiet_at_defaults_and_flags_one_bump_at_z6():
     bundle = load_metrics(REAL)

@@ -16,7 +16,8 @@ RULES = {"tool_errors_rising", "cut_by_limits_rising", "no_final_answer"}
 
 
 def write_agent_run(run: Path, *, error_rate, cut_share, steps: int = 8, n: int = 20, seed: int = 1) -> None:
-    """Tool-using trajectories whose tool error rate and share cut by the turn limit follow the given curves."""
+    """Tool-using trajectories whose tool error rate and share cut by the turn limit follow the given
+    curves."""
     rng = np.random.default_rng(seed)
     with RolloutWriter(run) as writer:
         for step in range(steps):

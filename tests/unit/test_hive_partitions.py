@@ -1,4 +1,5 @@
-"""The folder names a Spark ``partitionBy("step")`` write makes, without Spark (tests/spark runs the real thing).
+"""The folder names a Spark ``partitionBy("step")`` write makes, without Spark (tests/spark runs the real
+thing).
 
 ``step=-1`` (a negative step), ``step=2.0`` (a double step column), ``step=__HIVE_DEFAULT_PARTITION__`` (rows
 whose step was null) and ``_temporary/0/task_*/step=N/`` (a job's uncommitted output) are one run, not runs of

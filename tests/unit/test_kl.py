@@ -42,7 +42,8 @@ class Estimate:
 
 
 def estimates(store: RolloutStore) -> dict[str, Estimate]:
-    """Each estimator's mean over all tokens and its standard error, from the per-sample means the store computed."""
+    """Each estimator's mean over all tokens and its standard error, from the per-sample means the store
+    computed."""
     rows = store.samples(columns=[e.mean for e in F.KL_ESTIMATORS])
     return {
         e.name: Estimate(float(rows[e.mean].mean()), float(rows[e.mean].std(ddof=1) / math.sqrt(len(rows))))
@@ -132,7 +133,8 @@ NEAR_REFERENCE = [  # (logp, ref): log-ratios far below what float32 resolves at
 
 @pytest.mark.parametrize(("logp", "ref"), NEAR_REFERENCE)
 def test_token_values_agree_with_the_per_sample_numbers(tmp_path, logp, ref) -> None:
-    """The cache keeps token arrays as float32; the token table must still add up to the per-sample numbers."""
+    """The cache keeps token arrays as float32; the token table must still add up to the per-sample
+    numbers."""
     store = open_run(tmp_path, np.array([logp]), np.array([ref]))
     row = store.samples(columns=[c for e in F.KL_ESTIMATORS for c in (e.mean, e.sum)]).iloc[0]
     tokens = store.sample(step=0, index=0).tokens

@@ -134,8 +134,8 @@ FRONT_DOOR = {
 
 
 def test_pages_and_cli_come_in_through_the_front_door() -> None:
-    """A page or a CLI command asks the data layer through ``api`` / ``public`` only (plus settings, errors, the
-    ``where`` of the served roots and the field catalogue); lazy imports inside functions count too."""
+    """A page or a CLI command asks the data layer through ``api`` / ``public`` only (plus settings, errors,
+    the ``where`` of the served roots and the field catalogue); lazy imports inside functions count too."""
     graph = import_graph()
     past = sorted(
         (mod, dep)

@@ -168,7 +168,8 @@ def test_idle_workers_exit_and_the_pool_starts_again(tmp_path: Path, pooled) -> 
 
 _CHILD = textwrap.dedent("""
     import os, sys, json
-    os.environ.update(RL_BOARD_BLOCK_BYTES="8192", RL_BOARD_POOL_MIN_BYTES="1")  # before the settings are read
+    # before the settings are read
+    os.environ.update(RL_BOARD_BLOCK_BYTES="8192", RL_BOARD_POOL_MIN_BYTES="1")
     from rl_board.rollouts.read import pool
     from rl_board.rollouts.store import RolloutStore
     RolloutStore.open(sys.argv[1], cache_dir=sys.argv[2])
@@ -196,7 +197,8 @@ def test_workers_end_with_their_parent(tmp_path: Path, how: str) -> None:
 
 
 def test_a_worker_whose_parent_is_gone_leaves() -> None:
-    """The parent check (every second, in a thread, even mid-job): a worker started for another parent exits."""
+    """The parent check (every second, in a thread, even mid-job): a worker started for another parent
+    exits."""
     proc = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(60)"])
     try:
         worker = subprocess.Popen(

@@ -222,8 +222,8 @@ def test_scalars_cli_survives_the_red_team_line(tmp_path: Path) -> None:
 
 
 def test_roll_dump_with_deep_json_in_a_string(tmp_path: Path) -> None:
-    """ROLL's ``messages`` column holds JSON text that its adapter parses: a deep one costs that row its prompt,
-    never the run (nor the other rows of the file, which is one record)."""
+    """ROLL's ``messages`` column holds JSON text that its adapter parses: a deep one costs that row its
+    prompt, never the run (nor the other rows of the file, which is one record)."""
     run = tmp_path / "run"
     run.mkdir()
     record = {

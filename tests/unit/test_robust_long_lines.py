@@ -24,7 +24,8 @@ def ok(step: int) -> bytes:
 
 
 def with_long_line(path: Path, size: int, *, before: int = 30, after: int = 30, sparse: bool = False) -> int:
-    """Good lines, one line of ``size`` bytes (newline included), good lines; returns the long line's start."""
+    """Good lines, one line of ``size`` bytes (newline included), good lines; returns the long line's
+    start."""
     head = b"".join(ok(i) for i in range(before))
     opening = b'{"step": 999, "response": "'
     with open(path, "wb") as f:
@@ -102,7 +103,8 @@ RSS_SCRIPT = textwrap.dedent("""
 
 
 def peak_growth(tmp_path: Path, size: int, cap: int) -> tuple[int, int, list]:
-    """Peak RSS growth (bytes) of planning and ingesting a file with one ``size``-byte line, in a fresh process."""
+    """Peak RSS growth (bytes) of planning and ingesting a file with one ``size``-byte line, in a fresh
+    process."""
     out = subprocess.run(
         [sys.executable, "-c", RSS_SCRIPT, str(tmp_path), str(size), str(cap)],
         capture_output=True,

@@ -90,7 +90,10 @@ def test_nan_values_survive(tmp_path):
 
 @pytest.mark.skipif(
     not REAL.is_dir(),
-    reason="needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project (generated DI-engine folders cover the same code)",
+    reason=(
+        "needs the real DI-engine folder ../shared/real-logs/di-engine-mappo-ant beside the project "
+        "(generated DI-engine folders cover the same code)"
+    ),
 )
 def test_real_event_file_reads_all_records_quickly():
     start = time.perf_counter()

@@ -114,7 +114,10 @@ def test_json_like_text_reads_the_same(lines: list[str]) -> None:
         b'{"step": 1, "logprobs": [[1]]}',
         b'{"step": 1, "logprobs": [[1], [2]]}',  # flattened to as many numbers as items
         b'{"step": 1, "logprobs": [[1], [2]], "s": "\\u005b\\u005B"}',  # escaped "[" to hide the nesting
-        b'{"step": 1, "logprobs": [1, 2], "response": "a [b] [[c]]", "response_tokens": ["[", "]"], "x": {"[k": ["["]}}',
+        (
+            b'{"step": 1, "logprobs": [1, 2], "response": "a [b] [[c]]", '
+            b'"response_tokens": ["[", "]"], "x": {"[k": ["["]}}'
+        ),
         b'{"step": 1, "logprobs": 3}',
         b'{"step": 1, "response": "\\ud83d"}',  # a lone surrogate
         b'{"step": 1, "response": "\\ud83d\\ude00", "s\\"k": {"a": [1]}}',

@@ -1,6 +1,6 @@
-"""The bulk look that spares a load from splitting single-turn samples (``chat_text.single_turn``) never spares
-one that ``split_sample`` would have turned into turns: on fuzzed texts built to sit on its edges, on rendered
-multi-turn trajectories, and on the single-turn shapes it is there for (which it must catch)."""
+"""The bulk look that spares a load from splitting single-turn samples (``chat_text.single_turn``) never
+spares one that ``split_sample`` would have turned into turns: on fuzzed texts built to sit on its edges, on
+rendered multi-turn trajectories, and on the single-turn shapes it is there for (which it must catch)."""
 
 from __future__ import annotations
 

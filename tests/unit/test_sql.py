@@ -1,4 +1,5 @@
-"""SQL over a run: results equal pandas on the store's own tables; the connection cannot reach out; limits hold."""
+"""SQL over a run: results equal pandas on the store's own tables; the connection cannot reach out; limits
+hold."""
 
 from __future__ import annotations
 

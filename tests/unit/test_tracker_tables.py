@@ -28,7 +28,8 @@ def _trl_rows(step: int) -> list[list]:
 
 
 def _wandb_run(root: Path) -> Path:
-    """A W&B run folder as TRL leaves it: the log, and the completions at steps 2 and 4, the last logged twice."""
+    """A W&B run folder as TRL leaves it: the log, and the completions at steps 2 and 4, the last logged
+    twice."""
     run = root / "wandb" / "offline-run-20261125_101010-abc123"
     run.mkdir(parents=True)
     (run / "run-abc123.wandb").write_bytes(b":W&B\xe1\xbe\x00")  # the header alone: a run with no record yet
@@ -82,7 +83,10 @@ def test_a_wandb_run_is_a_metric_run_and_its_completions_a_rollout_run(
     assert rollouts.path == run and rollouts.format == "trl" and rollouts.files == 2
     assert [s.path for s in found.of_role("metrics")] == [run]
     skipped = {found.name(s.path): s.reason for s in found.skipped}
-    again = "wandb/offline-run-20261125_101010-abc123/files/media/table/completions_21_2222222222bbbbbbbbbb.table.json"
+    again = (
+        "wandb/offline-run-20261125_101010-abc123/files/media/table/"
+        "completions_21_2222222222bbbbbbbbbb.table.json"
+    )
     assert skipped[again] == "the same table as completions_20_2222222222bbbbbbbbbb.table.json (logged again)"
     store = RolloutStore.open(run, cache_dir=cache_dir)
     assert store.steps == [2, 4] and store.num_samples == 8  # the copy is not read twice

@@ -37,9 +37,10 @@ from tests.helpers.agentic_shapes import WRITERS
 
 @dataclass(frozen=True)
 class Hand:
-    """The counts of one dump, by hand. ``finish``/``logged``/``turns`` are per sample in (step, sample) order;
-    ``arguments`` every call's name and own arguments in (step, sample, turn, call) order (None: not logged);
-    ``reasoning`` the assistant turns whose kept text holds their reasoning (None: no reasoning logged)."""
+    """The counts of one dump, by hand. ``finish``/``logged``/``turns`` are per sample in (step, sample)
+    order; ``arguments`` every call's name and own arguments in (step, sample, turn, call) order (None: not
+    logged); ``reasoning`` the assistant turns whose kept text holds their reasoning (None: no reasoning
+    logged)."""
 
     roles: dict[str, int]
     calls: dict[str, int]

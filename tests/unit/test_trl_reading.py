@@ -18,7 +18,8 @@ from rl_board.rollouts.store import RolloutStore
 
 
 def trl_advantage(reward: np.ndarray, size: int) -> np.ndarray:
-    """TRL's default: (r − group mean) / (group sample std + 1e-4), NaN-aware, NaN -> 0 (computed here anew)."""
+    """TRL's default: (r − group mean) / (group sample std + 1e-4), NaN-aware, NaN -> 0 (computed here
+    anew)."""
     out = np.zeros(len(reward))
     for start in range(0, len(reward), size):
         part = reward[start : start + size]
@@ -189,7 +190,8 @@ def test_trainer_state_is_a_metric_source_newest_checkpoint_only(tmp_path: Path)
 
 
 def test_trainer_state_outside_the_served_roots_is_not_read(tmp_path: Path) -> None:
-    """A server serving out/completions never reads out/checkpoint-*; the command line looks beside the run."""
+    """A server serving out/completions never reads out/checkpoint-*; the command line looks beside the
+    run."""
     out = tmp_path / "out"
     write_completions(
         out,

@@ -1,5 +1,6 @@
-"""A trajectory's turns for the sample view, with tiny hand-made inputs: spans from the messages or from a loss
-mask, untrained tokens, per-turn KL, where jumps go, and the heatmap that starts each turn on a new row."""
+"""A trajectory's turns for the sample view, with tiny hand-made inputs: spans from the messages or from a
+loss mask, untrained tokens, per-turn KL, where jumps go, and the heatmap that starts each turn on a new
+row."""
 
 from __future__ import annotations
 

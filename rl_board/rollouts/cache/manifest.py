@@ -23,7 +23,9 @@ import pyarrow as pa
 
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
-CACHE_VERSION = 11  # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept, dropped_reason, tool_call_log)
+# 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept,
+# dropped_reason, tool_call_log)
+CACHE_VERSION = 11
 
 
 @dataclass
@@ -72,7 +74,8 @@ class FileEntry:
 def read_manifest(
     directory: Path, run_dir: Path, *, verify: bool, clear: bool = True
 ) -> tuple[dict[str, FileEntry], bool]:
-    """Entries by file name; an unusable manifest empties the directory (rebuild) unless ``clear`` is False."""
+    """Entries by file name; an unusable manifest empties the directory (rebuild) unless ``clear`` is
+    False."""
     path = directory / "manifest.json"
     if not path.exists():
         return {}, False

@@ -120,10 +120,17 @@ def sync(
     the folder.
     """
     directory = run_cache_dir(cache_root, run_dir, fields)
-    args = {"progress": progress, "verify": verify, "allowed": allowed, "opened": opened, "fields": fields}
     try:
         with _locked(directory):
-            return _sync_here(directory, run_dir, **args)
+            return _sync_here(
+                directory,
+                run_dir,
+                progress=progress,
+                verify=verify,
+                allowed=allowed,
+                opened=opened,
+                fields=fields,
+            )
     except OSError as exc:
         if not _cache_fault(exc, run_dir):
             raise
@@ -135,7 +142,9 @@ def sync(
     fallback = memory_cache_root()
     if fallback is None or fallback == cache_root:
         raise CacheError(f"{problem}, and no folder in memory could take its place")
-    result = sync(run_dir, fallback, **args)
+    result = sync(
+        run_dir, fallback, progress=progress, verify=verify, allowed=allowed, opened=opened, fields=fields
+    )
     result.notice = f"{problem}; this run was read into memory ({fallback}) and is read again after a restart"
     return result
 
@@ -307,7 +316,8 @@ class _Plan:
 
 
 def _plan(file: RunFile, old: FileEntry | None) -> _Plan:
-    """Decide whether a file is unchanged, grown, or must be read again (also when it is read otherwise now)."""
+    """Decide whether a file is unchanged, grown, or must be read again (also when it is read otherwise
+    now)."""
     path, reading = file.path, file.reading or Reading(NATIVE)
     st = path.stat()
     if old is not None and (old.reading != reading.digest() or old.format != reading.format):

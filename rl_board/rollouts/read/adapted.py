@@ -85,7 +85,7 @@ def _stage_one(
     if fmt.flat:
         return [renamed(raw, renames)]
     obj = fieldmap.apply(raw, reading.fields)
-    samples = fmt.nested(obj)  # type: ignore[misc]
+    samples = fmt.nested(obj)
     mapped = fieldmap.renames(reading.fields)
     if mapped and len(samples) == 1:
         for canonical in mapped:

@@ -17,12 +17,12 @@ orjson path does it all.
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 try:
     import simdjson
 except ImportError:  # pragma: no cover - an optional speed-up
-    simdjson = None
+    simdjson = None  # type: ignore[assignment]  # mypy cannot type a module-or-None name
 
 import numpy as np
 import orjson
@@ -56,6 +56,7 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
             result.blank += 1
             continue
         try:
+            record: dict[str, Any] | tuple[dict[str, Any], str] | None
             record = None if parser is None or i in deep else _load_simd(parser, raw, int(squares[i]))
             if record is None:
                 record = _load(raw, careful=i in deep)
@@ -105,7 +106,7 @@ def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None
     brackets = joined.count("[")  # the "[" the line holds if every packed float array is flat
     arrays = 0  # of which the top-level arrays' own
     for key in keys:
-        value = doc[key]
+        value: Any = doc[key]  # dispatched on type(value): mypy cannot narrow through ``kind``
         kind = type(value)
         if kind is str:
             brackets += value.count("[")
@@ -147,7 +148,8 @@ def _brackets(value: Any) -> int:
 
 
 def _load(raw: bytes, *, careful: bool = False) -> dict[str, Any] | tuple[dict[str, Any], str]:
-    """orjson when it can; lines it refuses (NaN, lone surrogates ...) or must not see take the careful path."""
+    """orjson when it can; lines it refuses (NaN, lone surrogates ...) or must not see take the careful
+    path."""
     try:
         obj = _NOT_PARSED if careful else orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -196,7 +198,7 @@ def _build(records: list[dict[str, Any]]) -> pa.Table:
 def float_lists(values: list[list | np.ndarray | None]) -> pa.Array:
     """A list<float64> array from Python lists or float64 arrays (None = null list) in one pass."""
     if values and all(v is None or type(v) is np.ndarray for v in values):
-        return _packed_lists(values)
+        return _packed_lists(cast("list[np.ndarray | None]", values))  # all() above checked each
     lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, count=len(values))
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])

@@ -15,12 +15,14 @@ a scan, not memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,7 +37,8 @@ from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records
 from rl_board.sources import sniff
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
-# Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the environment.
+# Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
+# environment.
 RENAMED_NOTE = "logged keys named like columns rl-board adds are kept as"
 
 
@@ -178,7 +181,7 @@ def plan_blocks(
     return blocks
 
 
-def _last_newline_end(f, start: int, size: int) -> int:  # noqa: ANN001 - a binary file
+def _last_newline_end(f: BinaryIO, start: int, size: int) -> int:
     pos = size
     while pos > start:
         step = min(config.sizes().scan_bytes, pos - start)
@@ -191,7 +194,7 @@ def _last_newline_end(f, start: int, size: int) -> int:  # noqa: ANN001 - a bina
     return start
 
 
-def _next_newline_end(f, pos: int, end: int) -> int:  # noqa: ANN001 - a binary file
+def _next_newline_end(f: BinaryIO, pos: int, end: int) -> int:
     f.seek(pos)
     while pos < end:
         chunk = f.read(min(config.sizes().scan_bytes, end - pos))
@@ -212,8 +215,9 @@ def ingest_block(
 ) -> BlockResult:
     """Read, parse, derive and write one block (runs in a worker or in-process).
 
-    Lines longer than ``max_line`` (default ``Sizes.max_line_bytes``) are reported with their length, not read.
-    ``reading`` is how the file is read, decided once per load by the catalogue (None: rl-board's own format).
+    Lines longer than ``max_line`` (default ``Sizes.max_line_bytes``) are reported with their length, not
+    read. ``reading`` is how the file is read, decided once per load by the catalogue (None: rl-board's own
+    format).
     """
     max_line = max_line or config.sizes().max_line_bytes
     reading = reading or Reading(formats.NATIVE)
@@ -277,7 +281,7 @@ def ingest_batch(
     read alone instead.
     """
     reading = reading or Reading(formats.NATIVE)
-    alone = [lambda p=p, s=s, e=e: ingest_block(p, s, e, directory, reading, max_line) for p, s, e in jobs]
+    alone = [functools.partial(ingest_block, p, s, e, directory, reading, max_line) for p, s, e in jobs]
     try:
         datas = []
         for path, start, end in jobs:
@@ -393,7 +397,8 @@ def _own_columns(part: pa.Table, data: bytes) -> pa.Table | None:
 
 def _maybe_whole_numbers(column: pa.ChunkedArray) -> bool:
     """Whether a float column's rows in one file hold only whole numbers: the file alone may have been read
-    as integers (the shared parse widened them), which a run whose column ends up as text shows differently."""
+    as integers (the shared parse widened them), which a run whose column ends up as text shows
+    differently."""
     while pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         column = pc.list_flatten(column)
     if not pa.types.is_floating(column.type):

@@ -32,7 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 IDLE_SECONDS = 600  # a worker without a job this long exits (memory back); the pool restarts on demand
 AHEAD = 2  # jobs queued per worker
@@ -41,13 +41,25 @@ READY = "ready"  # a worker's first line, once its imports are done
 Local = Callable[[int], Any]  # job index -> its result, computed in this process
 
 
+def _stdin(proc: subprocess.Popen[bytes]) -> IO[bytes]:
+    if proc.stdin is None:  # every worker is started with stdin=PIPE
+        raise RuntimeError(f"worker {proc.pid} has no stdin pipe")
+    return proc.stdin
+
+
+def _stdout(proc: subprocess.Popen[bytes]) -> IO[bytes]:
+    if proc.stdout is None:  # every worker is started with stdout=PIPE
+        raise RuntimeError(f"worker {proc.pid} has no stdout pipe")
+    return proc.stdout
+
+
 class WorkerPool:
     """``n`` worker processes; ``run`` hands out jobs as workers free up and yields results in job order."""
 
     def __init__(self, n: int, idle_seconds: float = IDLE_SECONDS) -> None:
         self.owner = os.getpid()
         self.broken = False
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
         cmd = [sys.executable, "-m", "rl_board.rollouts.read.worker", str(os.getpid()), str(idle_seconds)]
         try:
             for _ in range(n):
@@ -71,9 +83,9 @@ class WorkerPool:
         for w, proc in enumerate(self.procs):
             while not self.ready[w]:
                 left = deadline - time.monotonic()
-                if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+                if left <= 0 or not select.select([_stdout(proc)], [], [], left)[0]:
                     return False
-                line = proc.stdout.readline()  # the first line: nothing after it was asked for yet
+                line = _stdout(proc).readline()  # the first line: nothing after it was asked for yet
                 if not line:
                     return False
                 self.ready[w] = line.strip().decode() == READY
@@ -87,7 +99,7 @@ class WorkerPool:
         """Close the workers' stdin (they exit), wait a little, then kill what is left."""
         for proc in self.procs:
             with contextlib.suppress(OSError):
-                proc.stdin.close()
+                _stdin(proc).close()
         for proc in self.procs:
             try:
                 proc.wait(timeout=5)
@@ -95,7 +107,7 @@ class WorkerPool:
                 proc.kill()
                 proc.wait()
             with contextlib.suppress(OSError):
-                proc.stdout.close()
+                _stdout(proc).close()
 
     def run(self, requests: list[str], local: Local, decode: Callable[[str], Any]) -> Iterator[Any]:
         """Results of every job (``requests[i]`` is job i's line), in order.
@@ -112,7 +124,7 @@ class WorkerPool:
         buffers: dict[int, bytes] = {w: b"" for w in live}
         selector = selectors.DefaultSelector()
         for w in live:
-            selector.register(self.procs[w].stdout, selectors.EVENT_READ, w)
+            selector.register(_stdout(self.procs[w]), selectors.EVENT_READ, w)
         done = 0
         try:
             while done < n_jobs:
@@ -156,7 +168,7 @@ class WorkerPool:
 
     def _send(self, w: int, line: str) -> bool:
         try:
-            self.procs[w].stdin.write(line.encode() + b"\n")
+            _stdin(self.procs[w]).write(line.encode() + b"\n")
             return True
         except OSError:  # BrokenPipeError: the worker is gone
             return False
@@ -175,7 +187,7 @@ class WorkerPool:
         if w in live:
             live.remove(w)
             with contextlib.suppress(KeyError, ValueError):
-                selector.unregister(self.procs[w].stdout)
+                selector.unregister(_stdout(self.procs[w]))
         while inflight.get(w):
             i = inflight[w].popleft()
             results[i] = local(i)

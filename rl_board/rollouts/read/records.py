@@ -217,7 +217,8 @@ def check_arrays(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _step(value: Any) -> int | None:
-    """The step as an integer; None when missing (the file's name may give it: ``contract.finish`` decides)."""
+    """The step as an integer; None when missing (the file's name may give it: ``contract.finish``
+    decides)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -257,7 +258,7 @@ def _text(name: str, value: Any) -> str | None:
     raise BadLine(f"'{name}' is {_kind(value)}, not text")
 
 
-def _float_list(name: str, value: Any) -> list[float] | None:
+def _float_list(name: str, value: Any) -> list[float] | np.ndarray | None:
     """Numbers (or numeric strings, or null = NaN), exactly what the bulk path accepts."""
     if value is None or type(value) is np.ndarray:  # float64 already (the simd path's)
         return value

@@ -102,7 +102,8 @@ def finish_renamed(
 
 
 def _renamed(table: pa.Table, renames: Renames) -> pa.Table:
-    """Trainer names -> rl-board names; a column already bearing a target name is kept as ``<name>_logged``."""
+    """Trainer names -> rl-board names; a column already bearing a target name is kept as
+    ``<name>_logged``."""
     targets = set(renames.values())
     names = []
     for name in table.column_names:

@@ -98,7 +98,8 @@ def _from_text(
 
 
 def _finish_reasons(table: pa.Table) -> pa.Table:
-    """``finish_reason`` in one vocabulary; the logged word kept as ``finish_reason_logged`` where it differs."""
+    """``finish_reason`` in one vocabulary; the logged word kept as ``finish_reason_logged`` where it
+    differs."""
     column = table.column(S.FINISH_REASON)
     if column.null_count == table.num_rows:
         return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -15,9 +16,9 @@ from rl_board.ui.components.page import missing
 CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
 
 
-def _number(value: object) -> float | None:
+def _number(value: Any) -> float | None:  # anything float() takes; None for the rest
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
@@ -25,7 +26,7 @@ def _number(value: object) -> float | None:
 
 def step_metrics(
     summary: pd.DataFrame, step: int, kl: F.KLEstimator | None = None
-) -> list[tuple[str, float, float | None, str, str]]:
+) -> list[tuple[str, float, float | None, F.DeltaColour, str]]:
     """(label, value, change from the previous step or None, delta colour, help) for what the run has
     (the KL card is ``kl``'s)."""
     rows = summary.sort_values("step").reset_index(drop=True)
@@ -36,7 +37,7 @@ def step_metrics(
     before = rows.iloc[pos[0] - 1] if pos[0] > 0 else None
     out = []
     for name, color in F.step_cards(kl.name if kl else None):
-        field = F.step(name)
+        field = F.known(F.STEP, name)
         column, label = f"{field.name}_mean", field.short[:1].upper() + field.short[1:]
         value = _number(here.get(column))
         if value is None:

@@ -34,7 +34,7 @@ def _valid_choice(others: list[str]) -> list[str]:
 
 
 def _summaries(ctx: Context, chosen: list[str], paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
-    out = {ctx.run or "run": cached.step_summary(str(ctx.run_path), ctx.store.signature, ctx.store)}
+    out = {ctx.run or "run": cached.step_summary(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)}
     for name in chosen:
         store = open_run(paths[name], name)
         out[name] = cached.step_summary(str(paths[name]), store.signature, store)

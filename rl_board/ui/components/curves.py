@@ -1,4 +1,5 @@
-"""Step curves of one run: reward (choose which), KL (the chosen estimator), response length; click opens a step."""
+"""Step curves of one run: reward (choose which), KL (the chosen estimator), response length; click opens a
+step."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def _length_curve(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
 
 def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     """One curve per part of the reward (TRL's reward functions, verl's acc, ...), when the run logs them."""
-    store = ctx.store
+    store = ctx.run_store
     parts = store.reward_components
     if not parts:
         return
@@ -124,9 +125,9 @@ GROUPED_AT_MOST = 0.6  # groups per sample: above this the run is not grouped
 
 def _group_curves(ctx: Context) -> None:
     """GRPO runs: per step, the mean share of each group solved and the share of zero-variance groups."""
-    stats = cached.group_stats(str(ctx.run_path), ctx.store.signature, ctx.store)
+    stats = cached.group_stats(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)
     # A GRPO run has a handful of samples per prompt; a PPO run's prompts only repeat by chance.
-    if stats.empty or stats["groups"].sum() > GROUPED_AT_MOST * ctx.store.num_samples:
+    if stats.empty or stats["groups"].sum() > GROUPED_AT_MOST * ctx.run_store.num_samples:
         return
     frame = stats.rename(
         columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"}
@@ -150,9 +151,9 @@ def _group_curves(ctx: Context) -> None:
 
 def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     """Runs that log the trainer's log-probs beside the engine's: how far apart they are, step by step."""
-    if not ctx.store.has("train_logprobs"):
+    if not ctx.run_store.has("train_logprobs"):
         return
-    summary = cached.mismatch_summary(str(ctx.run_path), ctx.store.signature, ctx.store)
+    summary = cached.mismatch_summary(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)
     _chart(
         charts.curve_figure(
             summary,
@@ -170,10 +171,12 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
 
 
 def _length_distribution(ctx: Context) -> None:
-    counts, edges, truncated = cached.length_distribution(str(ctx.run_path), ctx.store.signature, ctx.store)
+    counts, edges, truncated = cached.length_distribution(
+        str(ctx.run_path), ctx.run_store.signature, ctx.run_store
+    )
     if counts.empty or len(counts) < 2:
         return
-    unit = "tokens" if ctx.store.length_column() == "n_tokens" else "characters"
+    unit = "tokens" if ctx.run_store.length_column() == "n_tokens" else "characters"
     st.plotly_chart(
         length_figure(counts, edges, truncated, unit), key="chart_length_hist", config={"displaylogo": False}
     )

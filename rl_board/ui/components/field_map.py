@@ -72,7 +72,7 @@ def _sum_changed() -> None:
             state.notice(f"Reward sum not used: {escape_markdown(str(exc))}")
             return
         fmap[field] = value
-    state.put_many(fields=_encode(fmap), tpage=1)
+    state.put_many(fields=_encode(fmap), table_page=1)
 
 
 def _reward_sum(store: api.RolloutStore) -> None:
@@ -101,14 +101,14 @@ def render_field_map(store: api.RolloutStore) -> None:
                 escape_markdown(store.report.turns_read[0].upper() + store.report.turns_read[1:] + ".")
             )
         columns = [
-            c for c in store.fields if c not in ("step",) and (F.sample(c) is None or F.sample(c).sortable)
+            c for c in store.fields if c not in ("step",) and ((f := F.sample(c)) is None or f.sortable)
         ]
         for field in CHOICES:
             options = [AS_READ, *sorted(set(columns) - {field} | ({fmap[field]} if field in fmap else set()))]
             key = f"fieldmap.{field}"
             st.session_state[key] = fmap.get(field, AS_READ)
             st.selectbox(
-                F.sample(field).title,
+                F.known(F.SAMPLE, field).title,
                 options,
                 key=key,
                 on_change=_changed,

@@ -1,5 +1,6 @@
-"""Sample filters: reward / KL / length / repetition ranges, a text or regex search, optionally over all steps;
-an agent run's trajectory filters; the failure-pattern and label filters (scripts, template family, tag)."""
+"""Sample filters: reward / KL / length / repetition ranges, a text or regex search, optionally over all
+steps; an agent run's trajectory filters; the failure-pattern and label filters (scripts, template family,
+tag)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def trajectory_ranges(store: RolloutStore) -> dict[str, tuple[str, str]]:
 
 
 def _extra_range(store: RolloutStore) -> str:
-    """A range on one of the log's own numeric columns (a reward component, a score); "" when none is chosen."""
+    """A range on one of the log's own numeric columns (a reward component, a score); "" when none is
+    chosen."""
     options = [
         "",
         *store.reward_components,
@@ -210,7 +212,8 @@ def finish_reasons(store: RolloutStore) -> list[str]:
 
 
 def _trajectory_filters(store: RolloutStore, ranges: dict[str, tuple[str, str]]) -> None:
-    """Turns and tool calls (ranges), the tools used (text), any tool error, the finish reasons (multi-turn runs)."""
+    """Turns and tool calls (ranges), the tools used (text), any tool error, the finish reasons (multi-turn
+    runs)."""
     st.caption("Trajectories")
     cells = st.columns(max(4, len(ranges) * 2), vertical_alignment="bottom")
     for k, (name, (_, label)) in enumerate(ranges.items()):
@@ -234,22 +237,24 @@ def _trajectory_filters(store: RolloutStore, ranges: dict[str, tuple[str, str]])
         )
     tools, errors, finish = st.columns([2, 1, 3], vertical_alignment="bottom")
     tools.text_input(
-        F.sample("tools").title,
+        F.known(F.SAMPLE, "tools").title,
         placeholder="e.g. search",
-        help=F.sample("tools").help,
+        help=F.known(F.SAMPLE, "tools").help,
         **state.bind("tools", _reset_page),
     )
     errors.toggle(
-        "Any tool error", help=F.sample("n_tool_errors").help, **state.bind("tool_errors", _reset_page)
+        "Any tool error",
+        help=F.known(F.SAMPLE, "n_tool_errors").help,
+        **state.bind("tool_errors", _reset_page),
     )
     if store.has("finish_reason"):
         options = finish_reasons(store)
         state.put("finish_reason", [r for r in state.get("finish_reason") or [] if r in options])
         finish.multiselect(
-            F.sample("finish_reason").title,
+            F.known(F.SAMPLE, "finish_reason").title,
             options,
             placeholder="any",
-            help=F.sample("finish_reason").help,
+            help=F.known(F.SAMPLE, "finish_reason").help,
             **state.bind("finish_reason", _reset_page),
         )
 
@@ -266,9 +271,9 @@ def _pattern_filters(store: RolloutStore) -> None:
     scripts, template, tag = st.columns([2, 1, 2], vertical_alignment="bottom")
     if store.has("scripts"):
         scripts.text_input(
-            F.sample("scripts").title,
+            F.known(F.SAMPLE, "scripts").title,
             placeholder="e.g. Han, or + for any mix",
-            help=F.sample("scripts").help + " Matches a part of the name: `+` finds every mix.",
+            help=F.known(F.SAMPLE, "scripts").help + " Matches a part of the name: `+` finds every mix.",
             **state.bind("scripts", _reset_page),
         )
     if store.has("response"):
@@ -285,7 +290,7 @@ def _pattern_filters(store: RolloutStore) -> None:
             value=None,
             format="%d",
             placeholder="any",
-            help=F.sample("template").help,
+            help=F.known(F.SAMPLE, "template").help,
             **state.bind("template", _reset_page),
         )
     options = ["", *tags_in_run(store)]

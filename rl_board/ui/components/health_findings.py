@@ -28,7 +28,17 @@ SEVERITY_ICONS = {
     "warning": ":orange[:material/warning:]",
     "info": ":blue[:material/info:]",
 }
-FILTER_LABELS = {key: F.filter_field(key, {f.name for f in F.at(F.SAMPLE)}).brief for key in F.FILTER_KEYS}
+
+
+def _filter_label(key: str) -> str:
+    """A range filter's short name: every filter key has a per-sample field (KeyError if not)."""
+    field = F.filter_field(key, {f.name for f in F.at(F.SAMPLE)})
+    if field is None:
+        raise KeyError(f"no per-sample field has the filter key {key!r}")
+    return field.brief
+
+
+FILTER_LABELS = {key: _filter_label(key) for key in F.FILTER_KEYS}
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,8 @@ def collect(ctx: Context, health: HealthSettings) -> tuple[list[Located], list[P
 
 
 def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Located], list[Problem]]:
-    """Every rollout run's findings, computed once per state of the root's files (a revisit costs one walk)."""
+    """Every rollout run's findings, computed once per state of the root's files (a revisit costs one
+    walk)."""
     root = str(ctx.root)
     files = cached.rollout_files_signature(root, cached.cache_dir())
     return _findings_of_root(root, files, health.key, tuple(ctx.roots), health)

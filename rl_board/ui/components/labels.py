@@ -55,7 +55,8 @@ def tagged(store: RolloutStore, tag: str) -> list[tuple[int, int]]:
 
 
 def tag_column(frame: pd.DataFrame) -> str:
-    """The name the table gives the samples' tags (``tags``, unless the log already has a field of that name)."""
+    """The name the table gives the samples' tags (``tags``, unless the log already has a field of that
+    name)."""
     return OWN_TAGS if TAGS in frame.columns else TAGS
 
 
@@ -174,7 +175,8 @@ def render_sample_labels(store: RolloutStore, step: int, index: int) -> None:
             help="Tags and notes on this sample, kept in the server's labels file (not beside the logs): "
             "the step browser filters by them, `rl-board labels RUN` lists them.",
         )
-        # the inputs are drawn only when asked for: they cost every sample page a fifth of a second in the browser
+        # the inputs are drawn only when asked for: they cost every sample page a fifth of a second in the
+        # browser
         opener.toggle(
             "Add a label",
             key=f"{prefix}_open",

@@ -1,4 +1,5 @@
-"""Two runs, or two steps of one run, on the prompts they share: who scored better, and how the answers differ."""
+"""Two runs, or two steps of one run, on the prompts they share: who scored better, and how the answers
+differ."""
 
 from __future__ import annotations
 
@@ -57,14 +58,14 @@ def render_matchup(ctx: Context) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown(f"**A** · {escape_markdown(ctx.run or '')}")
-        step_a = _step_choice("Step of A", ctx.store.steps, "step_a")
+        step_a = _step_choice("Step of A", ctx.run_store.steps, "step_a")
     with right:
         other = _other_run(ctx)
         if other is None:
             return
         name_b, store_b = other
         step_b = _step_choice("Step of B", store_b.steps, "step_b")
-    both = ctx.store.versus(store_b, step=step_a, other_step=step_b)
+    both = ctx.run_store.versus(store_b, step=step_a, other_step=step_b)
     if both.empty:
         st.info("These two selections share no prompt (prompts are matched by their exact text).")
         return
@@ -97,7 +98,7 @@ def render_matchup(ctx: Context) -> None:
     )
     row = state.get("matchup_row")
     if isinstance(row, int) and 0 <= row < len(both):
-        _answers(ctx.store, store_b, both.iloc[row], display)
+        _answers(ctx.run_store, store_b, both.iloc[row], display)
 
 
 def _answers(store_a: RolloutStore, store_b: RolloutStore, row: pd.Series, display: TextDisplay) -> None:

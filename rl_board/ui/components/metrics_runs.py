@@ -66,7 +66,7 @@ def pick_runs(runs: Sequence[RunSource], index: MetricsIndex | None = None) -> l
     chosen = st.multiselect(
         f"Metric runs ({len(labels):,})",
         list(labels),
-        format_func=labels.get,
+        format_func=labels.__getitem__,
         placeholder="Choose runs…",
         help="Several runs draw on the same charts, one colour per run. Type to search a long list.",
         **state.bind(RUNS),
@@ -111,7 +111,8 @@ def _progress_bar(root: Path) -> None:
 
 
 def rollout_runs_beside(bundle: MetricsBundle, root: Path) -> dict[str, Path]:
-    """Metric runs whose folder is also a rollout run (metrics.jsonl beside the samples): metric run -> run path."""
+    """Metric runs whose folder is also a rollout run (metrics.jsonl beside the samples): metric run -> run
+    path."""
     runs = cached.runs_under(str(root), cached.cache_dir())
     folders = {Path(p).resolve(): Path(p) for p in runs["path"]}
     out = {}

@@ -111,9 +111,12 @@ def _summary(store: RolloutStore, families: pd.DataFrame, signals: pd.DataFrame)
         "Loops",
         f"{loops} ({loops / total:.1%})",
         border=True,
-        help=f"Answers whose repetition is at least {api.LOOP_REPETITION:g}. {F.sample('repetition').help}",
+        help=f"Answers whose repetition is at least {api.LOOP_REPETITION:g}. "
+        f"{F.known(F.SAMPLE, 'repetition').help}",
     )
-    d.metric("Mixed scripts", f"{mixed} ({mixed / total:.1%})", border=True, help=F.sample("scripts").help)
+    d.metric(
+        "Mixed scripts", f"{mixed} ({mixed / total:.1%})", border=True, help=F.known(F.SAMPLE, "scripts").help
+    )
 
 
 def _families(ctx: Context, store: RolloutStore, families: pd.DataFrame, shares: pd.DataFrame) -> None:
@@ -297,13 +300,14 @@ def _signal(store: RolloutStore, signals: pd.DataFrame, column: str, display: Te
 
 
 def render_patterns(ctx: Context) -> None:
-    store = ctx.store
+    store = ctx.run_store
     if not store.has("response"):
         missing("No answers", "this run logs no response text to look for patterns in.")
         return
     run, signature = str(ctx.run_path), store.signature
     families = cached.pattern_families(run, signature, store)
-    store.find_templates()  # at once when the families were found: the cached table may outlive a reopened store
+    # at once when the families were found: the cached table may outlive a reopened store
+    store.find_templates()
     shares = cached.family_shares(run, signature, store)
     signals = cached.signals_by_step(run, signature, store)
     _summary(store, families, signals)

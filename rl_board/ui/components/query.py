@@ -111,7 +111,8 @@ def _schema(store: RolloutStore) -> None:
 
 
 def _result(store: RolloutStore, run: str, sql: str) -> QueryResult | QueryError:
-    """The query's outcome, kept per (run, state of the run, text) so reruns (a click, a widget) do not re-run it."""
+    """The query's outcome, kept per (run, state of the run, text) so reruns (a click, a widget) do not re-run
+    it."""
     key = (run, store.signature, sql)
     known = st.session_state.get(_RESULT_KEY)
     if known is not None and known[0] == key:
@@ -163,7 +164,8 @@ def _open_selected() -> None:
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Result cells as the table shows them: names unique and visible, text clipped, lists and objects as text."""
+    """Result cells as the table shows them: names unique and visible, text clipped, lists and objects as
+    text."""
     out = pd.DataFrame(index=frame.index)
     seen: set[str] = set()
     for k in range(frame.shape[1]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -25,7 +26,7 @@ from rl_board.ui.text import (
     visible_bidi_column,
 )
 
-TEXTS = tuple(F.sample(name) for name in ("prompt", "response", "ref_response", "ground_truth"))
+TEXTS = tuple(F.known(F.SAMPLE, name) for name in ("prompt", "response", "ref_response", "ground_truth"))
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 _KL_SCORES = frozenset(name for e in F.KL_ESTIMATORS for name in (e.mean, e.sum))  # one estimator's are shown
 TEXT_HEIGHT = 360
@@ -94,11 +95,11 @@ def _navigation(store: RolloutStore, step: int, index: int) -> None:
     )
 
 
-def _number(value: object) -> float | None:
+def _number(value: Any) -> float | None:  # anything float() takes; None for the rest
     if isinstance(value, bool) or value is None:
         return None
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
@@ -153,7 +154,7 @@ def _other_fields(detail: SampleDetail) -> None:
 
 
 def render_sample(ctx: Context) -> None:
-    store = ctx.store
+    store = ctx.run_store
     step = valid_step(store.steps)
     index = valid_sample(store.samples_per_step()[step])
     _navigation(store, step, index)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,8 @@ def _nested(values: pd.Series) -> bool:
 
 
 def _numbers_per_token(values: pd.Series) -> bool:
-    """A column of number arrays (a per-token loss mask, advantages...): the token view's, too long for a cell."""
+    """A column of number arrays (a per-token loss mask, advantages...): the token view's, too long for a
+    cell."""
     first = next((v for v in values.dropna().head(20) if isinstance(v, list | tuple | np.ndarray)), None)
     return (
         first is not None
@@ -111,8 +113,9 @@ def _column_config(frame: pd.DataFrame) -> dict:
 
 
 def column_order(columns: list[str], sort: str, tags: str = "") -> list[str]:
-    """Step and sample first, then the sorted column (so the ranking is visible), the samples' tags, the rest."""
-    head = [c for c in ("step", "sample") if c in columns]
+    """Step and sample first, then the sorted column (so the ranking is visible), the samples' tags, the
+    rest."""
+    head: list[str] = [c for c in ("step", "sample") if c in columns]
     if sort in columns and sort not in head:
         head.append(sort)
     if tags in columns and tags not in head:
@@ -240,7 +243,7 @@ def render_table(
         )
     }
     order = column_order(list(shown.columns), sort, tags)
-    height = "auto" if len(shown) <= 12 else 460
+    height: Literal["auto"] | int = "auto" if len(shown) <= 12 else 460
     if state.get("tag_rows", False):
         event = st.dataframe(
             shown,
@@ -277,8 +280,8 @@ def render_table(
 
 
 def tagging_key(pairs: list[tuple[int, int]]) -> str:
-    """The ticking table's key, new whenever it shows other samples (another step, filter, sort or page): ticks
-    stand for rows by position, so they must not carry over to samples the user did not tick."""
+    """The ticking table's key, new whenever it shows other samples (another step, filter, sort or page):
+    ticks stand for rows by position, so they must not carry over to samples the user did not tick."""
     return f"{TAGGING_KEY}.{hashlib.sha1(repr(pairs).encode()).hexdigest()[:12]}"
 
 

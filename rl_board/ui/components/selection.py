@@ -1,5 +1,5 @@
-"""Which row of a table, or which point of a chart, the user clicked: one reading of Streamlit's selection state
-for every table and every chart."""
+"""Which row of a table, or which point of a chart, the user clicked: one reading of Streamlit's selection
+state for every table and every chart."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def selected_item(key: str, items_key: str) -> Any | None:
 
 
 def clicked_point(key: str) -> tuple[float, int] | None:
-    """The x and the curve number of the clicked point of the chart drawn with ``key`` (None: no usable click)."""
+    """The x and the curve number of the clicked point of the chart drawn with ``key`` (None: no usable
+    click)."""
     points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
     try:
         return (float(points[0]["x"]), int(points[0].get("curve_number", 0))) if points else None

@@ -52,7 +52,8 @@ FOLLOW_SECONDS = 5
 
 @st.fragment(run_every=FOLLOW_SECONDS)
 def _follow(store: RolloutStore) -> None:
-    """Live refresh: a cheap stat check; the whole page reruns (and the store reads the new bytes) on change."""
+    """Live refresh: a cheap stat check; the whole page reruns (and the store reads the new bytes) on
+    change."""
     if store.stale():
         st.rerun()
 
@@ -127,7 +128,7 @@ def _choose_run(ctx: Context) -> None:
         "Run",
         names,
         index=None,
-        format_func=labels.get,
+        format_func=labels.__getitem__,
         placeholder="Choose a run…",
         **state.bind("run", on_change=_run_changed),
     )

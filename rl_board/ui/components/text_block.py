@@ -32,6 +32,7 @@ def is_short(text: str) -> bool:
 
 
 def text_block(text: str, *, height: int) -> None:
-    """``text`` in a box (its whole height when short, else ``height`` pixels that scroll); bidi controls shown."""
+    """``text`` in a box (its whole height when short, else ``height`` pixels that scroll); bidi controls
+    shown."""
     with st.container(border=True, height="content" if is_short(text) else height):
         st.text(verbatim(visible_bidi(text)) or " ")

@@ -67,7 +67,10 @@ def valid_metric(metrics: list[str], kl: F.KLEstimator) -> str:
 
 
 def mismatch_note(detail: SampleDetail) -> str:
+    """Why token metrics stop short; for a sample with a ``length_mismatch`` (both counts known)."""
     n_tok, n_lp = detail.n_tokens, detail.n_logprobs
+    if n_tok is None or n_lp is None:
+        raise ValueError("a token/log-prob mismatch needs both counts")
     extra = n_tok - n_lp if n_tok > n_lp else 0
     tail = ""
     if extra:
@@ -132,7 +135,8 @@ def _token_table(tokens: pd.DataFrame, metrics: list[str], metric: str) -> None:
 
 
 def _chip_page(tokens: pd.DataFrame, kl: F.KLEstimator) -> pd.DataFrame:
-    """The tokens drawn as chips: all of a short response, a page of a long one (found by position or text)."""
+    """The tokens drawn as chips: all of a short response, a page of a long one (found by position or
+    text)."""
     if len(tokens) <= CHIP_PAGE:
         return tokens
     pages = math.ceil(len(tokens) / CHIP_PAGE)
@@ -232,14 +236,14 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
         st.segmented_control(
             "Colour tokens by",
             options,
-            format_func=lambda m: F.token(m).brief,
+            format_func=lambda m: F.known(F.TOKEN, m).brief,
             required=True,
             **state.bind("token_metric"),
         )
         metric = state.get("token_metric") or metric
         page = _chip_page(shown, kl)
         scale = scale_for(shown[metric].tolist(), metric)
-        if split:  # a trajectory: the chips under a line per turn, untrained tokens struck through
+        if split and untrained is not None:  # a trajectory: a line per turn, untrained tokens struck through
             at = shown.index.get_indexer(page.index)
             body = turn_chips_html(
                 page,
@@ -253,8 +257,8 @@ def _token_view(detail: SampleDetail, display: TextDisplay, kl: F.KLEstimator) -
         st.caption(
             "Hover a token to see all its metrics."
             + (
-                f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap below "
-                "shows them all."
+                f" Tokens {int(page.index[0])}–{int(page.index[-1])} of {len(shown)} are drawn; the heatmap "
+                "below shows them all."
                 if len(page) < len(shown)
                 else ""
             )
@@ -293,7 +297,7 @@ def _heatmap(
             return
         figure = (
             turn_wrapped_figure(shown, metric, split, untrained)
-            if split
+            if split and untrained is not None
             else wrapped_heatmap_figure(shown, metric)
         )
         st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
@@ -311,6 +315,6 @@ def _heatmap(
         st.html(heat_grid.metric_rows_html(shown, chosen, groups=split, untrained=untrained))
         return
     figure = charts.token_heatmap_figure(shown, chosen)
-    if split:
+    if split and untrained is not None:
         mark_turns(figure, shown, split, untrained)
     st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})

@@ -1,10 +1,12 @@
-"""The Tools page of an agent run: every tool's calls, error rate and the reward of the trajectories that called
-it, over training; a tool's argument examples, each opening its sample at the turn that made the call."""
+"""The Tools page of an agent run: every tool's calls, error rate and the reward of the trajectories that
+called it, over training; a tool's argument examples, each opening its sample at the turn that made the
+call."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from rl_board.api import RolloutStore
 from rl_board.formats import fields as F
@@ -116,7 +118,7 @@ def _charts(tools: pd.DataFrame, names: list[str]) -> None:
     )
 
 
-def _examples(ctx: Context, store: RolloutStore, tool: str, column: object) -> None:
+def _examples(ctx: Context, store: RolloutStore, tool: str, column: DeltaGenerator) -> None:
     steps = store.steps
     if state.get("step") not in steps:
         state.put("step", steps[-1])
@@ -158,7 +160,7 @@ def _examples(ctx: Context, store: RolloutStore, tool: str, column: object) -> N
 
 
 def render_tools(ctx: Context) -> None:
-    store = ctx.store
+    store = ctx.run_store
     if not store.multi_turn or not store.has("tools"):
         missing("No tools", f"no trajectory of this run made a tool call ({F.label('n_tool_calls')}: 0).")
         return

@@ -205,8 +205,8 @@ def _header(traj: Trajectory, k: int, focused: bool) -> str:
 
 
 def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_from: int) -> None:
-    """One turn's block; a tool result whose call's card is on this page already shows there in full (unless it is
-    the focused turn)."""
+    """One turn's block; a tool result whose call's card is on this page already shows there in full (unless
+    it is the focused turn)."""
     m = traj.messages[k]
     with st.container(border=True, key="turn_focus" if focused else f"turn_{k}"):
         failed = " :red-badge[:material/error: error]" if m.get("role") == "tool" and m.get("error") else ""
@@ -249,7 +249,8 @@ def render_trajectory(
     kl: F.KLEstimator,
     run: str | None = None,
 ) -> None:
-    """The trajectory: a summary line, the turn chooser and jumps, and one page of turns with the focused one."""
+    """The trajectory: a summary line, the turn chooser and jumps, and one page of turns with the focused
+    one."""
     traj = Trajectory.of(messages, detail, kl)
     current = _focused(len(messages), (run, detail.step, detail.index))
     st.markdown(_summary(traj, detail.fields.get("finish_reason")))

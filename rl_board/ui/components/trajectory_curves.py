@@ -3,6 +3,8 @@ ended (a stacked area: truncation by cause). Shown for multi-turn runs only; a c
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -15,7 +17,7 @@ from rl_board.ui.trajectory_charts import finish_figure
 PER_TRAJECTORY = ("turns", "n_tool_calls")
 
 
-def render_trajectory_curves(ctx: Context, chart: object) -> None:
+def render_trajectory_curves(ctx: Context, chart: Callable[[object, str], None]) -> None:
     """``chart(figure, key)`` draws a figure whose points open their step (the Overview's own helper)."""
     store = ctx.store
     if store is None or not store.multi_turn:

@@ -8,14 +8,21 @@ from rl_board.ui.components.compare import render_comparison
 from rl_board.ui.components.curves import render_curves
 from rl_board.ui.components.page import current_run
 from rl_board.ui.context import Context
+from rl_board.ui.state import PageSpec, Param
+
+PAGE = PageSpec(
+    title="Overview",
+    icon=":material/show_chart:",
+    params=(Param("compare", "list", ()),),
+)
 
 
 def render(ctx: Context) -> None:
-    store = ctx.store
+    store = ctx.run_store
     render_curves(ctx, cached.step_summary(str(ctx.run_path), store.signature, store))
     render_comparison(ctx)
 
 
-ctx = current_run("Overview")
+ctx = current_run(PAGE.title)
 if ctx is not None:
     render(ctx)

@@ -6,12 +6,19 @@ from __future__ import annotations
 from rl_board.ui.components.page import current_run
 from rl_board.ui.components.patterns import render_patterns
 from rl_board.ui.context import Context
+from rl_board.ui.state import PageSpec, Param
+
+PAGE = PageSpec(
+    title="Patterns",
+    icon=":material/pattern:",
+    params=(Param("family", "int"),),
+)
 
 
 def render(ctx: Context) -> None:
     render_patterns(ctx)
 
 
-ctx = current_run("Patterns")
+ctx = current_run(PAGE.title)
 if ctx is not None:
     render(ctx)

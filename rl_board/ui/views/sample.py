@@ -9,6 +9,17 @@ from rl_board.ui import state
 from rl_board.ui.components.page import current_run
 from rl_board.ui.components.sample_detail import render_sample
 from rl_board.ui.context import Context
+from rl_board.ui.state import PageSpec, Param
+
+PAGE = PageSpec(
+    title="Sample",
+    icon=":material/article:",
+    params=(
+        Param("token_metric", "str", "kl", ("metric",)),
+        Param("token_page", "int", 1, ("tokpage",)),
+        Param("turn", "int"),
+    ),
+)
 
 
 def _to_history(pid: str) -> None:
@@ -20,9 +31,9 @@ def render(ctx: Context) -> None:
     links = st.container()
     render_sample(ctx)
     step, index = state.get("step"), state.get("sample")
-    if step is None or index is None or not ctx.store.has("prompt"):
+    if step is None or index is None or not ctx.run_store.has("prompt"):
         return
-    rows = ctx.store.samples(step=int(step), columns=["prompt"], offset=int(index), limit=1)
+    rows = ctx.run_store.samples(step=int(step), columns=["prompt"], offset=int(index), limit=1)
     if len(rows) and isinstance(rows["prompt"].iloc[0], str):  # the id is the text's hash: no table needed
         links.button(
             "This prompt across training",
@@ -34,6 +45,6 @@ def render(ctx: Context) -> None:
         )
 
 
-ctx = current_run("Sample")
+ctx = current_run(PAGE.title)
 if ctx is not None:
     render(ctx)

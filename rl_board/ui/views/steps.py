@@ -11,10 +11,41 @@ from rl_board.ui.components.page import current_run
 from rl_board.ui.components.sample_table import render_table
 from rl_board.ui.components.step_picker import pick_step
 from rl_board.ui.context import Context
+from rl_board.ui.state import PageSpec, Param
+
+PAGE = PageSpec(
+    title="Step browser",
+    icon=":material/table_rows:",
+    params=(
+        Param("sort", "str", "sample"),
+        Param("descending", "bool", False, ("desc",)),
+        Param("search", "str", "", ("q",)),
+        Param("regex", "bool", False),
+        Param("match_case", "bool", False, ("case",)),
+        Param("all_steps", "bool", False, ("all",)),
+        Param("table_page", "int", 1, ("tpage",)),
+        Param("reward", "range"),
+        Param("kl", "range"),
+        Param("length", "range", old=("len",)),
+        Param("filter_column", "str", "", ("xcol",)),
+        Param("filter_range", "range", old=("xr",)),
+        # trajectories (multi-turn runs)
+        Param("turns", "range"),
+        Param("tool_calls", "range"),
+        Param("tools", "str", ""),
+        Param("tool_errors", "bool", False),
+        Param("finish_reason", "list", ()),
+        # failure patterns and labels
+        Param("repetition", "range"),
+        Param("scripts", "str", ""),
+        Param("template", "int"),
+        Param("tag", "str", ""),
+    ),
+)
 
 
 def render(ctx: Context) -> None:
-    store = ctx.store
+    store = ctx.run_store
     step = pick_step(store.steps)
     kl = ctx.settings.kl
     render_batch(store, str(ctx.run_path), step, kl=kl)
@@ -31,6 +62,6 @@ def render(ctx: Context) -> None:
     render_table(store, step, choice, ctx.settings.text, ctx.run or "run", kl=kl)
 
 
-ctx = current_run("Step browser")
+ctx = current_run(PAGE.title)
 if ctx is not None:
     render(ctx)

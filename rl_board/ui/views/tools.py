@@ -6,12 +6,19 @@ from __future__ import annotations
 from rl_board.ui.components.page import current_run
 from rl_board.ui.components.tools import render_tools
 from rl_board.ui.context import Context
+from rl_board.ui.state import PageSpec, Param
+
+PAGE = PageSpec(
+    title="Tools",
+    icon=":material/build:",
+    params=(Param("tool", "str"),),
+)
 
 
 def render(ctx: Context) -> None:
     render_tools(ctx)
 
 
-ctx = current_run("Tools")
+ctx = current_run(PAGE.title)
 if ctx is not None:
     render(ctx)

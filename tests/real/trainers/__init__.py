@@ -1,1 +1,2 @@
-"""Scripts that run real trainer code on CPU (each in its own subprocess, started by tests/real/conftest.py)."""
+"""Scripts that run real trainer code on CPU (each in its own subprocess, started by
+tests/real/conftest.py)."""

@@ -136,8 +136,8 @@ def rl_board_toml(weights: dict[str, float]) -> str:
     return f'[fields]\nreward = "{terms}"\n'
 
 
-# TRL's agent loop (``trainers/trl_tools.py``): a run with ``tools=`` and one with ``environment_factory=``, each
-# in its own folder of OUT, and the truth the runner checked against what TRL recorded.
+# TRL's agent loop (``trainers/trl_tools.py``): a run with ``tools=`` and one with ``environment_factory=``,
+# each in its own folder of OUT, and the truth the runner checked against what TRL recorded.
 TRL_TOOLS_RUNS = ("tools", "environment")
 TRL_TOOLS_TRUTH = "truth.json"
 

@@ -34,7 +34,8 @@ CORPUS = [
 
 
 def tokenizer(corpus: list[str] | None = None, vocab_size: int = 320, *, all_bytes: bool = False) -> Any:
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with eos, a separate pad token, left padding and a chat template.
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with eos, a separate pad token, left padding and a chat
+    template.
 
     Its alphabet is only the bytes of the corpus (ASCII), so whatever a random model samples decodes to
     valid text (with all 256 bytes it would write broken UTF-8, shown as U+FFFD). ``all_bytes`` adds

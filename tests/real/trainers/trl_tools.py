@@ -10,7 +10,8 @@ rl-board's ``RLBoardCallback`` writes a second copy of the rollouts.
 
 Two runs land in ``OUT/tools/`` and ``OUT/environment/``. ``OUT/truth.json`` holds, per run, step and sample,
 the messages the script meant (roles, reasoning, calls with the arguments the model wrote, results, errors,
-unanswered calls) and the finish cause in rl-board's vocabulary; the runner fails if TRL recorded anything else.
+unanswered calls) and the finish cause in rl-board's vocabulary; the runner fails if TRL recorded anything
+else.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ class Turn:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A prompt and the turns the policy plays for it; ``finish`` is the cause the trajectory must end with."""
+    """A prompt and the turns the policy plays for it; ``finish`` is the cause the trajectory must end
+    with."""
 
     name: str
     user: str
@@ -211,7 +213,8 @@ ENV_SCENARIOS = (
         finish="stop",
         turns=(Turn("Two it is.", calls=(("add", {"amount": 2}),)), Turn(None, "The total is 2.")),
     ),
-    # Not {"amount": "many"}: TRL 1.16 then fails to write its Parquet (one ``arguments`` field, int and str values).
+    # Not {"amount": "many"}: TRL 1.16 then fails to write its Parquet (one ``arguments`` field, int and str
+    # values).
     Scenario(
         "env_bad",
         "Take three from the ledger.",
@@ -399,9 +402,9 @@ def truth_for(
 
 
 def tokenizer() -> Any:
-    """tiny's byte-level BPE with TRL's Qwen3 chat template and ``<|im_end|>`` as eos (as Qwen3's), so TRL sets up
-    its own response parser for tool calls. Trained on the rendered conversations of the script (tool schemas
-    included) so prompts and turns take few tokens."""
+    """tiny's byte-level BPE with TRL's Qwen3 chat template and ``<|im_end|>`` as eos (as Qwen3's), so TRL
+    sets up its own response parser for tool calls. Trained on the rendered conversations of the script (tool
+    schemas included) so prompts and turns take few tokens."""
     from trl.chat_template_utils import qwen3_chat_template
 
     def made(corpus: list[str], size: int) -> Any:

@@ -81,10 +81,12 @@ QWEN_TOOL_TEMPLATE = (
     "{%- for tool_call in message.tool_calls %}"
     "{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}"
     '{{- \'\\n<tool_call>\\n{"name": "\' }}{{- tool_call.name }}{{- \'", "arguments": \' }}'
-    "{%- if tool_call.arguments is string %}{{- tool_call.arguments }}{%- else %}{{- tool_call.arguments | tojson }}"
+    "{%- if tool_call.arguments is string %}{{- tool_call.arguments }}"
+    "{%- else %}{{- tool_call.arguments | tojson }}"
     "{%- endif %}{{- '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}"
     "{%- elif message.role == 'tool' %}"
-    "{%- if loop.index0 == 0 or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{%- if loop.index0 == 0 or messages[loop.index0 - 1].role != 'tool' %}"
+    "{{- '<|im_start|>user' }}{%- endif %}"
     "{{- '\\n<tool_response>\\n' }}{{- message.content }}{{- '\\n</tool_response>' }}"
     "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
     "{%- endif %}{%- endfor %}"
@@ -92,7 +94,7 @@ QWEN_TOOL_TEMPLATE = (
 )
 
 
-# --------------------------------------------------------------------------- the tools (verl BaseTool subclasses)
+# ----------------------------------------------------------------------- the tools (verl BaseTool subclasses)
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 FACTS = {"seconds_per_day": "86400", "bytes_per_kilobyte": "1024", "days_per_week": "7"}
@@ -122,7 +124,8 @@ class CalculatorTool(BaseTool):
 
 
 class LookupTool(BaseTool):
-    """``lookup``: a fact from a small table; raises on a key it does not know (verl turns that into an error text)."""
+    """``lookup``: a fact from a small table; raises on a key it does not know (verl turns that into an error
+    text)."""
 
     async def execute(
         self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
@@ -442,7 +445,8 @@ def step_scripts(tok: Any, step: int) -> tuple[dict[str, list[list[int]]], list[
     for name, kinds in SCHEDULE[step]:
         for kind in kinds:
             said = turns(kind, QUESTIONS[name])
-            # A finished turn ends on <|im_end|>, where a Qwen model stops; the answer response_length cuts never does.
+            # A finished turn ends on <|im_end|>, where a Qwen model stops; the answer response_length cuts
+            # never does.
             ids = [
                 tok.encode(assistant_text(text, calls), add_special_tokens=False)
                 + ([] if FINISH.get(kind) == "length" and k == len(said) - 1 else [im_end])
@@ -456,7 +460,8 @@ def step_scripts(tok: Any, step: int) -> tuple[dict[str, list[list[int]]], list[
 
 
 def check(batch: Any, truths: list[dict[str, Any]], tok: Any) -> None:
-    """verl did what each script meant: its turn count, whether the response hit response_length, tool results."""
+    """verl did what each script meant: its turn count, whether the response hit response_length, tool
+    results."""
     outputs = tok.batch_decode(batch.batch["responses"], skip_special_tokens=True)
     lengths = batch.batch["attention_mask"][:, -RESPONSE_LENGTH:].sum(-1).tolist()
     for truth, turns_, length, text in zip(
@@ -473,7 +478,8 @@ def check(batch: Any, truths: list[dict[str, Any]], tok: Any) -> None:
 
 
 def run(out: Path) -> dict[str, Any]:
-    """Every step as ``RayPPOTrainer.fit`` runs it, up to the dump (no log-probs, no update: nothing to train)."""
+    """Every step as ``RayPPOTrainer.fit`` runs it, up to the dump (no log-probs, no update: nothing to
+    train)."""
     import numpy as np
     import ray
     from torch.utils.data import DataLoader

@@ -205,7 +205,8 @@ def v1(out: Path) -> dict[str, Any]:
     tok = tiny.tokenizer(vocab_size=400, all_bytes=True)
     ray_tmp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under ~100 bytes
     # A cluster of its own ("local": never one another process started on this machine). TransferQueue's
-    # controller and storage unit each ask Ray for one CPU: with fewer than two logical CPUs tq.init waits forever.
+    # controller and storage unit each ask Ray for one CPU: with fewer than two logical CPUs tq.init waits
+    # forever.
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp)
     try:
         tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
