@@ -50,6 +50,12 @@ class Probe:
     def names(self, folder: Path) -> list[str]:  # the entries of a folder
         raise NotImplementedError
 
+    def version(self, path: Path) -> tuple[int, int] | None:  # a file's (size, mtime_ns); None: not there
+        raise NotImplementedError
+
+    def read(self, path: Path) -> bytes | None:  # a neighbour's bytes; None: absent or not readable
+        raise NotImplementedError
+
 
 Options = Mapping[str, Any]  # JSON-able facts about a file found beside it (see ``Reading``)
 _STEP_IN_NAME = (re.compile(r"(?:^|[_\-.])step[_\-=]?(\d+)", re.I), re.compile(r"^(\d+)$"))
@@ -94,6 +100,13 @@ class Format:
     # loop's limit, in the ``formats.trajectory`` vocabulary: verl's max_assistant_turns, TRL's
     # max_tool_calling_iterations), used when no finish reason was logged; "" when the trainer does not say.
     open_calls_end: str = ""
+    # What the trainer writes beside a folder of this format's files that says how to read them (TRL's
+    # trainer_state.json, prime-rl's effective/): options of their ``Reading``, found through the ``Probe``
+    # (which never looks outside the served folders). A change there makes the files read again.
+    companions: Callable[[Path, Probe], Options] | None = None
+    # Its files sit in a folder per step named by the bare number (AReaL's rollout/{version}/): those folders
+    # belong to the run above them, as step_N/ folders do for every format.
+    numbered_step_folders: bool = False
 
     @property
     def flat(self) -> bool:

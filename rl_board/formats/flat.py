@@ -139,6 +139,7 @@ AREAL = Format(
     adapt=_areal_adapt,
     field_map=tuple(AREAL_MAP.items()),
     kept=("task_id", "sample_idx", "seqlen", "prompt_len", "head_version"),
+    numbered_step_folders=True,
 )
 
 # -- SkyRL: dumped_evals/global_step_{N}_evals/{data_source}.jsonl -------------------------------------------

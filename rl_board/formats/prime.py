@@ -18,6 +18,8 @@ whether it was kept and, if not, why (``formats.kept``).
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,57 @@ def _values(table: pa.Table, name: str) -> list[Any]:
     return table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows
 
 
+PRIME_TRACES = "traces.jsonl"
+_LEADING_ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.)*)"')  # Episode.to_record writes its id first
+_IDS_SEEN: dict[tuple[str, tuple[int, int]], tuple[str, ...]] = {}
+
+
+def _effective(folder: Path, probe: Probe) -> Options:
+    """For an ``all/`` folder of episodes: the ids of the trained-on ones in ``effective/`` beside it (no
+    option while that file is not written: whether an episode was kept is then not known)."""
+    if folder.name != "all":
+        return {}
+    path = folder.parent / "effective" / PRIME_TRACES
+    version = probe.version(path)
+    if version is None:
+        return {}
+    key = (str(path), version)
+    if key not in _IDS_SEEN:
+        if len(_IDS_SEEN) > 256:
+            _IDS_SEEN.clear()
+        _IDS_SEEN[key] = effective_ids(probe.read(path) or b"")
+    return {EFFECTIVE: list(_IDS_SEEN[key])}
+
+
+def effective_ids(data: bytes) -> tuple[str, ...]:
+    """The episode ids of a traces file, in order: from each line's start when it begins with its id (as
+    prime-rl writes it), else from the parsed line; a line not yet ended or not an episode gives none."""
+    found: list[str] = []
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):  # still being written
+            break
+        episode = _episode_id(line)
+        if episode is not None:
+            found.append(episode)
+    return tuple(found)
+
+
+def _episode_id(line: bytes) -> str | None:
+    match = _LEADING_ID.match(line)
+    if match is not None:
+        try:
+            value = json.loads(b'"' + match.group(1) + b'"')
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    episode = record.get("id") if isinstance(record, dict) else None
+    return str(episode) if isinstance(episode, (str, int)) and not isinstance(episode, bool) else None
+
+
 def _copy_aside(path: Path, probe: Probe) -> str:
     """prime-rl writes the trained-on episodes twice: all/ and effective/ (all/ says which were kept)."""
     if path.parent.name == "effective" and probe.is_dir(path.parent.parent / "all"):
@@ -249,6 +302,7 @@ PRIME_RL = Format(
         "metric/<name>",
     ),
     set_aside=_copy_aside,
+    companions=_effective,
 )
 
 

@@ -30,8 +30,11 @@ two apart, ``integrations.trl.RLBoardCallback`` can (it knows the limit).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rl_board.formats import rewards
-from rl_board.formats.base import Adapted, Format, Options, Record
+from rl_board.formats.base import Adapted, Format, Options, Probe, Record
 from rl_board.formats.flat import GROUP
 from rl_board.formats.schema import KNOWN_FIELDS, PROMPT, REWARD, STEP
 
@@ -180,6 +183,59 @@ def _close(expected: np.ndarray, logged: np.ndarray) -> bool:
     return bool(np.allclose(expected[both], logged[both], rtol=1e-3, atol=1e-3))
 
 
+TRAINER_STATE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_REWARD_MEAN = re.compile(r"^(?:train/)?rewards/(.+)/mean$")
+_NAMES_SEEN: dict[tuple[str, tuple[int, int]], tuple[str, ...]] = {}
+
+
+def trainer_state(base: Path, probe: Probe) -> Path | None:
+    """``checkpoint-N/trainer_state.json`` of the highest N under ``base`` that the probe may read."""
+    found = [
+        (int(m.group(1)), base / name / TRAINER_STATE)
+        for name in probe.names(base)
+        if (m := _CHECKPOINT.match(name))
+    ]
+    return next((path for _, path in sorted(found, reverse=True) if probe.version(path) is not None), None)
+
+
+def reward_function_names(path: Path, probe: Probe) -> tuple[str, ...]:
+    """The reward functions TRL logged a mean for, in the order it logged them (read once per file
+    version)."""
+    version = probe.version(path)
+    if version is None:
+        return ()
+    key = (str(path), version)
+    if key not in _NAMES_SEEN:
+        if len(_NAMES_SEEN) > 64:
+            _NAMES_SEEN.clear()
+        _NAMES_SEEN[key] = _logged_reward_names(probe.read(path))
+    return _NAMES_SEEN[key]
+
+
+def _logged_reward_names(data: bytes | None) -> tuple[str, ...]:
+    try:
+        history = json.loads(data or b"").get("log_history") or []
+    except (ValueError, AttributeError):
+        return ()
+    names: dict[str, None] = {}
+    for entry in history:
+        for key in entry if isinstance(entry, dict) else ():
+            match = _REWARD_MEAN.match(str(key))
+            if match:
+                names.setdefault(match.group(1))
+    return tuple(names)
+
+
+def _companions(folder: Path, probe: Probe) -> Options:
+    """The reward functions named in the newest checkpoint beside ``completions/`` (see the module
+    docstring)."""
+    base = folder.parent if folder.name == "completions" else folder
+    state = trainer_state(base, probe)
+    names = reward_function_names(state, probe) if state is not None else ()
+    return {FUNCTIONS_OPTION: list(names)} if names else {}
+
+
 TRL = Format(
     "trl",
     "TRL completions table",
@@ -190,4 +246,5 @@ TRL = Format(
     notes="reward = the weighted sum of the reward-function columns (NaN skipped; NaN when none scored)",
     kept=("advantage", "group"),
     open_calls_end="tool_budget",
+    companions=_companions,
 )

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from rl_board import formats
 from rl_board.formats import Reading, fieldmap, tracker_tables
-from rl_board.formats.base import HIVE_STEP, Probe
+from rl_board.formats.base import HIVE_STEP
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.sources import companions, settings, sniff
 from rl_board.sources.claims import Found, MetricClaims
@@ -161,7 +161,7 @@ def run_of(source: Source) -> str:
         if (
             STEP_FOLDER.match(parts[k])
             or HIVE_STEP.match(parts[k])
-            or (source.format == "areal" and parts[k].isdigit())
+            or (parts[k].isdigit() and formats.by_name(source.format).numbered_step_folders)
         ):
             return "/".join(parts[:k]) or "."
     return source.folder
@@ -298,22 +298,6 @@ def _without_quiet(found: Catalogue) -> Catalogue:
     return found
 
 
-class DiskProbe(Probe):
-    """A format's questions about a file's neighbours, answered from the disk."""
-
-    def exists(self, path: Path) -> bool:
-        return path.exists()
-
-    def is_dir(self, path: Path) -> bool:
-        return path.is_dir()
-
-    def names(self, folder: Path) -> list[str]:
-        try:
-            return [e.name for e in os.scandir(folder)]
-        except OSError:
-            return []
-
-
 class _FolderOptions:
     """What a look at one folder needs: its files' options per format, looked up once (see ``companions``),
     never outside ``allowed`` (the served roots; None: anywhere), and the caller's metric kinds."""
@@ -350,7 +334,7 @@ def _classify_file(
     if suffix in sniff.JSON_LINES_SUFFIXES or sniff.is_whole_file(path):
         fmap = settings.for_file(path, fields) if fmap is None else fmap
         role, fmt, reason = _sniffed(path, fmap)
-        aside = formats.by_name(fmt).aside(path, DiskProbe()) if role == ROLLOUT else ""
+        aside = formats.by_name(fmt).aside(path, companions.ConfinedProbe(None)) if role == ROLLOUT else ""
         if aside:  # the format knows this file is not part of its run (a copy, an unfinished step, ...)
             return [Source(path, folder, SKIPPED, fmt, aside)]
         if role == ROLLOUT:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rl_board.formats import kept
+from rl_board.formats import kept, prime
 from rl_board.formats.prime import EFFECTIVE
 from rl_board.rollouts.store import RolloutStore
 from rl_board.sources import catalogue, companions
@@ -86,6 +86,5 @@ def test_prime_effective_ids_found_beside_all(tmp_path: Path) -> None:
 
 
 def test_a_half_written_effective_line_is_not_counted(tmp_path: Path) -> None:
-    path = tmp_path / "traces.jsonl"
-    path.write_bytes(b'{"id":"a1","env":{}}\n{"env":{},"id":"b2"}\n{"id":"c3","tra')
-    assert companions.effective_ids(str(path), 1, 1) == ("a1", "b2")
+    data = b'{"id":"a1","env":{}}\n{"env":{},"id":"b2"}\n{"id":"c3","tra'
+    assert prime.effective_ids(data) == ("a1", "b2")
