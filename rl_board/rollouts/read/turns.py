@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,13 +41,13 @@ def complete(table: pa.Table, open_calls_end: str = "") -> pa.Table:
     """The table with its trajectories in one shape (see the module docstring)."""
     found: Counter[str] = Counter()
     kept: Counter[str] = Counter()
-    messages = _messages(table, found, kept)
-    if messages is not None:
-        index = table.schema.get_field_index(S.MESSAGES)
-        table = table.set_column(index, S.MESSAGES, messages)
+    completed = _messages(table, found, kept)
+    if completed is not None:
+        messages, open_ends = completed
+        table = table.set_column(table.schema.get_field_index(S.MESSAGES), S.MESSAGES, messages)
     table = _finish_reasons(table)
-    if open_calls_end and messages is not None:
-        table = _cut_by_limit(table, open_calls_end)
+    if open_calls_end and completed is not None:
+        table = _cut_by_limit(table, open_calls_end, open_ends)
     if found or kept:
         meta = dict(table.schema.metadata or {})
         meta[TURNS_KEY] = json.dumps({"how": dict(found), "kept whole": dict(kept)}).encode()
@@ -54,24 +55,28 @@ def complete(table: pa.Table, open_calls_end: str = "") -> pa.Table:
     return table
 
 
-def _messages(table: pa.Table, found: Counter[str], kept: Counter[str]) -> pa.Array | None:
-    """The ``messages`` column normalized and completed from text; None when nothing changes."""
+def _messages(table: pa.Table, found: Counter[str], kept: Counter[str]) -> tuple[pa.Array, list[bool]] | None:
+    """The ``messages`` column normalized and completed from text, and per row whether its trajectory ends on
+    calls nothing answered (``trajectory.ends_on_open_calls``, told while the messages are at hand); None when
+    nothing changes."""
     logged = table.column(S.MESSAGES)
     candidates = _text_candidates(table, logged)
     if logged.null_count == table.num_rows and not pc.any(candidates).as_py():
         return None
     prompts, responses = table.column(S.PROMPT), table.column(S.RESPONSE)
-    out = []
+    out: list[str | None] = []
+    open_ends: list[bool] = []
     for i, (raw, maybe) in enumerate(zip(logged.to_pylist(), candidates.to_pylist(), strict=True)):
+        normal: list[dict[str, Any]] | None = None
         if raw is not None:
             listed = trajectory.parsed(raw)
-            out.append(raw if listed is None else trajectory.to_json(trajectory.normalize(listed)))
+            normal = None if listed is None else trajectory.normalize(listed)
             found["logged messages"] += listed is not None
         elif maybe:
-            out.append(_from_text(prompts[i].as_py(), responses[i].as_py(), found, kept))
-        else:
-            out.append(None)
-    return pa.array(out, pa.string())
+            normal = _from_text(prompts[i].as_py(), responses[i].as_py(), found, kept)
+        out.append(raw if normal is None else trajectory.to_json(normal))
+        open_ends.append(normal is not None and trajectory.ends_on_open_calls(normal))
+    return pa.array(out, pa.string()), open_ends
 
 
 def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
@@ -87,14 +92,14 @@ def _text_candidates(table: pa.Table, logged: pa.ChunkedArray) -> pa.Array:
 
 def _from_text(
     prompt: str | None, response: str | None, found: Counter[str], kept: Counter[str]
-) -> str | None:
-    """Messages split from the text, else None (the text says why it was kept whole)."""
+) -> list[dict[str, Any]] | None:
+    """Messages split from the text, normalized, else None (the text says why it was kept whole)."""
     split = chat_text.split_sample(prompt, response)
     if not split.how:
         kept[split.note or chat_text.PLAIN] += 1
         return None
     found[split.how] += 1
-    return trajectory.to_json(trajectory.normalize(split.messages))
+    return trajectory.normalize(split.messages)
 
 
 def _finish_reasons(table: pa.Table) -> pa.Table:
@@ -116,13 +121,12 @@ def _finish_reasons(table: pa.Table) -> pa.Table:
     return table
 
 
-def _cut_by_limit(table: pa.Table, reason: str) -> pa.Table:
+def _cut_by_limit(table: pa.Table, reason: str, open_ends: list[bool]) -> pa.Table:
     """``reason`` as the finish of each trajectory with none logged that ends on calls nothing answered."""
     finish = table.column(S.FINISH_REASON).to_pylist()
-    messages = table.column(S.MESSAGES).to_pylist()
     changed = False
-    for i, (word, raw) in enumerate(zip(finish, messages, strict=True)):
-        if word is None and trajectory.ends_on_open_calls(trajectory.parsed(raw) or []):
+    for i, (word, open_end) in enumerate(zip(finish, open_ends, strict=True)):
+        if word is None and open_end:
             finish[i], changed = reason, True
     if not changed:
         return table
