@@ -3,9 +3,10 @@
 Its names are imported on first use (``_LAZY``), so a CLI command that reads a cached run does not load the
 metric readers, DuckDB or the rules.
 
-Pages list runs, open a run, read metrics, run checks, look up a metric's
-meaning and export rows through this module; they never import a reader, the
-cache or a rule module. The types they hold (``RolloutStore``,
+Pages list runs, open a run, ask it questions by name (``ask``, ``QUESTIONS``:
+one generic way, as TensorBoard's plugins read through one ``DataProvider``),
+read metrics, run checks, look up a metric's meaning and export rows through
+this module; they never import a reader, the cache or a rule module. The types they hold (``RolloutStore``,
 ``MetricsBundle``, ``Finding``, ...) are re-exported here so a page needs
 nothing else from the data layer but the field catalogue
 (``rollouts.fields``), ``where``, ``config`` and ``errors``.
@@ -64,6 +65,8 @@ if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds th
     from rl_board.rollouts.patterns import MIN_FAMILY
     from rl_board.rollouts.patterns import MIN_SHARE as MIN_FAMILY_SHARE
     from rl_board.rollouts.prompts import prompt_id
+    from rl_board.rollouts.questions import QUESTIONS, Question, ask
+    from rl_board.rollouts.questions import lookup as question
     from rl_board.rollouts.report import BadLine, LoadReport
     from rl_board.rollouts.sql import DEFAULT_TIMEOUT as QUERY_TIMEOUT
     from rl_board.rollouts.sql import EXAMPLES as QUERY_EXAMPLES
@@ -127,6 +130,10 @@ _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), impo
     "MIN_FAMILY": ("rl_board.rollouts.patterns", "MIN_FAMILY"),
     "MIN_FAMILY_SHARE": ("rl_board.rollouts.patterns", "MIN_SHARE"),
     "prompt_id": ("rl_board.rollouts.prompts", "prompt_id"),
+    "QUESTIONS": ("rl_board.rollouts.questions", "QUESTIONS"),
+    "Question": ("rl_board.rollouts.questions", "Question"),
+    "ask": ("rl_board.rollouts.questions", "ask"),
+    "question": ("rl_board.rollouts.questions", "lookup"),
     "BadLine": ("rl_board.rollouts.report", "BadLine"),
     "LoadReport": ("rl_board.rollouts.report", "LoadReport"),
     "QUERY_TIMEOUT": ("rl_board.rollouts.sql", "DEFAULT_TIMEOUT"),
@@ -236,6 +243,12 @@ __all__ += [
     "query_schema",
     "run_query",
 ]  # SQL over a run
+__all__ += [
+    "QUESTIONS",
+    "Question",
+    "ask",
+    "question",
+]  # what a page asks of a run, by name (one generic way)
 
 Progress = Callable[[int, int], None]
 
@@ -251,9 +264,17 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def with_stores() -> None:
+    """Runs kept inside a tracker's store (a Trackio project's runs) are found and read once the metric
+    kinds that keep them have registered (``sources.members``): every door that opens runs calls this."""
+    importlib.import_module("rl_board.metrics.kinds")
+
+
 def list_runs(root: Path | str, *, cache_dir: Path | str, allowed: list[Path] | None = None) -> pd.DataFrame:
     """Rollout runs under a root (see ``RolloutStore.list_runs``)."""
     from rl_board.rollouts.store import RolloutStore
+
+    with_stores()
 
     return RolloutStore.list_runs(root, cache_dir=cache_dir, allowed=allowed)
 
@@ -268,6 +289,8 @@ def open_run(
 ) -> RolloutStore:
     """A run's store, its cache built or brought up to date, read with a field map when one is given."""
     from rl_board.rollouts.store import RolloutStore
+
+    with_stores()
 
     return RolloutStore.open(
         path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots, fields=fields

@@ -92,6 +92,9 @@ def open(
 ) -> Run:
     """A rollout run, its cache built or brought up to date. ``fields`` maps rl-board's names to the log's
     (``{"reward": "score"}``), as rl-board.toml does."""
+    from rl_board.api import with_stores
+
+    with_stores()
     store = RolloutStore.open(path_or_url, cache_dir=cache_dir, fields=fields)
     if not store.report.files:
         raise NotFoundError(f"no rollout files in {path_or_url} (list them with `rl-board runs`)")

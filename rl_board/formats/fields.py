@@ -746,19 +746,21 @@ def kl_estimator(name: str | None = None) -> KLEstimator:
     return found
 
 
-def as_kl(name: str, estimator: str | None) -> str:
+def as_kl(name: str, estimator: KLEstimator | str | None) -> str:
     """``name`` as the chosen estimator shows it: a KL column becomes that estimator's column of the same
-    kind (``kl_mean`` -> ``kl_k2_mean`` for k2); other names, the log-ratio among them, stay."""
+    kind (``kl_mean`` -> ``kl_k2_mean`` for k2); other names, the log-ratio among them, stay. The estimator
+    travels as the object it is (a name, or None for the default, is looked up)."""
     role = _KL_SLOTS.get(name)
-    return getattr(kl_estimator(estimator), role) if role else name
+    chosen = estimator if isinstance(estimator, KLEstimator) else kl_estimator(estimator)
+    return getattr(chosen, role) if role else name
 
 
-def table_columns(estimator: str | None = None) -> tuple[str, ...]:
+def table_columns(estimator: KLEstimator | str | None = None) -> tuple[str, ...]:
     """The batch table's known columns with the chosen estimator's KL mean and sum."""
     return tuple(dict.fromkeys(as_kl(name, estimator) for name in TABLE_COLUMNS))
 
 
-def step_cards(estimator: str | None = None) -> tuple[tuple[str, DeltaColour], ...]:
+def step_cards(estimator: KLEstimator | str | None = None) -> tuple[tuple[str, DeltaColour], ...]:
     """``STEP_CARDS`` with the chosen estimator's KL."""
     return tuple((as_kl(name, estimator), colour) for name, colour in STEP_CARDS)
 
@@ -813,7 +815,9 @@ def token_metrics() -> tuple[str, ...]:
     return tuple(f.name for f in at(TOKEN) if not f.optional)
 
 
-def filter_field(key: str, present: set[str] | frozenset[str], estimator: str | None = None) -> Field | None:
+def filter_field(
+    key: str, present: set[str] | frozenset[str], estimator: KLEstimator | str | None = None
+) -> Field | None:
     """The first per-sample column with range filter `key` ("reward", "kl", "length") that the run has;
     the KL filter is on the chosen estimator's per-sample mean."""
     found = next((f for f in at(SAMPLE) if f.filter_key == key and f.name in present), None)

@@ -72,7 +72,9 @@ def number_columns(table: pa.Table) -> list[str]:
 
 
 def group_ids(table: pa.Table) -> np.ndarray:
-    """Each row's group: runs of one prompt repeated back to back, cut into TRL's ``num_generations``."""
+    """Each row's group: runs of one prompt repeated back to back, cut into TRL's ``num_generations``,
+    numbered from 0 at each step (a file of several steps, as a tracker keeps them, numbers them as TRL's
+    own file per step does)."""
     prompts = table.column(PROMPT).to_pylist()
     steps = table.column(STEP).to_pylist() if STEP in table.column_names else [None] * len(prompts)
     starts = [
@@ -80,7 +82,9 @@ def group_ids(table: pa.Table) -> np.ndarray:
     ]
     lengths = np.diff([*starts, len(prompts)])
     size = int(np.gcd.reduce(lengths)) if len(lengths) else 1
-    return np.arange(len(prompts)) // max(size, 1)
+    first: dict[Any, int] = {}
+    step_start = np.array([first.setdefault(s, i) for i, s in enumerate(steps)], dtype=np.int64)
+    return (np.arange(len(prompts)) - step_start) // max(size, 1)
 
 
 def _adapt(table: pa.Table, options: Options) -> Adapted:

@@ -33,6 +33,7 @@ from rl_board.health.engine import (
     worst_severity,
 )
 from rl_board.health.rollout_rules import RolloutRun, check_rollouts
+from rl_board.metrics import kinds as _kinds  # noqa: F401  (runs inside trackers' stores register on import)
 from rl_board.metrics.table import Problem
 from rl_board.rollouts.store import RolloutStore
 

@@ -68,6 +68,8 @@ class MetricKind:
     """Kinds a run of this kind may turn out to be on reading (``RUN_KIND``), with their labels."""
     appends: ClassVar[bool] = False
     """True for a store a running job only appends to: it is read with ``read_from``."""
+    keeps_rollouts: ClassVar[bool] = False
+    """True for a store that keeps runs' samples inside it (Trackio's tables and traces: ``rollout_rows``)."""
     logs_copies: ClassVar[bool] = False
     """True when a run logs each statistic more than once (DI-engine): the page offers to show one copy."""
 
@@ -106,6 +108,12 @@ class MetricKind:
     def watched(self, source: RunSource) -> list[Path]:
         """The files whose size and mtime decide whether a cached read is still good."""
         return list(source.files) or [source.path]
+
+    def rollout_rows(self, store: Path, part: str, allowed_roots: list[Path] | None) -> list[dict[str, Any]]:
+        """The samples one run keeps inside this kind's store (a tracker's tables and traces), as rollout
+        rows, in the order logged; [] when it keeps none. Only kinds whose claims carry a
+        ``Found.rollout_head`` are asked (``sources.members``)."""
+        return []
 
     def label_of(self, run_kind: str) -> str:
         """How a run of this kind (or of one of its variants) is named on the page."""

@@ -19,6 +19,7 @@ from rl_board.metrics.tensorboard import TensorboardKind
 from rl_board.metrics.trackio_db import TrackioKind
 from rl_board.metrics.trainer_state import TrainerStateKind
 from rl_board.metrics.wandb_log import WandbKind
+from rl_board.sources import members
 from rl_board.sources.catalogue import Catalogue, catalogue
 
 KINDS: tuple[MetricKind, ...] = (
@@ -32,6 +33,9 @@ KINDS: tuple[MetricKind, ...] = (
     TrackioKind(),
 )
 _BY_NAME = {kind.name: kind for kind in KINDS}
+for _kind in KINDS:
+    if _kind.keeps_rollouts:  # its runs' samples are found and read as rollout runs
+        members.register(_kind)
 
 
 def by_name(name: str) -> MetricKind:

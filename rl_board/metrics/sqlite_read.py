@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from rl_board.sources.claims import Found
@@ -128,13 +128,14 @@ def table_columns(conn: sqlite3.Connection, tables: tuple[str, ...]) -> dict[str
 
 
 Runs = list[tuple[str, str]] | str
-_CLAIMS: OrderedDict[tuple[Any, ...], Runs] = OrderedDict()
+_CLAIMS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+Answer = TypeVar("Answer")
 _CLAIMS_LOCK = threading.Lock()
 
 
 def remembered_runs(
-    path: Path, sides: list[Path], kind: str, find: Callable[[Path, list[Path]], Runs]
-) -> Runs:
+    path: Path, sides: list[Path], kind: str, find: Callable[[Path, list[Path]], Answer]
+) -> Answer:
     """``find(path, sides)`` (the runs a store holds), remembered while the file and its side files keep
     their size and mtime: every walk of a root asks again, and a live db would be copied each time."""
     key = (kind, str(path), *(file_signature(p) for p in (path, *sides)))

@@ -29,7 +29,7 @@ import json
 import math
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from rl_board.metrics.sqlite_read import (
     files_state,
     note_current,
     open_sqlite_readonly,
+    remembered_runs,
     row_digest,
     run_key,
     side_files,
@@ -67,9 +68,10 @@ _NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf
 
 
 TRACE_SESSION = (
-    "a Trackio trace session (one conversation: verl's or ROLL's generations); rl-board does not "
-    "read traces as rollouts yet"
+    "a Trackio trace session (one conversation: verl's or ROLL's generations); its project database "
+    "holds the same traces, read there as the run's rollouts"
 )
+TRACE_COLUMNS = ["step", "key", "trace_index", "messages", "metadata"]
 
 
 def _trace_session(path: Path) -> bool:
@@ -99,6 +101,7 @@ class TrackioKind(MetricKind):
     name = SOURCE
     label = "Trackio"
     appends = True
+    keeps_rollouts = True
 
     def may_claim(self, path: Path) -> bool:
         return path.suffix.lower() == ".db"
@@ -110,7 +113,14 @@ class TrackioKind(MetricKind):
             return [Found(path, skipped=TRACE_SESSION)]
         if not self.may_claim(path):
             return []
-        return database_claims(path, allowed, SOURCE, _runs, "Trackio project database")
+        claims = database_claims(path, allowed, SOURCE, _runs, "Trackio project database")
+        if not any(c.part for c in claims):
+            return claims
+        heads = remembered_runs(path, side_files(path, allowed)[0], "trackio rollouts", _rollout_heads)
+        return [replace(c, rollout_head=heads.get(c.part)) for c in claims]
+
+    def rollout_rows(self, store: Path, part: str, allowed_roots: list[Path] | None) -> list[dict[str, Any]]:
+        return rollout_rows(store, part, allowed_roots)
 
     def watched(self, source: RunSource) -> list[Path]:
         return database_files(source.path)
@@ -467,14 +477,98 @@ def logged_tables(db: Path, part: str, allowed_roots: list[Path] | None = None) 
     and ROLL's ``trackio.Trace``) come as one table per key and step, columns ``step, key, trace_index,
     messages, metadata`` (messages: ``[{role, content}]``). A table logged twice alike at a step is one.
     """
+    inline, traces = _tables_of(db, part, allowed_roots)
+    return _unique(inline + traces)
+
+
+def rollout_rows(db: Path, part: str, allowed_roots: list[Path] | None = None) -> list[dict[str, Any]]:
+    """One run's tables and traces as rollout rows, the samples of the run read as a rollout run.
+
+    A table's rows are as logged (TRL's completions read as TRL's own Parquet does), with the table's
+    step where a row has none. A trace is one sample in rl-board's own shape: its messages up to the first
+    assistant message are the prompt, the rest the response; a numeric ``score`` or ``reward`` in its
+    metadata is the reward, and the metadata's other plain values are columns.
+    """
+    inline, traces = _tables_of(db, part, allowed_roots)
+    rows: list[dict[str, Any]] = []
+    for table in _unique(inline):
+        for values in table.rows:
+            row = dict(zip(table.columns, values, strict=True))
+            if table.step is not None:
+                row.setdefault("step", table.step)
+            rows.append(row)
+    for table in _unique(traces):
+        rows.extend(_trace_sample(values) for values in table.rows)
+    return rows
+
+
+_TRACE_REWARDS = ("score", "reward")
+_NATIVE_NAMES = frozenset({"step", "prompt", "response", "reward", "messages", "group", "sample"})
+
+
+def _trace_sample(values: list[Any]) -> dict[str, Any]:
+    step, key, index, messages, metadata = values
+    row: dict[str, Any] = {"step": step, "trace_key": key, "trace_index": index}
+    if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+        first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+        row["prompt"], row["response"] = messages[:first] or None, messages[first:] or None
+    else:
+        row["response"] = None if messages is None else str(messages)
+    meta = metadata if isinstance(metadata, dict) else {}
+    reward = next((meta[k] for k in _TRACE_REWARDS if _is_number(meta.get(k))), None)
+    row["reward"] = reward
+    for name, value in meta.items():
+        if name not in _TRACE_REWARDS and name not in _NATIVE_NAMES and _is_plain(value):
+            row.setdefault(name, value)
+    return row
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _rollout_heads(path: Path, sides: list[Path]) -> dict[str, dict[str, Any]]:
+    """part -> first rollout row of each run that keeps tables or traces (``Found.rollout_head``)."""
+    try:
+        with open_sqlite_readonly(path, sides) as conn:
+            columns = table_columns(conn, ("metrics", "configs", "traces"))
+            if not is_trackio_schema(columns):
+                return {}
+            key = "run_id" if "run_id" in columns["metrics"] else "run_name"
+            parts = [
+                str(r[0])
+                for r in conn.execute(
+                    f"SELECT DISTINCT {key} FROM metrics WHERE CAST(metrics AS TEXT) LIKE '%trackio.table%'"
+                )
+            ]
+            if key in columns.get("traces", set()):
+                parts += [str(r[0]) for r in conn.execute(f"SELECT DISTINCT {key} FROM traces")]
+    except (SqliteUnreadable, sqlite3.Error):
+        return {}
+    heads = {}
+    for part in dict.fromkeys(parts):
+        rows = rollout_rows(path, part)
+        if rows:
+            heads[part] = rows[0]
+    return heads
+
+
+def _tables_of(
+    db: Path, part: str, allowed_roots: list[Path] | None
+) -> tuple[list[LoggedTable], list[LoggedTable]]:
+    """(inline tables, trace tables) of one run."""
     if allowed_roots is not None and not inside(db, allowed_roots):
-        return []
+        return [], []
     sides, _ = side_files(db, allowed_roots)
     try:
         with open_sqlite_readonly(db, sides) as conn:
             columns = table_columns(conn, ("metrics", "configs", "traces"))
             if not is_trackio_schema(columns):
-                return []
+                return [], []
             key = "run_id" if "run_id" in columns["metrics"] else "run_name"
             rows = conn.execute(
                 f"SELECT id, step, metrics FROM metrics WHERE {key} = ? AND "
@@ -492,10 +586,8 @@ def logged_tables(db: Path, part: str, allowed_roots: list[Path] | None = None) 
             )
             declared = _declares_step(conn, key, part)
     except (SqliteUnreadable, sqlite3.Error):
-        return []
-    out = _inline_tables(db, rows, declared)
-    out += _trace_tables(db, traces)
-    return _unique(out)
+        return [], []
+    return _inline_tables(db, rows, declared), _trace_tables(db, traces)
 
 
 def _declares_step(conn: sqlite3.Connection, key: str, part: str) -> str | None:

@@ -33,7 +33,7 @@ from rl_board.rollouts import lazy
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.report import FileReport, LoadReport, build_report
 from rl_board.rollouts.runview import RunView
-from rl_board.sources import datasets, remote, settings
+from rl_board.sources import datasets, members, remote, settings
 from rl_board.sources.catalogue import catalogue
 from rl_board.sources.remote import MirrorResult
 
@@ -109,7 +109,7 @@ class OpenedRun:
             if url
             else Path(run_dir).expanduser()
         )
-        if found is None and not path.exists():
+        if found is None and not path.exists() and members.split(path) is None:
             raise NotFoundError(f"no run folder or file at {path}")
         run = cls(path, root, allowed_roots, fields)
         run.url, run.remote, run._listed_at, run._dataset = url, mirrored, time.monotonic(), found
@@ -251,7 +251,10 @@ def list_runs(
         raise NotFoundError(f"no folder at {root_path}")
     cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
     rows = []
-    for run in catalogue(root_path, skip=(cache_root,), fields=fields, allowed=allowed).rollout_folders():
+    found = catalogue(
+        root_path, skip=(cache_root,), fields=fields, allowed=allowed, metric_kinds=members.keepers()
+    )
+    for run in found.rollout_folders():
         known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
         rows.append(
             {

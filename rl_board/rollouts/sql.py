@@ -66,6 +66,8 @@ PATTERN_COLUMNS = (
     "example_step",
     "example_sample",
 )
+TEMPLATE = PATTERN_COLUMNS[0]
+_TEMPLATES = re.compile(rf"\b({TEMPLATE}|{PATTERNS})\b", re.IGNORECASE)
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 3600.0
 MAX_ROWS = 10_000
@@ -230,6 +232,9 @@ def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
             frame = described[["column_name", "column_type"]].rename(
                 columns={"column_name": "column", "column_type": "type"}
             )
+            if view == SAMPLES and TEMPLATE not in set(frame["column"]) and store.has(S.RESPONSE):
+                late = pd.DataFrame({"column": [TEMPLATE], "type": ["VARCHAR"]})  # made when a query names it
+                frame = pd.concat([frame, late], ignore_index=True)
             frame["help"] = [column_help(view, str(name)) for name in frame["column"]]
             out[view] = frame
         return out
@@ -348,10 +353,18 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
     """A locked-down connection with the run's views (``sql``: the query it is for, to skip costly views)."""
     con = duckdb.connect(":memory:", config=_CONFIG)
     labels = LabelStore(config.settings().labels)
-    con.register("_samples", store.arrow_samples())  # scanned in place (Arrow over the mapped cache)
+    if sql is not None and _TEMPLATES.search(sql):  # each answer's family: worked out only when asked
+        store.find_templates()
+    samples = store.arrow_samples()
+    con.register("_samples", samples)  # scanned in place (Arrow over the mapped cache)
     con.register("_tags", store.tags_by_sample(labels))
+    family = (  # named as the patterns view names it (T1 the largest), NULL for an answer of no family
+        f" REPLACE (CASE WHEN s.{TEMPLATE} > 0 THEN 'T' || CAST(s.{TEMPLATE} AS VARCHAR) END AS {TEMPLATE})"
+        if TEMPLATE in samples.schema.names
+        else ""
+    )
     con.execute(
-        f"CREATE VIEW {SAMPLES} AS SELECT s.*, t.tags FROM _samples s "
+        f"CREATE VIEW {SAMPLES} AS SELECT s.*{family}, t.tags FROM _samples s "
         "LEFT JOIN _tags t ON s.step = t.step AND s.sample = t.sample"
     )
     con.register(STEPS, steps_table(store))

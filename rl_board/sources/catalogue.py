@@ -38,7 +38,7 @@ from rl_board import formats
 from rl_board.formats import Reading, fieldmap, tracker_tables
 from rl_board.formats.base import HIVE_STEP
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.sources import companions, settings, sniff
+from rl_board.sources import companions, members, settings, sniff
 from rl_board.sources.claims import Found, MetricClaims
 from rl_board.sources.remote import IN_PLACE
 from rl_board.sources.roots import OUTSIDE, inside
@@ -53,7 +53,7 @@ TEXT_LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 STEP_FOLDER = re.compile(r"^(?:global_)?step[_=-]?\d+(?:_evals?)?$", re.I)  # step=N: a Hive partition
 QUIET_SUFFIXES = frozenset({".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".lock", ".pyc"})
 QUIET = "quiet"  # passed over without a word (checkpoints beside runs, locks, hidden files)
-PICKLE_SUFFIXES = frozenset({".pt", ".pth"})  # torch pickles: quiet beside runs, named where there is none
+PICKLE_SUFFIXES = frozenset({".pt", ".pth"})  # torch pickles: named, never loaded
 NO_METRIC_LINES = "a text file with no metric lines rl-board knows"
 BROKEN_LINK = "a broken or looping symbolic link; not followed"
 
@@ -130,19 +130,25 @@ class Catalogue:
         for s in self.of_role(ROLLOUT):
             by_folder.setdefault(run_of(s), []).append(s)
         out = []
-        for name, members in sorted(by_folder.items()):
+        for name, sources in sorted(by_folder.items()):
             sizes, newest = 0, 0.0
-            for s in members:
+            for s in sources:
+                inside_store = members.split(s.path)
                 try:
-                    st = s.path.stat()
+                    size, mtime_ns = members.state(inside_store[0]) if inside_store else _size_mtime(s.path)
                 except OSError:
                     continue
-                sizes += st.st_size
-                newest = max(newest, st.st_mtime)
-            formats = sorted({s.format for s in members})
+                sizes += size
+                newest = max(newest, mtime_ns / 1e9)
+            formats = sorted({s.format for s in sources})
             path = self.root if name == "." else self.root / name
-            out.append(RolloutFolder(path, name, len(members), sizes, newest, "+".join(formats)))
+            out.append(RolloutFolder(path, name, len(sources), sizes, newest, "+".join(formats)))
         return out
+
+
+def _size_mtime(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
 
 
 def run_of(source: Source) -> str:
@@ -185,7 +191,7 @@ def catalogue(
     root = Path(root).expanduser().resolve()
     limits = None if allowed is None else list(allowed)
     if root.is_file():
-        look = _FolderOptions(root.parent, limits, metric_kinds)
+        look = _FolderOptions(root.parent, limits, metric_kinds, root=root, fields=fields)
         one = Catalogue(root, _classify_file(root, root.name, fields, options=look))
         return _without_quiet(one)
     found = Catalogue(root)
@@ -223,9 +229,9 @@ def catalogue(
             in_run = True
         taken = {f for s in claimed for f in s.files}
         fmap = settings.for_file(here, fields, seen=looked)  # one look per folder (and its parents once)
-        options = _FolderOptions(
-            here, limits, () if in_run else metric_kinds
-        )  # one look beside it per format
+        options = _FolderOptions(  # one look beside it per format
+            here, limits, () if in_run else metric_kinds, root=root, fields=fields
+        )
         for path in (here / f for f in sorted(files)):
             if path in taken or (in_run and not _may_be_rollout(path)):
                 continue
@@ -285,14 +291,13 @@ def _claimed(claim: Found, folder: str, kind: str) -> Source:
 
 
 def _without_quiet(found: Catalogue) -> Catalogue:
-    """Drop the quiet files; but where no rollout file is, torch pickles are named (slime writes its
-    rollouts as ``.pt``): they may be the very run the user expected to see."""
-    alone = not found.of_role(ROLLOUT)
+    """Drop the quiet files; but torch pickles are named, beside runs too (slime writes its rollouts as
+    ``.pt``): they may be the very run the user expected to see."""
     kept = []
     for s in found.sources:
         if s.role != QUIET:
             kept.append(s)
-        elif alone and s.path.suffix.lower() in PICKLE_SUFFIXES:
+        elif s.path.suffix.lower() in PICKLE_SUFFIXES:
             kept.append(Source(s.path, s.folder, SKIPPED, "", sniff.reason_for_suffix(s.path)))
     found.sources = kept
     return found
@@ -302,8 +307,17 @@ class _FolderOptions:
     """What a look at one folder needs: its files' options per format, looked up once (see ``companions``),
     never outside ``allowed`` (the served roots; None: anywhere), and the caller's metric kinds."""
 
-    def __init__(self, folder: Path, allowed: list[Path] | None, kinds: Sequence[MetricClaims] = ()) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        allowed: list[Path] | None,
+        kinds: Sequence[MetricClaims] = (),
+        root: Path | None = None,
+        fields: FieldMap | None = None,
+    ) -> None:
         self.folder, self.allowed, self.kinds = folder, allowed, kinds
+        self.root = folder if root is None else root  # runs inside a store are named relative to it
+        self.fields = fields
         self.found: dict[str, dict[str, Any]] = {}
 
     def __call__(self, fmt: str) -> dict:
@@ -362,11 +376,34 @@ def _file_claims(path: Path, folder: str, options: _FolderOptions | None) -> lis
         return []
     fallback: list[Source] = []
     for kind in options.kinds:
-        claims = [_claimed(c, folder, kind.name) for c in kind.claim_file(path, options.allowed)]
+        found = kind.claim_file(path, options.allowed)
+        claims = [_claimed(c, folder, kind.name) for c in found]
         if any(s.role != SKIPPED for s in claims):
-            return claims
+            return claims + [_member(c, kind.name, options) for c in found if c.rollout_head is not None]
         fallback = fallback or claims
     return fallback
+
+
+def _member(claim: Found, kind: str, options: _FolderOptions) -> Source:
+    """The rollout run a metric run keeps inside its store (``members``): named as a folder below the
+    store file, read by its kind (the ``Reading`` options say which, and which part)."""
+    path = members.member_path(claim.path, claim.label.rsplit("/", 1)[-1] or claim.part)
+    fmap = settings.for_file(claim.path, options.fields)
+    head = dict(claim.rollout_head or {})
+    fmt = formats.detect(fieldmap.apply(head, fmap))
+    folder = _relative(path, options.root)
+    if fmt is None:
+        keys = ", ".join(sorted(head)[:8])
+        return Source(
+            path,
+            folder,
+            SKIPPED,
+            "",
+            f"tables logged to a tracker whose columns ({keys}) match no rollout shape",
+        )
+    found = {**options(fmt.name), members.MEMBER_OF: kind, members.MEMBER: claim.part}
+    reason = f"{fmt.describe()}, as logged to a tracker (run {claim.label})"
+    return Source(path, folder, ROLLOUT, fmt.name, reason, reading=Reading(fmt.name, fmap, found))
 
 
 _CACHE: OrderedDict[tuple[str, int, int, str], Any] = OrderedDict()

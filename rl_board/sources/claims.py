@@ -8,9 +8,10 @@ them only by this protocol and is handed them by its caller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,10 @@ class Found:
     store that holds several (a Trackio run, an MLflow run id) and ``label``
     the name it is shown under; ``whole`` says the folder is claimed whole:
     no kind is asked about anything below it, and only rollouts (the tables a
-    trainer logged to the tracker) are looked for there.
+    trainer logged to the tracker) are looked for there. ``rollout_head`` is
+    the first sample row of the rollouts a run keeps inside the store itself
+    (Trackio's tables and traces: ``sources.members``), None when it keeps
+    none; its keys tell the rollout format.
     """
 
     path: Path
@@ -34,6 +38,7 @@ class Found:
     whole: bool = False
     skipped: str = ""
     quiet: bool = False
+    rollout_head: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
 
 
 class MetricClaims(Protocol):

@@ -7,8 +7,9 @@ byte totals; each later access does a cheap stat check (``store.stale()``)
 and lets the store ingest appended bytes (``store.refresh()``). A per-run lock
 makes concurrent tabs wait for one load instead of loading twice.
 
-``st.cache_data`` memoises derived frames keyed by run path and the store's
-file signature, so a change in the files is a new key.
+``ask`` answers what a page asks of a run by name (``api.QUESTIONS``, one generic way, as TensorBoard's
+plugins read through one ``DataProvider``), memoised by ``st.cache_data`` keyed by the run, the store's file
+signature and the question's parameters, so a change in the files is a new key.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -120,7 +122,7 @@ def _tokenizer(path: str) -> api.TokenText:
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
 def runs_under(root: str, cache_root: str) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""
-    return RolloutStore.list_runs(root, cache_dir=cache_root, allowed=list(server_config().roots))
+    return api.list_runs(root, cache_dir=cache_root, allowed=list(server_config().roots))
 
 
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
@@ -140,132 +142,50 @@ def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["file", "why it is not read"])
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def column_summary(
-    run_path: str, signature: str, columns: tuple[str, ...], _store: RolloutStore
-) -> pd.DataFrame:
-    """Per-step statistics of some per-sample columns (reward components), keyed by the run's signature."""
-    return _store.column_summary(list(columns))
+# -- what a page asks of a run: one generic way (``api.QUESTIONS``), one cache per question -----------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def groups(
-    run_path: str, signature: str, step: int, threshold: float | None, _store: RolloutStore
-) -> pd.DataFrame:
-    """The groups of one step (a threshold of None: the run's highest reward)."""
-    return _store.groups(step=step, threshold=threshold)
+def ask(store: RolloutStore, question: str, **params: Any) -> Any:
+    """The answer of a question about the run of ``store`` (``api.QUESTIONS``: ``step_summary``, ``groups``,
+    ...), worked out once per state of the run: ``ask(store, "groups", step=3, threshold=None)``.
+
+    Keyed by the run (``store.source``), its file signature, the question, its parameters (plain values:
+    numbers, strings, tuples, None, a ``KLEstimator``) and the question's ``version`` of what else its answer
+    depends on (the labels file's state for the run); the store itself is not hashed. Each question keeps its
+    own cache of ``Question.keep`` answers and shows ``Question.spinner`` while a slow one is worked out.
+    """
+    found = api.question(question)
+    version = found.version(store, **params) if found.version is not None else ""
+    key = tuple(sorted(params.items()))
+    return _answerer(found)(found.name, store.source, store.signature, version, key, store)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def prompts(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Every prompt of a run across training (the run's highest reward = solved)."""
-    return _store.prompts()
+_ANSWERERS: dict[str, Callable[..., Any]] = {}
+_ANSWERERS_LOCK = threading.Lock()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def mismatch_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per-step train-vs-inference mismatch of a run that logs the trainer's log-probs."""
-    return _store.mismatch_summary()
+def _answerer(question: api.Question) -> Callable[..., Any]:
+    """The ``st.cache_data`` function of one question, made on its first use.
 
+    Streamlit keys a function's cache by its qualified name and source, so each question's function is named
+    after it: its own cache, with its own size and spinner. The question's name is hashed too, so answers of
+    two questions never mix even if a Streamlit version keyed them alike.
+    """
+    with _ANSWERERS_LOCK:
+        known = _ANSWERERS.get(question.name)
+        if known is None:
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def length_distribution(run_path: str, signature: str, _store: RolloutStore) -> tuple:
-    """Length bins per step and the truncation share (see ``RolloutStore.length_distribution``)."""
-    return _store.length_distribution()
+            def answer(
+                name: str,
+                run: str,
+                signature: str,
+                version: str,
+                params: tuple[tuple[str, Any], ...],
+                _store: RolloutStore,
+            ) -> Any:
+                return question.answer(_store, **dict(params))
 
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def group_stats(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step: groups, mean solved share, zero-variance share (all steps; the run's highest reward =
-    solved)."""
-    return _store.group_stats()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def run_max_reward(run_path: str, signature: str, _store: RolloutStore) -> float | None:
-    """The highest reward of a run (the default threshold for "solved")."""
-    return _store.reward_threshold()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def step_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per-step statistics of a run, keyed by its path and file signature."""
-    return _store.step_summary()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def step_frame(
-    run_path: str, signature: str, step: int, columns: tuple[str, ...], _store: RolloutStore
-) -> pd.DataFrame:
-    """Numeric per-sample columns of one step (for the step charts and metrics)."""
-    present = [c for c in columns if _store.has(c)]
-    return _store.samples(step=step, columns=present)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def trajectory_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step of an agent run: turns and tool calls per trajectory, tool error rate, finish-reason
-    shares."""
-    return _store.trajectory_summary()
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def tools_summary(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per tool and step of an agent run: calls, errors, error rate, trajectories, their mean reward."""
-    return _store.tools_summary()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def tool_calls(run_path: str, signature: str, step: int, _store: RolloutStore) -> pd.DataFrame:
-    """Every tool call of one step, with its arguments and the result that answered it."""
-    return _store.tool_calls(step=step).to_pandas()
-
-
-# -- failure patterns: worked out once per state of the run (the store memoises the families too) ------------
-
-
-@st.cache_data(show_spinner="Finding families of near-identical answers…", max_entries=16)
-def pattern_families(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """The run's template families, largest first (size, share, first and last step, rewards, an example)."""
-    return _store.pattern_families()
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def family_shares(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step, each template family's share of the step's answers."""
-    return _store.family_shares()
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def signals_by_step(run_path: str, signature: str, _store: RolloutStore) -> pd.DataFrame:
-    """Per step: samples, loops and mixed-script answers."""
-    return _store.signals_by_step()
-
-
-# -- labels: cached on the labels file's version of the run, so a click reads the file once ------------------
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def run_labels(
-    run_path: str,
-    signature: str,
-    labels_file: str,
-    version: str,
-    _store: RolloutStore,
-    _labels: api.LabelStore,
-) -> pd.DataFrame:
-    """Every label of the run with the sample it is on now (``RolloutStore.labels``)."""
-    return _store.labels(_labels)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def tags_by_sample(
-    run_path: str,
-    signature: str,
-    labels_file: str,
-    version: str,
-    _store: RolloutStore,
-    _labels: api.LabelStore,
-) -> pd.DataFrame:
-    """``step, sample, tags`` (comma-joined) of every labelled sample of the run."""
-    return _store.tags_by_sample(_labels)
+            answer.__qualname__ = f"ask[{question.name}]"
+            known = st.cache_data(show_spinner=question.spinner or False, max_entries=question.keep)(answer)
+            _ANSWERERS[question.name] = known
+        return known

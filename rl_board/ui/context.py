@@ -19,12 +19,9 @@ class DisplaySettings:
 
     text: TextDisplay = TextDisplay()
     curves: CurveOptions = CurveOptions()
-    kl_estimator: str = F.DEFAULT_KL_ESTIMATOR
-
-    @property
-    def kl(self) -> F.KLEstimator:
-        """The chosen estimator: which column is "KL" in tables, filters, curves, cards and token colours."""
-        return F.kl_estimator(self.kl_estimator)
+    # the chosen estimator: which column is "KL" in tables, filters, curves, cards and token colours (looked
+    # up once from the link's ``kl_estimator`` name, then handed down as the object it is)
+    kl: F.KLEstimator = F.kl_estimator()
 
 
 @dataclass

@@ -74,6 +74,8 @@ def test_a_wandb_run_on_the_metrics_page(page, wandb_server):
     config.scroll_into_view_if_needed()
     config.click()
     expect(main.get_by_text('"algorithm": "grpo"').first).to_be_visible()
+    expect(main.get_by_text("Hyperparameters, one per line.").first).to_be_visible()  # text, not a grid
+    assert main.get_by_test_id("stDataFrame").count() == 0
     expect(
         main.get_by_text("points at train/global_step (the run's declared step metric)").first
     ).to_be_visible()

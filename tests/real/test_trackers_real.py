@@ -271,17 +271,22 @@ def test_trl_completions_tables(trl_trackers_root: Path, store: str) -> None:
     print(f"TRL {store}: {len(tables)} completions tables, {cells} cells equal")
 
 
-def test_trl_wandb_completions_open_as_the_same_rollout_run(
-    trl_trackers_root: Path, real_cache: Path
+@pytest.mark.parametrize("store", ["wandb", "trackio"])
+def test_trl_completions_open_as_the_same_rollout_run(
+    trl_trackers_root: Path, real_cache: Path, store: str
 ) -> None:
-    """The W&B run folder is a rollout run (the step browser, groups, SQL read it) with the same samples as
-    TRL's own completions Parquet read as a run: steps, prompts, responses, rewards (TRL's weighted sum of
-    its reward functions, named by the metrics it logged beside them) and groups."""
+    """The W&B run folder, and the TRL run inside Trackio's project database, are each a rollout run (the
+    step browser, groups, SQL read it) with the same samples as TRL's own completions Parquet read as a
+    run: steps, prompts, responses, rewards (TRL's weighted sum of its reward functions, named by the
+    metrics it logged beside them) and groups."""
+    from rl_board.metrics.kinds import KINDS
     from rl_board.rollouts.store import RolloutStore
     from rl_board.sources.catalogue import catalogue
 
-    [wandb_run] = [f.path for f in catalogue(trl_trackers_root / "wandb").rollout_folders()]
-    tracker = RolloutStore.open(wandb_run, cache_dir=real_cache)
+    [tracker_run] = [
+        f.path for f in catalogue(trl_trackers_root / store, metric_kinds=KINDS).rollout_folders()
+    ]
+    tracker = RolloutStore.open(tracker_run, cache_dir=real_cache)
     own = RolloutStore.open(trl_trackers_root / RUN_DIR / "completions", cache_dir=real_cache)
     assert tracker.report.format == own.report.format == "trl"
     assert tracker.steps == own.steps and tracker.num_samples == own.num_samples
@@ -290,7 +295,8 @@ def test_trl_wandb_completions_open_as_the_same_rollout_run(
     got = tracker.samples(columns=columns)[columns].sort_values(columns[:3]).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, want)
     print(
-        f"TRL W&B completions as a rollout run: {tracker.num_samples} samples over {len(tracker.steps)} steps"
+        f"TRL {store} completions as a rollout run: {tracker.num_samples} samples over "
+        f"{len(tracker.steps)} steps"
     )
 
 
@@ -444,3 +450,31 @@ def test_verl_generations_text_in_tensorboard(verl_tracking_root: Path, verl_bun
         )
         assert by_step[int(step)] == want, (step, by_step[int(step)])
     print(f"verl tensorboard: {len(by_step)} generations texts equal")
+
+
+@pytest.mark.parametrize("backend", ["wandb", "swanlab", "trackio", "mlflow"])
+def test_verl_generations_open_as_a_rollout_run(
+    verl_tracking_root: Path, real_cache: Path, backend: str
+) -> None:
+    """Each backend's copy of verl's validation generations is a rollout run whose samples are verl's: at
+    each validation step, every (input, output, score) once, in the order verl logged them."""
+    from rl_board.metrics.kinds import KINDS
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import catalogue
+
+    where = verl_tracking_root / {"swanlab": "swanlog", "mlflow": "mlruns"}.get(backend, backend)
+    folders = catalogue(verl_tracking_root, metric_kinds=KINDS).rollout_folders()
+    mine = [f for f in folders if f.path == where or where in f.path.parents]
+    assert len(mine) == 1, (backend, [f.relative for f in folders])
+    run = RolloutStore.open(mine[0].path, cache_dir=real_cache)
+    truth = verl_truth(verl_tracking_root)["generations"]
+    want = sorted(
+        (int(step), inp, out, float(score)) for step, samples in truth.items() for inp, out, score in samples
+    )
+    frame = run.samples(columns=["step", "prompt", "response", "reward"])
+    got = sorted(
+        (int(s), p, r, float(w))
+        for s, p, r, w in zip(frame["step"], frame["prompt"], frame["response"], frame["reward"], strict=True)
+    )
+    assert got == want, (backend, got[:3], want[:3])
+    print(f"verl {backend}: {len(got)} generations as a rollout run over {len(run.steps)} steps")

@@ -261,3 +261,55 @@ def test_a_run_being_logged_is_read_on_from_its_last_row(tmp_path, monkeypatch):
     assert [r.to_dict() for r in live.runs] == [r.to_dict() for r in cold.runs]
     assert live.runs[0].hparams == {"lr": 0.5} and len(live.scalars) == 40
     assert not [p.name for p in out.iterdir() if p.name.endswith(("-wal", "-shm", "-journal"))]
+
+
+def test_the_runs_tables_and_traces_open_as_rollout_runs(store, tmp_path):
+    """A run's traces (and TRL's inline completions table) are a rollout run named below the database,
+    read by the step browser, samples and SQL, with nothing written beside the user's file."""
+    import rl_board
+    from rl_board.metrics.kinds import KINDS
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import catalogue
+
+    before = sorted(p.name for p in store.db.parent.iterdir())
+    listing = catalogue(store.db.parent, metric_kinds=KINDS)
+    runs = {f.relative: f for f in listing.rollout_folders()}
+    traced = f"{trackio_writer.PROJECT}.db/{trackio_writer.RUN}"
+    assert traced in runs, sorted(runs)
+    run = RolloutStore.open(runs[traced].path, cache_dir=tmp_path)
+    assert run.steps == [10, 20]
+    first = run.samples(step=10)
+    assert list(first["prompt"]) == ["q10"] and list(first["response"]) == ["a10"]
+    assert list(first["reward"]) == [1.0]
+    again = rl_board.open(runs[traced].path, cache_dir=tmp_path)  # the notebook's door, from the cache
+    assert again.num_samples == run.num_samples == 2 and not again.store.stale()
+    assert again.sql("SELECT step, response FROM samples ORDER BY step").values.tolist() == [
+        [10, "a10"],
+        [20, "a20"],
+    ]
+    assert sorted(p.name for p in store.db.parent.iterdir()) == before
+
+
+def test_a_run_inside_the_database_opens_in_the_step_browser(store, tmp_path, monkeypatch):
+    """The served root's sidebar lists the run below its database, and a deep link to it opens its step
+    with the trace's answer in the batch table, as any run's."""
+    import streamlit as st
+
+    from rl_board import config
+    from tests.helpers.apptest import assert_clean, open_page
+
+    monkeypatch.setenv("RL_BOARD_ROOTS", str(store.db.parent))
+    monkeypatch.setenv("RL_BOARD_CACHE_DIR", str(tmp_path / "cache"))
+    config.reset()
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    run = f"{store.db.name}/{trackio_writer.RUN}"
+    at = open_page("steps", run=run, step="20")
+    assert_clean(at)
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert f"Run **{run}** · 2 samples · 2 steps" in captions, captions
+    assert "**1** of 1 samples in step 20" in [m.value for m in at.markdown]
+    cells = " ".join(str(frame.value.to_dict()) for frame in at.dataframe)
+    assert "a20" in cells, cells[:500]
+    st.cache_data.clear()
+    st.cache_resource.clear()

@@ -63,8 +63,12 @@ def test_a_root_of_pickled_rollouts_says_what_they_are(tmp_path: Path, cache_dir
     assert names[0] in out.stderr and PICKLE in out.stderr and "Traceback" not in out.stderr
 
 
-def test_checkpoints_beside_a_run_stay_quiet(tmp_path: Path, cache_dir: Path) -> None:
+def test_pickles_beside_a_run_are_named_too(tmp_path: Path, cache_dir: Path) -> None:
+    """A root that holds a readable run still names every torch pickle it does not read: slime's dumps
+    beside another run are the run the user may have come for."""
     write_run(tmp_path / "root" / "run", DemoSpec(steps=2, samples=2, ranks=1, tokens=4, seed=3))
-    write_slime_dumps(tmp_path / "root" / "ckpt", range(2), seed=4)  # a root with a run: .pt are checkpoints
+    dumps = write_slime_dumps(tmp_path / "root" / "slime", range(2), seed=4)
     data = json.loads(rl_board("runs", str(tmp_path / "root"), "--json", cache_dir=cache_dir).stdout)
-    assert [r["run"] for r in data["runs"]] == ["run"] and data["skipped"] == []
+    assert [r["run"] for r in data["runs"]] == ["run"]
+    named = {s["path"]: s["reason"] for s in data["skipped"]}
+    assert named == {p.relative_to(tmp_path / "root").as_posix(): PICKLE for p in dumps}, data["skipped"]

@@ -72,3 +72,19 @@ def test_patterns_in_sql_and_the_cli(tmp_path: Path) -> None:
     data = json.loads(out.stdout)
     assert [p["template"] for p in data["patterns"]] == ["T1"] and data["loops"] == len(truth.loop)
     assert "Great question" in data["patterns"][0]["example"]
+
+
+def test_each_sample_names_its_family_in_sql_as_the_patterns_view_does(tmp_path: Path) -> None:
+    """``samples.template`` is the family the Patterns page and the step browser give an answer (T1 the
+    largest, NULL for none): samples filter by it, and the patterns view joins to its samples."""
+    store, truth = opened(tmp_path, template=0.4)
+    got = run_query(store, "SELECT step, sample FROM samples WHERE template = 'T1'").frame
+    assert keys(got) == truth.template
+    joined = run_query(
+        store,
+        "SELECT p.template, count(*) AS n, any_value(p.samples) AS said FROM patterns p "
+        "JOIN samples s ON s.template = p.template GROUP BY p.template",
+    ).frame
+    assert joined["template"].tolist() == ["T1"] and (joined["n"] == joined["said"]).all()
+    rest = run_query(store, "SELECT count(*) AS n FROM samples WHERE template IS NULL").frame["n"].iloc[0]
+    assert rest == store.num_samples - len(truth.template)

@@ -823,3 +823,49 @@ def test_a_rewritten_mlruns_file_reads_the_run_from_scratch(tmp_path, fetched, c
     live = assert_same_as_cold(root, cache)
     assert ("b", 0) in {(name, start) for name, start, _ in fetched[:2]}  # every file from its start
     assert len(live.scalars) == {"rewritten": 4, "shorter": 2, "removed": 1}[change]
+
+
+def add_trace(path: Path, step: int, messages: object, metadata: object, *, index: int = 0) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO traces (id, run_id, timestamp, run_name, step, key, trace_index, messages, metadata, "
+        "search_text) VALUES (?, 'r1', ?, 'run-a', ?, 'rollout', ?, ?, ?, '')",
+        (f"t{step}-{index}", STAMP, step, index, json.dumps(messages), json.dumps(metadata)),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_traces_of_any_shape_open_as_a_rollout_run_and_grow_live(tmp_path):
+    """Odd traces (no assistant message, plain text, metadata that is no object, no score) are each one
+    sample, none lost; a trace written later is read on the next look, and nothing appears beside the db."""
+    import rl_board.metrics.kinds  # also registers the stores that keep runs
+    from rl_board.rollouts.store import RolloutStore
+    from rl_board.sources.catalogue import catalogue
+
+    root = tmp_path / "root"
+    root.mkdir()
+    db = trackio_db(root / "proj.db", [(1, {"loss": 1.0})])
+    add_trace(db, 1, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], {"score": 2})
+    add_trace(db, 1, [{"role": "user", "content": "only a question"}], {"reward": -1.5}, index=1)
+    add_trace(db, 2, "plain text, not messages", ["metadata", "as a list"])
+    add_trace(
+        db, 2, [{"role": "assistant", "content": "<b>x</b>"}], {"score": "high", "judge": "j1"}, index=1
+    )
+    before = listing(root)
+    [found] = catalogue(root, metric_kinds=rl_board.metrics.kinds.KINDS).rollout_folders()
+    assert found.relative == "proj.db/run-a" and found.format == "rl-board"
+    run = RolloutStore.open(found.path, cache_dir=tmp_path / "cache")
+    frame = run.samples(columns=["step", "prompt", "response", "reward", "judge"])
+    assert frame["step"].tolist() == [1, 1, 2, 2] and run.report.bad_lines == []
+    assert frame["response"].tolist()[0] == "a" and frame["prompt"].tolist()[1] == "only a question"
+    assert frame["response"].tolist()[2:] == ["plain text, not messages", "<b>x</b>"]
+    assert frame["reward"].tolist()[:2] == [2.0, -1.5] and frame["reward"].iloc[2:].isna().all()
+    assert frame["judge"].tolist()[3] == "j1"
+    add_trace(
+        db, 3, [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "a3"}], {"score": 1}
+    )
+    assert run.stale()
+    run.refresh()
+    assert run.steps == [1, 2, 3] and run.num_samples == 5
+    assert listing(root) == before

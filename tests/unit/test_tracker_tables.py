@@ -147,7 +147,7 @@ def test_json_documents_that_are_no_tables_are_named_as_before(tmp_path: Path) -
 
 def test_a_trackio_trace_session_is_named_for_what_it_is(tmp_path: Path) -> None:
     """Trackio writes each trace (verl's generations) as a session file of JSON lines: not read as rollouts
-    yet, and said so, not passed off as a log without metric lines."""
+    from its project database, and said so, not passed off as a log without metric lines."""
     folder = tmp_path / "traces" / "proj" / "run"
     folder.mkdir(parents=True)
     lines = [
@@ -164,5 +164,5 @@ def test_a_trackio_trace_session_is_named_for_what_it_is(tmp_path: Path) -> None
     [skipped] = metric_catalogue(tmp_path).skipped
     assert (
         skipped.reason.startswith("a Trackio trace session")
-        and "not read traces as rollouts yet" in skipped.reason
+        and "its project database holds the same traces" in skipped.reason
     )

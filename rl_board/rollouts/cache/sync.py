@@ -41,9 +41,10 @@ from rl_board.rollouts.cache.manifest import (
     read_manifest,
     write_manifest,
 )
-from rl_board.rollouts.read import ingest
+from rl_board.rollouts.read import ingest, stored
 from rl_board.rollouts.read.runfiles import (
     RunFile,
+    file_state,
     files_signature,
     list_rollout_files,
     scan_run,
@@ -232,7 +233,13 @@ def _sync_here(
             continue
         try:
             plan = _plan(file, old.get(file.name))
-            blocks = ingest.plan_blocks(file.path, plan.start, plan.size) if plan.todo else []
+            blocks = (
+                []
+                if not plan.todo
+                else [(0, plan.size)]
+                if stored.is_stored(plan.reading)
+                else ingest.plan_blocks(file.path, plan.start, plan.size)
+            )
         except OSError as exc:
             entries.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
             continue
@@ -319,15 +326,16 @@ def _plan(file: RunFile, old: FileEntry | None) -> _Plan:
     """Decide whether a file is unchanged, grown, or must be read again (also when it is read otherwise
     now)."""
     path, reading = file.path, file.reading or Reading(NATIVE)
-    st = path.stat()
+    size, mtime_ns = file_state(file)
     if old is not None and (old.reading != reading.digest() or old.format != reading.format):
         old = None
-    if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns and not old.error:
-        return _Plan(path, old, st.st_size, st.st_size, st.st_mtime_ns, reading)
-    grows = not sniff.is_whole_file(path)  # a Parquet table or a tracker's table is rewritten whole
-    if old is not None and grows and st.st_size >= old.consumed and _tail_matches(path, old):
-        return _Plan(path, old, old.consumed, st.st_size, st.st_mtime_ns, reading)
-    return _Plan(path, FileEntry(name=file.name), 0, st.st_size, st.st_mtime_ns, reading)
+    if old is not None and old.size == size and old.mtime_ns == mtime_ns and not old.error:
+        return _Plan(path, old, size, size, mtime_ns, reading)
+    # a Parquet table, a tracker's table and a run inside a store are rewritten whole
+    grows = not (sniff.is_whole_file(path) or stored.is_stored(reading))
+    if old is not None and grows and size >= old.consumed and _tail_matches(path, old):
+        return _Plan(path, old, old.consumed, size, mtime_ns, reading)
+    return _Plan(path, FileEntry(name=file.name), 0, size, mtime_ns, reading)
 
 
 def probe_crc(path: Path, end: int) -> int:

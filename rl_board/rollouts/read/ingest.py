@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +33,7 @@ from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, tables, turns
+from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, stored, tables, turns
 from rl_board.sources import sniff
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
@@ -96,9 +96,7 @@ def parse_any(
         ), table.num_rows
     if sniff.is_whole_file(path):  # a table a trainer logged to a tracker
         rows = tables.document_rows(path, data)
-        table = tables.rows_table(rows) if fmt.flat else None
-        fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None
-        return fast or adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading), len(rows)
+        return parse_rows(path, rows, reading), len(rows)
     if fmt.name == formats.NATIVE and not reading.fields:
         raw = parse_block(data, first_line=first_line)
         parsed = contract.finish(raw, fmt=fmt, reading=reading, named_step=step_from_name(path))
@@ -110,6 +108,15 @@ def parse_any(
     )
     parsed = fast or adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
     return parsed, data.count(b"\n")
+
+
+def parse_rows(path: Path, rows: list[dict[str, Any]], reading: Reading) -> jsonl.ParsedBlock:
+    """A tracker's table rows in their format: the table path when the format is flat and the values make
+    typed columns, else the careful record path."""
+    fmt = formats.by_name(reading.format)
+    table = tables.rows_table(rows) if fmt.flat else None
+    fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None
+    return fast or adapted.parse_rows(rows, path=path, fmt=fmt, reading=reading)
 
 
 def parse_paths(
@@ -222,6 +229,8 @@ def ingest_block(
     max_line = max_line or config.sizes().max_line_bytes
     reading = reading or Reading(formats.NATIVE)
     file = Path(path)
+    if stored.is_stored(reading):
+        return _ingest_stored(file, directory, reading)
     result = BlockResult()
     parts: list[pa.Table] = []
     try:
@@ -245,6 +254,20 @@ def ingest_block(
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
     _derived_and_written(result, table, directory)
+    return result
+
+
+def _ingest_stored(store: Path, directory: str, reading: Reading) -> BlockResult:
+    """A run kept inside a store (``stored``): its rows, asked of its kind, read as a table's rows are; a
+    row's line is its place among them."""
+    try:
+        rows = stored.rows(store, reading)
+    except OSError as exc:
+        return BlockResult(error=f"cannot read: {exc.strerror or exc}")
+    parsed = parse_rows(store, rows, reading)
+    result = BlockResult(lines=len(rows), blank=parsed.blank, bad=parsed.bad, warnings=parsed.warnings)
+    add_turns(result.turns, *turns.read_how(parsed.table.schema))
+    _derived_and_written(result, parsed.table, directory)
     return result
 
 
@@ -321,7 +344,7 @@ _HALVED_FROM = (
 
 def batchable(path: Path, size: int, reading: Reading) -> bool:
     """Whether a block may share a batch: small JSON lines of a flat format (or rl-board's own)."""
-    if size > config.sizes().batch_block_bytes or sniff.is_whole_file(path):
+    if size > config.sizes().batch_block_bytes or sniff.is_whole_file(path) or stored.is_stored(reading):
         return False
     fmt = formats.by_name(reading.format)
     return fmt.flat or (fmt.name == formats.NATIVE and not reading.fields)

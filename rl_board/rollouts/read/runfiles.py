@@ -11,6 +11,8 @@ from pathlib import Path
 
 from rl_board.formats import Reading
 from rl_board.formats.fieldmap import FieldMap
+from rl_board.rollouts.read import stored
+from rl_board.sources import members
 from rl_board.sources.catalogue import ROLLOUT, ROLLOUT_SUFFIXES, catalogue, classify, run_of
 from rl_board.sources.roots import OUTSIDE, inside
 
@@ -41,6 +43,9 @@ def scan_run(
     the served folders is named in the report, never read, and never opened
     to be classified.
     """
+    inside_store = members.split(run_dir)
+    if inside_store is not None:
+        return _scan_member(run_dir, *inside_store, allowed, fields)
     if run_dir.is_file():  # a run of one file
         problem = _unusable(run_dir, allowed)
         if problem:
@@ -60,6 +65,30 @@ def scan_run(
         if name not in found:
             found[name] = RunFile(source.path, name, _unusable(source.path, allowed, folders), source.reading)
     return [found[name] for name in sorted(found, key=_natural_key)]
+
+
+def _scan_member(
+    run_dir: Path, store: Path, name: str, allowed: list[Path] | None, fields: FieldMap | None
+) -> list[RunFile]:
+    """A run inside a store file (``sources.members``): the store, read as the catalogue of that file
+    says (the kind that claimed it, and the run's part); [] when the store holds no such run."""
+    problem = _unusable(store, allowed)
+    if problem:
+        return [RunFile(store, name, problem)]
+    listing = catalogue(store, fields=fields, allowed=allowed, metric_kinds=members.keepers())
+    return [
+        RunFile(store, name, "", source.reading)
+        for source in listing.of_role(ROLLOUT)
+        if source.path == run_dir and stored.is_stored(source.reading)
+    ]
+
+
+def file_state(file: RunFile) -> tuple[int, int]:
+    """(size, mtime in ns) that decide whether a file is read again: a store's include its side files."""
+    if stored.is_stored(file.reading):
+        return members.state(file.path)
+    st = file.path.stat()
+    return st.st_size, st.st_mtime_ns
 
 
 def _unusable(path: Path, allowed: list[Path] | None, folders: dict[Path, str] | None = None) -> str:
@@ -115,9 +144,9 @@ def files_signature(files: list[RunFile]) -> str:
         if file.problem:
             continue
         try:
-            st = file.path.stat()
+            size, mtime_ns = file_state(file)
         except OSError:
             continue
         how = file.reading.digest() if file.reading else ""
-        parts.append(f"{file.path}:{st.st_size}:{st.st_mtime_ns}:{how}")
+        parts.append(f"{file.path}:{size}:{mtime_ns}:{how}")
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]

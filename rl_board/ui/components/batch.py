@@ -36,7 +36,7 @@ def step_metrics(
     here = rows.iloc[pos[0]]
     before = rows.iloc[pos[0] - 1] if pos[0] > 0 else None
     out = []
-    for name, color in F.step_cards(kl.name if kl else None):
+    for name, color in F.step_cards(kl):
         field = F.known(F.STEP, name)
         column, label = f"{field.name}_mean", field.short[:1].upper() + field.short[1:]
         value = _number(here.get(column))
@@ -63,8 +63,8 @@ def _open_sample_from(chart_key: str) -> None:
         state.request_page("sample")
 
 
-def render_batch(store: RolloutStore, run_path: str, step: int, *, kl: F.KLEstimator | None = None) -> None:
-    summary = cached.step_summary(run_path, store.signature, store)
+def render_batch(store: RolloutStore, step: int, *, kl: F.KLEstimator | None = None) -> None:
+    summary = cached.ask(store, "step_summary")
     values = step_metrics(summary, step, kl)
     if values:
         cols = st.columns(len(values))
@@ -77,7 +77,7 @@ def render_batch(store: RolloutStore, run_path: str, step: int, *, kl: F.KLEstim
                 help=help_text,
                 border=True,
             )
-    frame = cached.step_frame(run_path, store.signature, step, CHART_COLUMNS, store)
+    frame = cached.ask(store, "step_frame", step=step, columns=CHART_COLUMNS)
     left, mid, right = st.columns(3)
     with left:
         key = "chart_step_rewards"

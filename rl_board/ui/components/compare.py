@@ -34,10 +34,9 @@ def _valid_choice(others: list[str]) -> list[str]:
 
 
 def _summaries(ctx: Context, chosen: list[str], paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
-    out = {ctx.run or "run": cached.step_summary(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)}
+    out = {ctx.run or "run": cached.ask(ctx.run_store, "step_summary")}
     for name in chosen:
-        store = open_run(paths[name], name)
-        out[name] = cached.step_summary(str(paths[name]), store.signature, store)
+        out[name] = cached.ask(open_run(paths[name], name), "step_summary")
     return out
 
 

@@ -105,7 +105,7 @@ def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     parts = store.reward_components
     if not parts:
         return
-    summary = cached.column_summary(str(ctx.run_path), store.signature, tuple(parts), store)
+    summary = cached.ask(store, "column_summary", columns=tuple(parts))
     main = store.report.field_map.get("reward")
     note = f" · the main reward is read from {main}" if main else ""
     _chart(
@@ -125,7 +125,7 @@ GROUPED_AT_MOST = 0.6  # groups per sample: above this the run is not grouped
 
 def _group_curves(ctx: Context) -> None:
     """GRPO runs: per step, the mean share of each group solved and the share of zero-variance groups."""
-    stats = cached.group_stats(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)
+    stats = cached.ask(ctx.run_store, "group_stats")
     # A GRPO run has a handful of samples per prompt; a PPO run's prompts only repeat by chance.
     if stats.empty or stats["groups"].sum() > GROUPED_AT_MOST * ctx.run_store.num_samples:
         return
@@ -153,7 +153,7 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     """Runs that log the trainer's log-probs beside the engine's: how far apart they are, step by step."""
     if not ctx.run_store.has("train_logprobs"):
         return
-    summary = cached.mismatch_summary(str(ctx.run_path), ctx.run_store.signature, ctx.run_store)
+    summary = cached.ask(ctx.run_store, "mismatch_summary")
     _chart(
         charts.curve_figure(
             summary,
@@ -171,9 +171,7 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
 
 
 def _length_distribution(ctx: Context) -> None:
-    counts, edges, truncated = cached.length_distribution(
-        str(ctx.run_path), ctx.run_store.signature, ctx.run_store
-    )
+    counts, edges, truncated = cached.ask(ctx.run_store, "length_distribution")
     if counts.empty or len(counts) < 2:
         return
     unit = "tokens" if ctx.run_store.length_column() == "n_tokens" else "characters"

@@ -29,11 +29,8 @@ class FilterChoice:
 def range_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> dict[str, tuple[str, str]]:
     """URL name -> (per-sample column, label) for the ranges this run can filter on (KL: ``kl``'s mean); the
     trajectory ranges (turns, tool calls) are ``trajectory_ranges``'."""
-    estimator = kl.name if kl else None
     present = {f.name for f in F.at(F.SAMPLE) if store.has(f.name)} | {"reward"}
-    found = {
-        key: F.filter_field(key, present, estimator) for key in F.FILTER_KEYS if key not in TRAJECTORY_KEYS
-    }
+    found = {key: F.filter_field(key, present, kl) for key in F.FILTER_KEYS if key not in TRAJECTORY_KEYS}
     return {key: (f.name, f.title) for key, f in found.items() if f is not None}
 
 

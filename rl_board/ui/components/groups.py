@@ -16,9 +16,9 @@ _ROWS_KEY = "_groups_rows"
 PROMPT_CHARS = 300
 
 
-def _threshold(store: RolloutStore, run_path: str) -> float | None:
+def _threshold(store: RolloutStore) -> float | None:
     """The reward that counts as solved: the user's, else the run's highest (shown as the placeholder)."""
-    best = cached.run_max_reward(run_path, store.signature, store)
+    best = cached.ask(store, "reward_threshold")
     st.number_input(
         "Solved when the reward is at least",
         value=None,
@@ -37,9 +37,9 @@ def _open_group() -> None:
         state.put("group", name)
 
 
-def render_groups(store: RolloutStore, run_path: str, step: int, display: TextDisplay) -> None:
-    threshold = _threshold(store, run_path)
-    table = cached.groups(run_path, store.signature, step, threshold, store)
+def render_groups(store: RolloutStore, step: int, display: TextDisplay) -> None:
+    threshold = _threshold(store)
+    table = cached.ask(store, "groups", step=step, threshold=threshold)
     if table.empty:
         st.info("No groups: no sample of this step has a reward.")
         return

@@ -24,21 +24,16 @@ OWN_TAGS = "labels"  # our column's name when the log has a "tags" field of its 
 _SAID = "_labels_said."
 
 
-def _cache_key(store: RolloutStore) -> tuple[str, str, str, str]:
-    """The run, its state, the labels file and its version for the run (which changes with every label added,
-    removed or noted, by this app, another tab or the CLI): the tables below are read once per change."""
-    labels = api.label_store()
-    return store.source, store.signature, str(labels.path), labels.version(store.source)
-
-
 def run_labels(store: RolloutStore) -> pd.DataFrame:
-    """Every label of the run on the sample it is on now (read from the file once per change)."""
-    return cached.run_labels(*_cache_key(store), store, api.label_store())
+    """Every label of the run on the sample it is on now, read from the file once per change: the question's
+    cache key holds the file's version for the run, which changes with every label added, removed or noted (by
+    this app, another tab or the CLI)."""
+    return cached.ask(store, "labels", labels_file=str(api.label_store().path))
 
 
 def tags_by_sample(store: RolloutStore) -> pd.DataFrame:
-    """``step, sample, tags`` of every labelled sample of the run."""
-    return cached.tags_by_sample(*_cache_key(store), store, api.label_store())
+    """``step, sample, tags`` of every labelled sample of the run (cached as ``run_labels``)."""
+    return cached.ask(store, "tags_by_sample", labels_file=str(api.label_store().path))
 
 
 def tags_in_run(store: RolloutStore) -> list[str]:

@@ -304,12 +304,11 @@ def render_patterns(ctx: Context) -> None:
     if not store.has("response"):
         missing("No answers", "this run logs no response text to look for patterns in.")
         return
-    run, signature = str(ctx.run_path), store.signature
-    families = cached.pattern_families(run, signature, store)
+    families = cached.ask(store, "pattern_families")
     # at once when the families were found: the cached table may outlive a reopened store
     store.find_templates()
-    shares = cached.family_shares(run, signature, store)
-    signals = cached.signals_by_step(run, signature, store)
+    shares = cached.ask(store, "family_shares")
+    signals = cached.ask(store, "signals_by_step")
     _summary(store, families, signals)
     _families(ctx, store, families, shares)
     st.subheader("Loops")

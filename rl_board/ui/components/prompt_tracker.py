@@ -24,10 +24,8 @@ def _choose() -> None:
         state.put("prompt_id", pid)
 
 
-def render_prompts(
-    store: RolloutStore, run_path: str, display: TextDisplay, *, kl: F.KLEstimator | None = None
-) -> None:
-    table = cached.prompts(run_path, store.signature, store)
+def render_prompts(store: RolloutStore, display: TextDisplay, *, kl: F.KLEstimator | None = None) -> None:
+    table = cached.ask(store, "prompts")
     if table.empty:
         st.info("No prompts with rewards in this run.")
         return
@@ -81,7 +79,7 @@ def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay, kl
         f"{'—' if pd.isna(row['first_solved']) else int(row['first_solved'])}"
     )
     st.code(shown(row["prompt"], display).text or " ", language=None, wrap_lines=True, height="content")
-    history = store.prompt_history(prompt=row["prompt"], kl=kl.mean)
+    history = cached.ask(store, "prompt_history", prompt=row["prompt"], kl=kl)
     st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
     st.dataframe(
         history,

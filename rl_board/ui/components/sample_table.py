@@ -38,7 +38,7 @@ def table_columns(store: RolloutStore, kl: F.KLEstimator | None = None) -> list[
     """Known columns present in the run (KL as ``kl`` estimates it), then the user's own scalar fields; a
     multi-turn run's trajectory columns (turns, tool calls, tool errors, tools used, finish reason) first; a
     rollout the trainer left out of training shown, with its reason, not hidden."""
-    known = [c for c in F.table_columns(kl.name if kl else None) if store.has(c)]
+    known = [c for c in F.table_columns(kl) if store.has(c)]
     if store.multi_turn:
         known = [c for c in TRAJECTORY_COLUMNS if store.has(c)] + [
             c for c in known if c not in TRAJECTORY_COLUMNS
@@ -83,8 +83,8 @@ def valid_sort(options: list[str], kl: F.KLEstimator | None = None) -> str:
     """The sort of the view state if the table has it; a KL column follows the chosen estimator
     (``sort=kl_mean`` sorts by the k2 mean when k2 is chosen)."""
     wanted = state.get("sort")
-    if isinstance(wanted, str) and F.as_kl(wanted, kl.name if kl else None) in options:
-        wanted = F.as_kl(wanted, kl.name if kl else None)
+    if isinstance(wanted, str) and F.as_kl(wanted, kl) in options:
+        wanted = F.as_kl(wanted, kl)
         state.put("sort", wanted)
     if wanted in options:
         return wanted

@@ -230,7 +230,7 @@ def _display_settings() -> DisplaySettings:
     return DisplaySettings(
         text=text,
         curves=CurveOptions(band=band or "p10-p90", band_scale=float(scale), zero_shift=zero),
-        kl_estimator=state.get("kl_estimator") or F.DEFAULT_KL_ESTIMATOR,
+        kl=F.kl_estimator(state.get("kl_estimator") or F.DEFAULT_KL_ESTIMATOR),
     )
 
 

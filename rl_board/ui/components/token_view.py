@@ -45,14 +45,14 @@ def present_metrics(tokens: pd.DataFrame) -> list[str]:
 def colour_metrics(metrics: list[str], kl: F.KLEstimator) -> list[str]:
     """The metrics to colour by: KL is the chosen estimator's (the other estimators' KL columns are left out;
     the log-ratio, k1, always stays)."""
-    return [m for m in metrics if F.as_kl(m, kl.name) == m or m == kl.token]
+    return [m for m in metrics if F.as_kl(m, kl) == m or m == kl.token]
 
 
 def valid_metric(metrics: list[str], kl: F.KLEstimator) -> str:
     """The token metric of the view state; a KL one follows the chosen estimator (``kl`` -> ``kl_k2``)."""
     wanted = state.get("token_metric")
     if isinstance(wanted, str):
-        wanted = F.as_kl(wanted, kl.name)
+        wanted = F.as_kl(wanted, kl)
     if wanted in metrics:
         state.put("token_metric", wanted)
         return wanted
@@ -151,7 +151,7 @@ def _chip_page(tokens: pd.DataFrame, kl: F.KLEstimator) -> pd.DataFrame:
     with c:
         st.caption("Jump to the token with the")
         for k, (name, (column, highest)) in enumerate(JUMPS.items()):
-            column = F.as_kl(column, kl.name)
+            column = F.as_kl(column, kl)
             if column in tokens.columns and np.isfinite(tokens[column].to_numpy(dtype=np.float64)).any():
                 st.button(name, key=f"token_jump_{k}", on_click=_jump, args=(tokens, column, highest))
     if st.session_state.get(_FOUND):

@@ -125,7 +125,7 @@ def _examples(ctx: Context, store: RolloutStore, tool: str, column: DeltaGenerat
     with column:
         st.selectbox("Examples from step", steps, **state.bind("step"))
     step = int(state.get("step"))
-    calls = cached.tool_calls(str(ctx.run_path), store.signature, step, store)
+    calls = cached.ask(store, "tool_calls", step=step)
     picked = examples(calls, tool)
     if picked.empty:
         st.info(f"{display_name(tool)} was not called in step {step}.")
@@ -164,7 +164,7 @@ def render_tools(ctx: Context) -> None:
     if not store.multi_turn or not store.has("tools"):
         missing("No tools", f"no trajectory of this run made a tool call ({F.label('n_tool_calls')}: 0).")
         return
-    tools = cached.tools_summary(str(ctx.run_path), store.signature, store)
+    tools = cached.ask(store, "tools_summary")
     summary = per_tool(tools)
     names = summary["tool"].tolist()
     _table(summary)

@@ -24,8 +24,8 @@ def render_trajectory_curves(ctx: Context, chart: Callable[[object, str], None])
         return
     st.subheader("Trajectories")
     opts = ctx.settings.curves
-    counts = cached.column_summary(str(ctx.run_path), store.signature, PER_TRAJECTORY, store)
-    steps = cached.trajectory_summary(str(ctx.run_path), store.signature, store)
+    counts = cached.ask(store, "column_summary", columns=PER_TRAJECTORY)
+    steps = cached.ask(store, "trajectory_summary")
     left, right = st.columns(2)
     for col, name in zip((left, right), PER_TRAJECTORY, strict=True):
         with col:

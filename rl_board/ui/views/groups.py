@@ -22,7 +22,7 @@ PAGE = PageSpec(
 def render(ctx: Context) -> None:
     store = ctx.run_store
     step = pick_step(store.steps)
-    render_groups(store, str(ctx.run_path), step, ctx.settings.text)
+    render_groups(store, step, ctx.settings.text)
 
 
 ctx = current_run(PAGE.title)

@@ -18,8 +18,7 @@ PAGE = PageSpec(
 
 
 def render(ctx: Context) -> None:
-    store = ctx.run_store
-    render_curves(ctx, cached.step_summary(str(ctx.run_path), store.signature, store))
+    render_curves(ctx, cached.ask(ctx.run_store, "step_summary"))
     render_comparison(ctx)
 
 

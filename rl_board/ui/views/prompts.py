@@ -19,7 +19,7 @@ PAGE = PageSpec(
 
 
 def render(ctx: Context) -> None:
-    render_prompts(ctx.run_store, str(ctx.run_path), ctx.settings.text, kl=ctx.settings.kl)
+    render_prompts(ctx.run_store, ctx.settings.text, kl=ctx.settings.kl)
 
 
 ctx = current_run(PAGE.title)

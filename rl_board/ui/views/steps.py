@@ -48,7 +48,7 @@ def render(ctx: Context) -> None:
     store = ctx.run_store
     step = pick_step(store.steps)
     kl = ctx.settings.kl
-    render_batch(store, str(ctx.run_path), step, kl=kl)
+    render_batch(store, step, kl=kl)
     st.button(
         "Groups of this step",
         key="to_groups",
