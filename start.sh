@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, then serve the dashboard on the bundled sample logs.
 # Extra arguments go to `rl-board serve` (e.g. `bash start.sh --port 9000 /data/runs`).
+# Its first line out is the address to open, with the server's token (http://127.0.0.1:8901/?token=...).
 set -euo pipefail
 cd "$(dirname "$0")"
 

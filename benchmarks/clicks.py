@@ -50,6 +50,7 @@ import argparse
 import os
 import platform
 import re
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -158,6 +159,8 @@ class Server:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        # the server's token, in its environment (a checkout from before tokens ignores it); a tab brings it
+        self.token = secrets.token_urlsafe(16)
         cmd = [
             sys.executable,
             "-m",
@@ -170,7 +173,8 @@ class Server:
             str(cache),
         ]
         with open(log, "w") as out:
-            self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+            env = {**os.environ, "RL_BOARD_TOKEN": self.token}
+            self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -223,6 +227,7 @@ class Tab:
 
 def new_tab(browser, server: Server) -> Tab:
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    context.request.get(f"{server.url}/?token={server.token}")  # let in: the cookie stays in the context
     page = context.new_page()
     return Tab(page, Traffic(page), server.url, Cpu(server.proc.pid))
 

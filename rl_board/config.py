@@ -16,7 +16,7 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 ROOTS_ENV = "RL_BOARD_ROOTS"
@@ -26,8 +26,22 @@ HOSTS_ENV = "RL_BOARD_ALLOWED_HOSTS"
 REMOTES_ENV = (
     "RL_BOARD_REMOTES"  # JSON [[local mirror folder, URL], ...] for roots served from object storage
 )
+TOKEN_ENV = "RL_BOARD_TOKEN"  # the token a browser must bring once (``/?token=...``); empty = not given
+NO_TOKEN_ENV = "RL_BOARD_NO_TOKEN"  # "1": every browser is let in (``serve --no-token``, behind a proxy)
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_ROOT = "rollout_samples"
+
+
+def served_url(host: str, port: int, token: str = "") -> str:
+    """The address a server is opened at, with its token (``?token=...``) when it has one. A bind address
+    for every interface is shown as 127.0.0.1."""
+    from urllib.parse import quote
+
+    host = host.strip().strip("[]")
+    if host in ("", "0", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -105,6 +119,8 @@ class ServerConfig:
     tokenizer: Path | None = None  # a tokenizer.json (or a folder with one) for runs that log token ids
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # names a browser may reach the server by (Host header)
     remotes: tuple[tuple[Path, str], ...] = ()  # (mirror folder, URL): roots that live on object storage
+    token: str = field(default="", repr=False)  # browsers bring it once (server.py); "": none given yet
+    no_token: bool = False  # every browser is let in: ``serve --no-token``, behind a proxy with its own login
 
     def label(self, root: Path) -> str:
         """A root as the user named it: its URL when it is the mirror of a remote root."""
@@ -135,6 +151,8 @@ class ServerConfig:
             tokenizer=Path(tokenizer).expanduser() if tokenizer else None,
             allowed_hosts=hosts,
             remotes=remotes,
+            token=env.get(TOKEN_ENV, ""),
+            no_token=env.get(NO_TOKEN_ENV, "") == "1",
         )
 
     def to_env(self) -> dict[str, str]:
@@ -145,6 +163,8 @@ class ServerConfig:
         env[HOSTS_ENV] = ",".join(self.allowed_hosts)
         if self.remotes:
             env[REMOTES_ENV] = json.dumps([[str(local), url] for local, url in self.remotes])
+        env[TOKEN_ENV] = "" if self.no_token else self.token  # the environment: only this user can read it
+        env[NO_TOKEN_ENV] = "1" if self.no_token else ""
         return env
 
 

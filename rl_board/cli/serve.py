@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
-from rl_board.config import LABELS_ENV, LOOPBACK_HOSTS, REMOTE_EVERY_ENV, ServerConfig, default_cache_dir
+from rl_board.config import (
+    LABELS_ENV,
+    LOOPBACK_HOSTS,
+    REMOTE_EVERY_ENV,
+    TOKEN_ENV,
+    ServerConfig,
+    default_cache_dir,
+    served_url,
+)
 from rl_board.errors import RLBoardError
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
@@ -44,6 +53,20 @@ def add_parser(sub: Any) -> None:
         "e.g. a reverse proxy's name (repeatable); other names are refused (DNS rebinding)",
     )
     p.add_argument("--port", type=int, default=8901)
+    p.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="the token a browser must open the dashboard with once (?token=TOKEN), e.g. one a team shares "
+        f"(default ${TOKEN_ENV}, else a new one each start, printed in the address). Other users of the "
+        f"machine see a command line in `ps`: prefer ${TOKEN_ENV}",
+    )
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="let every browser in without a token: only behind a reverse proxy that has its own login "
+        "(with --allow-host NAME)",
+    )
     p.add_argument(
         "--tokenizer",
         default=None,
@@ -129,6 +152,17 @@ def run(ns: argparse.Namespace) -> int:
             "use with --allow-host.",
             file=sys.stderr,
         )
+    if ns.token is not None and not ns.token.strip():
+        raise RLBoardError("--token is empty: give a token, or serve without one with --no-token")
+    if ns.token is not None and ns.no_token:
+        raise RLBoardError("--token and --no-token: choose one")
+    token = "" if ns.no_token else (ns.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32))
+    if ns.no_token:
+        print(
+            "warning: --no-token: every browser that reaches this address sees the runs; keep it behind a "
+            "reverse proxy with its own login.",
+            file=sys.stderr,
+        )
     tokenizer = Path(ns.tokenizer).expanduser().resolve() if ns.tokenizer else None
     if tokenizer is not None:
         TokenText(tokenizer)  # fail now, with one line, rather than on the first sample page
@@ -138,6 +172,8 @@ def run(ns: argparse.Namespace) -> int:
         tokenizer=tokenizer,
         allowed_hosts=allowed_hosts(ns.host, ns.allow_host),
         remotes=tuple((local.resolve(), url) for local, url in remotes),
+        token=token,
+        no_token=ns.no_token,
     )
     env = {**os.environ, **config.to_env(), REMOTE_EVERY_ENV: str(ns.remote_every)}
     if ns.labels:
@@ -162,11 +198,15 @@ def run(ns: argparse.Namespace) -> int:
         "minimal",
         "--client.showErrorDetails",
         "none",
+        "--logger.hideWelcomeMessage",
+        "true",  # Streamlit's own address has no token: the one printed below is the way in
     ]
     if (PROJECT / ".streamlit" / "config.toml").is_file():
         os.chdir(PROJECT)  # Streamlit reads the theme from ./.streamlit/config.toml
+    # The first line out, before Streamlit starts: the address with the token (the only place it is written).
     print(
-        f"rl-board: serving {', '.join(config.label(r) for r in config.roots)} at http://{ns.host}:{ns.port}",
+        f"rl-board: serving {', '.join(config.label(r) for r in config.roots)} at "
+        f"{served_url(ns.host, ns.port, token)}",
         flush=True,
     )
     # Become the server (exec): a signal to this process reaches Streamlit itself.

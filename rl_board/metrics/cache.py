@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from rl_board import private
 from rl_board.metrics.table import (
     EPISODE_COLUMNS,
     HISTOGRAM_COLUMNS,
@@ -86,7 +87,7 @@ def load_entry(folder: Path) -> tuple[ReadResult, dict[str, Any]] | None:
 
 def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
     """Write an entry atomically (temporary folder, then rename over the old one)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    private.make_dir(folder.parent)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
         for name in TABLES:  # an empty table is no file (most runs have three): a miss reads as empty
@@ -100,6 +101,7 @@ def save_entry(folder: Path, result: ReadResult, meta: dict[str, Any]) -> None:
             "extras": result.extras,
         }
         (tmp / "meta.json").write_text(json.dumps(full, default=str), encoding="utf-8")
+        private.tighten_tree(tmp)  # 0700 / 0600 before it is in place (mkdtemp's folder hid it until then)
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rl_board import private
 from rl_board.metrics.parallel import Progress, map_batches
 from rl_board.metrics.reader import (
     RunInfo,
@@ -130,8 +131,9 @@ def _save(file: Path, index: MetricsIndex, refused: list[Problem]) -> None:
         "skipped": [p.to_dict() for p in index.skipped],
     }
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        private.make_dir(file.parent)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=file.parent)
+        os.fchmod(fd, private.FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(raw, handle, default=str)
         os.replace(tmp, file)

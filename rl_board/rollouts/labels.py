@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rl_board import private
 from rl_board.errors import InvalidArgumentError, RLBoardError
 
 MAX_TAG = 64
@@ -94,7 +95,7 @@ class LabelStore:
         """A connection in one transaction; a file that cannot be made, opened or written is the user's to fix
         (RLBoardError naming it), not a crash."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private.sqlite_file(self.path)  # a new file is 0600 (its journal too); one that exists is kept
             con = sqlite3.connect(self.path, timeout=10)
         except (OSError, sqlite3.Error) as exc:
             raise RLBoardError(f"cannot open the labels file {self.path}: {exc}") from None

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rl_board import formats
+from rl_board import formats, private
 from rl_board.errors import NotFoundError, RLBoardError
 from rl_board.formats import Format, fieldmap
 from rl_board.formats import schema as S
@@ -305,8 +305,8 @@ def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
 def _write_run_summary(directory: Path, report: LoadReport) -> None:
     # A read-only cache still serves; the run list just shows no counts.
     with contextlib.suppress(OSError):
-        (directory / "summary.json").write_text(
-            json.dumps({"samples": report.samples, "steps": report.steps})
+        private.write_text(
+            directory / "summary.json", json.dumps({"samples": report.samples, "steps": report.steps})
         )
 
 

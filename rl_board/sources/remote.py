@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rl_board import config
+from rl_board import config, private
 from rl_board.errors import NotFoundError, RLBoardError
 
 log = logging.getLogger(__name__)
@@ -198,8 +198,8 @@ def mirror(
             result.skipped.append((key, f"could not be fetched ({exc}); tried again at the next look"))
     for folder in sorted(in_place):
         marker = (base / folder if folder else base) / IN_PLACE
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        private.make_dir(marker.parent)
+        private.touch(marker)
         result.in_place.append(f"{url.rstrip('/')}/{folder}".rstrip("/"))
     if not single:
         _remove_gone(base, {t for _, t, _, _ in plans}, result)
@@ -300,7 +300,7 @@ def _sync_one(
     whole: bool = True,
 ) -> None:
     """Bring one object's copy up to date (``whole=False``: a big rollout log's first lines are enough)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private.make_dir(target.parent)
     with _state(target.parent) as state:
         old = state.get(target.name)
         here = target.stat().st_size if target.is_file() else -1
@@ -400,7 +400,7 @@ def _append(
     total: list[int],
     progress: Progress | None,
 ) -> None:
-    with open(target, "ab") as out:
+    with private.open_file(target, "ab") as out:
         for data in _ranges(fs, key, start, size):
             out.write(data)
             result.fetched_bytes += len(data)
@@ -421,6 +421,7 @@ def _fetch(
     """The first ``size`` bytes of an object (its complete lines only, with ``cut_at_newline``)."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".rl-board-part-")
     try:
+        os.fchmod(fd, private.FILE_MODE)
         with os.fdopen(fd, "wb+") as out:
             for data in _ranges(fs, key, 0, size):
                 out.write(data)
@@ -447,7 +448,7 @@ def _ranges(fs: Any, key: str, start: int, end: int) -> Iterator[bytes]:
 
 
 def _placeholder(target: Path, size: int) -> None:
-    with open(target, "wb") as f:
+    with private.open_file(target, "wb") as f:
         f.truncate(size)  # sparse: the right size on disk listings, no blocks used
 
 
@@ -478,7 +479,7 @@ def _remove_gone(base: Path, kept: set[Path], result: MirrorResult) -> None:
 def _state(folder: Path) -> Iterator[dict]:
     """The folder's mirror state, locked against another process syncing the same folder."""
     lock_path = folder / ".rl-board-remote.lock"
-    with open(lock_path, "a") as lock:
+    with private.open_file(lock_path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         path = folder / STATE
         try:
@@ -491,7 +492,7 @@ def _state(folder: Path) -> Iterator[dict]:
         finally:
             if json.dumps(state, sort_keys=True) != before:
                 tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(state))
+                private.write_text(tmp, json.dumps(state))
                 os.replace(tmp, path)
 
 

@@ -1,4 +1,7 @@
-"""Real-browser fixtures: demo runs, a real Streamlit server on a free port, Debian's chromium."""
+"""Real-browser fixtures: demo runs, a real server on a free port, Debian's chromium.
+
+The session's server is the app behind rl-board's Host and token checks (what `rl-board serve` runs), with a
+known token; every tab (``app_page``) is let in as a user is, by opening ``/?token=...`` once."""
 
 from __future__ import annotations
 
@@ -9,11 +12,11 @@ import pytest
 
 from rl_board.rollouts.demo import DemoSpec, write_eval_run, write_run
 from tests.helpers.apptest import APP
+from tests.helpers.served import admit, start_app_with_token
 from tests.helpers.streamlit_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     StreamlitRuns,
-    start_streamlit,
     stop_streamlit,
 )
 
@@ -57,7 +60,7 @@ def browser_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(browser_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server")
-    srv = start_streamlit(
+    srv = start_app_with_token(
         logs / "streamlit.log",
         APP,
         cwd=REPO,
@@ -83,8 +86,10 @@ def chromium_browser():
 
 @pytest.fixture
 def app_page(chromium_browser, server, request):
-    """A fresh tab (own context) that records any dialog a script might open."""
+    """A fresh tab (own context, let in with the server's token) that records any dialog a script might
+    open."""
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    admit(context, server)
     pg = context.new_page()
     pg.dialogs = []  # any alert() means a script ran
     pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))

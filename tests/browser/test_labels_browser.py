@@ -27,6 +27,7 @@ SECOND = "Sure thing, the final answer here is {n} and you can trust me on {n} f
 SECOND_STEPS = range(12, STEPS)
 TOTAL = STEPS * SAMPLES + 3 * len(SECOND_STEPS)
 NOTE = "opens with praise, then <b>any</b> number"
+TOKEN = "labels-browser-token"  # the server's token (--token): each tab opens /?token=... once
 
 
 def _params(page) -> dict[str, str]:
@@ -63,6 +64,8 @@ def served(tmp_path_factory):
                 str(logs / "cache"),
                 "--labels",
                 str(labels),
+                "--token",
+                TOKEN,
             ],
             cwd=REPO,
             stdout=log,
@@ -90,6 +93,7 @@ def served(tmp_path_factory):
 @pytest.fixture
 def tab(chromium_browser, served):
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    assert context.request.get(f"{served[0]}/?token={TOKEN}").ok  # the cookie, kept by the context
     page = context.new_page()
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))

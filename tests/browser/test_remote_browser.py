@@ -25,6 +25,7 @@ from tests.helpers.streamlit_browser import StreamlitRuns, free_port, stop_strea
 
 pytestmark = pytest.mark.browser
 URL = "s3://team-logs/experiments"
+TOKEN = "remote-browser-token"  # the server's token (RL_BOARD_TOKEN): the first visit brings it
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def bucket_server(tmp_path_factory):
         s3.upload(endpoint, local, URL)
         port = free_port()
         logs = tmp_path_factory.mktemp("remote-serve")
-        env = {**os.environ, **s3.s3_env(endpoint)}
+        env = {**os.environ, **s3.s3_env(endpoint), "RL_BOARD_TOKEN": TOKEN}
         with open(logs / "serve.log", "w") as log:
             proc = subprocess.Popen(
                 [
@@ -83,7 +84,7 @@ def test_a_bucket_root_is_browsed_and_followed(chromium_browser, bucket_server):
     page = context.new_page()
     runs = StreamlitRuns(page)
     try:
-        runs.goto(base)
+        runs.goto(f"{base}/?token={TOKEN}")  # the address serve prints
         sidebar = page.get_by_test_id("stSidebar")
         expect(sidebar.get_by_text(f"A copy of {URL}")).to_be_visible()
         sidebar.get_by_test_id("stSelectbox").filter(has_text="Run").click()

@@ -4,6 +4,9 @@ The root holds a rollout run whose folder name, file name, prompts, responses,
 tokens, ground truth and user fields are attacks, plus a ROLL-style metrics
 log whose tag names are attacks. Every page is visited; a dialog handler, a
 request log and DOM checks must all stay clean.
+
+The server runs behind rl-board's token check, and the last tests attack it: a token in a Referer, a wrong
+token, the cookie of another rl-board server on the same machine, and the server's own output.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.helpers.screens import save_screenshot
-from tests.helpers.streamlit_browser import StreamlitRuns, start_streamlit, stop_streamlit
+from tests.helpers.served import admit, login_cookie, raw_request, start_app_with_token, start_serve
+from tests.helpers.streamlit_browser import StreamlitRuns, stop_streamlit
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +80,7 @@ def hostile_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def hostile_server(hostile_root, tmp_path_factory):
     logs = tmp_path_factory.mktemp("hostile-server")
-    srv = start_streamlit(
+    srv = start_app_with_token(
         logs / "streamlit.log",
         APP,
         cwd=REPO,
@@ -91,8 +95,9 @@ def hostile_server(hostile_root, tmp_path_factory):
 
 @pytest.fixture
 def watched(chromium_browser, hostile_server):
-    """A tab that records dialogs and every request's host."""
+    """A tab (let in with the token) that records dialogs and every request's host."""
     context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    admit(context, hostile_server)
     page = context.new_page()
     page.dialogs, page.hosts = [], set()
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
@@ -180,3 +185,89 @@ def test_paths_outside_the_served_root_are_refused(watched, hostile_server, host
         expect(page.get_by_text("Refused run", exact=False).first).to_be_visible()
         assert page.get_by_text("TOP SECRET").count() == 0
         assert_nothing_ran(page)
+
+
+# -- the token, attacked (docs/security.md) ---------------------------------------------------------------
+
+
+def test_a_token_in_a_referer_header_does_not_let_in(hostile_server):
+    """A page that leaked the address with the token as its Referer: the header is no way in."""
+    srv = hostile_server
+    referer = {"Referer": srv.login_url}
+    for path in ("/", "/steps?run=x", "/_stcore/host-config"):
+        reply = raw_request(srv.port, path, referer)
+        assert reply.status == 403 and reply.header("set-cookie") is None, (path, reply.status)
+    assert raw_request(srv.port, "/_stcore/stream", referer, upgrade=True).status == 403
+    assert raw_request(srv.port, "/").header("referrer-policy") == "no-referrer"  # and none leaves from here
+
+
+def test_a_wrong_token_is_refused_exactly_like_a_missing_one(hostile_server):
+    srv = hostile_server
+    missing = raw_request(srv.port, "/steps?run=x")
+    assert missing.status == 403 and RUN_NAME.encode() not in missing.body
+    wrong = [srv.token[:-1], srv.token + "x", srv.token.upper(), "", " " + srv.token, "%00"]
+    for token in wrong:
+        reply = raw_request(srv.port, f"/steps?run=x&token={quote(token)}")
+        assert (reply.status, reply.body) == (missing.status, missing.body), token
+        assert reply.header("set-cookie") is None and reply.header("location") is None, token
+    name = login_cookie(srv.port, srv.token).split("=", 1)[0]
+    for value in (srv.token, "0" * 64, ""):  # the right name with a made-up value, the token itself included
+        cookie = {"Cookie": f"{name}={value}"}
+        assert raw_request(srv.port, "/", cookie).status == 403, value
+        assert raw_request(srv.port, "/_stcore/stream", cookie, upgrade=True).status == 403, value
+
+
+def test_the_cookie_of_another_rl_board_server_does_not_open_this_one(hostile_server, browser_root, tmp_path):
+    """Browsers send every cookie of 127.0.0.1 to every port: a cookie of the server next door (another
+    port, another token) must open nothing here, and ours nothing there."""
+    srv = hostile_server
+    other = start_app_with_token(
+        tmp_path / "other.log",
+        APP,
+        cwd=REPO,
+        env_extra={"RL_BOARD_ROOTS": str(browser_root), "RL_BOARD_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    try:
+        theirs, ours = login_cookie(other.port, other.token), login_cookie(srv.port, srv.token)
+        assert srv.token not in ours and other.token not in theirs  # the cookie is not the token
+        assert theirs.split("=")[0] != ours.split("=")[0]
+        for cookie in (theirs, f"{ours.split('=')[0]}={theirs.split('=', 1)[1]}"):
+            assert raw_request(srv.port, "/", {"Cookie": cookie}).status == 403, cookie
+            assert raw_request(srv.port, "/_stcore/stream", {"Cookie": cookie}, upgrade=True).status == 403
+        assert raw_request(other.port, "/", {"Cookie": ours}).status == 403
+        both = {"Cookie": f"{theirs}; {ours}"}  # what a browser that visited both sends: each opens its own
+        assert raw_request(srv.port, "/", both).status == 200
+        assert raw_request(srv.port, "/_stcore/stream", both, upgrade=True).status == 101
+        assert raw_request(other.port, "/", both).status == 200
+    finally:
+        stop_streamlit(other.proc)
+
+
+def test_the_token_is_written_only_in_the_first_line(chromium_browser, browser_root, tmp_path):
+    """`rl-board serve` with no token makes one and prints it once; a browser that opens the address, a page
+    and a deep link leaves no trace of it in the server's output (stdout and stderr together)."""
+    srv = start_serve(
+        tmp_path / "serve.log",
+        str(browser_root),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--labels",
+        str(tmp_path / "labels.sqlite"),
+    )
+    context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        page = context.new_page()
+        runs = StreamlitRuns(page)
+        runs.goto(f"{srv.url}/steps?run=ppo_math&step=3&token={srv.token}")
+        assert "token" not in page.url and "run=ppo_math" in page.url and "step=3" in page.url
+        expect(page.get_by_text("of 24 samples").first).to_be_visible()
+        # a wrong token in a browser that is already in: it leaves the address bar, and the page opens
+        runs.goto(f"{srv.url}/sample?run=ppo_math&step=3&sample=2&token={srv.token}x")
+        assert "token" not in page.url and "sample=2" in page.url
+        expect(page.locator(".rlb-chip").first).to_be_visible()
+    finally:
+        context.close()
+        stop_streamlit(srv.proc)
+    lines = srv.log_path.read_text().splitlines()
+    assert len(srv.token) >= 32 and srv.token in lines[0], lines[:3]
+    assert [n for n, line in enumerate(lines) if srv.token in line] == [0], lines

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from rl_board.cli.serve import allowed_hosts, is_loopback
-from rl_board.server import host_name
+from rl_board.server import cookie_name, cookie_value, host_name
+
+TOKEN = "hosts-test-token"
 
 
 def free_port() -> int:
@@ -24,8 +26,10 @@ def free_port() -> int:
 
 
 def request(port: int, host: str, path: str = "/_stcore/health", upgrade: bool = False) -> int:
-    """The status code of one HTTP/1.1 request (or WebSocket upgrade) sent with this Host header."""
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Connection: close"]
+    """The status code of one HTTP/1.1 request (or WebSocket upgrade) sent with this Host header (and the
+    cookie of a browser that opened the server with its token)."""
+    cookie = f"Cookie: {cookie_name(TOKEN, port)}={cookie_value(TOKEN, port)}"
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", cookie, "Connection: close"]
     if upgrade:
         key = base64.b64encode(os.urandom(16)).decode()
         lines[-1] = "Connection: Upgrade"
@@ -45,7 +49,7 @@ def request(port: int, host: str, path: str = "/_stcore/health", upgrade: bool =
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("served")
     port = free_port()
-    env = {**os.environ, "RL_BOARD_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    env = {**os.environ, "RL_BOARD_CACHE_DIR": str(tmp_path_factory.mktemp("cache")), "RL_BOARD_TOKEN": TOKEN}
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rl_board import private
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
 # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept,
@@ -129,7 +130,7 @@ def write_manifest(directory: Path, run_dir: Path, entries: list[FileEntry]) -> 
     data = {"version": CACHE_VERSION, "run": str(run_dir.resolve()), "files": [asdict(e) for e in entries]}
     data["crc"] = _content_crc(data)
     tmp = directory / f"manifest.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(json.dumps(data))
+    private.write_text(tmp, json.dumps(data))
     os.replace(tmp, directory / "manifest.json")
 
 

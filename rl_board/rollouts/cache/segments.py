@@ -15,6 +15,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rl_board import private
 from rl_board.formats.schema import LINE
 
 
@@ -35,6 +36,7 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     data = sink.getvalue()
     crc = zlib.crc32(memoryview(data))
     try:
+        private.open_file(tmp, "wb").close()  # made 0600 before a byte is in it
         with pa.OSFile(str(tmp), "wb") as f:
             f.write(data)
     except OSError:  # a full disk: leave nothing half-written behind

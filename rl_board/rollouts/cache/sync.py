@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rl_board import config
+from rl_board import config, private
 from rl_board.config import default_cache_dir
 from rl_board.errors import RLBoardError
 from rl_board.formats import NATIVE, Reading, fieldmap
@@ -92,8 +92,8 @@ def run_cache_dir(cache_root: Path, run_dir: Path, fields: FieldMap | None = Non
 
 @contextlib.contextmanager
 def _locked(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "a+b") as handle:
+    private.make_dir(directory)
+    with private.open_file(directory / ".lock", "a+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -169,9 +169,12 @@ def memory_cache_root() -> Path | None:
     for base in (Path("/dev/shm"), Path(tempfile.gettempdir())):
         root = base / f"rl-board-{os.getuid()}"
         try:
-            root.mkdir(parents=True, exist_ok=True)
+            private.make_dir(root)
+            if root.is_symlink() or root.stat().st_uid != os.getuid():  # a shared folder: not another's
+                continue
+            private.tighten(root)
             probe = root / f".probe-{os.getpid()}"
-            probe.write_bytes(b"")
+            private.touch(probe)
             probe.unlink()
             return root
         except OSError:
