@@ -1,6 +1,11 @@
 """`rl-board check PATH`: the health rules on every metric and rollout run under a path.
 
 Exit 1 when a finding has severity ``error`` (so a job or CI can gate on it), 2 on a usage error, else 0.
+The errors by default: NaN/Inf metrics or tokens, GRPO learning nothing (``learns_nothing``), an early
+entropy collapse (``early_entropy_collapse``) and collapsed rollout-correction weights
+(``importance_weights_off``); a training job that runs ``rl-board check`` on its own logs every few steps
+can stop itself on them. ``--set rule.severity=error`` makes any other rule stop it too. ``--json`` gives
+each finding's ``group`` (what to do about it) besides its rule, steps, message and link.
 """
 
 from __future__ import annotations

@@ -7,11 +7,20 @@ the kind of input they take; `run_rules(kind, data)` runs those of one kind.
 
 This module holds the machinery (findings, rules, the registry, settings,
 running) and imports no rule. The rules live in `scalar_rules` (kind
-"scalars": curves of metric runs) and `rollout_rules` (kind "rollouts":
-per-sample rollout logs); `checks` imports both and is what callers use.
+"scalars": curves of metric runs, with the trainers' own diagnostics in
+`field_rules`) and `rollout_rules` (kind "rollouts": per-sample rollout logs,
+with the cross-checks against the trainer's logged numbers in
+`trainer_rules`); `checks` imports them all and is what callers use.
+
+A rule belongs to a `group` that says what to do about its findings
+(GROUPS: training is diverging, no learning signal, the logged numbers
+disagree with the data; "" for the rest), and may cite its `source` (the
+doc, issue or paper its thresholds come from); the Health page shows both.
 
 Scalar rules see one run at a time through `RunSeries`, which picks input
-tags by name patterns that cover ROLL, TRL, verl and DI-engine naming.
+tags by name patterns that cover ROLL, TRL, verl and DI-engine naming; the
+rules on the trainers' own diagnostics take theirs from the trainers' alias
+tables (`rl_board.metrics.aliases`), which the glossary reads too.
 """
 
 from __future__ import annotations
@@ -33,6 +42,12 @@ from rl_board.where import Where
 SEVERITIES = ("info", "warning", "error")
 SETTINGS_FILE = "rl-board.toml"
 
+DIVERGING = "training is diverging"
+NO_SIGNAL = "no learning signal"
+DISAGREE = "the logged numbers disagree with the data"
+GROUPS = (DIVERGING, NO_SIGNAL, DISAGREE)
+"""What to do about a finding, in the order the Health page shows them; a rule of none is in group ""."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -46,7 +61,7 @@ class Finding:
     link: Where | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON output."""
+        """Plain dict for JSON output; ``group`` says what to do about it when its rule names one."""
         out: dict[str, Any] = {
             "rule": self.rule,
             "severity": self.severity,
@@ -54,6 +69,9 @@ class Finding:
             "steps": list(self.steps),
             "message": self.message,
         }
+        rule = REGISTRY.get(self.rule)
+        if rule is not None and rule.group:
+            out["group"] = rule.group  # what to do about it (GROUPS)
         if self.link:
             out["link"] = self.link.to_dict()
         return out
@@ -74,7 +92,8 @@ class RuleContext:
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered check. `check(data, ctx)` yields findings; `kind` says what data it takes."""
+    """A registered check. `check(data, ctx)` yields findings; `kind` says what data it takes; `group` what
+    to do about them (one of GROUPS, or ""); `source` the doc, issue or paper behind its thresholds."""
 
     name: str
     kind: str
@@ -82,6 +101,8 @@ class Rule:
     summary: str
     params: dict[str, float]
     check: Callable[[Any, RuleContext], Iterable[Finding]]
+    group: str = ""
+    source: str = ""
 
 
 REGISTRY: dict[str, Rule] = {}
@@ -91,17 +112,21 @@ def register(rule: Rule) -> Rule:
     """Add a rule to the registry (names are unique; severity must be info|warning|error)."""
     if rule.severity not in SEVERITIES:
         raise ValueError(f"rule {rule.name}: severity {rule.severity!r} not in {SEVERITIES}")
+    if rule.group and rule.group not in GROUPS:
+        raise ValueError(f"rule {rule.name}: group {rule.group!r} not in {GROUPS}")
     if rule.name in REGISTRY and REGISTRY[rule.name] is not rule:
         raise ValueError(f"rule {rule.name!r} is already registered")
     REGISTRY[rule.name] = rule
     return rule
 
 
-def scalar_rule(name: str, severity: str, summary: str, **params: float) -> Callable[..., Any]:
+def scalar_rule(
+    name: str, severity: str, summary: str, *, group: str = "", source: str = "", **params: float
+) -> Callable[..., Any]:
     """Decorator registering a per-run scalar check `fn(series: RunSeries, ctx) -> Iterable[Finding]`."""
 
     def wrap(fn: Callable[[RunSeries, RuleContext], Iterable[Finding]]) -> Callable[..., Any]:
-        register(Rule(name, "scalars", severity, summary, dict(params), fn))
+        register(Rule(name, "scalars", severity, summary, dict(params), fn, group, source))
         return fn
 
     return wrap

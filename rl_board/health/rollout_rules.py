@@ -28,9 +28,20 @@ import numpy as np
 import pandas as pd
 
 from rl_board.formats import schema as S
-from rl_board.health.engine import Finding, Rule, RuleContext, Settings, register, run_rules
+from rl_board.health.engine import (
+    DIVERGING,
+    NO_SIGNAL,
+    Finding,
+    Rule,
+    RuleContext,
+    Settings,
+    register,
+    run_rules,
+)
+from rl_board.metrics.stdout import read_text_metrics
 from rl_board.metrics.trainer_state import read_trainer_state
 from rl_board.sources.companions import newest_trainer_state
+from rl_board.sources.roots import inside
 from rl_board.where import Bounds, Where
 
 if TYPE_CHECKING:  # the rules read frames; only from_store sees a store
@@ -109,16 +120,31 @@ class RolloutRun:
         return values.groupby(self.samples[S.STEP], sort=True).mean().dropna()
 
 
+BESIDE_METRICS = "metrics.jsonl"  # lines of {"step": N, name: value, ...} (prime-rl's {out}/metrics.jsonl)
+TRAINER_FOLDERS = ("completions", "rollouts")  # a trainer's rollouts in {out}/<this>, its metrics in {out}
+
+
 def logged_beside(store: RolloutStore) -> pd.DataFrame | None:
-    """The metrics a Hugging Face trainer logged beside this run (TRL:
-    ``../checkpoint-N/trainer_state.json``), looked for only inside the folders the store may read; None when
-    there are none."""
-    base = store.run_dir.parent if store.run_dir.name == "completions" else store.run_dir
+    """The metrics a trainer logged beside this run (step, tag, value); None when there are none.
+
+    Looked for only inside the folders the store may read: a Hugging Face trainer's
+    ``checkpoint-N/trainer_state.json`` (TRL), and a ``metrics.jsonl`` of metric lines in the run's folder,
+    or in its parent when the run's folder is the trainer's ``completions/`` or ``rollouts/`` (prime-rl
+    writes ``{out}/metrics.jsonl`` beside ``{out}/rollouts/``). A metric file higher up belongs to no one
+    run and is not paired.
+    """
+    outer = store.run_dir.name in TRAINER_FOLDERS
+    base = store.run_dir.parent if outer else store.run_dir
+    frames = []
     state = newest_trainer_state(base, store.allowed)
-    if state is None:
-        return None
-    scalars = read_trainer_state(state, str(base)).scalars
-    return scalars[["step", "tag", "value"]] if not scalars.empty else None
+    if state is not None:
+        frames.append(read_trainer_state(state, str(base)).scalars)
+    for folder in dict.fromkeys((store.run_dir, base)):
+        path = folder / BESIDE_METRICS
+        if (store.allowed is None or inside(path, store.allowed)) and path.is_file():
+            frames.append(read_text_metrics(path, str(folder)).committed.scalars)
+    frames = [f[["step", "tag", "value"]] for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def length_column(samples: pd.DataFrame) -> str | None:
@@ -133,12 +159,13 @@ RolloutCheck = Callable[[RolloutRun, RuleContext], Iterator[Finding]]
 
 
 def rollout_rule(
-    name: str, severity: str, summary: str, **params: float
+    name: str, severity: str, summary: str, *, group: str = "", source: str = "", **params: float
 ) -> Callable[[RolloutCheck], RolloutCheck]:
-    """Decorator registering a rollout check `fn(run: RolloutRun, ctx) -> Iterable[Finding]`."""
+    """Decorator registering a rollout check `fn(run: RolloutRun, ctx) -> Iterable[Finding]` (``group`` and
+    ``source`` as for ``engine.Rule``)."""
 
     def wrap(fn: RolloutCheck) -> RolloutCheck:
-        register(Rule(name, KIND, severity, summary, dict(params), fn))
+        register(Rule(name, KIND, severity, summary, dict(params), fn, group, source))
         return fn
 
     return wrap
@@ -188,6 +215,7 @@ def _kl_negative(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     "logprob_mismatch",
     "warning",
     "The inference engine's log-probs drift from the trainer's (train-vs-inference mismatch).",
+    group=DIVERGING,
     window=3,
     limit=1e-3,
 )
@@ -335,6 +363,7 @@ def _flat_groups(data: RolloutRun, min_group: int, tolerance: float) -> pd.DataF
     "zero_variance_groups",
     "warning",
     "Many GRPO groups (samples of one prompt in a step) got identical rewards: no learning signal.",
+    group=NO_SIGNAL,
     window=3,
     limit=0.5,
     min_group=2,

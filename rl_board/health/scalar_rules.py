@@ -1,7 +1,7 @@
 """Scalar health rules: patterns that pick input tags, and the checks registered with `scalar_rule`.
 
-Importing this module registers the rules; `rl_board.health.engine` imports it,
-so every user of the registry sees them.
+Importing this module registers the rules, and those on the trainers' own diagnostics (`field_rules`,
+imported at the end); `rl_board.health.checks` imports it, so every user of the registry sees them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from rl_board.health.engine import (
+    DIVERGING,
+    NO_SIGNAL,
     Finding,
     Rule,
     RuleContext,
@@ -22,6 +24,7 @@ from rl_board.health.engine import (
     robust_z,
     scalar_rule,
 )
+from rl_board.metrics import aliases
 from rl_board.where import Where
 
 # --------------------------------------------------------------------------- scalar rules
@@ -35,13 +38,7 @@ POLICY_CLIPFRAC = (r"^ppo/policy/clipfrac$", r"^actor/(pg_|ppo_ratio_)?clipfrac$
 APPROX_KL = (r"^ppo/policy/approxkl$", r"^actor/(approxkl|ppo_kl)$", r"(^|/)approx_kl(_avg)?$")
 REF_KL = (r"^objective/kl$", r"^actor/(kl_loss|reward_kl_penalty)$", r"^critic/kl$")
 KL_COEF = (r"^objective/kl_coef$", r"^actor/(kl_coef|reward_kl_penalty_coeff)$", r"(^|/)kl_(ctl|coeff?)$")
-ENTROPY = (
-    r"^objective/entropy$",
-    r"^ppo/policy/entropy$",
-    r"^actor/entropy$",
-    r"^critic/entropy/mean$",
-    r"(^|/)entropy(_loss)?_avg$",
-)
+ENTROPY = aliases.patterns(aliases.ENTROPY)  # every trainer's name (the alias tables the glossary reads)
 REWARD = (
     r"^env/reward_mean$",
     r"^critic/(score|rewards)/mean$",
@@ -66,7 +63,7 @@ def _window(ctx: RuleContext, key: str = "window") -> int:
     return max(1, int(ctx.params[key]))
 
 
-@scalar_rule("non_finite", "error", "A metric became NaN or infinite.")
+@scalar_rule("non_finite", "error", "A metric became NaN or infinite.", group=DIVERGING)
 def _non_finite(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.curves.items():
         bad = ~finite_mask(series)
@@ -84,6 +81,7 @@ def _non_finite(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     "value_loss_spike",
     "warning",
     "Value loss jumped far above its recent median (robust z-score).",
+    group=DIVERGING,
     window=20,
     z=8.0,
     min_points=8,
@@ -108,6 +106,7 @@ def _value_loss_spike(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     "policy_ratio",
     "warning",
     "Policy probability ratio far from 1 (mean) or very large (max).",
+    group=DIVERGING,
     mean_tolerance=0.2,
     max_limit=10.0,
 )
@@ -176,7 +175,13 @@ def _rolling_high(name: str, patterns: tuple[str, ...], what: str, limit: float)
 
     register(
         Rule(
-            name, "scalars", "warning", f"{what} high (rolling mean).", {"limit": limit, "window": 5.0}, check
+            name,
+            "scalars",
+            "warning",
+            f"{what} high (rolling mean).",
+            {"limit": limit, "window": 5.0},
+            check,
+            DIVERGING,
         )
     )
 
@@ -204,6 +209,7 @@ def _kl_negative(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     "kl_coef_rising",
     "warning",
     "Adaptive KL coefficient rising steadily.",
+    group=DIVERGING,
     window=10,
     min_rise=0.5,
     min_up_fraction=0.8,
@@ -229,6 +235,7 @@ def _kl_coef_rising(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     "entropy_collapse",
     "warning",
     "Policy entropy fell to a small fraction of its early level.",
+    group=NO_SIGNAL,
     early_points=5,
     fraction=0.1,
     window=5,
@@ -289,3 +296,6 @@ def _reward_stalls_kl_rises(data: RunSeries, ctx: RuleContext) -> Iterable[Findi
                 f"rising, from step {steps[0]} ({len(steps)} step(s))",
                 where=Where(step=int(steps[0]), tag=rtag),
             )
+
+
+from rl_board.health import field_rules  # noqa: E402, F401  (the trainers' own diagnostics register on import)

@@ -1,11 +1,17 @@
 """What a metric tag means, and what a healthy curve looks like.
 
-Entries cover the metric families of ROLL, TRL (PPO), verl and
-DI-engine/LightZero. A pattern is an exact tag or uses placeholders:
-`{name}` stands for one path segment (or one of a fixed set, see
-PLACEHOLDERS) and a trailing `*` for anything. `explain(tag)` returns the
-first matching entry, trying exact names before patterns; tags nobody
-described simply have no entry.
+Entries cover the metric families of ROLL, TRL, verl, DI-engine/LightZero,
+NeMo-RL, prime-rl, slime and open-instruct. The diagnostics the health rules
+judge (entropy, the train-inference mismatch, rollout-correction weights, the
+zero-variance share, the length-clip ratio) are not written here: their
+entries are built from the trainers' alias tables in `aliases.py`, which the
+rules read too, so each is defined once, with the trainer's source file that
+logs it and the doc, issue or paper that says what healthy is (`source`).
+
+A pattern is an exact tag or uses placeholders: `{name}` stands for one path
+segment (or one of a fixed set, see PLACEHOLDERS) and a trailing `*` for
+anything. `explain(tag)` returns the first matching entry, trying exact names
+before patterns; tags nobody described simply have no entry.
 """
 
 from __future__ import annotations
@@ -14,28 +20,24 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-PLACEHOLDERS = {
-    "stat": r"(?:mean|max|min|std)",
-    "phase": (
-        r"(?:train_step|generate|model_update|compute_log_probs|do_checkpoint|compute_values|compute_rewards"
-        r"|[^/]+)"
-    ),
-    "learner": r"(?:learner|learner_iter|learner_step)",
-    "collector": r"(?:collector|collector_iter|collector_step)",
-    "evaluator": r"(?:evaluator|evaluator_iter|evaluator_step)",
-}
+from rl_board.metrics.aliases import PLACEHOLDERS, Alias, all_aliases, pattern_regex
+
+__all__ = ["ENTRIES", "PLACEHOLDERS", "GlossaryEntry", "explain"]
+
 REDUCER_SUFFIX = re.compile(r"@[A-Za-z_]+$")
 
 
 @dataclass(frozen=True)
 class GlossaryEntry:
-    """One described metric (or family of metrics sharing a pattern)."""
+    """One described metric (or family of metrics sharing a pattern); `source` cites who says what healthy
+    is (empty for the hand-written entries)."""
 
     pattern: str
     family: str
     frameworks: tuple[str, ...]
     meaning: str
     healthy: str
+    source: str = ""
 
 
 def _e(pattern: str, family: str, frameworks: str, meaning: str, healthy: str) -> GlossaryEntry:
@@ -43,7 +45,20 @@ def _e(pattern: str, family: str, frameworks: str, meaning: str, healthy: str) -
     return GlossaryEntry(pattern, family, tuple(f.strip() for f in frameworks.split(",")), meaning, healthy)
 
 
-ENTRIES: tuple[GlossaryEntry, ...] = (
+def _from_alias(alias: Alias) -> GlossaryEntry:
+    """The entry of one trainer's name for a diagnostic: the concept's text, the trainer's note and file."""
+    concept, name, trainer = alias.concept, alias.name, alias.trainer
+    where = f"Logged by {trainer.name} in {name.file}"
+    if alias.prefix:
+        where += f"; {trainer.prefix_note}"
+    meaning = " ".join(part for part in (concept.meaning, name.note, where + ".") if part)
+    sources = "; ".join(concept.sources)
+    return GlossaryEntry(
+        alias.tag, concept.family, (trainer.name,), meaning, f"{concept.healthy} Source: {sources}.", sources
+    )
+
+
+HAND_WRITTEN: tuple[GlossaryEntry, ...] = (
     # --- rewards and scores
     _e(
         "env/reward_mean",
@@ -143,22 +158,6 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "Small and slowly rising; k3 is never negative, so a negative value is an RLOO k1 estimate.",
     ),
     _e(
-        "rollout_corr/kl",
-        "kl",
-        "verl",
-        "KL(rollout engine‖trainer) on the engine's samples, k1 estimate: rollout logp − trainer logp per "
-        "token.",
-        "Near 0; a drift means the engine and the trainer disagree on log-probs (rl-board's mismatch curve).",
-    ),
-    _e(
-        "rollout_corr/k3_kl",
-        "kl",
-        "verl",
-        "KL(rollout engine‖trainer) on the engine's samples, k3 estimate exp(r) − r − 1 with r = trainer "
-        "logp − rollout logp: the same number as rl-board's train–inference mismatch.",
-        "Near 0 and never negative; a rise means the importance ratios are off.",
-    ),
-    _e(
         "objective/kl_coef",
         "kl",
         "TRL",
@@ -233,43 +232,7 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "Histogram of token log-probabilities under the reference.",
         "Stable shape.",
     ),
-    # --- entropy
-    _e(
-        "objective/entropy",
-        "entropy",
-        "TRL",
-        "Average per-token entropy of the policy on its own samples.",
-        "Declines slowly; a fast slide toward 0 means exploration has stopped.",
-    ),
-    _e(
-        "ppo/policy/entropy",
-        "entropy",
-        "TRL",
-        "Policy entropy measured during the PPO update.",
-        "Slow decline, never near 0.",
-    ),
-    _e(
-        "actor/entropy",
-        "entropy",
-        "verl",
-        "Mean token entropy of the actor on the training batch.",
-        "Slow decline; a collapse toward 0 means the model always picks the same tokens.",
-    ),
-    _e(
-        "critic/entropy/mean",
-        "entropy",
-        "ROLL",
-        "Mean token entropy of the policy on the batch.",
-        "Slow decline, not to 0.",
-    ),
-    _e(
-        "{learner}/entropy_loss_avg",
-        "entropy",
-        "DI-engine",
-        "Policy entropy averaged over the iteration's updates "
-        "(for continuous actions this is differential entropy and can be negative).",
-        "Decreases as the action noise shrinks; a cliff drop is premature convergence.",
-    ),
+    # --- entropy: built from the alias tables (aliases.ENTROPY)
     # --- PPO update statistics
     _e(
         "ppo/policy/clipfrac",
@@ -547,13 +510,6 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
         "Response length in tokens.",
         "Gradual change, not pinned at the limit.",
     ),
-    _e(
-        "response_length/clip_ratio",
-        "length",
-        "verl",
-        "Share of responses cut at the maximum length.",
-        "Low.",
-    ),
     _e("prompt_length/*", "length", "verl", "Prompt length statistics.", "Stable."),
     # --- optimiser, throughput, time, memory
     _e("actor/lr", "optimizer", "ROLL, verl", "Actor learning rate.", "Follows the schedule."),
@@ -661,15 +617,13 @@ ENTRIES: tuple[GlossaryEntry, ...] = (
 )
 
 
+ENTRIES: tuple[GlossaryEntry, ...] = tuple(_from_alias(a) for a in all_aliases()) + HAND_WRITTEN
+"""The trainers' diagnostics first (from the alias tables), then the hand-written families."""
+
+
 def _regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glossary pattern: `{x}` is one segment (or a known set), trailing `*` is anything."""
-    out, pos = [], 0
-    for match in re.finditer(r"\{(\w+)\}|\*", pattern):
-        out.append(re.escape(pattern[pos : match.start()]))
-        out.append(".+" if match.group(0) == "*" else PLACEHOLDERS.get(match.group(1), r"[^/]*"))
-        pos = match.end()
-    out.append(re.escape(pattern[pos:]))
-    return re.compile("^" + "".join(out) + "$")
+    """Compile a glossary pattern (see `aliases.pattern_regex`)."""
+    return pattern_regex(pattern)
 
 
 @lru_cache(maxsize=1)

@@ -83,16 +83,22 @@ def _page_of(at: AppTest) -> str:
     return goto[at.title[0].value]
 
 
-def test_findings_from_metrics_and_rollouts_grouped_by_severity(health_page):
+def test_findings_from_metrics_and_rollouts_grouped_by_what_to_do(health_page):
+    # since issue 33 findings come grouped by what to do, then the rest by severity (was: by severity only)
     at = health_page()
     headers = texts(at.subheader)
-    assert headers[0].startswith("Error · ") and headers[1].startswith("Warning · ")
+    assert headers[0].startswith("Training is diverging · ") and headers[1].startswith(
+        "No learning signal · "
+    )
+    assert headers[2:] == [h for h in headers[2:] if h.startswith(("Error · ", "Warning · "))]
     text = " ".join(texts(at.markdown))
     for rule in ("non\\_finite", "value\\_loss\\_spike", "length\\_hacking", "nonfinite\\_tokens"):
         assert rule in text
+    assert "early\\_entropy\\_collapse" in text  # the unstable run's entropy, 2 e^(-t/4)
     assert "`rollouts/ppo`" in text and "`tb/unstable`" in text
+    assert any(c.startswith("Source: Cui et al") for c in texts(at.caption))  # the rule's source is cited
     counts = {m.label: m.value for m in at.metric}
-    assert counts["Errors"] == "2"  # the NaN metric curve and the NaN tokens
+    assert counts["Errors"] == "3"  # the NaN metric curve, the early entropy collapse and the NaN tokens
 
 
 def test_rollout_link_opens_the_step_browser_at_the_step_pre_filtered(health_page):

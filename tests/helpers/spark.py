@@ -1,4 +1,4 @@
-"""Real PySpark for the `spark` tier: a local session, the README's Spark recipes run as written, the CLI.
+"""Real PySpark for the `spark` tier: a local session, docs/scale.md's Spark recipes run as written, the CLI.
 
 pyspark is imported inside the functions, never at module level, so a missing `spark` extra fails
 the tier's tests with a message (``SparkUnavailable``) instead of breaking collection of the suite.
@@ -21,7 +21,7 @@ from rl_board.writer import RolloutWriter
 
 REPO = Path(__file__).resolve().parents[2]
 JAVA_MIN = 17  # pyspark 4.x is built for Java 17
-README_ROOT = "/data/"  # the README's recipes use /data/...; a test runs them under its own folder
+README_ROOT = "/data/"  # the recipes (docs/scale.md) use /data/...; a test runs them under its own folder
 
 
 class SparkUnavailable(RuntimeError):
@@ -115,27 +115,27 @@ def stop_session(session: Any) -> None:
     SparkContext._gateway = SparkContext._jvm = None
 
 
-# -- the README's recipes, run as they are written ------------------------------------------------------
+# -- docs/scale.md's recipes, run as they are written ---------------------------------------------------
 
 
 def readme_recipe(kind: str) -> str:
-    """The README's Python block in "Bigger than one machine" that uses ``spark.read.<kind>``."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """docs/scale.md's Python block in "Bigger than one machine" that uses ``spark.read.<kind>``."""
+    text = (REPO / "docs" / "scale.md").read_text(encoding="utf-8")
     section = text.split("\n## Bigger than one machine\n", 1)[1].split("\n## ", 1)[0]
     blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if f"spark.read.{kind}(" in b]
     if len(blocks) != 1:
         raise AssertionError(
-            f"README's 'Bigger than one machine' has {len(blocks)} Python blocks with "
+            f"docs/scale.md's 'Bigger than one machine' has {len(blocks)} Python blocks with "
             f"spark.read.{kind}(: expected one"
         )
     return blocks[0]
 
 
 def run_recipe(kind: str, spark: Any, root: Path) -> dict[str, Any]:
-    """Run the README's ``spark.read.<kind>`` recipe with its ``/data/`` paths under ``root``; its names."""
+    """Run the docs' ``spark.read.<kind>`` recipe with its ``/data/`` paths under ``root``; its names."""
     code = readme_recipe(kind).replace(README_ROOT, f"{root}/")
     names: dict[str, Any] = {"spark": spark}
-    exec(compile(code, f"README.md (spark.read.{kind} recipe)", "exec"), names)  # the README is ours
+    exec(compile(code, f"docs/scale.md (spark.read.{kind} recipe)", "exec"), names)  # the docs are ours
     return names
 
 

@@ -60,13 +60,18 @@ def test_check_exit_codes(tmp_path, capsys):
     write_tensorboard_run(tmp_path / "bad", steps=30, unstable=True)
     code, out, _ = run_cli(["check", str(tmp_path / "bad"), "--json"], capsys)
     findings = json.loads(out)["findings"]
-    assert code == 1 and {"non_finite", "value_loss_spike", "kl_negative"} <= {f["rule"] for f in findings}
+    fired = {f["rule"] for f in findings}
+    assert code == 1 and {"non_finite", "value_loss_spike", "kl_negative", "early_entropy_collapse"} <= fired
     assert set(findings[0]) >= {"rule", "severity", "run", "steps", "message"}
 
 
 def test_check_set_downgrades_error_and_bad_set_is_usage_error(tmp_path, capsys):
+    # the unstable run's entropy (2 e^(-t/4)) is also an early entropy collapse, an error since issue 33
     write_tensorboard_run(tmp_path, steps=30, unstable=True)
     code, _, _ = run_cli(["check", str(tmp_path), "--set", "non_finite.severity=warning"], capsys)
+    assert code == 1
+    downgrade = ["--set", "non_finite.severity=warning", "--set", "early_entropy_collapse.severity=warning"]
+    code, _, _ = run_cli(["check", str(tmp_path), *downgrade], capsys)
     assert code == 0
     code, _, err = run_cli(["check", str(tmp_path), "--set", "non_finite.bogus=1"], capsys)
     assert code == 2 and "allowed: severity, enabled" in err
@@ -74,7 +79,9 @@ def test_check_set_downgrades_error_and_bad_set_is_usage_error(tmp_path, capsys)
 
 def test_check_reads_rl_board_toml(tmp_path, capsys):
     write_tensorboard_run(tmp_path, steps=30, unstable=True)
-    (tmp_path / "rl-board.toml").write_text("[rules.non_finite]\nenabled = false\n")
+    (tmp_path / "rl-board.toml").write_text(
+        "[rules.non_finite]\nenabled = false\n[rules.early_entropy_collapse]\nenabled = false\n"
+    )
     code, out, _ = run_cli(["check", str(tmp_path), "--json"], capsys)
     assert code == 0 and "non_finite" not in {f["rule"] for f in json.loads(out)["findings"]}
 

@@ -347,7 +347,7 @@ def probe_crc(path: Path, end: int) -> int:
     Checked before reading only what a file gained: an edit that changes any
     byte of a window (a rewrite of the first lines at the same length, a
     truncation and rewrite) makes the file be read again; an edit that keeps
-    every window the same is not seen (README, "The cache").
+    every window the same is not seen (docs/architecture.md, "The cache").
     """
     crc = 0
     with open(path, "rb") as f:

@@ -23,6 +23,10 @@ severity = "warning" # info | warning | error
 
 [rules.entropy_collapse]
 enabled = false
+
+[rules.logprob_mismatch_trend]
+ratio_limit = 1.05   # NeMo-RL's published limit for token_mult_prob_error
+window = 12          # points in the rolling median
 """
 
 

@@ -1,4 +1,5 @@
-"""Health: what the rules found in the metric and rollout runs under the logs root, with links to look."""
+"""Health: what the rules found in the metric and rollout runs under the logs root, grouped by what to do,
+with links to look."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def render(ctx: Context) -> None:
     health = metrics_cached.health_settings(ctx.logs_root)
     located, problems = health_findings.collect(ctx, health)
     st.caption(
-        "Rules check the training metrics and the rollout logs of every run under the logs root. "
-        "Each finding links to where to look."
+        "Rules check the training metrics and the rollout logs of every run under the logs root, and the "
+        "trainer's own diagnostics against the numbers their authors publish. Findings are grouped by what "
+        "to do (training is diverging, no learning signal, the logged numbers disagree with the data, then "
+        "the rest by severity); each names its source and links to its steps and samples."
     )
     render_problems(problems, ctx.logs_root)
     health_findings.render_summary(located)
