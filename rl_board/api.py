@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds them equal)
     import pandas as pd
 
+    from rl_board.config import Served
     from rl_board.formats.conversation import content_text as message_text
     from rl_board.formats.conversation import parsed as parsed_messages
     from rl_board.formats.fieldmap import MAPPABLE as MAPPABLE_FIELDS
@@ -85,6 +86,7 @@ if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds th
 _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), imported on first use
     "message_text": ("rl_board.formats.conversation", "content_text"),
     "parsed_messages": ("rl_board.formats.conversation", "parsed"),
+    "Served": ("rl_board.config", "Served"),
     "MAPPABLE_FIELDS": ("rl_board.formats.fieldmap", "MAPPABLE"),
     "parse_field_option": ("rl_board.formats.fieldmap", "parse_option"),
     "FINISH_REASONS": ("rl_board.formats.trajectory", "FINISH_REASONS"),
@@ -250,6 +252,8 @@ __all__ += [
     "question",
 ]  # what a page asks of a run, by name (one generic way)
 
+__all__ += ["Served", "metric_files_signature"]  # the roots a door may read and its cache, as one value
+
 Progress = Callable[[int, int], None]
 
 
@@ -270,45 +274,47 @@ def with_stores() -> None:
     importlib.import_module("rl_board.metrics.kinds")
 
 
-def list_runs(root: Path | str, *, cache_dir: Path | str, allowed: list[Path] | None = None) -> pd.DataFrame:
+def list_runs(root: Path | str, served: Served) -> pd.DataFrame:
     """Rollout runs under a root (see ``RolloutStore.list_runs``)."""
     from rl_board.rollouts.store import RolloutStore
 
     with_stores()
-
-    return RolloutStore.list_runs(root, cache_dir=cache_dir, allowed=allowed)
+    return RolloutStore.list_runs(root, cache_dir=served.cache_dir, allowed=served.allowed)
 
 
 def open_run(
     path: Path | str,
+    served: Served,
     *,
-    cache_dir: Path | str,
     progress: Progress | None = None,
-    allowed_roots: list[Path] | None = None,
     fields: dict[str, str] | None = None,
 ) -> RolloutStore:
     """A run's store, its cache built or brought up to date, read with a field map when one is given."""
     from rl_board.rollouts.store import RolloutStore
 
     with_stores()
-
     return RolloutStore.open(
-        path, cache_dir=cache_dir, progress=progress, allowed_roots=allowed_roots, fields=fields
+        path, cache_dir=served.cache_dir, progress=progress, allowed_roots=served.allowed, fields=fields
     )
 
 
 def read_metrics(
-    root: Path | str,
-    *,
-    cache_dir: Path | str,
-    allowed_roots: list[Path] | None = None,
-    sources: list[RunSource] | None = None,
+    root: Path | str, served: Served, *, sources: list[RunSource] | None = None
 ) -> MetricsBundle:
     """The metric runs under a root (all, or the given ones of ``metric_runs``), through the metrics cache;
-    a server passes its served roots."""
+    nothing outside the served roots."""
     from rl_board.metrics.reader import load_metrics
 
-    return load_metrics(root, cache_dir=cache_dir, allowed_roots=allowed_roots, sources=sources)
+    return load_metrics(
+        root, cache_dir=served.metrics_cache_dir, allowed_roots=served.allowed, sources=sources
+    )
+
+
+def metric_files_signature(root: Path | str, served: Served) -> str:
+    """A digest of every metric file under a root (one stat each): a log that grows is a new key."""
+    from rl_board.metrics.reader import metrics_signature
+
+    return metrics_signature(root, cache_dir=served.metrics_cache_dir, allowed_roots=served.allowed)
 
 
 def refused_metric_runs(sources: list[RunSource]) -> list[Problem]:
@@ -318,36 +324,28 @@ def refused_metric_runs(sources: list[RunSource]) -> list[Problem]:
     return split_refused(sources, None)[0]
 
 
-def metric_runs_signature(
-    root: Path | str, sources: list[RunSource], *, allowed_roots: list[Path] | None = None
-) -> str:
+def metric_runs_signature(root: Path | str, sources: list[RunSource], served: Served) -> str:
     """A digest of the files of these runs (``metrics_signature`` of part of a root): stats, no reads."""
     from rl_board.metrics.reader import sources_signature
 
-    return sources_signature(Path(root), sources, allowed_roots)
+    return sources_signature(Path(root), sources, served.allowed)
 
 
-def metric_runs(
-    root: Path | str, *, cache_dir: Path | str, allowed_roots: list[Path] | None = None
-) -> list[RunSource]:
+def metric_runs(root: Path | str, served: Served) -> list[RunSource]:
     """The metric runs under a root, found by walking it (nothing is read: a run list shows at once)."""
     from rl_board.metrics.reader import discover
 
-    return discover(Path(root), skip=(Path(cache_dir),), allowed=allowed_roots)
+    return discover(Path(root), skip=(served.cache_dir,), allowed=served.allowed)
 
 
 def metrics_index_build(
-    root: Path | str,
-    *,
-    cache_dir: Path | str,
-    allowed_roots: list[Path] | None = None,
-    sources: list[RunSource] | None = None,
+    root: Path | str, served: Served, *, sources: list[RunSource] | None = None
 ) -> IndexBuild:
     """The background build of a root's metrics index (every run's tags), started if none is under way;
     ``sources`` are its runs as ``metric_runs`` just found them."""
     from rl_board.metrics.background import index_build
 
-    return index_build(Path(root), Path(cache_dir), allowed_roots, sources)
+    return index_build(Path(root), served.metrics_cache_dir, served.allowed, sources)
 
 
 def label_store() -> LabelStore:

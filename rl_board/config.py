@@ -111,6 +111,25 @@ class Sizes:
 
 
 @dataclass(frozen=True)
+class Served:
+    """What a door may read and where it keeps what it derives: the served roots (None: anywhere, as the CLI
+    and a notebook read) and the cache folder. The two always travel together, as this one value."""
+
+    cache_dir: Path
+    roots: tuple[Path, ...] | None = None
+
+    @property
+    def allowed(self) -> list[Path] | None:
+        """The roots as the data layer takes them (None: no confinement)."""
+        return None if self.roots is None else list(self.roots)
+
+    @property
+    def metrics_cache_dir(self) -> Path:
+        """Parsed metric tables live beside the rollout cache, in their own folder."""
+        return metrics_cache_dir(self.cache_dir)
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """What the server was started with: the folders it may read and where its cache lives."""
 
@@ -130,6 +149,11 @@ class ServerConfig:
     def metrics_cache_dir(self) -> Path:
         """Parsed metric tables live beside the rollout cache, in their own folder."""
         return metrics_cache_dir(self.cache_dir)
+
+    @property
+    def served(self) -> Served:
+        """The roots this server may read and its cache, as the one value the data layer's doors take."""
+        return Served(self.cache_dir, self.roots)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:

@@ -24,52 +24,47 @@ import pandas as pd
 import streamlit as st
 
 from rl_board import api
-from rl_board.api import RolloutStore
+from rl_board.api import RolloutStore, Served
 from rl_board.config import server_config
 
 Progress = Callable[[int, int], None]
 MAX_OPEN_RUNS = 16
 
 
-def cache_dir() -> str:
-    return str(server_config().cache_dir)
+def served() -> Served:
+    """The roots this server may read and its cache: passed whole to every door of the data layer."""
+    return server_config().served
 
 
 class StoreRegistry:
-    """Open stores by (run path, cache dir, field map); least recently used are dropped beyond a limit."""
+    """Open stores by (run path, served roots and cache, field map); least recently used are dropped beyond a
+    limit."""
 
     def __init__(self, limit: int = MAX_OPEN_RUNS) -> None:
         self.limit = limit
-        self._stores: OrderedDict[tuple[str, str, str], RolloutStore] = OrderedDict()
-        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._stores: OrderedDict[tuple[str, Served, str], RolloutStore] = OrderedDict()
+        self._locks: dict[tuple[str, Served, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def _lock(self, key: tuple[str, str, str]) -> threading.Lock:
+    def _lock(self, key: tuple[str, Served, str]) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def is_open(self, run_path: str, cache_root: str, fields: dict[str, str] | None = None) -> bool:
-        return (run_path, cache_root, _fields_key(fields)) in self._stores
+    def is_open(self, run_path: str, where: Served, fields: dict[str, str] | None = None) -> bool:
+        return (run_path, where, _fields_key(fields)) in self._stores
 
     def get(
         self,
         run_path: str,
-        cache_root: str,
+        where: Served,
         progress: Progress | None = None,
-        allowed_roots: list[Path] | None = None,
         fields: dict[str, str] | None = None,
     ) -> RolloutStore:
-        key = (run_path, cache_root, _fields_key(fields))
+        key = (run_path, where, _fields_key(fields))
         with self._lock(key):
             store = self._stores.get(key)
             if store is None:
-                store = api.open_run(
-                    run_path,
-                    cache_dir=cache_root,
-                    progress=progress,
-                    allowed_roots=allowed_roots,
-                    fields=fields,
-                )
+                store = api.open_run(run_path, where, progress=progress, fields=fields)
             elif store.stale():
                 store.refresh(progress=progress)
             with self._guard:
@@ -87,16 +82,14 @@ def registry() -> StoreRegistry:
 
 
 def is_open(run_path: Path, fields: dict[str, str] | None = None) -> bool:
-    return registry().is_open(str(run_path), cache_dir(), fields)
+    return registry().is_open(str(run_path), served(), fields)
 
 
 def store_for(
     run_path: Path, progress: Progress | None = None, fields: dict[str, str] | None = None
 ) -> RolloutStore:
     """The shared, up-to-date store of a run read with a field map (opened on first use)."""
-    return registry().get(
-        str(run_path), cache_dir(), progress, allowed_roots=list(server_config().roots), fields=fields
-    )
+    return registry().get(str(run_path), served(), progress, fields=fields)
 
 
 def run_name(run_path: Path) -> str:
@@ -120,24 +113,22 @@ def _tokenizer(path: str) -> api.TokenText:
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
-def runs_under(root: str, cache_root: str) -> pd.DataFrame:
+def runs_under(root: str, where: Served) -> pd.DataFrame:
     """Runs under a (served) root; refreshed every few seconds so new runs appear."""
-    return api.list_runs(root, cache_dir=cache_root, allowed=list(server_config().roots))
+    return api.list_runs(root, where)
 
 
 @st.cache_data(show_spinner=False, ttl=5, max_entries=32)
-def rollout_files_signature(root: str, cache_root: str) -> str:
+def rollout_files_signature(root: str, where: Served) -> str:
     """Changes when any rollout run under a root gains, loses or changes a file (one walk, re-taken
     every 5 s)."""
-    return api.catalogue(
-        Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots)
-    ).rollout_signature()
+    return api.catalogue(Path(root), skip=(where.cache_dir,), allowed=where.allowed).rollout_signature()
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=32)
-def skipped_under(root: str, cache_root: str) -> pd.DataFrame:
+def skipped_under(root: str, where: Served) -> pd.DataFrame:
     """Files under a root that are not read, with why (the root's catalogue; refreshed every few seconds)."""
-    found = api.catalogue(Path(root), skip=(Path(cache_root),), allowed=list(server_config().roots))
+    found = api.catalogue(Path(root), skip=(where.cache_dir,), allowed=where.allowed)
     rows = [(found.name(s.path), s.reason) for s in found.skipped]
     return pd.DataFrame(rows, columns=["file", "why it is not read"])
 

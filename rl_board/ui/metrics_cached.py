@@ -27,28 +27,22 @@ from rl_board.api import (
     RunSource,
     Settings,
     load_settings,
-    metrics_signature,
 )
 from rl_board.config import server_config
 
 SIGNATURE_TTL_S = 5
 
 
-def metrics_cache_dir() -> str:
-    """Parsed metric tables live beside the rollout cache, in their own folder."""
-    return str(server_config().metrics_cache_dir)
-
-
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
 def signature(root: str) -> str:
     """The metric files' signature under a root (re-taken every few seconds)."""
-    return metrics_signature(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
+    return api.metric_files_signature(root, server_config().served)
 
 
 @st.cache_data(show_spinner="Reading training metrics…", max_entries=8)
 def bundle(root: str, files_signature: str) -> MetricsBundle:
     """Every metric run under a root, read through the on-disk cache, nothing outside the served roots."""
-    return api.read_metrics(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
+    return api.read_metrics(root, server_config().served)
 
 
 def metrics_under(root: Path) -> MetricsBundle:
@@ -59,24 +53,19 @@ def metrics_under(root: Path) -> MetricsBundle:
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=32)
 def run_list(root: str) -> list[RunSource]:
     """The metric runs under a root, found by a walk (re-taken every few seconds); nothing is read."""
-    return api.metric_runs(root, cache_dir=metrics_cache_dir(), allowed_roots=list(server_config().roots))
+    return api.metric_runs(root, server_config().served)
 
 
 @st.cache_data(show_spinner=False, ttl=SIGNATURE_TTL_S, max_entries=64)
 def runs_signature(root: str, runs: tuple[str, ...]) -> str:
     """The signature of the chosen runs' files alone (a sweep's other runs are not stat-ed)."""
-    return api.metric_runs_signature(root, _sources(root, runs), allowed_roots=list(server_config().roots))
+    return api.metric_runs_signature(root, _sources(root, runs), server_config().served)
 
 
 @st.cache_data(show_spinner="Reading the chosen runs…", max_entries=16)
 def runs_bundle(root: str, runs: tuple[str, ...], files_signature: str) -> MetricsBundle:
     """The chosen runs' points (a chart needs no other run's), through the on-disk cache."""
-    return api.read_metrics(
-        root,
-        cache_dir=metrics_cache_dir(),
-        allowed_roots=list(server_config().roots),
-        sources=_sources(root, runs),
-    )
+    return api.read_metrics(root, server_config().served, sources=_sources(root, runs))
 
 
 def _sources(root: str, runs: tuple[str, ...]) -> list[RunSource]:
@@ -93,12 +82,7 @@ def chosen_runs(root: Path, runs: list[str]) -> MetricsBundle:
 
 def index_build(root: Path) -> IndexBuild:
     """The background build of every run's tags under a root (shared by every session; never waited for)."""
-    return api.metrics_index_build(
-        root,
-        cache_dir=metrics_cache_dir(),
-        allowed_roots=list(server_config().roots),
-        sources=run_list(str(root)),
-    )
+    return api.metrics_index_build(root, server_config().served, sources=run_list(str(root)))
 
 
 @dataclass(frozen=True)

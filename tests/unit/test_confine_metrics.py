@@ -205,7 +205,7 @@ def test_signature_ignores_what_happens_outside(places):
 def test_api_read_metrics_passes_the_roots_on(places, tmp_path):
     root, outside = places
     _di_with_linked_config(root, outside)
-    bundle = api.read_metrics(root, cache_dir=tmp_path / "cache", allowed_roots=[root])
+    bundle = api.read_metrics(root, api.Served(tmp_path / "cache", (root,)))
     assert SECRET not in _everything(bundle)
     assert _refused(bundle.problems, root / "x" / "formatted_total_config.py")
 

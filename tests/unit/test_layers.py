@@ -224,3 +224,23 @@ def test_the_front_door_names_each_name_once() -> None:
     }
     assert typed == api._LAZY
     assert all(getattr(api, name) is not None for name in api.__all__)
+
+
+def test_served_roots_and_the_cache_travel_as_one_value() -> None:
+    """The doors of ``api`` and the UI's caches take ``config.Served`` whole: no function there has both a
+    cache folder and served roots as separate parameters, and no page module spells the pair by hand."""
+    pairs = []
+    for rel in ("api.py", "ui/cached.py", "ui/metrics_cached.py"):
+        tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                names = {a.arg for a in (*node.args.args, *node.args.kwonlyargs)}
+                if names & {"cache_dir", "cache_root"} and names & {"allowed", "allowed_roots", "roots"}:
+                    pairs.append(f"{rel}:{node.lineno} {node.name}")
+    assert not pairs, pairs
+    by_hand = [
+        str(p.relative_to(PACKAGE))
+        for p in (PACKAGE / "ui").rglob("*.py")
+        if any(spelled in p.read_text(encoding="utf-8") for spelled in ("allowed_roots=", "cache_dir="))
+    ]
+    assert not by_hand, by_hand

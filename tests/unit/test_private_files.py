@@ -35,7 +35,7 @@ with open(logs / "ppo_math" / "rollout_data_rank_0.jsonl", "a") as f:  # the run
     f.write(open(logs / "ppo_math" / "rollout_data_rank_1.jsonl").readline())
 grown = rl_board.open(logs / "ppo_math", cache_dir=cache)
 assert grown.num_samples == run.num_samples + 1
-api.list_runs(logs, cache_dir=cache)  # the runs' summaries
+api.list_runs(logs, api.Served(cache))  # the runs' summaries
 rl_board.open(logs / "grpo_math", cache_dir=cache)
 assert rl_board.metrics_index(logs / "grpo_math", cache_dir=cache).runs
 assert len(rl_board.scalars(logs / "grpo_math", cache_dir=cache))

@@ -29,7 +29,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, api.RolloutStore
     api.write_agent_run(tmp / "agent", api.AgentSpec(steps=3, trajectories=4, turns=8, ranks=1))
     paths = {p.name: p for p in sorted(SAMPLES.iterdir()) if p.is_dir()}
     paths["agent"] = tmp / "agent"
-    return {name: api.open_run(path, cache_dir=tmp / "cache") for name, path in paths.items()}
+    return {name: api.open_run(path, api.Served(tmp / "cache")) for name, path in paths.items()}
 
 
 def example_params(question: str, store: api.RolloutStore, labels_file: Path) -> dict[str, Any]:

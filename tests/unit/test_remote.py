@@ -368,7 +368,7 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(
 ):
     """serve lists its bucket with whole=False, at start and at every look of its follow loop; a metric log
     copied at the first look must gain the points re-uploaded since (the Metrics page reads only the copy)."""
-    from rl_board.api import read_metrics
+    from rl_board.api import Served, read_metrics
 
     url, local, _, _ = bucket_run
     endpoint, _ = server
@@ -376,7 +376,7 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(
         monkeypatch.setenv(key, value)
     root, cache = url.rsplit("/", 1)[0], tmp_path / "cache"
     served = remote.mirror(root, cache, whole=False)  # what `serve` does before Streamlit starts
-    before = read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")
+    before = read_metrics(served.local, Served(cache)).series("grpo_math/metrics.jsonl", "train/kl")
     assert len(before) and before["step"].max() == 9
 
     lines = (local / "metrics.jsonl").read_text().splitlines()
@@ -385,7 +385,7 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(
         endpoint, f"{url}/metrics.jsonl", ("\n".join([*lines, *map(json.dumps, grown)]) + "\n").encode()
     )
     looked = remote.mirror(root, cache, whole=False)  # one look of the follow loop (remote.follow)
-    after = read_metrics(served.local, cache_dir=cache).series("grpo_math/metrics.jsonl", "train/kl")
+    after = read_metrics(served.local, Served(cache)).series("grpo_math/metrics.jsonl", "train/kl")
     assert after["step"].tolist() == [*before["step"], 10, 11]
     assert after["value"].tolist()[-2:] == [g["train/kl"] for g in grown]
     added = sum(len(json.dumps(g)) + 1 for g in grown)
@@ -407,7 +407,7 @@ def test_a_served_bucket_shows_the_new_points_of_a_grown_metric_log(
     try:
         deadline = time.monotonic() + 60
         while (
-            read_metrics(served.local, cache_dir=cache)
+            read_metrics(served.local, Served(cache))
             .series("grpo_math/metrics.jsonl", "train/kl")["step"]
             .max()
             != 12

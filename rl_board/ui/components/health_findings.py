@@ -93,7 +93,7 @@ def paired(metric_path: Path, run_dir: Path) -> bool:
 
 def pair(located: list[Located], metric_runs: dict[str, Path], ctx: Context) -> list[Located]:
     """Each finding with the run of the other kind that belongs with it (see ``paired``)."""
-    runs = cached.runs_under(str(ctx.root), cached.cache_dir())
+    runs = cached.runs_under(str(ctx.root), cached.served())
     rollout_dirs = [Path(p) for p in runs["path"]] if len(runs) else []
     out = []
     for item in located:
@@ -111,7 +111,7 @@ def _rollout_findings(ctx: Context, health: HealthSettings) -> tuple[list[Locate
     """Every rollout run's findings, computed once per state of the root's files (a revisit costs one
     walk)."""
     root = str(ctx.root)
-    files = cached.rollout_files_signature(root, cached.cache_dir())
+    files = cached.rollout_files_signature(root, cached.served())
     return _findings_of_root(root, files, health.key, tuple(ctx.roots), health)
 
 
@@ -120,7 +120,7 @@ def _findings_of_root(
     root: str, files_signature: str, settings_key: str, roots: tuple[Path, ...], _health: HealthSettings
 ) -> tuple[list[Located], list[Problem]]:
     health = _health
-    runs = cached.runs_under(root, cached.cache_dir())
+    runs = cached.runs_under(root, cached.served())
     found: list[Located] = []
     problems: list[Problem] = []
     bar = None

@@ -32,7 +32,7 @@ def _step_choice(label: str, steps: list[int], key: str) -> int | None:
 
 
 def _other_run(ctx: Context) -> tuple[str, RolloutStore] | None:
-    runs = cached.runs_under(str(ctx.root), cached.cache_dir())
+    runs = cached.runs_under(str(ctx.root), cached.served())
     names = list(runs["run"])
     if state.get("versus") not in names:
         state.put("versus", ctx.run if ctx.run in names else (names[0] if names else None))

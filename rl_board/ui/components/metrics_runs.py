@@ -113,7 +113,7 @@ def _progress_bar(root: Path) -> None:
 def rollout_runs_beside(bundle: MetricsBundle, root: Path) -> dict[str, Path]:
     """Metric runs whose folder is also a rollout run (metrics.jsonl beside the samples): metric run -> run
     path."""
-    runs = cached.runs_under(str(root), cached.cache_dir())
+    runs = cached.runs_under(str(root), cached.served())
     folders = {Path(p).resolve(): Path(p) for p in runs["path"]}
     out = {}
     for info in bundle.runs:

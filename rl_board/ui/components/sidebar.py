@@ -94,7 +94,7 @@ def _run_label(row: pd.Series) -> str:
 
 def _choose_run(ctx: Context) -> None:
     try:
-        runs = cached.runs_under(str(ctx.root), cached.cache_dir())
+        runs = cached.runs_under(str(ctx.root), cached.served())
     except RLBoardError as exc:
         st.error(escape_markdown(str(exc)))
         return

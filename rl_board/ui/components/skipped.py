@@ -11,7 +11,7 @@ from rl_board.ui import cached
 
 def render_skipped(root: Path, *, expanded: bool = False) -> int:
     """An expander listing the skipped files (as data, never as markup); returns how many there are."""
-    skipped = cached.skipped_under(str(root), cached.cache_dir())
+    skipped = cached.skipped_under(str(root), cached.served())
     if len(skipped):
         with st.expander(
             f"{len(skipped)} file(s) under this root are not read",

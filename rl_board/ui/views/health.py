@@ -18,7 +18,7 @@ PAGE = PageSpec(title="Health", icon=":material/health_and_safety:")  # reads on
 def render(ctx: Context) -> None:
     if (
         not metrics_cached.metrics_under(ctx.logs_root).runs
-        and cached.runs_under(str(ctx.logs_root), cached.cache_dir()).empty
+        and cached.runs_under(str(ctx.logs_root), cached.served()).empty
     ):
         st.warning(
             "No rule was run: this logs root holds no metric log and no rollout run rl-board can read.",
