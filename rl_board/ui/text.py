@@ -140,4 +140,12 @@ def escape_markdown(text: str, *, word_underscores: bool = False) -> str:
     that tests or users match on keeps its plain spelling.
     """
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", visible_bidi(text).replace("\n", " "))
-    return _WORD_UNDERSCORE.sub("_", escaped) if word_underscores else escaped
+    escaped = _WORD_UNDERSCORE.sub("_", escaped) if word_underscores else escaped
+    return _LINKABLE.sub(lambda found: found[0] + WORD_JOINER, escaped)
+
+
+WORD_JOINER = "\u2060"
+"""Zero-width and unbreakable: put inside what GitHub-flavoured Markdown would turn into a link by itself (an
+address with a scheme, ``www.``, an e-mail address), it leaves the text as it reads and makes no link."""
+_LINKABLE = re.compile(r"(?i:\bhttps?\\?:)(?=//)|(?i:\bwww)(?=\\?\.)|[\w.+\\-](?=\\?@)")
+"""Where GFM's autolinks begin (its schemes are http and https, then ``www.``, then an e-mail's ``@``)."""

@@ -43,7 +43,10 @@ def test_run_without_reference(open_app):
     assert "ref_reward" not in table(at).columns
     at = open_app("sample", run="noref", step="1", sample="0")
     assert_clean(at)
-    assert "not in this log" in texts(at.caption)
+    headings = texts(at.markdown)  # no reference response: it takes no space, the response the whole column
+    assert any(t.startswith("**Response** · ") for t in headings)
+    assert not any(t.startswith("**Ref response**") for t in headings)
+    assert not any("not in this log" in t for t in texts(at.caption))
 
 
 @pytest.mark.parametrize("page", ["overview", "steps", "sample"])

@@ -10,6 +10,7 @@ import pytest
 from rl_board.rollouts.dataset import write_dataset
 from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
 from rl_board.rollouts.store import RolloutStore
+from rl_board.ui.reading import split_thinking
 from tests.helpers.apptest import PAGES, assert_clean, open_page, plain_texts, table, texts
 
 
@@ -39,7 +40,9 @@ def test_step_browser_and_sample_show_the_original_rows(dataset_root, tmp_path):
     assert shown["prompt"].tolist()[:5] == expected["prompt"].tolist()[:5]
     at = open_page("sample", run="grpo.parquet", step=str(step), sample="3")
     assert_clean(at)
-    response = original.sample(step=step, index=3).fields["response"]
-    assert response in plain_texts(at)
+    parts = split_thinking(original.sample(step=step, index=3).fields["response"])
+    assert parts.answer in plain_texts(at)  # the answer; its thinking apart, folded
+    folds = [str(e.label) for e in at.expander if str(e.label).startswith("Thinking · ")]
+    assert folds == ([] if parts.thinking is None else [f"Thinking · {len(parts.thinking)} characters"])
     assert not list((tmp_path / "cache").rglob("seg-*.arrow")), "no cache segment was written for the dataset"
     assert any("read in place" in t for t in texts(at.sidebar.markdown) + texts(at.sidebar.caption))

@@ -91,3 +91,46 @@ def test_its_completions_open_in_the_step_browser(page, wandb_server):
     expect(main.get_by_text("completion 3", exact=True).first).to_be_attached()
     expect(main.get_by_text("prompt 1 at step 50", exact=True).first).to_be_attached()
     save_screenshot(page, "wandb-completions.png")
+
+
+@pytest.fixture(scope="module")
+def trackio_server(tmp_path_factory):
+    """Trackio's own library logs a run with one trace at steps 10 and 20 into a project database."""
+    from tests.helpers import trackio_writer
+
+    root = tmp_path_factory.mktemp("trackio-root")
+    home = tmp_path_factory.mktemp("trackio-home")
+    run_writer(
+        ["-m", "tests.helpers.trackio_writer", str(root), "truth"],
+        env=trackio_writer.environment(root, home),
+        cwd=REPO,
+        what="trackio writer",
+    )
+    logs = tmp_path_factory.mktemp("trackio-server")
+    srv = start_streamlit(
+        logs / "streamlit.log",
+        APP,
+        cwd=APP.parents[2],
+        env_extra={"RL_BOARD_ROOTS": str(root), "RL_BOARD_CACHE_DIR": str(logs / "cache")},
+    )
+    yield srv, f"{trackio_writer.PROJECT}.db/{trackio_writer.RUN}"
+    stop_streamlit(srv.proc)
+
+
+def test_a_trackio_runs_traces_open_as_a_rollout_run(chromium_browser, trackio_server):
+    """The run inside the project database is listed under the root and opens in the step browser and on
+    the Sample page: each trace one sample, its messages the prompt and the answer, its score the reward."""
+    srv, run = trackio_server
+    context = chromium_browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    try:
+        runs = StreamlitRuns(page)
+        runs.goto(f"{srv.url}/steps?run={run}&step=20")
+        main = page.get_by_test_id("stMain")
+        expect(main.get_by_text("1 of 1 samples in step 20").first).to_be_visible()
+        runs.goto(f"{srv.url}/sample?run={run}&step=20&sample=0")
+        expect(main.get_by_text("a20", exact=True).first).to_be_visible()
+        expect(main.get_by_text("q20", exact=True).first).to_be_visible()
+        save_screenshot(page, "trackio-traces.png")
+    finally:
+        context.close()

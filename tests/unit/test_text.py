@@ -152,3 +152,21 @@ def test_metric_and_rollout_figures_show_quotes_as_quotes():
     summary = pd.DataFrame({"step": [0, 1], "reward_mean": [0.1, 0.2], "reward_std": [0.0, 0.0]})
     comparison = comparison_figure({'run "q" <i>': summary}, "reward", title="t", y_title="y")
     assert {t.name for t in comparison.data} >= {'run "q" &lt;i&gt;'}
+
+
+def test_escape_markdown_leaves_no_address_that_markdown_would_link():
+    """GitHub-flavoured Markdown links a bare ``http://…``, ``www.…`` or ``a@b.co`` by itself, escaped or
+    not: a label, run name or caption that holds one shows it as text, with nothing a click could follow."""
+    import re
+
+    import pytest
+
+    markdown_it = pytest.importorskip("markdown_it")
+    gfm_link = re.compile(r"://|www\.|[\w.+-]@[\w-]+\.[\w-]", re.I)
+    names = ["run http://evil.example/x", "see WWW.evil.example", "mail a.b+c@evil.example now"]
+    for name in names:
+        escaped = escape_markdown(name)
+        parsed = markdown_it.MarkdownIt("commonmark").parseInline(escaped)
+        texts = [c.content for t in parsed for c in (t.children or [])]
+        assert not any(gfm_link.search(text) for text in texts), (name, escaped, texts)
+        assert "".join(texts).replace("\u2060", "") == name  # reads as it was

@@ -1,4 +1,10 @@
-"""One sample: navigation, scores, its labels, the four texts side by side (as text), other fields, tokens."""
+"""One sample: navigation, scores, its labels, its texts to read, other fields, tokens.
+
+The response is what people come to read (and where reward hacking shows), so it takes the main column: the
+prompt sits above it in a compact box, the ground truth and reference response in a narrow column beside it,
+only when the log has them. The response reads at its whole height, its final line first and its
+``<think>`` part folded; the rendered view (Markdown, LaTeX, code; ``rendered`` in the URL) is shared with the
+conversation and trajectory turns."""
 
 from __future__ import annotations
 
@@ -14,11 +20,12 @@ from rl_board.ui import cached, state, turns
 from rl_board.ui.components.conversation import render_conversation
 from rl_board.ui.components.labels import render_sample_labels
 from rl_board.ui.components.step_picker import valid_step
-from rl_board.ui.components.text_block import text_block
+from rl_board.ui.components.text_block import RENDERED_HELP, answer_block, text_block
 from rl_board.ui.components.token_view import render_token_view
 from rl_board.ui.components.trajectory import render_trajectory
 from rl_board.ui.context import Context
 from rl_board.ui.text import (
+    ShownText,
     TextDisplay,
     display_name,
     escape_markdown,
@@ -29,7 +36,10 @@ from rl_board.ui.text import (
 TEXTS = tuple(F.known(F.SAMPLE, name) for name in ("prompt", "response", "ref_response", "ground_truth"))
 SCORES = tuple(f for f in F.at(F.SAMPLE) if f.score)
 _KL_SCORES = frozenset(name for e in F.KL_ESTIMATORS for name in (e.mean, e.sum))  # one estimator's are shown
-TEXT_HEIGHT = 360
+PROMPT_HEIGHT = 200  # px: a long prompt scrolls in a compact box above the response
+SIDE_HEIGHT = 480  # px: a long reference response scrolls in the column beside it
+SIDE = ("ground_truth", "ref_response")
+_TITLES = {f.name: f.title for f in TEXTS}
 
 
 def valid_sample(count: int) -> int:
@@ -123,17 +133,41 @@ def _scores(fields: dict, parts: list[str], kl: F.KLEstimator) -> None:
             col.metric(escape_markdown(label, word_underscores=True), f"{value:.4g}", border=True)
 
 
-def _texts(fields: dict, display: TextDisplay) -> None:
-    for col, field in zip(st.columns(len(TEXTS)), TEXTS, strict=True):
-        with col:
-            st.markdown(f"**{field.title}**")
-            value = fields.get(field.name)
-            if value is None:
-                st.caption("not in this log")
-                continue
-            text = shown(value, display)
-            text_block(text.text, height=TEXT_HEIGHT)
-            st.caption(f"{len(text.text)} characters" + (f" · {text.note}" if text.note else ""))
+def _heading(title: str, text: ShownText) -> str:
+    return " · ".join([f"**{title}**", f"{len(text.text)} characters"] + ([text.note] if text.note else []))
+
+
+def _response(fields: dict, display: TextDisplay, rendered: bool) -> None:
+    with st.container(key="sample_response"):
+        text = shown(fields["response"], display)
+        st.markdown(_heading(_TITLES["response"], text))
+        answer_block(text.text, rendered=rendered, key="response")
+
+
+def _texts(fields: dict, display: TextDisplay, rendered: bool) -> None:
+    """The prompt in a compact box, then the response in the main column beside the ground truth and the
+    reference response (a column only when the log has one of them)."""
+    if fields.get("prompt") is not None:
+        prompt = shown(fields["prompt"], display)
+        st.markdown(_heading(_TITLES["prompt"], prompt))
+        text_block(prompt.text, height=PROMPT_HEIGHT, rendered=rendered)
+    side = [name for name in SIDE if fields.get(name) is not None]
+    if fields.get("response") is None:  # a conversation's answer is in its messages
+        main, beside = None, st.container()
+    elif side:
+        main, beside = st.columns([3, 1], gap="medium")
+    else:
+        main, beside = st.container(), None
+    if main is not None:
+        with main:
+            _response(fields, display, rendered)
+    if beside is None:
+        return
+    with beside:
+        for name in side:
+            text = shown(fields[name], display)
+            st.markdown(_heading(_TITLES[name], text))
+            text_block(text.text, height=SIDE_HEIGHT, rendered=rendered)
 
 
 def _turns_of_text(fields: dict) -> None:
@@ -164,9 +198,10 @@ def render_sample(ctx: Context) -> None:
     parts = store.reward_components + [c for c in ("advantage",) if c in store.numeric_extras]
     _scores(detail.fields, parts, ctx.settings.kl)
     render_sample_labels(store, step, index)
+    rendered = st.toggle("Rendered view", help=RENDERED_HELP, **state.bind("rendered"))
     messages = parsed_messages(detail.fields.get("messages"))
     if turns.is_trajectory(messages):
-        render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run)
+        render_trajectory(messages, detail, ctx.settings.text, ctx.settings.kl, ctx.run, rendered=rendered)
         texts = st.expander(
             "Prompt, response and ground truth as text (the turns joined), built when opened",
             icon=":material/notes:",
@@ -175,12 +210,12 @@ def render_sample(ctx: Context) -> None:
         )
         if texts.open:  # every turn again, twice: only drawn when asked for
             with texts:
-                _texts(detail.fields, ctx.settings.text)
+                _texts(detail.fields, ctx.settings.text, rendered)
     else:
         if messages is not None:
-            render_conversation(messages, ctx.settings.text)
+            render_conversation(messages, ctx.settings.text, rendered=rendered)
         else:
             _turns_of_text(detail.fields)
-        _texts(detail.fields, ctx.settings.text)
+        _texts(detail.fields, ctx.settings.text, rendered)
     _other_fields(detail)
     render_token_view(detail, ctx.settings.text, ctx.settings.kl)

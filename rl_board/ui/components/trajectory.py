@@ -1,5 +1,6 @@
 """A multi-turn sample as its trajectory: one block per turn, tool calls as cards with their result, and jumps
-to the next tool call, the next error and the turn with the highest KL. Model text is shown as text only.
+to the next tool call, the next error and the turn with the highest KL. Model text is shown as text (or, in
+the rendered view, as safe Markdown: never HTML or a link); an assistant's text reads at full height.
 
 The focused turn (``turn`` in the URL) picks the page of turns shown and is
 marked; a jump moves it, and the token chips' page with it when the turn's
@@ -18,7 +19,7 @@ import streamlit as st
 from rl_board.api import SampleDetail
 from rl_board.formats import fields as F
 from rl_board.ui import state, turns
-from rl_board.ui.components.text_block import text_block
+from rl_board.ui.components.text_block import LONG_CHARS, READ_HEIGHT, answer_block, text_block
 from rl_board.ui.components.token_view import CHIP_PAGE
 from rl_board.ui.text import TextDisplay, escape_markdown, shown, visible_bidi
 
@@ -204,9 +205,12 @@ def _header(traj: Trajectory, k: int, focused: bool) -> str:
     return ("▶ " if focused else "") + " · ".join(parts)
 
 
-def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_from: int) -> None:
+def _turn(
+    traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_from: int, rendered: bool = False
+) -> None:
     """One turn's block; a tool result whose call's card is on this page already shows there in full (unless
-    it is the focused turn)."""
+    it is the focused turn). An assistant's text reads whole (thinking folded; the last one's final answer
+    first), in the rendered view if chosen; tool calls and results stay plain text."""
     m = traj.messages[k]
     with st.container(border=True, key="turn_focus" if focused else f"turn_{k}"):
         failed = " :red-badge[:material/error: error]" if m.get("role") == "tool" and m.get("error") else ""
@@ -218,12 +222,21 @@ def _turn(traj: Trajectory, k: int, focused: bool, display: TextDisplay, shown_f
                 icon=":material/psychology:",
                 expanded=focused and not content,
             ):
-                _code(str(m["reasoning"]), display)
+                reasoning = shown(str(m["reasoning"]), display).text
+                text_block(
+                    reasoning, height=None if len(reasoning) <= LONG_CHARS else READ_HEIGHT, rendered=rendered
+                )
         call = traj.answers.get(k)
         if call is not None and call[0] >= shown_from and len(content) <= RESULT_PREVIEW and not focused:
             st.caption(f"The result is shown above, in the card of its call (turn {call[0]}).")
+        elif m.get("role") == "assistant" and content:
+            last = k == max(j for j, x in enumerate(traj.messages) if x.get("role") == "assistant")
+            answer_block(shown(content, display).text, rendered=rendered, key=f"turn_text_{k}", final=last)
         elif content or not m.get("tool_calls"):
-            _code(content, display)
+            if m.get("role") == "tool":
+                _code(content, display)
+            else:
+                text_block(shown(content, display).text, height=240, rendered=rendered)
         for j, call in enumerate(m.get("tool_calls") or ()):
             _call_card(traj, k, j, call, display)
 
@@ -248,6 +261,8 @@ def render_trajectory(
     display: TextDisplay,
     kl: F.KLEstimator,
     run: str | None = None,
+    *,
+    rendered: bool = False,
 ) -> None:
     """The trajectory: a summary line, the turn chooser and jumps, and one page of turns with the focused
     one."""
@@ -283,4 +298,4 @@ def render_trajectory(
     if current is not None:
         st.html(FOCUS_CSS)
     for k in range(first, last):
-        _turn(traj, k, k == current, display, first)
+        _turn(traj, k, k == current, display, first, rendered)

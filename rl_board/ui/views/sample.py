@@ -1,4 +1,4 @@
-"""Sample view: prompt, response, reference and ground truth side by side; the token view."""
+"""Sample view: the response to read (prompt above, ground truth and reference beside it); the token view."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ PAGE = PageSpec(
         Param("token_metric", "str", "kl", ("metric",)),
         Param("token_page", "int", 1, ("tokpage",)),
         Param("turn", "int"),
+        Param("rendered", "bool", False),
     ),
 )
 
