@@ -217,6 +217,7 @@ class Tab:
     runs: Traffic
     url: str
     cpu: Cpu
+    token: str = ""
 
     def go(self, path: str) -> None:
         self.runs.goto(self.url + path, timeout_ms=120_000)
@@ -229,7 +230,7 @@ def new_tab(browser, server: Server) -> Tab:
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.request.get(f"{server.url}/?token={server.token}")  # let in: the cookie stays in the context
     page = context.new_page()
-    return Tab(page, Traffic(page), server.url, Cpu(server.proc.pid))
+    return Tab(page, Traffic(page), server.url, Cpu(server.proc.pid), server.token)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -493,6 +494,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
     chart = lambda tab: main(tab).get_by_test_id("stPlotlyChart").first  # noqa: E731
     table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
     return [
+        *fresh_tabs(r),
         ("choose run → Overview", CLICK, choose_run),
         ("curve point → step browser", CLICK, curve_point),
         ("sort a column", CLICK, sort_column),
@@ -509,6 +511,69 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         ("prompt row → history", CLICK, prompt_row),
         ("fresh tab, deep link to a sample", FRESH_TAB, fresh_tab(r.ppo, r.step, r.short_sample)),
         (f"fresh tab, deep link ({long})", FRESH_TAB, fresh_tab(r.grpo, r.grpo_step, r.long_sample)),
+    ]
+
+
+def fresh_page(kind: str, link: str, shows: Callable[[Tab], object]) -> Callable[[Tab, int], Click]:
+    """A deep link typed into a new tab, timed from the address to the page settled. ``kind``:
+
+    - ``"tab"``: a new tab of the same browser (context): its HTTP cache already holds the app's scripts
+      (Streamlit serves its hashed bundles ``Cache-Control: public, immutable, max-age=31536000``), as
+      in the browser of a user who has opened the dashboard before;
+    - ``"context"``: a new browser context, whose HTTP cache is empty: every script comes over the
+      network (a first visit; letting the context in with the token is not timed).
+    """
+
+    def measure(tab: Tab, k: int) -> Click:
+        browser = tab.page.context.browser
+        context = tab.page.context
+        if kind == "context":
+            context = browser.new_context(viewport={"width": 1440, "height": 1000})
+            context.request.get(f"{tab.url}/?token={tab.token}")
+        page = context.new_page()
+        fresh = Tab(page, Traffic(page), tab.url, tab.cpu, tab.token)
+        try:
+            return timed(fresh, lambda: page.goto(tab.url + link), lambda: shows(fresh))
+        finally:
+            page.close()
+            if kind == "context":
+                context.close()
+
+    return measure
+
+
+FRESH_KINDS = (("tab", "fresh tab"), ("context", "fresh context (empty cache)"))
+
+
+def fresh_tabs(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
+    """Every page opened from a deep link in a fresh tab of the same browser, then in a fresh context."""
+    main = lambda tab: tab.main()  # noqa: E731
+    chart = lambda tab: main(tab).get_by_test_id("stPlotlyChart").first  # noqa: E731
+    table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
+    shown = '[data-testid="stPlotlyChart"], [data-testid="stDataFrameResizable"], [data-testid="stHeading"]'
+
+    def anything(tab: Tab) -> object:
+        return main(tab).locator(shown).first
+
+    pages = [
+        ("Overview", f"/?run={r.ppo}", lambda tab: main(tab).get_by_text("Reward per step")),
+        ("Step browser", f"/steps?run={r.ppo}&step={r.step}", table),
+        (
+            "Sample",
+            f"/sample?run={r.ppo}&step={r.step}&sample={r.short_sample}",
+            lambda tab: main(tab).locator(".rlb-chip").first,
+        ),
+        ("Groups", f"/groups?run={r.grpo}&step={r.grpo_step}", table),
+        ("Prompts", f"/prompts?run={r.grpo}", table),
+        ("Patterns", f"/patterns?run={r.ppo}", anything),
+        ("Metrics (150 tags)", f"/metrics?metric_runs={TAGS_RUN}", chart),
+        ("Health", f"/health?run={r.ppo}", lambda tab: main(tab).get_by_text("Rules check")),
+        ("SQL", f"/query?run={r.ppo}", lambda tab: main(tab).get_by_test_id("stTextArea").first),
+    ]
+    return [
+        (f"{label}, deep link → {name}", FRESH_TAB, fresh_page(kind, link, shows))
+        for kind, label in FRESH_KINDS
+        for name, link, shows in pages
     ]
 
 
@@ -677,8 +742,9 @@ def _measure(
     rows = [
         header,
         "",
-        "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| click | median s | range s | target s | | server CPU s | browser CPU s | KB sent | messages "
+        "| load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(rows), flush=True)
     try:
@@ -704,7 +770,8 @@ def _measure(
                     f"| {'ok' if med < target else '**over**'} "
                     f"| {statistics.median(c.server_cpu for c in got):.2f} "
                     f"| {statistics.median(c.browser_cpu for c in got):.2f} "
-                    f"| {statistics.median(c.kb for c in got):.0f} | {got[-1].messages} |"
+                    f"| {statistics.median(c.kb for c in got):.0f} | {got[-1].messages} "
+                    f"| {os.getloadavg()[0]:.1f} |"
                 )
             rows.append(row)
             print(row, flush=True)
