@@ -21,6 +21,9 @@ through Playwright. Two logs roots are served in turn:
            turns each, tool calls that fail, token spans per turn; written by
            rl_board/rollouts/demo_agent.py) and a small PPO run to switch from
 
+Charts are SVG pictures by default (no Plotly script to load); the clicks on a chart's point open
+their page with ``interactive_charts=1`` (Plotly charts), as a user switches "Interactive charts" on.
+
 Each click is timed from the click (or the Enter, or the address typed into a
 new tab) until the app's script run it caused has finished (counted on the
 WebSocket), no "running" indicator, stale element or skeleton is left, every
@@ -132,9 +135,14 @@ def big_root(work: Path, size: int) -> Path:
 
 # -- the server and the browser ---------------------------------------------------
 
+# A chart on the page: an SVG picture (the default) or, with "Interactive charts" on, a Plotly chart.
+CHART = '.rlb-chart, [data-testid="stPlotlyChart"]'
+INTERACTIVE = "interactive_charts=1"  # in a link: Plotly charts, whose points can be clicked
+
 # What the user can see is settled: connected, no script running, no "running" indicator, and no
-# stale element, skeleton or undrawn chart on screen. (The tests' wait_for_app_idle also waits for
-# skeletons inside collapsed expanders, which nobody sees and which can stay for seconds.)
+# stale element, skeleton, undrawn chart or SVG chart picture not yet decoded on screen. (The tests'
+# wait_for_app_idle also waits for skeletons inside collapsed expanders, which nobody sees and which can
+# stay for seconds.)
 SETTLED = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const seen = sel => [...document.querySelectorAll(sel)].filter(e => e.checkVisibility());
@@ -142,7 +150,8 @@ SETTLED = """() => {
     && app.dataset.testScriptState === 'notRunning'
     && !document.querySelector('[data-testid="stStatusWidget"]')
     && !seen('[data-stale="true"]').length && !seen('[data-testid="stSkeleton"]').length
-    && seen('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.main-svg'));
+    && seen('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.main-svg'))
+    && seen('.rlb-chart img').every(i => i.complete && i.naturalWidth > 0);
 }"""
 
 
@@ -339,7 +348,7 @@ def metrics_click(browser, root: Path, log: Path, cwd: Path = REPO, shot: Path |
         tab = new_tab(browser, server)
         tab.go("/")
         main = tab.main()
-        click = timed(tab, _nav(tab, "Metrics"), lambda: main.get_by_test_id("stPlotlyChart").first)
+        click = timed(tab, _nav(tab, "Metrics"), lambda: main.locator(CHART).first)
         if shot is not None:
             tab.page.screenshot(path=str(shot), full_page=False)
         tab.page.context.close()
@@ -410,7 +419,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         return timed(tab, act, lambda: main(tab).get_by_text("Reward per step"))
 
     def curve_point(tab: Tab, k: int):
-        start(tab, k, f"/?run={r.ppo}", "Overview")
+        start(tab, k, f"/?run={r.ppo}&{INTERACTIVE}", "Overview")
         points = main(tab).get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
         points.first.wait_for(state="attached")
         n = points.count()
@@ -491,7 +500,7 @@ def clicks(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
         return measure
 
     long = f"{r.long_tokens}-token"
-    chart = lambda tab: main(tab).get_by_test_id("stPlotlyChart").first  # noqa: E731
+    chart = lambda tab: main(tab).locator(CHART).first  # noqa: E731
     table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
     return [
         *fresh_tabs(r),
@@ -548,9 +557,9 @@ FRESH_KINDS = (("tab", "fresh tab"), ("context", "fresh context (empty cache)"))
 def fresh_tabs(r: Runs) -> list[tuple[str, float, Callable[[Tab, int], Click]]]:
     """Every page opened from a deep link in a fresh tab of the same browser, then in a fresh context."""
     main = lambda tab: tab.main()  # noqa: E731
-    chart = lambda tab: main(tab).get_by_test_id("stPlotlyChart").first  # noqa: E731
+    chart = lambda tab: main(tab).locator(CHART).first  # noqa: E731
     table = lambda tab: main(tab).get_by_test_id("stDataFrameResizable").first  # noqa: E731
-    shown = '[data-testid="stPlotlyChart"], [data-testid="stDataFrameResizable"], [data-testid="stHeading"]'
+    shown = f'{CHART}, [data-testid="stDataFrameResizable"], [data-testid="stHeading"]'
 
     def anything(tab: Tab) -> object:
         return main(tab).locator(shown).first
@@ -618,7 +627,7 @@ def agent_clicks(r: AgentRuns) -> list[tuple[str, float, Callable[[Tab, int], Cl
 
     def curve_point(tab: Tab, k: int):
         if k == 0:
-            tab.go(f"/?run={r.run}")
+            tab.go(f"/?run={r.run}&{INTERACTIVE}")
         else:
             timed(tab, _nav(tab, "Overview"), lambda: main(tab))
         points = main(tab).get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")

@@ -73,21 +73,41 @@ def _hex_to_rgba(color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _series_traces(
-    data: pd.DataFrame, prefix: str, *, label: str, color: str, group: str, options: CurveOptions
-) -> list[go.Scatter]:
-    """Band (upper, lower filled) and mean line of one series of a step summary."""
+@dataclass(frozen=True)
+class SeriesNumbers:
+    """One series of a step summary as drawn: x, the mean, the band's edges, std and count per step."""
+
+    x: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    std: np.ndarray
+    count: np.ndarray
+
+
+def series_numbers(data: pd.DataFrame, prefix: str, options: CurveOptions) -> SeriesNumbers:
+    """The numbers of series ``prefix`` of a step summary, band chosen and zero shift applied (shared by
+    the Plotly and the SVG curves)."""
     x = data["step"].to_numpy()
     mean = data[f"{prefix}_mean"].to_numpy(dtype=np.float64)
     std = np.nan_to_num(
         data.get(f"{prefix}_std", pd.Series(0.0, index=data.index)).to_numpy(dtype=np.float64)
     )
     count = data.get(f"{prefix}_count", data.get("samples", pd.Series(0, index=data.index)))
-    low, high = _band(data, prefix, mean, std, options)
+    low, high = band_edges(data, prefix, mean, std, options)
     if options.zero_shift:
         finite = mean[np.isfinite(mean)]
         shift = finite[0] if len(finite) else 0.0
         mean, low, high = mean - shift, low - shift, high - shift
+    return SeriesNumbers(x, mean, low, high, std, count.to_numpy(dtype=np.float64))
+
+
+def _series_traces(
+    data: pd.DataFrame, prefix: str, *, label: str, color: str, group: str, options: CurveOptions
+) -> list[go.Scatter]:
+    """Band (upper, lower filled) and mean line of one series of a step summary."""
+    n = series_numbers(data, prefix, options)
+    x, mean, low, high, std = n.x, n.mean, n.low, n.high, n.std
     band = {
         "x": x,
         "mode": "lines",
@@ -107,14 +127,14 @@ def _series_traces(
             mode="lines+markers",
             marker={"size": 5},
             line={"color": color, "width": 2},
-            customdata=np.column_stack([std, count.to_numpy(dtype=np.float64)]),
+            customdata=np.column_stack([std, n.count]),
             hovertemplate="step %{x}<br>mean %{y:.4g}<br>std %{customdata[0]:.4g}"
             "<br>n %{customdata[1]:.0f}<extra>%{fullData.name}</extra>",
         ),
     ]
 
 
-def _band(
+def band_edges(
     data: pd.DataFrame, prefix: str, mean: np.ndarray, std: np.ndarray, options: CurveOptions
 ) -> tuple[np.ndarray, np.ndarray]:
     """The band's lower and upper edge: percentiles or extremes of the step's samples, or mean ± k·std."""
@@ -129,21 +149,27 @@ def _band(
     return mean - options.band_scale * std, mean + options.band_scale * std
 
 
-def _band_note(options: CurveOptions) -> str:
+def band_note(options: CurveOptions) -> str:
     if options.band == NO_BAND:
         return ""
     words = BANDS.get(options.band, BANDS["std"])[2]
     return f"band = {words}" if words else f"band = mean ± {options.band_scale:g}·std"
 
 
-def _curve_layout(
-    fig: go.Figure, *, title: str, y_title: str, options: CurveOptions, shown: int, total: int
-) -> None:
-    notes = [_band_note(options)] if options.band != NO_BAND else []
+def curve_notes(options: CurveOptions, shown: int, total: int) -> list[str]:
+    """What a curve chart says under it: the band, the shift, the down-sampling."""
+    notes = [band_note(options)] if options.band != NO_BAND else []
     if options.zero_shift:
         notes.append("each curve shifted to start at 0")
     if shown < total:
         notes.append(f"showing {shown} of {total} steps (evenly spaced, last step kept)")
+    return notes
+
+
+def _curve_layout(
+    fig: go.Figure, *, title: str, y_title: str, options: CurveOptions, shown: int, total: int
+) -> None:
+    notes = curve_notes(options, shown, total)
     fig.update_layout(
         title={"text": title},
         xaxis_title="step",

@@ -74,14 +74,15 @@ class PageSpec:
     params: tuple[Param, ...] = ()
 
 
-# The parameters several pages read (the sidebar's run, field map and KL estimator; the step and sample many
-# pages open); every other parameter is declared by the one page that reads it, in its own file.
+# The parameters several pages read (the sidebar's run, field map, KL estimator and chart mode; the step and
+# sample many pages open); every other parameter is declared by the one page that reads it, in its own file.
 COMMON = (
     Param("run", "str"),
     Param("step", "int"),
     Param("sample", "int"),
     Param("fields", "str", ""),
     Param("kl_estimator", "str", F.DEFAULT_KL_ESTIMATOR, choices=tuple(e.name for e in F.KL_ESTIMATORS)),
+    Param("interactive_charts", "bool", False),  # Plotly charts instead of SVG pictures (components/chart.py)
 )
 VIEWS = Path(__file__).resolve().parent / "views"
 _DECLARABLE: dict[str, Callable[..., Any]] = {"PageSpec": PageSpec, "Param": Param}

@@ -71,12 +71,13 @@ def test_empty_run(open_app, page):
 
 
 def test_a_bug_in_a_page_is_a_message_not_a_traceback(open_app, monkeypatch):
-    from rl_board.ui import charts
+    from rl_board.ui import charts, svg_figures
 
     def boom(*args, **kwargs):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(charts, "curve_figure", boom)
+    monkeypatch.setattr(charts, "curve_figure", boom)  # the interactive chart
+    monkeypatch.setattr(svg_figures, "curve_chart", boom)  # the SVG one, drawn by default
     at = open_app(run="ppo")
     assert not at.exception
     shown = " ".join(texts(at.error))

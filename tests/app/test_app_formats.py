@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import agentic_dumps, agentic_text_dumps
 from tests.helpers import trainer_dumps as T
-from tests.helpers.apptest import assert_clean, open_page, plain_texts, table, texts
+from tests.helpers.apptest import assert_clean, open_page, plain_texts, svg_charts, table, texts
 
 
 @pytest.fixture
@@ -111,8 +111,8 @@ def test_a_link_carries_the_field_map(dumps_root: Path) -> None:
 def test_reward_components_have_curves_and_a_filter(dumps_root: Path) -> None:
     at = open_page(None, run="trl/completions")
     assert_clean(at)
-    chart = next(c for c in at.get("plotly_chart") if "Reward components" in c.proto.spec)
-    assert "accuracy_reward" in chart.proto.spec and "think_format_reward" in chart.proto.spec
+    chart = svg_charts(at)["Reward components per step"]  # an SVG chart: its legend names each part
+    assert "accuracy_reward" in chart and "think_format_reward" in chart
     steps = open_page(
         "steps", run="trl/completions", step="2", filter_column="accuracy_reward", filter_range="1:"
     )

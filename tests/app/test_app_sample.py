@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rl_board.formats import fields as F
 from rl_board.rollouts.demo import EOD, SYSTEM
-from tests.helpers.apptest import assert_clean, figures, heat_grid, plain_texts, texts
+from tests.helpers.apptest import assert_clean, figures, heat_grid, interactive, plain_texts, texts
 
 
 def _mismatched(store) -> tuple[int, int]:
@@ -35,7 +35,7 @@ def test_sample_page_shows_texts_scores_and_tokens(open_app, store_of):
     assert all(f'title="{F.label(m, F.TOKEN)}"' in grid for m in ("kl", "log_ratio", "logp"))
     assert grid.count('title="#') == grid.count("<i ") - grid.count("<i></i>")
     assert "<i></i>" not in grid
-    at.toggle(key="heatmap_interactive").set_value(True).run()  # the Plotly heatmap, on request
+    interactive(at)  # the Plotly heatmap, on request
     assert_clean(at)
     heat = next(spec for title, spec in figures(at).items() if title.startswith("Token × metric"))
     assert {t["name"] for t in heat["data"]} >= {"kl", "log_ratio", "logp"}

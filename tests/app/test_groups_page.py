@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
-from tests.helpers.apptest import APP, assert_clean, open_page, table, texts
+from tests.helpers.apptest import APP, assert_clean, open_page, svg_charts, table, texts
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_overview_shows_group_curves_and_the_step_browser_links_to_groups(v1_roo
     at.query_params["run"] = "grpo"
     at.run()
     assert_clean(at)
-    assert any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))
+    assert "Groups per step (GRPO)" in svg_charts(at)
     at.switch_page("views/steps.py").run()
     at.button(key="to_groups").click().run()
     assert_clean(at)
@@ -77,7 +77,7 @@ def test_a_ppo_run_with_a_chance_repeat_shows_no_group_curves(tmp_path: Path, se
     at.query_params["run"] = "ppo"
     at.run()
     assert_clean(at)
-    assert not any("Groups per step" in c.proto.spec for c in at.get("plotly_chart"))
+    assert not any("Groups per step" in title for title in svg_charts(at))
 
 
 def test_a_metric_point_opens_that_step_of_the_rollouts_beside_it(tmp_path: Path, serve) -> None:

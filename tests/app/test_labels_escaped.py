@@ -17,6 +17,8 @@ page sent and checks that:
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -139,6 +141,7 @@ class Shown:
     markdown: list[tuple[str, str]] = field(default_factory=list)  # (element.field, text)
     plain: list[tuple[str, str]] = field(default_factory=list)
     chart: list[str] = field(default_factory=list)
+    html: list[str] = field(default_factory=list)  # st.html bodies: sanitized HTML (SVG charts, heatmaps)
 
 
 def _strings(msg: Message, path: str = "") -> Iterator[tuple[str, str]]:
@@ -187,6 +190,8 @@ def shown(at: AppTest) -> Shown:
                 last = name.rsplit(".", 1)[-1]
                 if last == "spec":  # a Plotly figure as JSON
                     out.chart += list(_json_strings(json.loads(text)))
+                elif kind == "Html" and last == "body":  # HTML, not Markdown: names in it must be escaped
+                    out.html.append(text)
                 elif kind == "Text" and last == "body":  # st.text: shown as text, never read as Markdown
                     out.plain.append((f"{kind}.{name}", text))
                 elif last in MARKDOWN_FIELDS or (last == "options" and kind in MARKDOWN_OPTIONS):
@@ -210,7 +215,25 @@ def check(at: AppTest) -> Shown:
     assert not raw_bidi, raw_bidi
     chart = [text for text in page.chart if "<img" in text.lower() or "&quot;" in text]
     assert not chart, chart
+    for body in page.html:
+        check_html(body)
     return page
+
+
+SVG_PICTURE = re.compile(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
+MARKUP = re.compile(r"<img|<a[\s>]|<script|<iframe|<foreignObject", re.I)
+
+
+def check_html(body: str) -> None:
+    """An st.html body (an SVG chart, the token heatmap): no markup but the chart's own picture, no raw
+    bidi; the picture's SVG likewise (a name in it escaped)."""
+    pictures = [base64.b64decode(data).decode("utf-8") for data in SVG_PICTURE.findall(body)]
+    rest = SVG_PICTURE.sub("", body)
+    assert not MARKUP.findall(rest), rest
+    assert not BIDI.search(rest), rest
+    for svg in pictures:
+        assert not MARKUP.findall(svg), svg
+        assert not BIDI.search(svg), svg
 
 
 def markdown_with(page: Shown, *needles: str) -> list[str]:
@@ -247,7 +270,8 @@ def test_overview_compare_label_and_chart(visit):
     page = check(visit("overview", RUN_B, compare=[RUN_A]))
     labels = markdown_with(page, "Compare ", "evil")
     assert labels and all("⟨U\\+202E⟩" in label for label in labels)
-    assert any("evil.example/run.png" in text for text in page.chart)  # the other run is drawn, escaped
+    # the other run is drawn (an SVG chart's legend and hover), escaped: check() found no markup in it
+    assert any("![I](https:/evil.example/run.png)" in html.unescape(body) for body in page.html)
 
 
 def test_overview_of_the_image_named_run(visit):
@@ -321,7 +345,8 @@ def test_metrics_page_every_group_open_on_the_wall_time_axis(visit, metric_runs)
     assert markdown_with(page, "\\!\\[K\\]\\(https\\:/evil\\.example/k\\.png\\)", "no wall times logged")
     assert markdown_with(page, "DI\\-engine — loggers, checkpoints, config and network", "\\!\\[D\\]")
     assert markdown_with(page, "hyperparameters", "\\!\\[T\\]")
-    assert any('say "evil"' in text for text in page.chart)  # quotes stay quotes in chart titles
+    # an SVG chart's title: quotes escaped in the HTML (shown as quotes), never an attribute's end
+    assert any(">say &quot;evil&quot;</div>" in body for body in page.html)
 
 
 def test_metrics_page_default_view(visit, metric_runs):

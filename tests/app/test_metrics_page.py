@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from rl_board import config
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.ui.metric_charts import chart_key, ema
-from tests.helpers.apptest import assert_clean, decode, texts
+from tests.helpers.apptest import assert_clean, decode, figures, svg_charts, texts
 from tests.helpers.metric_fixtures import (
     write_di_engine_folder,
     write_many_tags_run,
@@ -56,11 +55,8 @@ def metrics_page(metrics_root, tmp_path, monkeypatch):
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        out[spec["layout"].get("title", {}).get("text", "")] = spec
-    return out
+    """The Plotly figures by title (the sidebar's "Interactive charts" switched on first)."""
+    return figures(at)
 
 
 def group_labels(at: AppTest) -> list[str]:
@@ -184,11 +180,11 @@ def test_hundreds_of_tags_render_lazily(tmp_path, monkeypatch):
     write_many_tags_run(root / "roll", groups=30, per_group=15, steps=20)
     at = open_metrics(root, tmp_path / "cache", monkeypatch)
     assert len(group_labels(at)) == 30
-    assert len(at.get("plotly_chart")) == 12  # only the open group, one page of it
+    assert len(svg_charts(at)) == 12  # only the open group, one page of it (SVG charts by default)
     assert len(at.get("pagination")) == 1
     at.session_state[chart_key("group", "g05", "")] = True  # the user opens a second group
     at.run()
-    assert len(at.get("plotly_chart")) == 24
+    assert len(svg_charts(at)) == 24
 
 
 def test_no_metric_runs_is_a_message(tmp_path, monkeypatch):
@@ -196,7 +192,7 @@ def test_no_metric_runs_is_a_message(tmp_path, monkeypatch):
     write_run(root / "ppo", DemoSpec(steps=2, samples=2, ranks=1, tokens=4, seed=1))
     at = open_metrics(root, tmp_path / "cache", monkeypatch)
     assert any("No training metrics" in t for t in texts(at.info))
-    assert not at.get("plotly_chart")
+    assert not at.get("plotly_chart") and not svg_charts(at)
 
 
 def test_di_engine_copies_toggle(tmp_path, monkeypatch):
@@ -243,7 +239,7 @@ def test_a_sweep_lists_every_run_and_reads_only_the_chosen_ones(tmp_path, monkey
     box = at.multiselect(key="w.metric_runs")
     assert box.label == "Metric runs (12)" and len(box.options) == 12
     assert box.value == ["sweep/seed_00"]
-    assert len(at.get("plotly_chart")) == 3  # the first group of the one chosen run
+    assert len(svg_charts(at)) == 3  # the first group of the one chosen run
     from rl_board.ui import metrics_cached
 
     build = metrics_cached.index_build(root)  # the background index of every run (started by the page)

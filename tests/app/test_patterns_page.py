@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from rl_board.rollouts import planted
 from rl_board.writer import RolloutWriter
-from tests.helpers.apptest import assert_clean, decode, figures, open_page, table, texts, trace
+from tests.helpers.apptest import assert_clean, decode, figures, open_page, plain_texts, table, texts, trace
 
 STEPS, SAMPLES = 10, 30
 SECOND = "Sure thing, the final answer here is {n} and you can trust me on {n} for certain, no doubt at all."
@@ -121,7 +121,7 @@ def test_a_family_answers_shown_as_text_beside_two_others(planted_root):
     assert len(heads) == 3 and len(set(heads.values())) == 3 and set(heads.values()) <= truth.template
     others = sorted(truth.template - {heads["**Representative**"]})
     assert heads["**First seen**"] == others[0] and heads["**Latest**"] == others[-1]
-    codes = texts(at.code)
+    codes = plain_texts(at)  # text boxes (st.text), not the code viewer
     written = {(x["step"], x["_sample"]): x["response"] for x in lines(root)}
     for place in heads.values():
         assert written[place] in codes  # the answer itself, as text

@@ -21,6 +21,7 @@ from tests.helpers.apptest import (
     decode,
     figures,
     heat_grid,
+    interactive,
     open_page,
     plain_texts,
     table,
@@ -151,7 +152,7 @@ def test_tokens_split_at_turns_untrained_struck_through(agent_root):
         assert "faded: not trained" in grid and grid.count('<div title="') >= len(response_turns)
     else:  # a short one: a cell per token and metric, each untrained cell says so
         assert grid.count("(not trained)") == untrained * grid.count("<span style=")
-    at.toggle(key="heatmap_interactive").set_value(True).run()
+    interactive(at)
     assert_clean(at)
     heat = next(
         spec for title, spec in figures(at).items() if "by turn" in title or "one turn per block" in title

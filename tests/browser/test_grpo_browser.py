@@ -68,7 +68,7 @@ def test_groups_then_prompt_history_then_same_prompts(page, grpo):
     save_screenshot(page, "same-prompts.png")
 
     # a point of a training metric logged beside the samples opens that step's samples
-    runs.goto(f"{srv.url}/metrics?metric_filter=train/reward")
+    runs.goto(f"{srv.url}/metrics?metric_filter=train/reward&interactive_charts=1")  # Plotly: points to click
     points = main.get_by_test_id("stPlotlyChart").first.locator(".scatterlayer .trace .points path")
     expect(points.first).to_be_attached()
     with runs.expect_rerun():

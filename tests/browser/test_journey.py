@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers.screens import save_screenshot
-from tests.helpers.streamlit_browser import choose_option
+from tests.helpers.streamlit_browser import choose_option, set_toggle
 
 pytestmark = pytest.mark.browser
 
@@ -37,9 +37,14 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     )
     expect(page.get_by_text("Reward per step")).to_be_visible()
     assert _params(page)["run"] == "ppo_math"
+    expect(page.locator(".rlb-chart img").first).to_be_visible()  # SVG charts by default
+    assert page.get_by_test_id("stPlotlyChart").count() == 0
     save_screenshot(page, "overview.png")
 
-    # open a step from the reward curve: click the last point of the reward mean line
+    # open a step from the reward curve: Plotly charts on, click the last point of the reward mean line
+    sidebar = page.get_by_test_id("stSidebar")
+    set_toggle(runs, sidebar.get_by_test_id("stCheckbox").filter(has_text="Interactive charts"), True)
+    assert _params(page)["interactive_charts"] == "1"
     chart = page.get_by_test_id("stPlotlyChart").first
     points = chart.locator(".scatterlayer .trace .points path")
     expect(points.first).to_be_attached()
@@ -49,6 +54,7 @@ def test_journey_to_the_tokens_that_carry_the_kl(app_page, runs, server, browser
     step = int(_params(page)["step"])
     assert 0 <= step < 30
     expect(page.get_by_test_id("stMain").get_by_test_id("stSlider")).to_contain_text(str(step))
+    set_toggle(runs, sidebar.get_by_test_id("stCheckbox").filter(has_text="Interactive charts"), False)
 
     # sort by KL, descending
     choose_option(

@@ -67,10 +67,11 @@ def test_metrics_and_health_pages(page, metrics_server):
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("heading", name="Evaluator reward")).to_be_visible()
     expect(main.get_by_text("Each dot is one evaluation episode")).to_be_visible()
-    charts = main.get_by_test_id("stPlotlyChart")
+    charts = main.locator(".rlb-chart")  # SVG charts (no Plotly by default)
     # the episodes chart and one page (up to 12) of the first open group
     assert charts.count() == 13 if REAL_DI_ENGINE.is_dir() else 2 <= charts.count() <= 13
-    assert page.locator(".js-plotly-plot .scatterlayer .trace").count() > 12
+    assert main.get_by_test_id("stPlotlyChart").count() == 0
+    assert main.locator(".rlb-chart .h i[title]").count() > 12  # hover bands: a series' values per step
 
     # narrow the tags: the groups holding reward tags stay, open (few tags), one chart per tag
     search = main.get_by_label("Filter tags")

@@ -58,8 +58,8 @@ def test_sweep_lists_runs_at_once_and_gains_tag_counts(chromium_browser, sweep_s
             page.get_by_test_id("stSidebarNav").get_by_role("link", name="Metrics").click()
         main = page.get_by_test_id("stMain")
         expect(main.get_by_text(f"Metric runs ({RUNS})")).to_be_visible()
-        expect(main.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=30_000)
-        assert main.get_by_test_id("stPlotlyChart").count() == TAGS  # the one chosen run's tags
+        expect(main.locator(".rlb-chart img").first).to_be_visible(timeout=30_000)
+        assert main.locator(".rlb-chart").count() == TAGS  # the one chosen run's tags, as SVG charts
         # the background index completes and the page redraws once by itself: the chosen run's chip
         # now says how many tags it holds
         expect(main.get_by_text(re.compile(rf"seed_000 · TensorBoard · {TAGS} tags"))).to_be_visible(

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from tests.helpers.markdown_payloads import BASIC as PAYLOADS
 from tests.helpers.screens import save_screenshot
 from tests.helpers.served import admit, login_cookie, raw_request, start_app_with_token, start_serve
 from tests.helpers.streamlit_browser import StreamlitRuns, stop_streamlit
@@ -28,16 +29,6 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "rl_board" / "ui" / "app.py"
 
-PAYLOADS = [
-    "<script>window.__xss=1;alert(1)</script>",
-    '<img src=x onerror="window.__xss=2;alert(2)">',
-    '<a href="javascript:window.__xss=3">click me</a>',
-    "[link](javascript:window.__xss=4) ![img](http://evil.example/pixel.png)",
-    '# Heading $x^2$ **bold** <svg onload="window.__xss=5">',
-    "\x1b[31mred\x1b[0m bell\x07 \u202eevil\u202c zero\u200bwidth",
-    '<iframe src="http://evil.example/frame"></iframe>',
-    '" onmouseover="window.__xss=6" x="',
-]
 RUN_NAME = "run <img src=x onerror=window.__xss=7>"
 TAG = "actor/<img src=x onerror=window.__xss=8>"
 
@@ -149,7 +140,7 @@ def test_no_view_runs_or_renders_model_text(watched, hostile_server):
     for k in range(0, cells.count(), max(1, cells.count() // 6)):
         cells.nth(k).hover()
     with runs.expect_rerun():  # the Plotly heatmap, whose hover shows the token's text
-        page.get_by_text("Interactive heatmap", exact=False).click()
+        page.get_by_test_id("stSidebar").get_by_text("Interactive charts (zoom, pan)").click()
     heatmap = page.locator('[data-testid="stPlotlyChart"]').last
     heatmap.scroll_into_view_if_needed()
     box = heatmap.bounding_box()

@@ -58,7 +58,7 @@ def page(chromium_browser, wandb_server, request):
 def test_a_wandb_run_on_the_metrics_page(page, wandb_server):
     srv, run = wandb_server
     runs = StreamlitRuns(page)
-    runs.goto(f"{srv.url}/metrics")
+    runs.goto(f"{srv.url}/metrics?interactive_charts=1")  # Plotly charts: their x ticks are in the page
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text(f"{run} · W&B").first).to_be_visible()
     search = main.get_by_label("Filter tags")

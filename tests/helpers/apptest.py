@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 from pathlib import Path
 
@@ -34,8 +35,22 @@ def decode(value):
     return np.asarray(value)
 
 
+INTERACTIVE = "w.interactive_charts"  # the sidebar's "Interactive charts (zoom, pan)" toggle
+
+
+def interactive(at: AppTest, on: bool = True) -> AppTest:
+    """Switch the sidebar's "Interactive charts" on (Plotly figures) or off (SVG charts, the default)."""
+    toggle = at.sidebar.toggle(key=INTERACTIVE)
+    if toggle.value != on:
+        toggle.set_value(on).run()
+    return at
+
+
 def figures(at: AppTest) -> dict[str, dict]:
-    """Plotly figures on the page by title."""
+    """Plotly figures on the page by title; charts are SVG pictures by default, so the sidebar's
+    "Interactive charts" is switched on first (a rerun) when it is off."""
+    if any(t.key == INTERACTIVE and not t.value for t in at.sidebar.toggle):
+        interactive(at)
     out = {}
     for chart in at.get("plotly_chart"):
         spec = json.loads(chart.proto.spec)
@@ -58,6 +73,23 @@ def table(at: AppTest):
 
 def texts(elements) -> list[str]:
     return [str(e.value) for e in elements]
+
+
+def svg_charts(at: AppTest) -> dict[str, str]:
+    """The SVG charts on the page (``st.html`` of ``svg_charts.render``) by title: their HTML."""
+    out = {}
+    for element in at.get("html"):
+        body = str(element.proto.body)
+        if 'class="rlb-chart"' in body:
+            title = body.split('class="rlb-chart-title"', 1)[1].split(">", 1)[1].split("</div>", 1)[0]
+            out[html.unescape(title)] = body
+    return out
+
+
+def svg_picture(body: str) -> str:
+    """The SVG document inside a chart's HTML (its image's data URI, decoded)."""
+    data = body.split('src="data:image/svg+xml;base64,', 1)[1].split('"', 1)[0]
+    return base64.b64decode(data).decode("utf-8")
 
 
 def heat_grid(at: AppTest) -> str:

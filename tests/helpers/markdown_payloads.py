@@ -5,7 +5,8 @@ differently from Markdown's. None of it may become a tag, a link or a request.""
 
 from __future__ import annotations
 
-PAYLOADS = [
+# Markup in every field of the app (tests/browser/test_security.py plants these in prompts, tokens, labels).
+BASIC = [
     "<script>window.__xss=1;alert(1)</script>",
     '<img src=x onerror="window.__xss=2;alert(2)">',
     '<a href="javascript:window.__xss=3">click me</a>',
@@ -14,6 +15,10 @@ PAYLOADS = [
     "\x1b[31mred\x1b[0m bell\x07 \u202eevil\u202c zero\u200bwidth",
     '<iframe src="http://evil.example/frame"></iframe>',
     '" onmouseover="window.__xss=6" x="',
+]
+# ...and the forms a Markdown renderer would turn into links, images or tags.
+PAYLOADS = [
+    *BASIC,
     "# Heading [x](javascript:alert(1))",
     "<script>alert(1)</script><img src=x onerror=alert(2)>",
     "[ref link][r]\n\n[r]: http://evil.example/ref\n\n[r]",

@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.streamlit_browser import Server, free_port, stop_streamlit
+from tests.helpers.streamlit_browser import Server, free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 _NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -29,23 +29,6 @@ class TokenServer(Server):
     @property
     def login_url(self) -> str:
         return f"{self.url}/?token={self.token}"
-
-
-def _wait_healthy(proc: subprocess.Popen, url: str, log_path: Path, timeout_s: float) -> None:
-    t0 = time.perf_counter()
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early rc={proc.returncode}:\n{log_path.read_text()}")
-        try:
-            with _NO_PROXY_OPENER.open(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200 and r.read() == b"ok":
-                    return
-        except OSError:
-            pass
-        if time.perf_counter() - t0 > timeout_s:
-            stop_streamlit(proc)
-            raise TimeoutError(f"no health OK within {timeout_s}s:\n{log_path.read_text()}")
-        time.sleep(0.05)
 
 
 def start_app_with_token(
@@ -82,7 +65,7 @@ def start_app_with_token(
     with open(log_path, "w") as log:  # a file: an unread PIPE can fill up and block the server
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    _wait_healthy(proc, url, log_path, timeout_s)
+    wait_healthy(proc, url, log_path, timeout_s, t0)
     return TokenServer(proc, port, url, log_path, time.perf_counter() - t0, token)
 
 
@@ -106,7 +89,7 @@ def start_serve(
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    _wait_healthy(proc, url, log_path, timeout_s)
+    wait_healthy(proc, url, log_path, timeout_s, t0)
     if token is None:
         found = re.search(r"\?token=([A-Za-z0-9_\-]+)", log_path.read_text())
         token = found[1] if found else ""

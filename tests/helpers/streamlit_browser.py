@@ -96,20 +96,29 @@ def start_streamlit(
             cmd, cwd=cwd or app_file.parent, stdout=log, stderr=subprocess.STDOUT, env=env
         )
     url = f"http://127.0.0.1:{port}"
+    wait_healthy(proc, url, log_path, timeout_s, t0)
+    return Server(proc, port, url, log_path, time.perf_counter() - t0)
+
+
+def wait_healthy(
+    proc: subprocess.Popen, url: str, log_path: Path, timeout_s: float, t0: float | None = None
+) -> None:
+    """Until the server at ``url`` answers its health check; stopped, with its log, when it exits first or
+    does not answer within ``timeout_s`` of ``t0`` (default: now)."""
+    t0 = time.perf_counter() if t0 is None else t0
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early rc={proc.returncode}:\n{log_path.read_text()}")
+            raise RuntimeError(f"server exited early rc={proc.returncode}:\n{log_path.read_text()}")
         try:
             with _NO_PROXY_OPENER.open(url + "/_stcore/health", timeout=2) as r:
                 if r.status == 200 and r.read() == b"ok":
-                    break
+                    return
         except OSError:
             pass
         if time.perf_counter() - t0 > timeout_s:
             stop_streamlit(proc)
             raise TimeoutError(f"no health OK within {timeout_s}s:\n{log_path.read_text()}")
         time.sleep(0.05)
-    return Server(proc, port, url, log_path, time.perf_counter() - t0)
 
 
 def stop_streamlit(proc: subprocess.Popen, timeout_s: float = 10.0) -> int:
@@ -135,7 +144,8 @@ def wait_for_app_idle(page, timeout_ms: float = 30_000) -> None:
     'Running...' status widget, 4. no element still marked stale, 5. no
     stSkeleton placeholder left: elements whose JS chunk is lazy-loaded
     (dataframe, plotly, selectbox, ...) show a skeleton for up to ~3 s on a
-    cold page AFTER the script run has finished, 6. every plotly chart has drawn.
+    cold page AFTER the script run has finished, 6. every plotly chart has drawn, and every SVG chart's
+    picture has loaded.
     """
     page.wait_for_selector(
         f'{APP_ROOT}[data-test-connection-state="CONNECTED"]', state="attached", timeout=timeout_ms
@@ -148,7 +158,8 @@ def wait_for_app_idle(page, timeout_ms: float = 30_000) -> None:
                  && !document.querySelector('[data-stale="true"]')
                  && !document.querySelector('[data-testid="stSkeleton"]')
                  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-                      .every(c => c.querySelector('.main-svg'))""",
+                      .every(c => c.querySelector('.main-svg'))
+                 && [...document.querySelectorAll('.rlb-chart img')].every(i => i.complete)""",
         timeout=timeout_ms,
     )
 

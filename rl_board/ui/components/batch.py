@@ -10,7 +10,8 @@ import streamlit as st
 
 from rl_board.api import RolloutStore
 from rl_board.formats import fields as F
-from rl_board.ui import cached, charts, state
+from rl_board.ui import cached, charts, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.page import missing
 
 CHART_COLUMNS = ("reward", "ref_reward", "reward_gap")
@@ -81,23 +82,26 @@ def render_batch(store: RolloutStore, step: int, *, kl: F.KLEstimator | None = N
     left, mid, right = st.columns(3)
     with left:
         key = "chart_step_rewards"
-        st.plotly_chart(
-            charts.reward_bars_figure(frame),
-            key=key,
+        chart.show(
+            key,
+            figure=lambda: charts.reward_bars_figure(frame),
+            svg=lambda: svg_figures.reward_bars_chart(frame),
             on_select=lambda: _open_sample_from(key),
-            selection_mode="points",
-            config={"displaylogo": False},
         )
     with mid:
         if store.has("reward_gap"):
-            st.plotly_chart(
-                charts.reward_gap_figure(frame), key="chart_step_gap", config={"displaylogo": False}
+            chart.show(
+                "chart_step_gap",
+                figure=lambda: charts.reward_gap_figure(frame),
+                svg=lambda: svg_figures.reward_gap_chart(frame),
             )
         else:
             missing("No reward gap", "this run has no ref_reward.")
     with right:
-        st.plotly_chart(
-            charts.reward_hist_figure(frame), key="chart_step_hist", config={"displaylogo": False}
+        chart.show(
+            "chart_step_hist",
+            figure=lambda: charts.reward_hist_figure(frame),
+            svg=lambda: svg_figures.reward_hist_chart(frame),
         )
     if not store.has("ref_reward"):
         st.caption("No reference rewards in this run: charts show the policy's reward only.")

@@ -9,7 +9,8 @@ import streamlit as st
 
 from rl_board.api import relative_to_roots
 from rl_board.formats import fields as F
-from rl_board.ui import cached, charts, state
+from rl_board.ui import cached, charts, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.curves import kl_title
 from rl_board.ui.components.sidebar import open_run
 from rl_board.ui.context import Context
@@ -41,19 +42,24 @@ def _summaries(ctx: Context, chosen: list[str], paths: dict[str, Path]) -> dict[
 
 
 def _draw(summaries: dict[str, pd.DataFrame], kl: F.KLEstimator, options: charts.CurveOptions) -> None:
-    def figure(prefix: str, title: str, y_title: str) -> None:
+    def figure(prefix: str, title: str, y_title: str, wide: bool = False) -> None:
         lacking = [n for n, s in summaries.items() if not charts.has_series(s, prefix)]
         if len(lacking) == len(summaries):
             return
-        st.plotly_chart(
-            charts.comparison_figure(summaries, prefix, title=title, y_title=y_title, options=options),
-            key=f"chart_compare_{prefix}",
-            config={"displaylogo": False},
+        width = svg_figures.WIDE if wide else svg_figures.HALF
+        chart.show(
+            f"chart_compare_{prefix}",
+            figure=lambda: charts.comparison_figure(
+                summaries, prefix, title=title, y_title=y_title, options=options
+            ),
+            svg=lambda: svg_figures.comparison_chart(
+                summaries, prefix, title=title, y_title=y_title, options=options, width=width
+            ),
         )
         if lacking:
             st.caption("Not in: " + ", ".join(escape_markdown(n) for n in lacking))
 
-    figure("reward", "Reward per step, by run", "reward")
+    figure("reward", "Reward per step, by run", "reward", wide=True)
     left, right = st.columns(2)
     with left:
         figure(kl.step, kl_title(kl, "per step, by run"), f"KL ({kl.name})")

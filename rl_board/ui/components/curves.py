@@ -1,18 +1,23 @@
-"""Step curves of one run: reward (choose which), KL (the chosen estimator), response length; click opens a
-step."""
+"""Step curves of one run: reward (choose which), KL (the chosen estimator), response length; SVG pictures
+(hover for values), or Plotly charts whose points open their step with "Interactive charts" on."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from rl_board.formats import fields as F
-from rl_board.ui import cached, charts, state
+from rl_board.ui import cached, charts, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.page import missing
 from rl_board.ui.components.selection import clicked_step
 from rl_board.ui.components.trajectory_curves import render_trajectory_curves
 from rl_board.ui.context import Context
 from rl_board.ui.run_charts import length_figure
+from rl_board.ui.svg_charts import Chart
 from rl_board.ui.text import escape_markdown
 
 REWARD_SERIES = ("reward", "ref_reward", "valid_reward", "ref_valid_reward")
@@ -27,14 +32,27 @@ def _open_step_from(chart_key: str) -> None:
     state.request_page("steps")
 
 
-def _chart(fig: object, key: str) -> None:
-    st.plotly_chart(
-        fig,
-        key=key,
-        on_select=lambda: _open_step_from(key),
-        selection_mode="points",
-        config={"displaylogo": False},
+def _curves(
+    key: str,
+    summary: pd.DataFrame,
+    series: list[str],
+    *,
+    options: charts.CurveOptions,
+    wide: bool = True,
+    **words: Any,
+) -> None:
+    """Step curves of ``series`` (``words``: title, y_title, labels); a click opens its step."""
+    width = svg_figures.WIDE if wide else svg_figures.HALF
+    _chart(
+        key,
+        lambda: charts.curve_figure(summary, series, options=options, **words),
+        lambda: svg_figures.curve_chart(summary, series, options=options, width=width, **words),
     )
+
+
+def _chart(key: str, figure: Callable[[], object], svg: Callable[[], Chart]) -> None:
+    """A chart of steps (either kind, as the sidebar's setting says); clicking a point opens its step."""
+    chart.show(key, figure=figure, svg=svg, on_select=lambda: _open_step_from(key))
 
 
 def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
@@ -49,10 +67,7 @@ def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
     )
     chosen = [s for s in (chosen or []) if s in available]
     if chosen:
-        _chart(
-            charts.curve_figure(summary, chosen, title="Reward per step", y_title="reward", options=opts),
-            "chart_reward",
-        )
+        _curves("chart_reward", summary, chosen, title="Reward per step", y_title="reward", options=opts)
     else:
         st.caption("No reward curve selected.")
 
@@ -64,11 +79,14 @@ def kl_title(kl: F.KLEstimator, what: str = "to the reference per step") -> str:
 
 def _kl_curve(summary: pd.DataFrame, kl: F.KLEstimator, opts: charts.CurveOptions) -> None:
     if charts.has_series(summary, kl.step):
-        _chart(
-            charts.curve_figure(
-                summary, [kl.step], title=kl_title(kl), y_title=f"KL ({kl.name})", options=opts
-            ),
+        _curves(
             "chart_kl",
+            summary,
+            [kl.step],
+            wide=False,
+            title=kl_title(kl),
+            y_title=f"KL ({kl.name})",
+            options=opts,
         )
         st.caption(
             f"KL {kl.name} per token: {kl.formula} with r = logp − ref_logp; per sample the mean over its "
@@ -89,12 +107,8 @@ def _length_curve(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
         else []
     )
     unit = "tokens" if length == "length" else "characters"
-    _chart(
-        charts.curve_figure(
-            summary, series, title=f"Response length ({unit}) per step", y_title=unit, options=opts
-        ),
-        "chart_length",
-    )
+    title = f"Response length ({unit}) per step"
+    _curves("chart_length", summary, series, wide=False, title=title, y_title=unit, options=opts)
     if length == "length_chars":
         st.caption("No response_tokens in this run: length is counted in characters.")
 
@@ -108,11 +122,13 @@ def _component_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     summary = cached.ask(store, "column_summary", columns=tuple(parts))
     main = store.report.field_map.get("reward")
     note = f" · the main reward is read from {main}" if main else ""
-    _chart(
-        charts.curve_figure(
-            summary, parts, title="Reward components per step", y_title="value", options=opts
-        ),
+    _curves(
         "chart_components",
+        summary,
+        list(parts),
+        title="Reward components per step",
+        y_title="value",
+        options=opts,
     )
     st.caption(
         f"{len(parts)} reward component(s) in this run{escape_markdown(note)}. "
@@ -132,15 +148,13 @@ def _group_curves(ctx: Context) -> None:
     frame = stats.rename(
         columns={"solved_mean": "solved_share_mean", "zero_variance_share": "zero_variance_mean"}
     )
-    _chart(
-        charts.curve_figure(
-            frame,
-            ["solved_share", "zero_variance"],
-            title="Groups per step (GRPO)",
-            y_title="share of groups",
-            options=charts.CurveOptions(band=charts.NO_BAND),
-        ),
+    _curves(
         "chart_groups",
+        frame,
+        ["solved_share", "zero_variance"],
+        title="Groups per step (GRPO)",
+        y_title="share of groups",
+        options=charts.CurveOptions(band=charts.NO_BAND),
     )
     st.caption(
         "Solved share: per group, the share of samples with the run's highest reward, averaged over groups. "
@@ -154,15 +168,13 @@ def _mismatch_curves(ctx: Context, opts: charts.CurveOptions) -> None:
     if not ctx.run_store.has("train_logprobs"):
         return
     summary = cached.ask(ctx.run_store, "mismatch_summary")
-    _chart(
-        charts.curve_figure(
-            summary,
-            ["mismatch", "mismatch_max"],
-            title="Train vs inference log-probs per step",
-            y_title="k3 mismatch",
-            options=opts,
-        ),
+    _curves(
         "chart_mismatch",
+        summary,
+        ["mismatch", "mismatch_max"],
+        title="Train vs inference log-probs per step",
+        y_title="k3 mismatch",
+        options=opts,
     )
     st.caption(
         "k3 = exp(r) − 1 − r with r = trainer logp − engine logp, per token: 0 when the two agree. "
@@ -175,8 +187,10 @@ def _length_distribution(ctx: Context) -> None:
     if counts.empty or len(counts) < 2:
         return
     unit = "tokens" if ctx.run_store.length_column() == "n_tokens" else "characters"
-    st.plotly_chart(
-        length_figure(counts, edges, truncated, unit), key="chart_length_hist", config={"displaylogo": False}
+    chart.show(
+        "chart_length_hist",
+        figure=lambda: length_figure(counts, edges, truncated, unit),
+        svg=lambda: svg_figures.length_chart(counts, edges, truncated, unit),
     )
     st.caption(
         "Each column is one step; darker = more of its samples at that length. The line is the share of "
@@ -189,7 +203,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     opts = ctx.settings.curves
     if len(summary) == 1:
         st.info("This run has a single step: each curve is one point. The step browser shows its batch.")
-    st.caption("Click a point on any curve to open that step in the step browser.")
+    st.caption(chart.click_hint("open that step in the step browser"))
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
     _group_curves(ctx)

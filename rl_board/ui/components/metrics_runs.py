@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -13,9 +15,11 @@ import streamlit as st
 from rl_board import api
 from rl_board.api import IndexBuild, MetricsBundle, MetricsIndex, Problem, RunInfo, RunSource
 from rl_board.ui import cached, metrics_cached, state
+from rl_board.ui.components import chart
 from rl_board.ui.components.text_block import text_block
 from rl_board.ui.context import Context
 from rl_board.ui.metric_charts import chart_key, color, episodes_figure
+from rl_board.ui.svg_metric_figures import WIDE, WIDTH, episodes_chart
 from rl_board.ui.text import display_name, escape_markdown, visible_bidi, visible_bidi_column
 
 PROGRESS_EVERY_S = 1.0
@@ -167,12 +171,14 @@ def render_episodes(bundle: MetricsBundle, runs: Sequence[str], colors: dict[str
     st.caption("Each dot is one evaluation episode; the line is their mean and the band spans min to max.")
     columns = st.columns(min(len(shown), 2))
     for k, run in enumerate(shown):
-        fig = episodes_figure(
-            episodes[episodes["run"] == run], run=run if len(runs) > 1 else "", line_color=colors.get(run)
-        )
-        columns[k % len(columns)].plotly_chart(
-            fig, key=chart_key("episodes", run), config={"displaylogo": False}
-        )
+        words: dict[str, Any] = {"run": run if len(runs) > 1 else "", "line_color": colors.get(run)}
+        frame = episodes[episodes["run"] == run]
+        with columns[k % len(columns)]:
+            chart.show(
+                chart_key("episodes", run),
+                figure=partial(episodes_figure, frame, **words),
+                svg=partial(episodes_chart, frame, **words, width=WIDE if len(columns) == 1 else WIDTH),
+            )
 
 
 def render_run_details(bundle: MetricsBundle, runs: Sequence[str]) -> None:

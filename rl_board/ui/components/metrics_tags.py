@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from rl_board.api import MetricsBundle, duplicate_copies, explain
 from rl_board.ui import cached, state
+from rl_board.ui.components import chart
 from rl_board.ui.metric_charts import (
     X_AXES,
     chart_key,
@@ -24,11 +27,11 @@ from rl_board.ui.metric_charts import (
     histogram_figure,
     scalar_figure,
 )
+from rl_board.ui.svg_metric_figures import histogram_chart, scalar_chart
 from rl_board.ui.text import escape_markdown
 
 CHARTS_PER_PAGE = 12
 AUTO_OPEN_GROUPS = 3
-PLOT_CONFIG = {"displaylogo": False}
 
 
 @dataclass(frozen=True)
@@ -158,23 +161,32 @@ def _scalar_chart(
     bundle: MetricsBundle, runs: Sequence[str], tag: str, options: ChartOptions, colors: dict[str, str]
 ) -> None:
     series = {run: frame for run in runs if len(frame := bundle.series(run, tag))}
-    fig = scalar_figure(series, tag=tag, smoothing=options.smoothing, x_axis=options.x_axis, colors=colors)
+    words: dict[str, Any] = {
+        "tag": tag,
+        "smoothing": options.smoothing,
+        "x_axis": options.x_axis,
+        "colors": colors,
+    }
     if options.x_axis != "step" and not any(frame["wall_time"].notna().any() for frame in series.values()):
         st.caption(f"{escape_markdown(tag)}: no wall times logged; choose step as the x axis.")
     samples = next((options.rollouts[run] for run in series if run in options.rollouts), None)
     key = chart_key("chart", tag)
-    if samples is None or options.x_axis != "step":
-        st.plotly_chart(fig, key=key, config=PLOT_CONFIG)
-        return
-    fig.update_traces(mode="lines+markers", marker={"size": 4})  # points to click
-    st.plotly_chart(
-        fig,
-        key=key,
-        config=PLOT_CONFIG,
-        on_select=lambda: _open_samples(key, samples),
-        selection_mode="points",
+    clickable = samples is not None and options.x_axis == "step"
+
+    def figure() -> Any:  # a Plotly figure
+        fig = scalar_figure(series, **words)
+        if clickable:
+            fig.update_traces(mode="lines+markers", marker={"size": 4})  # points to click
+        return fig
+
+    chart.show(
+        key,
+        figure=figure,
+        svg=lambda: scalar_chart(series, **words),
+        on_select=(lambda: _open_samples(key, samples)) if samples is not None and clickable else None,
     )
-    st.caption("Click a point to open that step's samples in the step browser.")
+    if clickable:
+        st.caption(chart.click_hint("open that step's samples in the step browser"))
 
 
 def _open_samples(key: str, run_path: Path) -> None:
@@ -196,8 +208,12 @@ def _histograms(bundle: MetricsBundle, runs: Sequence[str], tag: str) -> None:
     for run in runs:
         records = hist[(hist["run"] == run) & (hist["tag"] == tag)]
         if len(records):
-            fig = histogram_figure(records, tag=tag, run=run if len(runs) > 1 else "")
-            st.plotly_chart(fig, key=chart_key("hist", run, tag), config=PLOT_CONFIG)
+            name = run if len(runs) > 1 else ""
+            chart.show(
+                chart_key("hist", run, tag),
+                figure=partial(histogram_figure, records, tag=tag, run=name),
+                svg=partial(histogram_chart, records, tag=tag, run=name),
+            )
 
 
 def _explain(tag: str) -> None:

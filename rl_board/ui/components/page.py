@@ -55,7 +55,7 @@ GUIDE = """
 **How to read a run**
 
 1. **Overview** — reward, KL and response-length curves per step (mean ± a band of the spread).
-   Click a point to open that step.
+   Hover a chart for its values; with **Interactive charts** on (sidebar), click a point to open that step.
 2. **Step browser** — the step's batch: charts, averages, filters and the sample table.
    Sort by *KL (mean)* (descending) to find the samples that drifted most; click a row to open one.
 3. **Sample** — prompt, response, reference and ground truth side by side, and the response's

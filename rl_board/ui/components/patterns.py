@@ -15,11 +15,13 @@ import streamlit as st
 from rl_board import api
 from rl_board.api import RolloutStore, SampleFilter
 from rl_board.formats import fields as F
-from rl_board.ui import cached, state
+from rl_board.ui import cached, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.filters import clear_filters
 from rl_board.ui.components.page import missing
 from rl_board.ui.components.sample_table import open_sample
 from rl_board.ui.components.selection import clicked_point, clicked_step, selected_item
+from rl_board.ui.components.text_block import text_block
 from rl_board.ui.context import Context
 from rl_board.ui.pattern_charts import shares_figure, signal_figure
 from rl_board.ui.text import TextDisplay, shown, visible_bidi, visible_bidi_column
@@ -156,16 +158,15 @@ def _families(ctx: Context, store: RolloutStore, families: pd.DataFrame, shares:
     )
     drawn = names[:MAX_CURVES]
     key = "chart_family_shares"
-    st.plotly_chart(
-        shares_figure(shares, drawn),
-        key=key,
+    chart.show(
+        key,
+        figure=lambda: shares_figure(shares, drawn),
+        svg=lambda: svg_figures.shares_chart(shares, drawn),
         on_select=lambda: _open_point(key, drawn),
-        selection_mode="points",
-        config={"displaylogo": False},
     )
     more = f" The {MAX_CURVES} largest of {len(names)} families are drawn." if len(names) > MAX_CURVES else ""
     st.caption(
-        f"Click a point to open that step in the step browser, filtered to the family's answers.{more}"
+        chart.click_hint("open that step in the step browser, filtered to the family's answers") + more
     )
     if state.get("family") not in [number(n) for n in names]:
         state.put("family", number(names[0]))
@@ -240,10 +241,11 @@ def _examples(store: RolloutStore, family: pd.Series, display: TextDisplay) -> N
 
 
 def _answer(text: object, display: TextDisplay, *, tail: bool = False) -> None:
-    """Model text as text (never Markdown or HTML), clipped; ``tail``: its end (where a loop runs)."""
+    """Model text as text (never Markdown or HTML), clipped; ``tail``: its end (where a loop runs). A text
+    box, not ``st.code``: the code viewer's script alone cost a new tab on this page 0.2-0.4 s."""
     value = shown(None if text is None else str(text), display).text
     clipped = ("…" + value[-EXAMPLE:] if tail else value[:EXAMPLE] + "…") if len(value) > EXAMPLE else value
-    st.code(visible_bidi(clipped) or " ", language=None, wrap_lines=True, height=220)
+    text_block(clipped, height=220)
 
 
 def _signal(store: RolloutStore, signals: pd.DataFrame, column: str, display: TextDisplay) -> None:
@@ -253,15 +255,14 @@ def _signal(store: RolloutStore, signals: pd.DataFrame, column: str, display: Te
     if total == 0:
         st.caption(f"No {what} in this run.")
         return
-    chart, example = st.columns([3, 2])
+    plot, example = st.columns([3, 2])
     key = f"chart_signal_{column}"
-    with chart:
-        st.plotly_chart(
-            signal_figure(signals, column),
-            key=key,
+    with plot:
+        chart.show(
+            key,
+            figure=lambda: signal_figure(signals, column),
+            svg=lambda: svg_figures.signal_chart(signals, column),
             on_select=lambda: _open_signal(key, column),
-            selection_mode="points",
-            config={"displaylogo": False},
         )
         st.button(
             f"All {total} {what} in the step browser",
@@ -269,7 +270,7 @@ def _signal(store: RolloutStore, signals: pd.DataFrame, column: str, display: Te
             icon=":material/table_rows:",
             on_click=lambda: open_in_steps(None, **signal_filter(column)),
         )
-        st.caption("Click a bar to open that step in the step browser, filtered to them.")
+        st.caption(chart.click_hint("open that step in the step browser, filtered to them"))
     with example:
         flt = (
             SampleFilter.build(ranges={"repetition": (api.LOOP_REPETITION, None)})

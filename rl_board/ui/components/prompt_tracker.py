@@ -7,7 +7,8 @@ import streamlit as st
 
 from rl_board.api import RolloutStore
 from rl_board.formats import fields as F
-from rl_board.ui import cached, state
+from rl_board.ui import cached, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.selection import selected_item
 from rl_board.ui.run_charts import history_figure
 from rl_board.ui.text import TextDisplay, shown
@@ -80,7 +81,11 @@ def render_history(store: RolloutStore, row: pd.Series, display: TextDisplay, kl
     )
     st.code(shown(row["prompt"], display).text or " ", language=None, wrap_lines=True, height="content")
     history = cached.ask(store, "prompt_history", prompt=row["prompt"], kl=kl)
-    st.plotly_chart(history_figure(history), key="chart_prompt_history", config={"displaylogo": False})
+    chart.show(
+        "chart_prompt_history",
+        figure=lambda: history_figure(history),
+        svg=lambda: svg_figures.history_chart(history),
+    )
     st.dataframe(
         history,
         hide_index=True,

@@ -13,6 +13,7 @@ from rl_board.errors import RLBoardError
 from rl_board.formats import fields as F
 from rl_board.ui import cached, state
 from rl_board.ui.charts import CurveOptions
+from rl_board.ui.components import chart
 from rl_board.ui.components.field_map import current_map, render_field_map
 from rl_board.ui.components.load_report import render_load_report
 from rl_board.ui.context import Context, DisplaySettings
@@ -43,6 +44,7 @@ def render() -> Context:
                 help=f"Check the run's files every {FOLLOW_SECONDS} s and redraw when lines were added",
             ):
                 _follow(ctx.store)
+        chart.render_toggle()
         ctx.settings = _display_settings()
     return ctx
 

@@ -19,6 +19,7 @@ from rl_board.ui.chips import (
     scale_for,
     turn_chips_html,
 )
+from rl_board.ui.components import chart
 from rl_board.ui.components.page import missing
 from rl_board.ui.text import TextDisplay, escape_markdown, token_label
 from rl_board.ui.token_heatmap import WRAP_FROM, mark_turns, turn_wrapped_figure, wrapped_heatmap_figure
@@ -26,7 +27,6 @@ from rl_board.ui.token_heatmap import WRAP_FROM, mark_turns, turn_wrapped_figure
 TOP_TOKENS = 10
 CHIP_PAGE = 500
 TABLE_EXPANDER = "token_table_open"
-INTERACTIVE = "heatmap_interactive"
 _FOUND = "_token_found"
 # jump target -> (metric, highest?)
 JUMPS = {
@@ -284,13 +284,14 @@ def _heatmap(
     untrained: np.ndarray | None,
 ) -> None:
     """Every token's value as a grid of cells drawn with the page (no chart script to load: a new tab on a
-    sample link shows it with the text); the Plotly heatmap (zoom, the token's text on hover) on request."""
-    interactive = st.toggle(
-        "Interactive heatmap (zoom; the token's text on hover)",
-        key=INTERACTIVE,
-        help="Draws the heatmap with Plotly instead of as plain cells. Its code is loaded "
-        "the first time a tab shows it.",
-    )
+    sample link shows it with the text); the Plotly heatmap (zoom, the token's text on hover) with the
+    sidebar's shared "Interactive charts" setting."""
+    interactive = chart.interactive()
+    if not interactive:
+        st.caption(
+            f"For zoom and each token's text on hover, switch on **{chart.LABEL}** in the sidebar "
+            "(a Plotly heatmap)."
+        )
     if len(shown) >= WRAP_FROM:  # long responses: every token a cell, wrapped like text (a turn per block)
         if not interactive:
             st.html(heat_grid.wrapped_grid_html(shown, metric, groups=split, untrained=untrained))
@@ -300,7 +301,7 @@ def _heatmap(
             if split and untrained is not None
             else wrapped_heatmap_figure(shown, metric)
         )
-        st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
+        st.plotly_chart(figure, key="chart_heatmap", config=chart.PLOT_CONFIG)
         return
     chosen = st.multiselect(
         "Heatmap rows",
@@ -317,4 +318,4 @@ def _heatmap(
     figure = charts.token_heatmap_figure(shown, chosen)
     if split and untrained is not None:
         mark_turns(figure, shown, split, untrained)
-    st.plotly_chart(figure, key="chart_heatmap", config={"displaylogo": False})
+    st.plotly_chart(figure, key="chart_heatmap", config=chart.PLOT_CONFIG)

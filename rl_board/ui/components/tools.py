@@ -4,13 +4,16 @@ call."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from rl_board.api import RolloutStore
 from rl_board.formats import fields as F
-from rl_board.ui import cached, state
+from rl_board.ui import cached, state, svg_figures
+from rl_board.ui.components import chart
 from rl_board.ui.components.page import missing
 from rl_board.ui.components.selection import clicked_point, selected_item
 from rl_board.ui.context import Context
@@ -104,17 +107,18 @@ def _charts(tools: pd.DataFrame, names: list[str]) -> None:
         for col, metric in zip(st.columns(2), metrics, strict=True):
             with col:
                 key = f"chart_tool_{metric}"
-                st.plotly_chart(
-                    tool_figure(tools, metric, drawn),
-                    key=key,
-                    on_select=lambda k=key: _open_step(k, drawn),
-                    selection_mode="points",
-                    config={"displaylogo": False},
+                chart.show(
+                    key,
+                    figure=partial(tool_figure, tools, metric, drawn),
+                    svg=partial(svg_figures.tool_chart, tools, metric, drawn),
+                    on_select=partial(_open_step, key, drawn),
                 )
     more = f" The {MAX_LINES} most called of {len(names)} tools are drawn." if len(names) > MAX_LINES else ""
     st.caption(
-        "Click a point to open its step in the step browser, filtered to the trajectories that called that "
-        f"tool.{more}"
+        chart.click_hint(
+            "open its step in the step browser, filtered to the trajectories that called that tool"
+        )
+        + more
     )
 
 

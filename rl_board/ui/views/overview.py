@@ -1,4 +1,4 @@
-"""Overview: reward, KL and response-length curves per step (click a point to open that step),
+"""Overview: reward, KL and response-length curves per step (with interactive charts, a point opens its step),
 and other runs overlaid for comparison."""
 
 from __future__ import annotations

@@ -1,0 +1,64 @@
+"""Chart pages opened from a deep link draw SVG charts and never fetch Plotly (issue 31 part 2: a fresh tab
+in <= 2 s; Plotly's script alone cost 1.1-1.3 s of the browser); "Interactive charts" brings Plotly back."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.helpers.screens import save_screenshot
+from tests.helpers.streamlit_browser import set_toggle, wait_for_app_idle
+
+pytestmark = pytest.mark.browser
+
+PLOTLY_CHUNK = re.compile(r"PlotlyChart\.[^/]*\.js")
+
+
+def _plotly_requests(page) -> list[str]:
+    found: list[str] = []
+    page.on("request", lambda r: found.append(r.url) if PLOTLY_CHUNK.search(r.url) else None)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("link", "title"),
+    [
+        ("/?run=ppo_math", "Reward per step"),
+        ("/steps?run=ppo_math&step=3", "Reward per sample"),
+    ],
+)
+def test_a_deep_link_to_a_chart_page_loads_no_plotly(app_page, runs, server, link, title):
+    page = app_page
+    plotly = _plotly_requests(page)
+    runs.goto(server.url + link)
+    main = page.get_by_test_id("stMain")
+    chart = main.locator(".rlb-chart").filter(has_text=title).first
+    expect(chart.locator("img")).to_be_visible()
+    wait_for_app_idle(page)
+    box = chart.locator("img").bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 100  # drawn at its column's width
+    assert chart.locator("img").evaluate("i => i.naturalWidth") > 0  # the SVG decoded
+    # hover: one band per x position, titled with every series' value there
+    band = chart.locator(".h i[title]").nth(2)
+    assert re.match(r"^(step|sample) \d+\n", band.get_attribute("title") or "")
+    band.hover()
+    src = chart.locator("img").get_attribute("src") or ""
+    svg = base64.b64decode(src.split(",", 1)[1]).decode()
+    assert svg.startswith("<svg") and "<text" in svg  # ticks and axis titles in the picture
+    assert main.get_by_test_id("stPlotlyChart").count() == 0
+    assert not plotly, plotly  # the 4.6 MB Plotly chunk was never asked for
+    assert not page.dialogs
+    if link.startswith("/?"):
+        save_screenshot(page, "overview-deep-link.png")
+
+    # Interactive charts: the same chart with Plotly (zoom, pan, click a point)
+    sidebar = page.get_by_test_id("stSidebar")
+    set_toggle(runs, sidebar.get_by_test_id("stCheckbox").filter(has_text="Interactive charts"), True)
+    expect(main.get_by_test_id("stPlotlyChart").first).to_be_visible()
+    wait_for_app_idle(page)
+    assert plotly  # now it is loaded
+    assert main.locator(".rlb-chart").count() == 0
+    assert "interactive_charts=1" in page.url  # kept in the link
