@@ -1,8 +1,11 @@
 """Load benchmark: rl-board's store against the reference board's own loader, a naive loader and orjson's bare
 parse, each figure by its target.
 
-    python benchmarks/load.py                 # 60MB and 1GB, 3 runs of each timed phase
+    python benchmarks/load.py                 # 60MB, 3 runs of each timed phase
+    python benchmarks/load.py --big           # 60MB and 1GB (the 1GB run takes minutes)
     python benchmarks/load.py --size 100MB    # one size (repeatable)
+    python benchmarks/load.py --tokens 256    # shorter answers: more samples per MB
+    python benchmarks/load.py --quick         # only the cold loads, orjson and the commands
     python benchmarks/load.py --repeat 5      # more runs per figure
     python benchmarks/load.py --size 10GB     # on request (needs ~15 GB of disk)
 
@@ -10,10 +13,13 @@ For each size it writes a run with `rl-board demo` (several rank files, full
 float reprs), then measures, each phase in a fresh process so peak RSS is
 that phase's own:
   1. cold load through the store (empty cache): s, MB/s, peak RSS of this
-     process and of each worker it started
+     process and of each worker it started (or of its forked helpers); and
+     the same cold load and orjson's parse again beside a CPU hog (a busy
+     loop in another process, as on a machine doing something else)
   2. cold load with the worker pool already warm (a server's second open)
   3. warm reopen of the unchanged run
-  4. `rl-board summary RUN` on the cached run, the whole process timed
+  4. `rl-board summary RUN`, `runs ROOT`, `query RUN SQL` on the cached run
+     and `scalars` on the bundled samples (cached), each whole process timed
   5. the reference board's own loader (RLLoggingBoard's load_log_file redone
      without Streamlit: see phase_reference; ujson when installed, as there),
      3 times up to 256 MB, once up to 1.5 GB, skipped past that (it holds ~6x
@@ -72,8 +78,11 @@ def _worker_peaks() -> list[float]:
         return [children] * 2 if children else []
 
     running = pool.running()
+    if running is None:  # helpers forked for the load (read/forked.py): exited and waited for; the largest
+        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        return [children] if children else []
     peaks = []
-    for pid in running.pids if running else []:
+    for pid in running.pids:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
@@ -432,22 +441,46 @@ def run_phase(name: str, run: Path, cache_dir: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+HOG = "while True: pass"  # one core kept busy by another process
+
+
+def run_hogged(name: str, run: Path, cache_dir: Path) -> dict:
+    """A phase while a busy loop runs in another process (waits for idle CPUs first, then starts it)."""
+    wait_idle(WAIT_IDLE)
+    hog = subprocess.Popen([sys.executable, "-c", HOG])
+    try:
+        time.sleep(0.2)  # the hog is running before the phase starts
+        out = subprocess.run(
+            [sys.executable, str(HERE), "--phase", name, "--run", str(run), "--cache", str(cache_dir)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        hog.kill()
+        hog.wait()
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 # -- driver ------------------------------------------------------------------
 
 
-def make_run(size: int, work: Path) -> Path:
-    """A demo run of about ``size`` bytes: 256 samples per step, ~600 tokens each, 4 ranks.
+TOKENS = 600  # tokens per answer of the demo runs (``--tokens``)
+
+
+def make_run(size: int, work: Path, tokens: int = TOKENS) -> Path:
+    """A demo run of about ``size`` bytes: 256 samples per step, ``tokens`` tokens each, 4 ranks.
 
     Past 2 GB, a 1 GB run is written once and its rank files are copied as
     further ranks (more samples per step), which takes minutes, not an hour.
     """
-    out = work / f"run_{size // MB}MB"
+    out = work / (f"run_{size // MB}MB" + ("" if tokens == TOKENS else f"_{tokens}tokens"))
     run = out / "ppo_math"
     if run.exists() and sum(p.stat().st_size for p in run.glob("*.jsonl")) >= size * 0.9:
         return run
     shutil.rmtree(out, ignore_errors=True)
     if size > 2048 * MB:
-        base = make_run(1024 * MB, work)
+        base = make_run(1024 * MB, work, tokens)
         run.mkdir(parents=True)
         files = sorted(base.glob("*.jsonl"))
         copies = max(1, round(size / sum(p.stat().st_size for p in files)))
@@ -455,7 +488,7 @@ def make_run(size: int, work: Path) -> Path:
             for r, path in enumerate(files):
                 shutil.copyfile(path, run / f"rollout_data_rank_{c * len(files) + r}.jsonl")
         return run
-    bytes_per_sample = 45_000  # measured for --tokens 600 with full float reprs
+    bytes_per_sample = 9_000 + 60 * tokens  # measured: 45 KB at 600 tokens, 24 KB at 256, full float reprs
     samples = 256
     steps = max(2, round(size / (bytes_per_sample * samples)))
     subprocess.run(
@@ -474,7 +507,7 @@ def make_run(size: int, work: Path) -> Path:
             "--ranks",
             "4",
             "--tokens",
-            "600",
+            str(tokens),
         ],
         check=True,
         stdout=subprocess.DEVNULL,
@@ -482,18 +515,42 @@ def make_run(size: int, work: Path) -> Path:
     return run
 
 
-def cli_seconds(run: Path, cache_dir: Path) -> float:
-    """`rl-board summary RUN --json` on a cached run: the whole process, start to exit."""
+BUNDLED = HERE.parents[1] / "rollout_samples"  # a metrics log for `scalars` (grpo_math/metrics.jsonl)
+CLI_TARGET = 0.3  # s, each command on cached inputs, the whole process (issue 34)
+
+
+def cli_commands(run: Path, cache_dir: Path) -> dict[str, list[str]]:
+    """The commands timed on cached inputs: the run, its root, one SQL query, the bundled metrics."""
+    return {
+        "summary": ["summary", str(run), "--json", "--cache-dir", str(cache_dir)],
+        "runs": ["runs", str(run.parent), "--json", "--cache-dir", str(cache_dir)],
+        "query": ["query", str(run), "SELECT count(*) FROM samples", "--json", "--cache-dir", str(cache_dir)],
+        "scalars": ["scalars", str(BUNDLED), "--json", "--cache-dir", str(cache_dir)],
+    }
+
+
+def cli_seconds(args: list[str]) -> float:
+    """One `rl-board` command, the whole process, start to exit."""
     script = Path(sys.executable).with_name("rl-board")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
+    # as on a user's machine, where Python keeps the compiled .pyc files (a sandbox may say not to)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     wait_idle(WAIT_IDLE)
     t = time.perf_counter()
-    subprocess.run(
-        [*cmd, "summary", str(run), "--json", "--cache-dir", str(cache_dir)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    subprocess.run([*cmd, *args], check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
+
+
+def cli_figures(run: Path, cache_dir: Path, repeat: int) -> dict[str, list[float]]:
+    """Each command's times (interleaved); the first call of each fills the caches and is not counted."""
+    commands = cli_commands(run, cache_dir)
+    for args in commands.values():
+        cli_seconds(args)  # caches filled, .pyc files compiled
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, args in commands.items():
+            times[name].append(cli_seconds(args))
+    return times
 
 
 def fresh_cache(cache_dir: Path) -> Path:
@@ -501,43 +558,52 @@ def fresh_cache(cache_dir: Path) -> Path:
     return cache_dir
 
 
-def bench(size: int, work: Path, repeat: int) -> dict:
-    run = make_run(size, work)
+def bench(size: int, work: Path, repeat: int, tokens: int = TOKENS, quick: bool = False) -> dict:
+    run = make_run(size, work, tokens)
     data_mb = sum(p.stat().st_size for p in run.glob("*.jsonl")) / MB
-    cache_dir = work / f"cache_{size // MB}MB"
+    cache_dir = work / f"cache_{run.parent.name}"
     r: dict = {
         "data_mb": data_mb,
         "cold": [],
         "pooled": [],
         "orjson": [],
+        "hog_cold": [],
+        "hog_orjson": [],
         "naive": [],
         "reference": [],
         "warm": [],
-        "cli": [],
+        "cli": {},
+        "quick": quick,
     }
     for path in run.glob("*.jsonl"):  # every phase reads from the page cache, the first cold load too
         with open(path, "rb") as f:
             while f.read(64 * MB):
                 pass
     # The naive loader holds ~1.6 GB per GB of logs: past 4 GB it would eat the machine; past 256 MB once.
-    naive_rounds = 0 if size > 4096 * MB else (repeat if size <= 256 * MB else 1)
-    reference_rounds = 0 if size > REFERENCE_MAX_BYTES else (repeat if size <= 256 * MB else 1)
+    naive_rounds = 0 if size > 4096 * MB or quick else (repeat if size <= 256 * MB else 1)
+    reference_rounds = 0 if size > REFERENCE_MAX_BYTES or quick else (repeat if size <= 256 * MB else 1)
     for k in range(repeat):
         r["cold"].append(run_phase("cold", run, fresh_cache(cache_dir)))
         r["orjson"].append(run_phase("orjson", run, cache_dir))
-        r["pooled"].append(run_phase("pooled", run, fresh_cache(cache_dir)))
+        r["hog_cold"].append(run_hogged("cold", run, fresh_cache(cache_dir)))
+        r["hog_orjson"].append(run_hogged("orjson", run, cache_dir))
+        if not quick:
+            r["pooled"].append(run_phase("pooled", run, fresh_cache(cache_dir)))
         if k < naive_rounds:
             r["naive"].append(run_phase("naive", run, cache_dir))
         if k < reference_rounds:
             r["reference"].append(run_phase("reference", run, cache_dir))
+    if not any(cache_dir.glob("*")):
+        run_phase("cold", run, cache_dir)
     for _ in range(repeat):
         r["warm"].append(run_phase("warm", run, cache_dir))
-    cli_seconds(run, cache_dir)  # the first start after a build compiles .pyc files: not counted
-    r["cli"] = [cli_seconds(run, cache_dir) for _ in range(max(repeat, 5))]
+    r["cli"] = cli_figures(run, cache_dir, max(repeat, 5))
+    r["cache_mb"] = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file()) / MB
+    if quick:
+        return r
     r["queries"] = run_phase("queries", run, cache_dir)
     r["page"] = run_phase("page", run, cache_dir)
     r["refresh"] = run_phase("refresh", run, cache_dir)
-    r["cache_mb"] = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file()) / MB
     first = sorted(run.glob("*.jsonl"))[0]  # undo the refresh phase's append
     with open(first, "r+b") as f:
         f.truncate(r["refresh"]["original_size"])
@@ -546,14 +612,16 @@ def bench(size: int, work: Path, repeat: int) -> dict:
 
 # -- report ------------------------------------------------------------------
 
-# Targets of the "Speed, round two" issue and of issue 23 (small_vs_reference): (figure, limit, "<=" | ">=").
+# Targets of the "Speed, round two" issue, issue 23 (small_vs_reference) and issue 34 (the cold loads against
+# orjson's parse at every size, each command on cached inputs): (figure, limit, "<=" | ">=").
 TARGETS = {
     "small_cold_s": (0.45, "<="),
     "small_vs_naive": (5.0, ">="),
-    "cli_s": (0.5, "<="),
+    "small_vs_orjson": (1.5, "<="),
+    "cli_s": (CLI_TARGET, "<="),
     "small_vs_reference": (5.0, ">="),
     "big_cold_s": (6.0, "<="),
-    "big_vs_orjson": (1.3, "<="),
+    "big_vs_orjson": (1.0, "<="),
     "big_rss_mb": (1536, "<="),
     "warm_s": (0.1, "<"),
 }
@@ -582,6 +650,15 @@ def reference_note(r: dict) -> str:
     return f"{spread([n['seconds'] for n in r['reference']])}, {r['reference'][0]['parser']}"
 
 
+def seconds(phases: list[dict]) -> list[float]:
+    return [p["seconds"] for p in phases]
+
+
+def ratios(a: list[dict], b: list[dict]) -> list[float]:
+    """Per-round ratios of two phases' seconds."""
+    return [x["seconds"] / y["seconds"] for x, y in zip(a, b, strict=False)]
+
+
 def report(results: dict[str, dict]) -> str:
     rows = []
     for label, r in results.items():
@@ -592,7 +669,8 @@ def report(results: dict[str, dict]) -> str:
         floor = [o["seconds"] for o in r["orjson"]]
         naive = [n["seconds"] for n in r["naive"]]
         warm = [w["seconds"] for w in r["warm"]]
-        vs_orjson = [c / o for c, o in zip(cold, floor, strict=False)]
+        vs_orjson = ratios(r["cold"], r["orjson"])
+        hog_vs_orjson = ratios(r["hog_cold"], r["hog_orjson"])
         vs_naive = [n / c for n, c in zip(naive, cold, strict=False)]
         reference = [n["seconds"] for n in r["reference"]]
         vs_reference = [n / c for n, c in zip(reference, cold, strict=False)]
@@ -602,14 +680,14 @@ def report(results: dict[str, dict]) -> str:
 
         def target(key: str, values: list[float], small: bool = small, big: bool = big) -> str:
             applies = (
-                (small and key in ("small_cold_s", "small_vs_naive", "small_vs_reference"))
+                (small and key in ("small_cold_s", "small_vs_naive", "small_vs_reference", "small_vs_orjson"))
                 or key in ("cli_s", "warm_s")
                 or (big and key in ("big_cold_s", "big_vs_orjson", "big_rss_mb"))
             )
             return verdict(key, statistics.median(values)) if applies and values else ""
 
         cold_key = "small_cold_s" if small else "big_cold_s"
-        q, ref, pg = r["queries"], r["refresh"], r["page"]
+        orjson_key = "small_vs_orjson" if small else "big_vs_orjson"
         rows += [
             f"## {label}: {mb:.0f} MB of JSONL, {r['cold'][0]['samples']} samples, "
             f"cache {r['cache_mb']:.0f} MB",
@@ -617,25 +695,35 @@ def report(results: dict[str, dict]) -> str:
             "|---|---|---|",
             f"| cold load, fresh process (s) | {spread(cold)} | {target(cold_key, cold)} |",
             f"| cold load, MB/s | {mb / statistics.median(cold):.0f} | |",
+            f"| cold load vs orjson's bare parse (x its time) | {spread(vs_orjson)} "
+            f"| {target(orjson_key, vs_orjson)} |",
+            f"| orjson bare parse (s) | {spread(floor)} | |",
+            f"| beside a CPU hog: cold load (s) | {spread(seconds(r['hog_cold']))} | |",
+            f"| beside a CPU hog: orjson bare parse (s) | {spread(seconds(r['hog_orjson']))} | |",
+            f"| beside a CPU hog: cold load vs orjson (x its time) | {spread(hog_vs_orjson)} | |",
+            f"| peak RSS, main + {workers} workers or helpers (MB) | {spread(total_rss, 0)} "
+            f"| {target('big_rss_mb', total_rss)} |",
+            f"| peak RSS, main alone (MB) | {spread([c['rss_mb'] for c in r['cold']], 0)} | |",
+            f"| warm reopen (s) | {spread(warm, 3)} | {target('warm_s', warm)} |",
+        ]
+        for name, times in r["cli"].items():
+            verdict_ = target("cli_s", times)
+            rows.append(f"| `rl-board {name}`, whole process, cached (s) | {spread(times)} | {verdict_} |")
+        if r["quick"]:
+            rows.append("")
+            continue
+        q, ref, pg = r["queries"], r["refresh"], r["page"]
+        rows += [
             f"| cold load, worker pool already warm (s) | {spread(pooled)} | |",
+            f"| warm-pool load vs orjson's bare parse (x its time) | {spread(pooled_vs_orjson)} | |",
             f"| cold load vs the reference board's own loader (x faster) | {spread(vs_reference, 1)} "
             f"| {target('small_vs_reference', vs_reference)} |",
             f"| cold load vs the naive loader (x faster) | {spread(vs_naive, 1)} "
             f"| {target('small_vs_naive', vs_naive)} |",
-            f"| cold load vs orjson's bare parse (x its time) | {spread(vs_orjson)} "
-            f"| {target('big_vs_orjson', vs_orjson)} |",
-            f"| warm-pool load vs orjson's bare parse (x its time) | {spread(pooled_vs_orjson)} | |",
-            f"| peak RSS, main + {workers} workers (MB) | {spread(total_rss, 0)} "
-            f"| {target('big_rss_mb', total_rss)} |",
-            f"| peak RSS, main alone (MB) | {spread([c['rss_mb'] for c in r['cold']], 0)} | |",
-            f"| warm reopen (s) | {spread(warm, 3)} | {target('warm_s', warm)} |",
-            f"| `rl-board summary RUN`, whole process, cached (s) | {spread(r['cli'])} "
-            f"| {target('cli_s', r['cli'])} |",
             f"| reference board's loader (s) | {reference_note(r)} | |",
             f"| reference board's loader, peak RSS (MB) "
             f"| {spread([n['rss_mb'] for n in r['reference']], 0)} | |",
             f"| naive loader (s) | {spread(naive)} | |",
-            f"| orjson bare parse (s) | {spread(floor)} | |",
             "",
             "| query | ms |",
             "|---|---|",
@@ -654,6 +742,9 @@ def main() -> int:
     global WAIT_IDLE
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--size", type=parse_size, action="append", help="60MB, 1GB, 10GB (repeatable)")
+    parser.add_argument("--big", action="store_true", help="also the 1GB run (minutes)")
+    parser.add_argument("--tokens", type=int, default=TOKENS, help=f"tokens per answer (default {TOKENS})")
+    parser.add_argument("--quick", action="store_true", help="only the cold loads, orjson and the commands")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed phase (default 3)")
     parser.add_argument(
         "--wait-idle",
@@ -671,20 +762,29 @@ def main() -> int:
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
     WAIT_IDLE = ns.wait_idle
-    sizes = ns.size or [60 * MB, 1024 * MB]
+    sizes = ns.size or [60 * MB] + ([1024 * MB] if ns.big else [])
     work = ns.work or Path(tempfile.mkdtemp(prefix="rl-board-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
-    print(f"date: {time.strftime('%Y-%m-%d')}\n")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, load average {load_average()} at the start\n")
     results = {}
     for size in sizes:
         label = f"{size // (1024 * MB)}GB" if size >= 1024 * MB else f"{size // MB}MB"
-        results[label] = bench(size, work, ns.repeat)
+        label += "" if ns.tokens == TOKENS else f", {ns.tokens} tokens"
+        results[label] = bench(size, work, ns.repeat, ns.tokens, ns.quick)
         print(report({label: results[label]}), flush=True)
+        print(f"load average {load_average()} after {label}\n", flush=True)
     return 0
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ nothing else from the data layer but the field catalogue
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds th
     from rl_board.rollouts.filters import SampleFilter
     from rl_board.rollouts.labels import MAX_NOTE, MAX_TAG, Label, LabelStore
     from rl_board.rollouts.labels import SUGGESTED as SUGGESTED_TAGS
+    from rl_board.rollouts.opening import KeptSummary, summary_kept
     from rl_board.rollouts.patterns import LOOP as LOOP_REPETITION
     from rl_board.rollouts.patterns import MIN_FAMILY
     from rl_board.rollouts.patterns import MIN_SHARE as MIN_FAMILY_SHARE
@@ -136,6 +138,8 @@ _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), impo
     "Question": ("rl_board.rollouts.questions", "Question"),
     "ask": ("rl_board.rollouts.questions", "ask"),
     "question": ("rl_board.rollouts.questions", "lookup"),
+    "KeptSummary": ("rl_board.rollouts.opening", "KeptSummary"),
+    "summary_kept": ("rl_board.rollouts.opening", "summary_kept"),
     "BadLine": ("rl_board.rollouts.report", "BadLine"),
     "LoadReport": ("rl_board.rollouts.report", "LoadReport"),
     "QUERY_TIMEOUT": ("rl_board.rollouts.sql", "DEFAULT_TIMEOUT"),
@@ -252,6 +256,7 @@ __all__ += [
     "question",
 ]  # what a page asks of a run, by name (one generic way)
 
+__all__ += ["KeptSummary", "summary_kept"]  # a cached run's summary, answered from its cache
 __all__ += ["Served", "metric_files_signature"]  # the roots a door may read and its cache, as one value
 
 Progress = Callable[[int, int], None]
@@ -270,8 +275,12 @@ def __getattr__(name: str) -> Any:
 
 def with_stores() -> None:
     """Runs kept inside a tracker's store (a Trackio project's runs) are found and read once the metric
-    kinds that keep them have registered (``sources.members``): every door that opens runs calls this."""
-    importlib.import_module("rl_board.metrics.kinds")
+    kinds that keep them have registered (``sources.members``): every door that opens runs calls this. The
+    kinds are imported when the rollout layer first asks for one (a run inside a store file, a run list)."""
+    from rl_board.sources import members
+
+    if "rl_board.metrics.kinds" not in sys.modules:
+        members.register_later(lambda: importlib.import_module("rl_board.metrics.kinds"))
 
 
 def list_runs(root: Path | str, served: Served) -> pd.DataFrame:

@@ -74,6 +74,10 @@ class Sizes:
         160 * MB
     )  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)
     warm_pool_min_bytes: int = 8 * MB  # a warm pool is used from two blocks of this much
+    fork_min_bytes: int = (
+        4 * MB
+    )  # a load this big is shared with forked helpers where this process may fork (``read.forked``)
+    helper_pipe_bytes: int = MB  # the pipe a forked helper answers through (asked of Linux: it rarely waits)
     json_block_bytes: int = 4 * MB  # pyarrow.json's parse task size (one per core at a time)
     batch_block_bytes: int = 256 * KB  # blocks this small (one per small file) are parsed several at once
     batch_bytes: int = 4 * MB  # up to this much of them together

@@ -22,14 +22,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rl_board.errors import NotFoundError
-from rl_board.formats.fieldmap import FieldMap
-from rl_board.metrics.index import MetricsIndex
-from rl_board.rollouts.store import RolloutStore
+
+# Each question imports what answers it: `rl-board scalars` reads no rollout, `summary` no metric index.
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rl_board.formats.fieldmap import FieldMap
+    from rl_board.metrics.index import MetricsIndex
+    from rl_board.rollouts.store import RolloutStore
 
 Findings = list[dict[str, Any]]
 
@@ -93,6 +96,7 @@ def open(
     """A rollout run, its cache built or brought up to date. ``fields`` maps rl-board's names to the log's
     (``{"reward": "score"}``), as rl-board.toml does."""
     from rl_board.api import with_stores
+    from rl_board.rollouts.store import RolloutStore
 
     with_stores()
     store = RolloutStore.open(path_or_url, cache_dir=cache_dir, fields=fields)
@@ -137,6 +141,8 @@ class CheckReport:
 
     def frame(self) -> pd.DataFrame:
         """The findings as a table, one row per finding."""
+        import pandas as pd
+
         return pd.DataFrame(self.findings)
 
 

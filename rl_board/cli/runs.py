@@ -11,7 +11,7 @@ from rl_board.cli.common import field_arguments, fields_of, local_path, terminal
 from rl_board.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from rl_board.api import Catalogue
+    from rl_board.api import Catalogue, LoadReport
 
 
 def add_parser(sub: Any) -> None:
@@ -46,23 +46,35 @@ def runs_dict(
 ) -> dict[str, Any]:
     """The documented ``runs --json`` object."""
     from rl_board.api import METRICS_ROLE as METRICS
-    from rl_board.api import RolloutStore
 
     runs = []
     for folder in found.rollout_folders():
-        store = RolloutStore.open(folder.path, cache_dir=cache_dir, fields=fields)
+        report, summary = _opened(folder.path, cache_dir, fields)
         runs.append(
             {
                 "run": folder.relative,
-                "format": store.report.format or folder.format,
+                "format": report.format or folder.format,
                 "files": folder.files,
-                "samples": store.num_samples,
-                "steps": len(store.steps),
+                "samples": summary["samples"],
+                "steps": len(summary["steps"]),
             }
         )
     metrics = [{"path": found.name(s.path), "kind": s.format} for s in found.of_role(METRICS)]
     skipped = [{"path": found.name(s.path), "reason": s.reason} for s in found.skipped]
     return {"root": str(found.root), "runs": runs, "metrics": metrics, "skipped": skipped}
+
+
+def _opened(path: Path, cache_dir: str | None, fields: dict[str, str] | None) -> tuple[LoadReport, dict]:
+    """A run's load report and summary: from its cache when it is unchanged, else opened through it."""
+    from rl_board.api import summary_kept
+
+    kept = summary_kept(path, cache_dir=cache_dir, fields=fields)
+    if kept is not None:
+        return kept.report, kept.summary
+    from rl_board.api import RolloutStore
+
+    store = RolloutStore.open(path, cache_dir=cache_dir, fields=fields)
+    return store.report, store.run_summary()
 
 
 def _text(data: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from rl_board.errors import NotFoundError
 from rl_board.formats import fields as F
 
 if TYPE_CHECKING:
-    from rl_board.api import RolloutStore
+    from rl_board.api import LoadReport, RolloutStore
 
 
 def add_parser(sub: Any) -> None:
@@ -33,23 +33,32 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.api import RolloutStore
+    from rl_board.api import summary_kept
 
     fields = fields_of(ns)
-    store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
-    if not store.report.files:
-        raise NotFoundError(terminal_safe(_nothing_here(Path(ns.run_dir), fields)))
-    data = summary_dict(store)
-    if store.report.notice:  # the cache folder could not be written: one line on stderr, the output is whole
-        print(f"rl-board: note: {terminal_safe(store.report.notice)}", file=sys.stderr)
+    kept = summary_kept(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)  # an unchanged run: from its cache
+    if kept is not None:
+        source, report = kept.source, kept.report
+        data = summary_json(
+            kept.report, kept.summary, source=source, run_dir=kept.run_dir, cache=kept.cache_root
+        )
+    else:
+        from rl_board.api import RolloutStore
+
+        store = RolloutStore.open(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)
+        if not store.report.files:
+            raise NotFoundError(terminal_safe(_nothing_here(Path(ns.run_dir), fields)))
+        source, report, data = store.source, store.report, summary_dict(store)
+    if report.notice:  # the cache folder could not be written: one line on stderr, the output is whole
+        print(f"rl-board: note: {terminal_safe(report.notice)}", file=sys.stderr)
     if ns.json:
         print(json.dumps(data, allow_nan=False, default=str))
     else:
         print(_summary_text(data))
-    if not store.num_samples and store.report.bad_lines:  # every line refused: the run cannot be shown
-        first = store.report.bad_lines[0]
+    if not data["samples"] and report.bad_lines:  # every line refused: the run cannot be shown
+        first = report.bad_lines[0]
         print(
-            f"rl-board: no sample of {terminal_safe(store.source)} could be read; the first refusal: "
+            f"rl-board: no sample of {terminal_safe(source)} could be read; the first refusal: "
             f"{terminal_safe(f'{first.file}:{first.line}: {first.reason}')}",
             file=sys.stderr,
         )
@@ -59,16 +68,29 @@ def run(ns: argparse.Namespace) -> int:
 
 def summary_dict(store: RolloutStore) -> dict:
     """The documented ``summary --json`` object (NaN becomes null)."""
-    report = store.report
-    stats = store.step_summary()
-    for column in ("reward_mean", "reward_std"):
-        if column not in stats.columns:
-            stats[column] = float("nan")  # no sample has a reward: the keys stay, as null
-    keep = ["step", "samples", "reward_mean", "reward_std"] + [
-        c for c in ("kl_mean", "ref_reward_mean", "length_mean") if c in stats.columns
-    ]
+    summary = store.run_summary()
+    return summary_json(
+        store.report,
+        summary,
+        source=store.source,
+        run_dir=store.run_dir,
+        cache=store.cache_root,
+        remote=store.remote.as_dict() if store.remote else None,  # what this look fetched from the store
+    )
+
+
+def summary_json(
+    report: LoadReport,
+    summary: dict[str, Any],
+    *,
+    source: str,
+    run_dir: Path,
+    cache: Path,
+    remote: dict[str, Any] | None = None,
+) -> dict:
+    """The documented object from a load report and the run's summary (``RolloutStore.run_summary``)."""
     return {
-        "run": store.source,
+        "run": source,
         "format": report.format,
         "field_map": report.field_map,
         "read_as": report.read_as,
@@ -84,39 +106,39 @@ def summary_dict(store: RolloutStore) -> dict:
             }
             for f in report.files
         ],
-        "samples": store.num_samples,
-        "steps": store.steps,
-        "samples_per_step": {str(k): v for k, v in store.samples_per_step().items()},
-        "fields": store.fields,
+        "samples": summary["samples"],
+        "steps": summary["steps"],
+        "samples_per_step": summary["samples_per_step"],
+        "fields": summary["fields"],
         "bad_lines": [{"file": b.file, "line": b.line, "reason": b.reason} for b in report.bad_lines],
         "bad_line_count": report.bad_line_count,
         "length_mismatches": report.length_mismatches,
-        "step_stats": [{k: _clean(v) for k, v in row.items()} for row in stats[keep].to_dict("records")],
+        "step_stats": summary["step_stats"],
         "load_seconds": round(report.seconds, 4),
         "from_cache": report.from_cache,
         "notice": report.notice or None,
-        "remote": store.remote.as_dict() if store.remote else None,  # what this look fetched from the store
-        "skipped": skipped_beside(store),
+        "remote": remote,
+        "skipped": skipped_beside(run_dir, report, cache),
     }
 
 
-def skipped_beside(store: RolloutStore) -> list[dict[str, str]]:
+def skipped_beside(run_dir: Path, report: LoadReport, cache: Path) -> list[dict[str, str]]:
     """Files in the run's folder that are not read, with why (a compressed log, a pickle...): a run that
     looks short says here what was left out."""
+    if not run_dir.is_dir():  # one file, or a dataset read in its bucket
+        return []
+    read = {f.name for f in report.files}
+    try:
+        with os.scandir(run_dir) as entries:
+            only_read = all(e.name in read and e.is_file(follow_symlinks=False) for e in entries)
+    except OSError:
+        only_read = False
+    if only_read:  # every entry is a file the run was read from: nothing left out, no metric reader imported
+        return []
     from rl_board.api import catalogue
 
-    if not store.run_dir.is_dir():  # one file, or a dataset read in its bucket
-        return []
-    found = catalogue(store.run_dir, skip=(store.cache_root,))
+    found = catalogue(run_dir, skip=(cache,))
     return [{"path": found.name(s.path), "reason": s.reason} for s in found.skipped]
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
 
 
 def _summary_text(data: dict) -> str:

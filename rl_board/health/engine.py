@@ -297,6 +297,12 @@ def worst_severity(findings: Iterable[Finding]) -> str | None:
     return SEVERITIES[max(levels)] if levels else None
 
 
+def steps_where(series: pd.Series, mask: Any) -> list[int]:
+    """The steps (the index of ``series``) where ``mask`` holds; a missing (NaN) mask value does not."""
+    held = mask.fillna(False).to_numpy(dtype=bool) if isinstance(mask, pd.Series) else np.asarray(mask, bool)
+    return [int(s) for s in series.index[held]]
+
+
 def finite_mask(values: pd.Series) -> np.ndarray:
     """True where a value is a real number (not NaN or +-Inf)."""
     return np.isfinite(values.to_numpy(dtype=float))

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rl_board.health.engine import DIVERGING, NO_SIGNAL, Finding, RuleContext, RunSeries, scalar_rule
+from rl_board.health.engine import (
+    DIVERGING,
+    NO_SIGNAL,
+    Finding,
+    RuleContext,
+    RunSeries,
+    scalar_rule,
+    steps_where,
+)
 from rl_board.metrics import aliases as A
 from rl_board.where import Where
 
@@ -148,13 +156,13 @@ def _mismatch_trend(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         level = rolling_median(excess, window)
         over = level > limit
         fired = sustained((rising | over).fillna(False), hold)
-        steps = [int(s) for s in values.index[fired.to_numpy()]]
+        steps = steps_where(values, fired)
         if not steps:
             continue
         first, peak = steps[0], int(level[fired].idxmax())
         shown = curve.alias.name.baseline
         before = float(np.exp(history[first])) if np.isfinite(history[first]) else float(excess.iloc[0])
-        over_steps = [int(s) for s in values.index[(over & fired).to_numpy()]]
+        over_steps = steps_where(values, over & fired)
         above = (
             f" It is above the published limit {ctx.params[key]:g} from step {over_steps[0]}."
             if over_steps
@@ -226,7 +234,7 @@ def _importance_weights(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
                 bad, said = smooth.abs() > bound[0], f"|value| above {bound[0]:g}"
             else:
                 bad, said = smooth > bound[0], f"above {bound[0]:g}"
-            steps = [int(s) for s in curve.values.index[bad.fillna(False).to_numpy()]]
+            steps = steps_where(curve.values, bad)
             if steps:
                 worst = smooth[steps].abs().idxmin() if how == "below" else smooth[steps].abs().idxmax()
                 text = (
@@ -269,7 +277,7 @@ def _learns_nothing(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     clipped = curves(data, A.CLIP_RATIO)
     for curve in curves(data, A.ZERO_STD):
         smooth = curve.values.rolling(window, min_periods=window).mean()
-        steps = [int(s) for s in curve.values.index[(smooth >= ctx.params["zero_std_limit"]).to_numpy()]]
+        steps = steps_where(curve.values, smooth >= ctx.params["zero_std_limit"])
         if not steps:
             continue
         first = steps[0]
@@ -340,7 +348,7 @@ def _early_entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Findi
         smooth = rolling_median(values, window)
         since = values.index.to_numpy() - int(values.index[0])
         low = (smooth < (1 - ctx.params["drop"]) * start) & (since <= ctx.params["horizon"])
-        steps = [int(s) for s in values.index[low.fillna(False).to_numpy()]]
+        steps = steps_where(values, low)
         if not steps:
             continue
         first = steps[0]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rl_board.formats import schema as S
-from rl_board.health.engine import Finding, RuleContext
+from rl_board.health.engine import Finding, RuleContext, steps_where
 from rl_board.health.rollout_rules import RolloutRun, _link, rolling, rollout_rule
 from rl_board.rollouts.patterns import LOOP
 
@@ -38,7 +38,7 @@ def _template_spreading(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]
         early, late = float(curve.iloc[:window].mean()), float(smooth.iloc[-1])
         paid = family["reward_mean"] - family["reward_rest"] >= ctx.params["reward_margin"]
         if late >= ctx.params["min_share"] and late - early >= ctx.params["min_rise"] and paid:
-            steps = [int(s) for s in curve.index[(smooth >= ctx.params["min_share"]).to_numpy()]]
+            steps = steps_where(curve, smooth >= ctx.params["min_share"])
             message = (
                 f"template {name} ({family['samples']} answers, e.g. {str(family['example'])[:60]!r}) grew "
                 f"from {early:.0%} to {late:.0%} of the answers and earns {family['reward_mean']:.3g} "
@@ -55,7 +55,7 @@ def _template_spreading(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]
 def _share_rule(data: RolloutRun, ctx: RuleContext, flags: np.ndarray) -> tuple[list[int], pd.Series]:
     share = data.per_step(data.samples.assign(_f=flags)["_f"].astype(float))
     smooth = rolling(share, ctx)
-    return [int(s) for s in share.index[(smooth >= ctx.params["min_share"]).to_numpy()]], share
+    return steps_where(share, smooth >= ctx.params["min_share"]), share
 
 
 @rollout_rule(

@@ -37,6 +37,7 @@ from rl_board.health.engine import (
     Settings,
     register,
     run_rules,
+    steps_where,
 )
 from rl_board.metrics.stdout import read_text_metrics
 from rl_board.metrics.trainer_state import read_trainer_state
@@ -177,10 +178,6 @@ def rolling(per_step: pd.Series, ctx: RuleContext) -> pd.Series:
     return per_step.rolling(window, min_periods=1).mean()
 
 
-def _steps(series: pd.Series, mask: pd.Series) -> list[int]:
-    return [int(s) for s in series.index[mask.to_numpy(dtype=bool)]]
-
-
 def _link(step: int, *, text: str = "", ranges: dict[str, Bounds] | None = None, **more: Any) -> Where:
     return Where(step=int(step), text=text, ranges=dict(ranges or {}), **more)
 
@@ -200,7 +197,7 @@ def _kl_negative(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         return
     per_step = data.per_step(data.samples[S.LOG_RATIO_MEAN])
     smooth = rolling(per_step, ctx)
-    steps = _steps(per_step, smooth < -ctx.params["tolerance"])
+    steps = steps_where(per_step, smooth < -ctx.params["tolerance"])
     if steps:
         worst = int(per_step[steps].idxmin())
         message = (
@@ -224,7 +221,7 @@ def _logprob_mismatch(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         return
     per_step = data.per_step(data.samples["mismatch_mean"])
     smooth = rolling(per_step, ctx)
-    steps = _steps(per_step, smooth > ctx.params["limit"])
+    steps = steps_where(per_step, smooth > ctx.params["limit"])
     if steps:
         worst = int(per_step[steps].idxmax())
         rows = data.samples[data.samples[S.STEP] == worst]
@@ -262,7 +259,7 @@ def _below_reference(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     early = float(per_step.iloc[:window].mean())
     late_half = pd.Series(np.arange(len(per_step)) >= len(per_step) // 2, index=per_step.index)
     stuck = late_half & (smooth >= early - ctx.params["min_drop"]) & (smooth >= ctx.params["min_share"])
-    steps = _steps(per_step, stuck)
+    steps = steps_where(per_step, stuck)
     if steps:
         last = steps[-1]
         message = (
@@ -299,7 +296,7 @@ def _length_hacking(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     if corr.empty:
         return
     smooth = rolling(corr, ctx)
-    steps = _steps(corr, smooth > ctx.params["limit"])
+    steps = steps_where(corr, smooth > ctx.params["limit"])
     if steps:
         worst = int(corr[steps].idxmax())
         lengths = data.samples.loc[data.samples[S.STEP] == worst, data.length]
@@ -333,7 +330,7 @@ def _truncation(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
     per_step = data.per_step((lengths >= cap).astype(float).where(lengths.notna()))
     sizes = lengths.groupby(data.samples[S.STEP]).count()
     per_step = per_step[sizes.reindex(per_step.index) >= ctx.params["min_samples"]]  # tiny batches say little
-    steps = _steps(per_step, rolling(per_step, ctx) > ctx.params["limit"])
+    steps = steps_where(per_step, rolling(per_step, ctx) > ctx.params["limit"])
     if steps:
         worst = int(per_step[steps].idxmax())
         source = "max_length" if given else "the run's longest response"
@@ -377,7 +374,7 @@ def _zero_variance(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         return  # every prompt appears once per step: not a grouped run
     per_step = groups.groupby(S.STEP, sort=True)["flat"].mean()
     smooth = rolling(per_step, ctx)
-    steps = _steps(per_step, smooth > ctx.params["limit"])
+    steps = steps_where(per_step, smooth > ctx.params["limit"])
     if steps:
         worst = int(per_step[steps].idxmax())
         flat = groups[(groups[S.STEP] == worst) & groups["flat"]]

@@ -7,7 +7,6 @@ imported at the end); `rl_board.health.checks` imports it, so every user of the 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ from rl_board.health.engine import (
     register,
     robust_z,
     scalar_rule,
+    steps_where,
 )
 from rl_board.metrics import aliases
 from rl_board.where import Where
@@ -48,11 +48,6 @@ REWARD = (
 )
 
 
-def _steps(series: pd.Series, mask: Any) -> list[int]:
-    """The steps (index) where a boolean mask holds."""
-    return [int(s) for s in series.index[np.asarray(mask, dtype=bool)]]
-
-
 def _finite(series: pd.Series) -> pd.Series:
     """The series without NaN/Inf points (rules other than non_finite look at real numbers only)."""
     return series[finite_mask(series)]
@@ -68,7 +63,7 @@ def _non_finite(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.curves.items():
         bad = ~finite_mask(series)
         if bad.any():
-            steps = _steps(series, bad)
+            steps = steps_where(series, bad)
             yield ctx.finding(
                 data.run,
                 steps,
@@ -90,7 +85,7 @@ def _value_loss_spike(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.find(VALUE_LOSS):
         finite = _finite(series)
         z = robust_z(finite, _window(ctx), int(ctx.params["min_points"]))
-        steps = _steps(finite, z > ctx.params["z"])
+        steps = steps_where(finite, z > ctx.params["z"])
         if steps:
             peak = int(z.idxmax())
             yield ctx.finding(
@@ -116,7 +111,7 @@ def _policy_ratio(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     maxes = data.find(RATIO_MAX) + [(f"{t} (max)", s) for t, s in _histogram_stats(data, "max")]
     for tag, series in means:
         finite = _finite(series)
-        steps = _steps(finite, (finite - 1).abs() > tol)
+        steps = steps_where(finite, (finite - 1).abs() > tol)
         if steps:
             yield ctx.finding(
                 data.run,
@@ -126,7 +121,7 @@ def _policy_ratio(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
             )
     for tag, series in maxes:
         finite = _finite(series)
-        steps = _steps(finite, finite > limit)
+        steps = steps_where(finite, finite > limit)
         if steps:
             yield ctx.finding(
                 data.run,
@@ -163,7 +158,7 @@ def _rolling_high(name: str, patterns: tuple[str, ...], what: str, limit: float)
         for tag, series in data.find(patterns):
             finite = _finite(series)
             rolling = finite.rolling(_window(ctx), min_periods=_window(ctx)).mean()
-            steps = _steps(finite, rolling > ctx.params["limit"])
+            steps = steps_where(finite, rolling > ctx.params["limit"])
             if steps:
                 yield ctx.finding(
                     data.run,
@@ -194,7 +189,7 @@ _rolling_high("approxkl_high", APPROX_KL, "per-update approximate KL", 0.05)
 def _kl_negative(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
     for tag, series in data.find(REF_KL):
         finite = _finite(series)
-        steps = _steps(finite, finite < -ctx.params["tolerance"])
+        steps = steps_where(finite, finite < -ctx.params["tolerance"])
         if steps:
             yield ctx.finding(
                 data.run,
@@ -220,7 +215,7 @@ def _kl_coef_rising(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
         finite = _finite(series)
         ups = (finite.diff() > 0).astype(float).rolling(window, min_periods=window).mean()
         rise = finite / finite.shift(window).abs().clip(lower=1e-12) - 1
-        steps = _steps(finite, (ups >= ctx.params["min_up_fraction"]) & (rise >= ctx.params["min_rise"]))
+        steps = steps_where(finite, (ups >= ctx.params["min_up_fraction"]) & (rise >= ctx.params["min_rise"]))
         if steps:
             yield ctx.finding(
                 data.run,
@@ -248,7 +243,7 @@ def _entropy_collapse(data: RunSeries, ctx: RuleContext) -> Iterable[Finding]:
             continue
         early = float(finite.iloc[: int(ctx.params["early_points"])].median())
         rolling = finite.rolling(_window(ctx), min_periods=1).median()
-        steps = _steps(
+        steps = steps_where(
             finite,
             (rolling < ctx.params["fraction"] * early)
             & (np.arange(len(finite)) >= ctx.params["early_points"]),
@@ -287,7 +282,7 @@ def _reward_stalls_kl_rises(data: RunSeries, ctx: RuleContext) -> Iterable[Findi
             peak - float(both["r"].iloc[0])
         ).abs().clip(lower=1e-12)
         kl_up = (k_now - k_before) > ctx.params["kl_rise"] * k_before.abs().clip(lower=1e-12)
-        steps = _steps(both, (plateau | decline) & kl_up)
+        steps = steps_where(both, (plateau | decline) & kl_up)
         if steps:
             yield ctx.finding(
                 data.run,

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from rl_board.formats import schema as S
-from rl_board.health.engine import DISAGREE, Finding, RuleContext
+from rl_board.health.engine import DISAGREE, Finding, RuleContext, steps_where
 from rl_board.health.rollout_rules import QUERY_CHARS, RolloutRun, _flat_groups, _link, rollout_rule
 from rl_board.metrics import aliases as A
 
@@ -162,7 +162,7 @@ def _off_steps(theirs: pd.Series, ours: pd.Series, ctx: RuleContext) -> tuple[pd
     both = ours.index.intersection(theirs.index)
     diff = (theirs.loc[both] - ours.loc[both]).sort_index()
     smooth = diff.rolling(max(1, int(ctx.params["window"])), min_periods=1).mean()
-    return diff, [int(s) for s in diff.index[(smooth.abs() > ctx.params["tolerance"]).to_numpy()]]
+    return diff, steps_where(diff, smooth.abs() > ctx.params["tolerance"])
 
 
 CUT_REASONS = ("length", "truncated", "max_length", "max_tokens")  # finish reasons of a response cut short

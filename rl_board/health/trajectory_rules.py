@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rl_board.formats import schema as S
-from rl_board.health.engine import Finding, RuleContext
+from rl_board.health.engine import Finding, RuleContext, steps_where
 from rl_board.health.rollout_rules import RolloutRun, _link, rolling, rollout_rule
 
 CUT = ("turn_limit", "length", "tool_budget")  # finish reasons that mean a limit stopped the trajectory
@@ -105,7 +105,7 @@ def _no_final_answer(data: RolloutRun, ctx: RuleContext) -> Iterator[Finding]:
         return
     missing = data.per_step(1.0 - data.samples[S.FINAL_ANSWER].astype(float))
     smooth = rolling(missing, ctx)
-    steps = [int(s) for s in missing.index[(smooth >= ctx.params["min_share"]).to_numpy()]]
+    steps = steps_where(missing, smooth >= ctx.params["min_share"])
     if steps:
         worst = int(missing[steps].idxmax())
         message = (

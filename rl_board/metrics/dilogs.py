@@ -20,10 +20,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rl_board.metrics.kind import MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet, merge_results, scalar_value
@@ -32,6 +31,9 @@ from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
 from rl_board.sources.sniff import DI_ENGINE_LOGGERS as LOGGERS
 from rl_board.sources.sniff import is_di_engine_folder, is_event_file
+
+if TYPE_CHECKING:  # frames are built by what reads; annotations only here
+    import pandas as pd
 
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
 KEY_VALUE = re.compile(r"^([A-Za-z_][\w/.-]*):\s*(.*)$")

@@ -29,11 +29,10 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
@@ -56,6 +55,9 @@ from rl_board.metrics.sqlite_read import (
 from rl_board.metrics.table import Problem, TableSet, scalar_frame
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
+
+if TYPE_CHECKING:  # frames are built by what reads; annotations only here
+    import pandas as pd
 
 SOURCE = "mlflow"
 SQLITE_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})

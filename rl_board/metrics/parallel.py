@@ -11,11 +11,8 @@ imports) would cost more than it saves.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -64,6 +61,10 @@ def map_batches(
             if progress is not None:
                 progress(done, len(items))
         return out
+    import multiprocessing  # a pool only for work worth it: a cached index reads in this process
+    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     results: dict[int, list[R]] = {}
     context = multiprocessing.get_context("spawn")
     try:

@@ -19,9 +19,8 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from rl_board.errors import NotFoundError
@@ -42,6 +41,9 @@ from rl_board.metrics.table import (
 )
 from rl_board.sources.catalogue import METRICS, NO_METRIC_LINES, Source
 from rl_board.sources.roots import OUTSIDE, inside
+
+if TYPE_CHECKING:  # frames are built by what reads; annotations only here
+    import pandas as pd
 
 __all__ = ["RunSource", "metric_catalogue"]  # re-exported: defined with the kinds' contract and registry
 

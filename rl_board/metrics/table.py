@@ -10,11 +10,14 @@ import contextlib
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+
+# pandas is imported by what builds a frame: finding runs and listing a cached index build none
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCALAR_COLUMNS: dict[str, str] = {
     "run": "string",
@@ -107,12 +110,14 @@ class Columns:
 
     def frame(self) -> pd.DataFrame:
         """The DataFrame with the declared dtypes (empty frames keep the columns)."""
+        import pandas as pd
+
         if not len(self):
             return empty_frame(self.schema)
         if "object" in self.schema.values():
             return typed_frame(pd.DataFrame(self.data, columns=list(self.schema)), self.schema)
         arrays = {name: pa.array(self.data[name], _ARROW_TYPES[dtype]) for name, dtype in self.schema.items()}
-        return pa.table(arrays).to_pandas(types_mapper=_PANDAS_TYPES.get)  # through Arrow: 5x faster
+        return pa.table(arrays).to_pandas(types_mapper=_pandas_types().get)  # through Arrow: 5x faster
 
 
 _ARROW_TYPES = {
@@ -121,7 +126,13 @@ _ARROW_TYPES = {
     "float64": pa.float64(),
     "object": pa.list_(pa.float64()),
 }
-_PANDAS_TYPES = {pa.string(): pd.StringDtype()}
+
+
+def _pandas_types() -> dict[pa.DataType, Any]:
+    """How Arrow's types become pandas' dtypes in these frames (strings as pandas' string dtype)."""
+    import pandas as pd
+
+    return {pa.string(): pd.StringDtype()}
 
 
 def to_arrow(frame: pd.DataFrame, schema: dict[str, str]) -> pa.Table:
@@ -137,7 +148,7 @@ def to_arrow(frame: pd.DataFrame, schema: dict[str, str]) -> pa.Table:
 
 def from_arrow(table: pa.Table, schema: dict[str, str]) -> pd.DataFrame:
     """The inverse of `to_arrow`: list cells come back as Python lists."""
-    frame = table.to_pandas(types_mapper=_PANDAS_TYPES.get)
+    frame = table.to_pandas(types_mapper=_pandas_types().get)
     if "object" not in schema.values() and list(frame.columns) == list(schema):
         return frame  # already the schema's dtypes
     for name, dtype in schema.items():
@@ -160,6 +171,8 @@ def typed_frame(frame: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
 def empty_frame(schema: dict[str, str]) -> pd.DataFrame:
     """A zero-row frame with the schema's columns and dtypes (a copy of one built once per schema:
     casting costs milliseconds, and most runs have three empty tables)."""
+    import pandas as pd
+
     key = tuple(schema.items())
     if key not in _EMPTY:
         _EMPTY[key] = typed_frame(pd.DataFrame({name: [] for name in schema}), schema)
@@ -171,6 +184,8 @@ _EMPTY: dict[tuple[tuple[str, str], ...], pd.DataFrame] = {}
 
 def concat_frames(frames: list[pd.DataFrame], schema: dict[str, str]) -> pd.DataFrame:
     """Concatenate frames of one schema; an empty list gives an empty frame."""
+    import pandas as pd
+
     usable = [f for f in frames if len(f)]
     if not usable:
         return empty_frame(schema)
@@ -265,14 +280,13 @@ def scalar_frame(
         "value": pa.array(values, pa.float64()),
         "wall_time": pa.array(walls, pa.float64()),
     }
-    frame = pa.table(arrays).to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
+    frame = pa.table(arrays).to_pandas(types_mapper=_pandas_types().get)
     return frame[list(SCALAR_COLUMNS)]
-
-
-_EPOCH = pd.Timestamp(0, tz="UTC")
 
 
 def iso_seconds(texts: list[Any]) -> np.ndarray:
     """ISO-8601 timestamps as seconds since the epoch (no zone: UTC); NaN where one cannot be read."""
+    import pandas as pd
+
     parsed = pd.to_datetime(pd.Series(texts, dtype=object), utc=True, errors="coerce", format="ISO8601")
-    return (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)

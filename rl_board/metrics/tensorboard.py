@@ -20,7 +20,6 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from rl_board.metrics.kind import MetricKind, RunSource
 from rl_board.metrics.table import Problem, ReadResult, TableSet
@@ -150,6 +149,8 @@ def _events(path: Path, problems: list[Problem]) -> Iterator[event_pb2.Event]:
     may be a file still being written) and keep what came before, saying how
     many bytes were left unread.
     """
+    from google.protobuf.message import DecodeError
+
     try:
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -273,6 +274,8 @@ def _text(tensor: Any) -> str:
 
 def _add_hparams(value: Any, extras: dict[str, Any], problems: list[Problem]) -> None:
     """Keep the hparam values of a session-start record; other hparams records carry no values."""
+    from google.protobuf.message import DecodeError
+
     if value.tag != _tb().hparams.SESSION_START_INFO_TAG:
         return
     try:

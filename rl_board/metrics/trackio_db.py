@@ -31,11 +31,10 @@ import sqlite3
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,6 +58,9 @@ from rl_board.metrics.table import Problem, ReadResult, TableSet, iso_seconds, s
 from rl_board.sources.catalogue import remembered
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
+
+if TYPE_CHECKING:  # frames are built by what reads; annotations only here
+    import pandas as pd
 
 SOURCE = "trackio"
 STEP_KEYS = ("train/global_step", "__step")

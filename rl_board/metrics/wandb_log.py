@@ -27,6 +27,7 @@ keys, media) go through protobuf one by one.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -34,13 +35,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import DecodeError, Message
 
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's block, named here too
@@ -49,6 +48,10 @@ from rl_board.metrics.protowire import slices
 from rl_board.metrics.table import Problem, TableSet
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
+
+# protobuf is imported by what decodes a record: finding W&B runs (the catalogue) needs none of it
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 SOURCE = "wandb"
 HEADER = b":W&B\xe1\xbe"
@@ -65,9 +68,12 @@ _NUMBER_START = np.frombuffer(b"-0123456789NI", dtype=np.uint8)
 # ---------------------------------------------------------------- the private protobuf schema
 
 
-def _schema() -> dict[str, type[Message]]:
+@functools.cache
+def _pb() -> dict[str, type[Message]]:
     """Message classes for the few fields of ``wandb_internal.proto`` read here, in a pool of our own
     (so nothing clashes with wandb's classes when both are imported). Field numbers: wandb 0.31."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
     field_type = descriptor_pb2.FieldDescriptorProto
     types = {
         "bytes": field_type.TYPE_BYTES,
@@ -147,9 +153,6 @@ def _schema() -> dict[str, type[Message]]:
         spec.name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{spec.name}"))
         for spec in proto.message_type
     }
-
-
-_PB = _schema()
 
 
 # ---------------------------------------------------------------- the kind
@@ -443,6 +446,8 @@ class _Batch:
         self.problems.append(Problem(self.file, f"the record at byte {offset} {reason}"))
 
     def decode(self, records: list[tuple[int, bytes]], run: str, tables: TableSet) -> None:
+        from google.protobuf.message import DecodeError
+
         rows: list[Sequence[bytes]] = []  # history rows: their items' bytes
         row_steps: list[float] = []  # HistoryRecord.step (``_step`` when the row has no item for it)
         row_at: list[int] = []
@@ -451,7 +456,7 @@ class _Batch:
         removed: dict[str, int] = {}
         for offset, payload in records:
             try:
-                record = _PB["Record"].FromString(payload)
+                record = _pb()["Record"].FromString(payload)
                 kind = record.WhichOneof("record_type")
                 if kind == "history":
                     rows.append(record.history.item)
@@ -460,14 +465,14 @@ class _Batch:
                 elif kind == "summary":
                     updates.append(record.summary.update)
                     for item in record.summary.remove:
-                        removed[_name(_PB["Item"].FromString(item))] = len(updates) - 1
+                        removed[_name(_pb()["Item"].FromString(item))] = len(updates) - 1
                 elif kind == "config":
                     self.configure(record.config)
                 elif kind == "metric":
-                    self.state.define(_PB["Metric"].FromString(record.metric))
+                    self.state.define(_pb()["Metric"].FromString(record.metric))
                     segments.append((len(rows), dict(self.state.names), dict(self.state.globs)))
                 elif kind == "run":
-                    self.run(_PB["Run"].FromString(record.run))
+                    self.run(_pb()["Run"].FromString(record.run))
             except DecodeError as err:
                 self.problem(offset, f"does not decode as a W&B record ({err})")
         if rows:
@@ -482,6 +487,8 @@ class _Batch:
     def items(self, groups: list[Sequence[bytes]], offsets: list[int] | None) -> _Items:
         """Split every item into (name, JSON text); most items have one key part and a short value, and
         are split with numpy over the joined bytes; the others are decoded with protobuf."""
+        from google.protobuf.message import DecodeError
+
         flat: list[bytes] = list(chain.from_iterable(groups))
         counts = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
         row = np.repeat(np.arange(len(groups), dtype=np.int64), counts)
@@ -501,7 +508,7 @@ class _Batch:
         slow_rows, slow_keys, slow_texts, slow_order = [], [], [], []
         for index in np.flatnonzero(~simple).tolist():
             try:
-                item = _PB["Item"].FromString(flat[index])
+                item = _pb()["Item"].FromString(flat[index])
             except DecodeError as err:
                 if offsets is not None:
                     self.problem(offsets[row[index]], f"holds an item that does not decode ({err})")
@@ -642,7 +649,7 @@ class _Batch:
     def configure(self, config: Message) -> None:
         """A ConfigRecord: an update sets a (nested) key, a remove drops it."""
         for raw, removing in [(raw, False) for raw in config.update] + [(raw, True) for raw in config.remove]:
-            item = _PB["Item"].FromString(raw)
+            item = _pb()["Item"].FromString(raw)
             parts = list(item.nested_key) or [item.key]
             target = self.state.config
             for part in parts[:-1]:
@@ -661,9 +668,9 @@ class _Batch:
         if run.HasField("start_time"):
             self.state.run["start_time"] = run.start_time.seconds + run.start_time.nanos / 1e9
         if run.config:
-            self.configure(_PB["Updates"].FromString(run.config))
+            self.configure(_pb()["Updates"].FromString(run.config))
         if run.summary:
-            self.summarise(self.items([_PB["Updates"].FromString(run.summary).update], None), {})
+            self.summarise(self.items([_pb()["Updates"].FromString(run.summary).update], None), {})
 
     def summarise(self, items: _Items, removed: dict[str, int]) -> None:
         """The summary after these records: each name's last update, unless a later record removed it.
@@ -805,17 +812,19 @@ def _table_refs(path: Path) -> list[_TableRef]:
 def _refs_in_record(payload: bytes, state: _State) -> list[_TableRef]:
     """The table references of one record (a MetricRecord updates ``state``); none when it does not
     decode."""
+    from google.protobuf.message import DecodeError
+
     try:
-        record = _PB["Record"].FromString(payload)
+        record = _pb()["Record"].FromString(payload)
         kind = record.WhichOneof("record_type")
         if kind == "metric":
-            state.define(_PB["Metric"].FromString(record.metric))
+            state.define(_pb()["Metric"].FromString(record.metric))
         if kind != "history" or b"table-file" not in payload:
             return []
         step = record.history.step.num if record.history.HasField("step") else None
         row = {}
         for raw in record.history.item:
-            item = _PB["Item"].FromString(raw)
+            item = _pb()["Item"].FromString(raw)
             row[_name(item)] = _loads(_value_text(item))
     except DecodeError:
         return []

@@ -60,9 +60,14 @@ def _gather(starts: np.ndarray, take: np.ndarray, values: np.ndarray) -> tuple[n
 
 def _segment_mean_sum(values: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """NaN-aware per-row mean and sum; rows with no finite-or-inf value get NaN."""
-    valid = ~np.isnan(values)
-    sums = np.bincount(rows, weights=np.where(valid, values, 0.0), minlength=n)
-    counts = np.bincount(rows, weights=valid, minlength=n)
+    nan = np.isnan(values)
+    if nan.any():
+        valid = ~nan
+        sums = np.bincount(rows, weights=np.where(valid, values, 0.0), minlength=n)
+        counts = np.bincount(rows, weights=valid, minlength=n)
+    else:  # the usual case: the same sums (added in the same order), the counts without a second pass
+        sums = np.bincount(rows, weights=values, minlength=n)
+        counts = np.bincount(rows, minlength=n).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return means, np.where(counts > 0, sums, np.nan)

@@ -11,31 +11,34 @@ cheap check a page makes on every rerun.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from rl_board import formats, private
+from rl_board import formats
 from rl_board.errors import NotFoundError, RLBoardError
 from rl_board.formats import Format, fieldmap
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.rollouts import lazy
+from rl_board.rollouts.cache import summary as kept
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.report import FileReport, LoadReport, build_report
-from rl_board.rollouts.runview import RunView
-from rl_board.sources import datasets, members, remote, settings
+from rl_board.sources import members, remote, settings
 from rl_board.sources.catalogue import catalogue
 from rl_board.sources.remote import MirrorResult
+
+# The view (numpy, pandas) and Parquet datasets (pyarrow.dataset) are imported by what builds or reads
+# them: ``summary_kept`` answers for an unchanged run without either.
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from rl_board.rollouts.runview import RunView
+    from rl_board.sources import datasets
 
 log = logging.getLogger(__name__)
 REMOTE_EVERY = 10.0  # seconds between listings of a remote run while a page checks it for new data
@@ -62,7 +65,8 @@ class OpenedRun:
         self.signature = ""
         self._stat_signature = ""
         self._unread = False  # the last load could not read a file (an I/O error): try again at the next look
-        self.view = RunView.from_parts([], [])
+        self._directory: Path | None = None  # the run's folder in the cache, once loaded through it
+        self.view: RunView = _runview().from_parts([], [])
         self.lock = threading.Lock()
         self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
         self._dataset: datasets.Located | None = None  # a Parquet dataset read in place (no cache)
@@ -86,7 +90,7 @@ class OpenedRun:
         An rl-board Parquet dataset (``step=N/`` folders, from ``rl-board export``)
         is read where it lies, locally or in a bucket, with no cache (``lazy.py``).
         """
-        root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+        root = _cache_root(cache_dir)
         url = str(run_dir).strip() if remote.is_url(str(run_dir)) else None
         for canonical in fields or {}:
             fieldmap.check(canonical)
@@ -145,6 +149,8 @@ class OpenedRun:
             if self.url and time.monotonic() - self._listed_at < REMOTE_EVERY:
                 return False
             self._listed_at = time.monotonic()
+            from rl_board.sources import datasets
+
             listed = datasets.listed_files(self._dataset.location)  # a listing only: this runs on every rerun
             return listed is None or datasets.signature_of(listed[1]) != self._stat_signature
         if self.url and time.monotonic() - self._listed_at >= REMOTE_EVERY:
@@ -180,9 +186,10 @@ class OpenedRun:
             raise NotFoundError(f"cannot read {exc.filename or self.run_dir}: {exc.strerror}") from None
         self._stat_signature = result.stat_signature
         self._unread = result.unread
-        signature = _signature(result.files, self.fields_map)
+        self._directory = result.directory
+        signature = kept.state(result.files, self.fields_map)
         if signature != self.signature or verify:
-            self._build(result)
+            self._build(result, signature)
             self.signature = signature
         self.report.seconds = time.perf_counter() - t0
         self.report.parsed_bytes = result.parsed_bytes
@@ -194,6 +201,11 @@ class OpenedRun:
 
     def _load_in_place(self, dataset: datasets.Located, verify: bool) -> None:
         """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
+        import pyarrow.compute as pc
+
+        from rl_board.rollouts import lazy  # pyarrow.dataset and the dataset reader: for datasets only
+        from rl_board.sources import datasets
+
         t0 = time.perf_counter()
         found = datasets.locate(dataset.location) if not verify else dataset
         if found is None:
@@ -213,27 +225,84 @@ class OpenedRun:
             self.signature = self._stat_signature = found.signature
         self.report.seconds = time.perf_counter() - t0
 
-    def _build(self, result: cache.SyncResult) -> None:
-        view = RunView.from_parts([e.name for e in result.files], result.parts)
-        report = build_report(
-            self.source,
-            result.files,
-            self._formats(result.files),
-            settings.for_file(self._base, self.fields_map),
-        )
+    def _build(self, result: cache.SyncResult, signature: str) -> None:
+        import pyarrow.compute as pc
+
+        view = _runview().from_parts([e.name for e in result.files], result.parts)
+        report = _report(self.source, self.run_dir, result.files, self.fields_map)
         report.steps = len(view.steps)
         report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
         self.view, self.report = view, report  # one swap: readers never see a half-built run
-        _write_run_summary(result.directory, report)
+        kept.write_counts(result.directory, signature, samples=report.samples, steps=report.steps)
 
-    @staticmethod
-    def _formats(entries: list[cache.FileEntry]) -> dict[str, Format]:
-        """Each file's format, as the load classified and read it."""
-        return {e.name: formats.by_name(e.format) for e in entries if e.format}
+    def keep_summary(self, summary: dict[str, Any], signature: str) -> None:
+        """Keep the run's whole summary, worked out at ``signature``, in its cache (``summary_kept`` reads
+        it); nothing for a dataset read in place, which has no cache."""
+        if self._directory is not None and self._dataset is None:
+            kept.keep(self._directory, signature, summary)
+
+
+@dataclass
+class KeptSummary:
+    """A run's summary answered from its cache: the load report made from the manifest, and the summary
+    ``RolloutStore.run_summary`` kept for the files as they are."""
+
+    run_dir: Path
+    cache_root: Path
+    report: LoadReport
+    summary: dict[str, Any]
 
     @property
-    def _base(self) -> Path:
-        return self.run_dir if self.run_dir.is_dir() else self.run_dir.parent
+    def source(self) -> str:
+        return str(self.run_dir)
+
+
+def summary_kept(
+    run_dir: str | Path, *, cache_dir: str | Path | None = None, fields: FieldMap | None = None
+) -> KeptSummary | None:
+    """The summary of a local run whose cache holds every file as it is now, kept by an earlier
+    ``run_summary``: no segment mapped, no view built. None for anything ``OpenedRun.open`` has more to do
+    for (a file to parse, a URL, a bucket's copy, a Parquet dataset, no summary kept for this state)."""
+    t0 = time.perf_counter()
+    root = _cache_root(cache_dir)
+    if remote.is_url(str(run_dir)):
+        return None
+    for canonical in fields or {}:
+        fieldmap.check(canonical)
+    path = Path(run_dir).expanduser()
+    if not path.exists() or remote.in_place_url(path, root) or remote.url_of(path, root):
+        return None
+    if _in_place(path, fields) is not None:
+        return None
+    found = cache.current(path, root, fields=fields)
+    if found is None:
+        return None
+    directory, entries = found
+    summary = kept.kept(directory, kept.state(entries, dict(fields or {})))
+    if summary is None:
+        return None
+    report = _report(str(path), path, entries, dict(fields or {}))
+    report.steps, report.length_mismatches = len(summary["steps"]), summary["length_mismatches"]
+    report.seconds, report.from_cache = time.perf_counter() - t0, True
+    return KeptSummary(path, root, report, summary)
+
+
+def _report(source: str, run_dir: Path, entries: list[cache.FileEntry], fields: FieldMap) -> LoadReport:
+    """The load report of the cache's entries: each file's format as the load classified and read it, and
+    the field map in force (the caller's, completed by rl-board.toml)."""
+    found: dict[str, Format] = {e.name: formats.by_name(e.format) for e in entries if e.format}
+    base = run_dir if run_dir.is_dir() else run_dir.parent
+    return build_report(source, entries, found, settings.for_file(base, fields))
+
+
+def _cache_root(cache_dir: str | Path | None) -> Path:
+    return Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+
+
+def _runview() -> type[RunView]:
+    from rl_board.rollouts.runview import RunView
+
+    return RunView
 
 
 def list_runs(
@@ -249,13 +318,15 @@ def list_runs(
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
         raise NotFoundError(f"no folder at {root_path}")
-    cache_root = Path(cache_dir).expanduser() if cache_dir else cache.default_cache_dir()
+    import pandas as pd
+
+    cache_root = _cache_root(cache_dir)
     rows = []
     found = catalogue(
         root_path, skip=(cache_root,), fields=fields, allowed=allowed, metric_kinds=members.keepers()
     )
     for run in found.rollout_folders():
-        known = _read_run_summary(cache.run_cache_dir(cache_root, run.path))
+        known = kept.read(cache.run_cache_dir(cache_root, run.path))
         rows.append(
             {
                 "run": run.relative,
@@ -289,29 +360,6 @@ def _in_place(location: str | Path, fields: FieldMap | None) -> datasets.Located
         location.is_dir() and any(e.name.startswith("step=") and e.is_dir() for e in os.scandir(location))
     ):
         return None
+    from rl_board.sources import datasets  # pyarrow.dataset: for a folder of step=N/ folders, or a URL
+
     return datasets.locate(location)
-
-
-def _signature(entries: list[cache.FileEntry], fields: FieldMap) -> str:
-    raw = json.dumps(
-        [
-            sorted(fields.items()),
-            *((e.name, e.size, e.mtime_ns, e.consumed, e.error, e.reading) for e in entries),
-        ]
-    )
-    return hashlib.sha1(raw.encode()).hexdigest()[:16]
-
-
-def _write_run_summary(directory: Path, report: LoadReport) -> None:
-    # A read-only cache still serves; the run list just shows no counts.
-    with contextlib.suppress(OSError):
-        private.write_text(
-            directory / "summary.json", json.dumps({"samples": report.samples, "steps": report.steps})
-        )
-
-
-def _read_run_summary(directory: Path) -> dict:
-    try:
-        return json.loads((directory / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}

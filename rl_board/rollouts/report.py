@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rl_board.formats import Format
-from rl_board.rollouts.cache.sync import FileEntry
+from rl_board.rollouts.cache.manifest import FileEntry
 
 
 @dataclass(frozen=True)

@@ -367,18 +367,38 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
         f"CREATE VIEW {SAMPLES} AS SELECT s.*{family}, t.tags FROM _samples s "
         "LEFT JOIN _tags t ON s.step = t.step AND s.sample = t.sample"
     )
-    con.register(STEPS, steps_table(store))
-    con.register(TURNS, store.turns())  # one row per message of the samples that keep their turns
-    con.register(TOOL_CALLS, store.tool_calls())
-    # Families are worked out over every answer of the run: only when the query asks for them.
+    # The other views are worked out for the query that names them (all of them for the schema, and for a
+    # query that looks into the catalogue): a query of ``samples`` alone waits for none.
+    if _names(sql, STEPS):
+        con.register(STEPS, steps_table(store))
+    if _names(sql, TURNS):
+        con.register(TURNS, store.turns())  # one row per message of the samples that keep their turns
+    if _names(sql, TOOL_CALLS):
+        con.register(TOOL_CALLS, store.tool_calls())
+    # Families are worked out over every answer of the run: only when the query names them (the catalogue
+    # sees the view's columns, empty).
     wanted = sql is not None and re.search(rf"\b{PATTERNS}\b", sql, re.IGNORECASE) is not None
     families = store.pattern_families() if wanted else pd.DataFrame(columns=list(PATTERN_COLUMNS))
     con.register(PATTERNS, families[list(PATTERN_COLUMNS)])
-    con.register(LABELS, store.labels(labels))
+    if _names(sql, LABELS):
+        con.register(LABELS, store.labels(labels))
     for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
         con.execute(statement)
     con.execute("SET lock_configuration = true")
     return con
+
+
+def _names(sql: str | None, view: str) -> bool:
+    """Whether the query may read ``view``: it names it, or looks into the catalogue (SHOW TABLES,
+    information_schema...), or there is no query (the schema of every view is asked)."""
+    return (
+        sql is None
+        or re.search(rf"\b{view}\b", sql, re.IGNORECASE) is not None
+        or bool(_CATALOGUE.search(sql))
+    )
+
+
+_CATALOGUE = re.compile(r"\b(information_schema|duckdb_\w+|pg_catalog|sqlite_master|show|pragma_\w+)\b", re.I)
 
 
 def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:

@@ -3,41 +3,36 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.rollouts import (
-    calls,
-    derive,
-    groups,
-    lazy,
-    lengths,
-    matchup,
-    mismatch,
-    patterns,
-    prompts,
-    trajectories,
-)
-from rl_board.rollouts import labels as labels_mod
+from rl_board.rollouts import derive, patterns
 from rl_board.rollouts.cache import sync as cache
-from rl_board.rollouts.filters import SampleFilter
 from rl_board.rollouts.opening import OpenedRun, list_runs
 from rl_board.rollouts.report import LoadReport
 from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, RunView
-from rl_board.rollouts.tokens import TokenText, as_ids
-from rl_board.sources.remote import MirrorResult
+
+# What only some questions use is imported by them (a command that opens a cached run and summarises it
+# imports none of it; tests/unit/test_cli_startup.py holds that).
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
+
+    from rl_board.rollouts import labels as labels_mod
+    from rl_board.rollouts.filters import SampleFilter
+    from rl_board.rollouts.tokens import TokenText
+    from rl_board.sources.remote import MirrorResult
 
 log = logging.getLogger(__name__)
 TOKEN_IDS = "response_token_ids"
@@ -86,6 +81,8 @@ class RolloutStore:
       ref_valid_reward, kl, kl_k2, log_ratio, length, length_chars,
       ref_length_chars}_{mean, std, min, max, count}`` for the fields present
       (std is the population std; NaN values are skipped).
+    - ``run_summary() -> dict``: what ``rl-board summary`` prints of the samples (steps, counts, fields,
+      per-step reward, KL and length), kept in the cache for the files as they are.
     - ``samples(step=None, columns=None, sort_by=None, descending=False,
       filters=None, offset=0, limit=None) -> DataFrame``: per-sample rows of
       one step (or of all steps), always with ``step``, ``sample`` (index
@@ -258,6 +255,8 @@ class RolloutStore:
         The default threshold for "solved" is the highest reward of the whole
         run, so it does not change from one step to the next.
         """
+        from rl_board.rollouts import groups
+
         wanted = [S.PROMPT, S.REWARD, groups.GROUP, groups.ADVANTAGE]
         frame = self.samples(step=step, columns=[c for c in wanted if self.has(c)])
         return groups.group_table(
@@ -267,6 +266,8 @@ class RolloutStore:
     def reward_threshold(self) -> float | None:
         """The reward that counts as solved unless the user sets one: the run's highest (None without
         rewards)."""
+        from rl_board.rollouts import groups
+
         if not self.has(S.REWARD):
             return None
         best = groups.default_threshold(self._view.table.column(S.REWARD).to_pandas().astype("float64"))
@@ -275,6 +276,8 @@ class RolloutStore:
     def prompts(self, *, threshold: float | None = None) -> pd.DataFrame:
         """Every prompt over the run: steps seen, first step solved, regressions, status (see
         ``prompts.py``)."""
+        from rl_board.rollouts import prompts
+
         if not (self.has(S.PROMPT) and self.has(S.REWARD)):
             return prompts.prompt_table(pd.DataFrame(columns=[S.STEP, S.PROMPT, S.REWARD]), 0.0)
         frame = self.samples(columns=[S.PROMPT, S.REWARD])
@@ -294,6 +297,8 @@ class RolloutStore:
 
     def prompt_rewards(self, *, step: int | None = None) -> pd.DataFrame:
         """Per prompt of one step (or all steps): samples, mean reward, where its best answer is."""
+        from rl_board.rollouts import matchup
+
         if not (self.has(S.PROMPT) and self.has(S.REWARD)):
             return matchup.prompt_rewards(pd.DataFrame(columns=[S.STEP, "sample", S.PROMPT, S.REWARD]))
         return matchup.prompt_rewards(self.samples(step=step, columns=[S.PROMPT, S.REWARD]))
@@ -303,11 +308,15 @@ class RolloutStore:
     ) -> pd.DataFrame:
         """The prompts this run (at ``step``) and ``other`` (at ``other_step``) share: rewards and
         gain (other − this)."""
+        from rl_board.rollouts import matchup
+
         return matchup.match(self.prompt_rewards(step=step), other.prompt_rewards(step=other_step))
 
     def mismatch(self) -> pd.DataFrame:
         """Per sample: mean and max train-vs-inference k3 mismatch (``mismatch.py``); empty without trainer
         log-probs."""
+        from rl_board.rollouts import mismatch
+
         if not self.has(mismatch.TRAIN_LOGPROBS):
             return pd.DataFrame(columns=[S.STEP, "sample", mismatch.MEAN, mismatch.MAX])
         with self._lock:  # computed once per state of the files
@@ -326,6 +335,8 @@ class RolloutStore:
     def mismatch_summary(self) -> pd.DataFrame:
         """Per step: ``mismatch_{mean,std,min,max,count}`` and ``mismatch_max_{...}`` of the per-sample
         values."""
+        from rl_board.rollouts import mismatch
+
         return derive.step_summary(self.mismatch(), {"mismatch": mismatch.MEAN, "mismatch_max": mismatch.MAX})
 
     def length_column(self) -> str | None:
@@ -334,6 +345,8 @@ class RolloutStore:
 
     def length_distribution(self) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
         """Per step: sample counts per length bin (step × bin), the bin edges, and the truncation share."""
+        from rl_board.rollouts import lengths
+
         column = self.length_column()
         if column is None:
             return pd.DataFrame(), np.array([]), pd.Series(dtype="float64")
@@ -405,6 +418,8 @@ class RolloutStore:
 
     def label_key(self, *, step: int, index: int) -> dict[str, Any]:
         """What keeps a label on this sample: the run, its step, file and line, and a digest of its text."""
+        from rl_board.rollouts import labels as labels_mod
+
         v = self._view
         rows = v.rows(step)
         if not 0 <= index < len(rows):
@@ -499,11 +514,15 @@ class RolloutStore:
     def turns(self, *, step: int | None = None) -> pa.Table:
         """One row per message: ``step, sample, turn`` (0-based) ``, role, content, tool_name, tool_call_id,
         n_tool_calls, error, reward, tokens, trained`` (see ``trajectories.TURN_COLUMNS``)."""
+        from rl_board.rollouts import trajectories
+
         return self._cached("turns", step, lambda: trajectories.turn_table(self._trajectories(step)))
 
     def tool_calls(self, *, step: int | None = None) -> pa.Table:
         """One row per tool call:
         ``step, sample, turn, call, name, arguments, id, answered, error, result``."""
+        from rl_board.rollouts import trajectories
+
         return self._cached("tool_calls", step, lambda: trajectories.call_table(self._messages(step)))
 
     def tool_usage(self, *, step: int | None = None) -> pa.Table:
@@ -514,6 +533,8 @@ class RolloutStore:
 
     def _tool_usage(self, step: int | None) -> pa.Table:
         """Calls in turns (read by DuckDB) and calls logged without turns (``tool_call_log``), together."""
+        from rl_board.rollouts import calls
+
         usage = calls.usage_table(self._message_table(step))
         if not self.has(S.TOOL_CALL_LOG):
             return usage
@@ -522,11 +543,15 @@ class RolloutStore:
 
     def trajectory_summary(self) -> pd.DataFrame:
         """Per step: turns and tool calls per trajectory, tool error rate, finish-reason shares."""
+        from rl_board.rollouts import trajectories
+
         wanted = [c for c in (*S.TRAJECTORY_FIELDS, S.FINISH_REASON) if c in self._view.names]
         return trajectories.step_table(self.samples(columns=wanted))
 
     def tools_summary(self) -> pd.DataFrame:
         """Per tool and step: calls, errors, error rate, trajectories that used it and their mean reward."""
+        from rl_board.rollouts import trajectories
+
         rewards = self.samples(columns=[S.REWARD] if self.has(S.REWARD) else [])
         return trajectories.tool_table(
             self.tool_usage(), rewards[[c for c in (S.STEP, "sample", S.REWARD) if c in rewards.columns]]
@@ -588,6 +613,8 @@ class RolloutStore:
 
     def group_stats(self) -> pd.DataFrame:
         """Per step: how many groups, their mean solved share and the share with zero reward variance."""
+        from rl_board.rollouts import groups
+
         return groups.step_group_stats(self.groups())
 
     def arrow_samples(self) -> pa.Table | pads.Dataset:
@@ -598,6 +625,8 @@ class RolloutStore:
         """
         in_place = self._run.dataset
         if in_place is not None:  # a Parquet dataset read in place: the engine reads its files itself
+            from rl_board.rollouts import lazy  # pyarrow.dataset: for datasets only
+
             if not isinstance(self._view, lazy.LazyRunView):
                 raise TypeError(f"a dataset read in place has a lazy view, not {type(self._view).__name__}")
             return lazy.as_arrow_dataset(in_place, self._view.heavy.paths)
@@ -625,6 +654,30 @@ class RolloutStore:
     def step_summary(self) -> pd.DataFrame:
         """Per-step statistics; computed once per change of the run."""
         return self._view.summary().copy()
+
+    def run_summary(self) -> dict[str, Any]:
+        """The run's samples in numbers, as ``rl-board summary`` prints them: ``samples``, ``steps``,
+        ``samples_per_step`` (step as a string key), ``fields``, ``length_mismatches`` and ``step_stats``
+        (per step: samples, reward mean and std, and k3 KL, reference reward and length means where present;
+        NaN as None). Kept in the run's cache for the files as they are, so that a later look at the
+        unchanged run answers it without opening the run (``opening.summary_kept``)."""
+        signature = self.signature
+        stats = self.step_summary()
+        for column in ("reward_mean", "reward_std"):
+            if column not in stats.columns:
+                stats[column] = float("nan")  # no sample has a reward: the keys stay, as null
+        keep = [c for c in STEP_STATS if c in stats.columns]
+        summary = {
+            "samples": self.num_samples,
+            "steps": self.steps,
+            "samples_per_step": {str(k): v for k, v in self.samples_per_step().items()},
+            "fields": self.fields,
+            "length_mismatches": self.report.length_mismatches,
+            "step_stats": [{k: _plain(v) for k, v in row.items()} for row in stats[keep].to_dict("records")],
+        }
+        if self.signature == signature:  # not refreshed meanwhile
+            self._run.keep_summary(summary, signature)
+        return summary
 
     def count(self, *, step: int | None = None, filters: SampleFilter | None = None) -> int:
         """Number of samples of ``step`` (or all steps) passing ``filters``."""
@@ -683,8 +736,21 @@ class RolloutStore:
         )
 
 
+# The per-step statistics a run's summary gives, in its order (reward's mean and std even without rewards).
+STEP_STATS = ("step", "samples", "reward_mean", "reward_std", "kl_mean", "ref_reward_mean", "length_mean")
+
+
+def _plain(value: Any) -> Any:
+    """A number as JSON holds it: numpy scalars unwrapped, NaN and infinities as None."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _add_mismatch(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
     """Trainer log-probs beside the engine's, and their per-token mismatch, when the log has both."""
+    from rl_board.rollouts import mismatch
+
     train = _floats(record.get(mismatch.TRAIN_LOGPROBS))
     if train is None or len(train) < len(tokens) or not len(tokens):
         return
@@ -704,6 +770,8 @@ def _add_token_signals(tokens: pd.DataFrame, record: dict[str, Any]) -> None:
 
 def _token_strings(record: dict[str, Any], tokenizer: TokenText | None) -> tuple[list[str] | None, str]:
     """The response's token strings, from the log or from its token ids."""
+    from rl_board.rollouts.tokens import as_ids
+
     if record.get(S.RESPONSE_TOKENS) is not None:
         return record[S.RESPONSE_TOKENS], "log"
     ids = record.get(TOKEN_IDS)

@@ -12,14 +12,16 @@ options (``MEMBER_OF``, ``MEMBER``).
 
 The metric kinds live above the rollout layer, which finds and reads these
 runs; so the kinds that keep runs register here (``metrics.kinds`` does, when
-it is imported: every door that opens a run imports it first), and the
-rollout layer asks ``keepers()``. A run inside a store is one file of its run,
-read in the process that found it, never in a worker.
+it is imported: every door that opens a run has it imported when the rollout
+layer first asks, ``register_later``), and the rollout layer asks
+``keepers()``. A run inside a store is one file of its run, read in the
+process that found it, never in a worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, unquote
@@ -79,6 +81,8 @@ class Keeper(MetricClaims, Protocol):
 
 
 _KEEPERS: dict[str, Keeper] = {}
+_LATER: list[Callable[[], object]] = []
+_LOADING = threading.RLock()
 
 
 def register(kind: Keeper) -> None:
@@ -86,10 +90,28 @@ def register(kind: Keeper) -> None:
     _KEEPERS[kind.name] = kind
 
 
+def register_later(load: Callable[[], object]) -> None:
+    """Register the kinds by calling ``load`` (which imports them) when one is first asked for: opening a
+    run that lies in no store then imports no metric reader."""
+    _LATER.append(load)
+
+
 def keepers() -> list[Keeper]:
-    """The registered kinds, in registration order (none until ``metrics.kinds`` is imported)."""
+    """The registered kinds, in registration order (none until ``metrics.kinds`` is imported or was
+    registered to be)."""
+    _load()
     return list(_KEEPERS.values())
 
 
 def keeper(name: str) -> Keeper | None:
+    _load()
     return _KEEPERS.get(name)
+
+
+def _load() -> None:
+    if not _LATER:
+        return
+    with _LOADING:  # another thread asking meanwhile waits for the kinds rather than finding none
+        while _LATER:
+            _LATER[0]()
+            _LATER.pop(0)

@@ -7,9 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from rl_board import config, formats
 from rl_board.formats import fieldmap, tracker_tables
 from rl_board.formats.fieldmap import FieldMap
@@ -127,6 +124,9 @@ def json_lines(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]
 
 def parquet(path: Path, fmap: FieldMap | None = None) -> tuple[str, str, str]:
     """(role, format, reason) of a Parquet file from its column names (the data is not read)."""
+    import pyarrow as pa  # only for Parquet files: a catalogue of JSON-lines logs loads no pyarrow
+    import pyarrow.parquet as pq
+
     try:
         names = pq.read_schema(path).names
     except (OSError, pa.ArrowException) as err:

@@ -72,3 +72,174 @@ def test_summary_of_a_cached_run_does_not_import_the_metric_readers(tmp_path: Pa
     assert not {"tensorboard", "streamlit", "duckdb", "rl_board.metrics.reader", "plotly"} & set(loaded), (
         loaded
     )
+
+
+# What `summary` of a cached run has no use for: the parsers (nothing is parsed), Parquet datasets read in
+# place, and the questions other pages and commands ask (groups, prompts, lengths, tool calls ...).
+NOT_FOR_A_CACHED_SUMMARY = (
+    "simdjson",
+    "pyarrow.json",
+    "pyarrow.dataset",
+    "duckdb",
+    "datasketch",
+    "rl_board.rollouts.read.bulk",
+    "rl_board.rollouts.read.jsonl",
+    "rl_board.rollouts.read.tables",
+    "rl_board.rollouts.read.adapted",
+    "rl_board.rollouts.read.contract",
+    "rl_board.rollouts.lazy",
+    "rl_board.rollouts.dataset",
+    "rl_board.rollouts.groups",
+    "rl_board.rollouts.prompts",
+    "rl_board.rollouts.matchup",
+    "rl_board.rollouts.lengths",
+    "rl_board.rollouts.mismatch",
+    "rl_board.rollouts.calls",
+    "rl_board.rollouts.labels",
+    "rl_board.rollouts.sql",
+)
+
+
+def test_summary_of_a_cached_run_imports_no_parser_and_no_other_question(tmp_path: Path) -> None:
+    from rl_board.rollouts.demo import DemoSpec, write_run
+
+    write_run(tmp_path / "run", DemoSpec(steps=3, samples=4, ranks=1, tokens=20))
+    code = (
+        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
+        f"print(json.dumps(sorted(m for m in {NOT_FOR_A_CACHED_SUMMARY} if m in sys.modules)))"
+    )
+    args = ["summary", str(tmp_path / "run"), "--json", "--cache-dir", str(tmp_path / "cache")]
+    first = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert "rl_board.rollouts.read.bulk" in first.stdout.strip().splitlines()[-1]  # the first call parses
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_scalars_opens_no_rollout_store(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    points = "".join(json.dumps({"step": step, "train/loss": 1 / step}) + "\n" for step in (1, 2))
+    (tmp_path / "logs" / "metrics.jsonl").write_text(points)
+    rollout_side = ("rl_board.rollouts.store", "rl_board.rollouts.opening", "rl_board.rollouts.runview")
+    code = (
+        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
+        f"print(json.dumps(sorted(m for m in {rollout_side} if m in sys.modules)))"
+    )
+    args = ["scalars", str(tmp_path / "logs"), "--json", "--cache-dir", str(tmp_path / "cache")]
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    lines = out.stdout.strip().splitlines()
+    assert "train/loss" in lines[0]
+    assert json.loads(lines[-1]) == []
+
+
+def test_summary_names_files_left_out_and_imports_no_metric_reader_when_none_are(tmp_path: Path) -> None:
+    from rl_board.rollouts.demo import DemoSpec, write_run
+
+    write_run(tmp_path / "run", DemoSpec(steps=2, samples=4, ranks=2, tokens=10))
+    code = (
+        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
+        "print(json.dumps('rl_board.metrics.kinds' in sys.modules))"
+    )
+    args = ["summary", str(tmp_path / "run"), "--json", "--cache-dir", str(tmp_path / "cache")]
+
+    def summary() -> tuple[list[dict], bool]:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+        )
+        lines = out.stdout.strip().splitlines()
+        return json.loads(lines[0])["skipped"], json.loads(lines[-1])
+
+    assert summary() == ([], False)  # only the logs it read: nothing to name, no catalogue of metric kinds
+    (tmp_path / "run" / "notes.txt").write_text("not a log\n")
+    skipped, metric_kinds = summary()
+    assert [s["path"] for s in skipped] == ["notes.txt"] and metric_kinds
+
+
+# What a command on cached inputs must not import: frames (pandas), SQL (DuckDB), TensorBoard's and W&B's
+# protobuf, the rollout store and its view (a cached summary is answered from the cache's summary.json),
+# the parsers, and Parquet datasets. Speed itself is measured by benchmarks/load.py, never here.
+FRAMES_AND_ENGINES = (
+    "pandas",
+    "duckdb",
+    "google.protobuf",
+    "tensorboard",
+    "pyarrow.dataset",
+    "pyarrow.parquet",
+)
+ROLLOUT_STORE = (
+    "rl_board.rollouts.store",
+    "rl_board.rollouts.runview",
+    "rl_board.rollouts.derive",
+    "rl_board.rollouts.read.ingest",
+)
+METRIC_READERS = ("rl_board.metrics.kinds", "rl_board.metrics.reader", "rl_board.metrics.tensorboard")
+
+
+def _second_call(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The command's output and which of ``watched`` it imported, the second time it runs (the first fills
+    the caches)."""
+    code = (
+        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
+        f"print(json.dumps(sorted(m for m in {watched} if m in sys.modules)))"
+    )
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+        )
+    lines = out.stdout.strip().splitlines()
+    return "\n".join(lines[:-1]), json.loads(lines[-1])
+
+
+def _demo_root(tmp_path: Path) -> Path:
+    from rl_board.rollouts.demo import DemoSpec, write_run
+
+    write_run(tmp_path / "root" / "run", DemoSpec(steps=3, samples=4, ranks=1, tokens=20))
+    (tmp_path / "root" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": step, "train/loss": 1 / step}) + "\n" for step in (1, 2))
+    )
+    return tmp_path / "root"
+
+
+def test_summary_of_a_cached_run_builds_no_frame_and_opens_no_store(tmp_path: Path) -> None:
+    run = _demo_root(tmp_path) / "run"
+    args = ["summary", str(run), "--json", "--cache-dir", str(tmp_path / "cache")]
+    out, loaded = _second_call(args, FRAMES_AND_ENGINES + ROLLOUT_STORE + METRIC_READERS)
+    assert loaded == []
+    assert json.loads(out)["from_cache"] is True
+
+
+def test_runs_of_a_cached_root_builds_no_frame_and_opens_no_store(tmp_path: Path) -> None:
+    root = _demo_root(tmp_path)
+    args = ["runs", str(root), "--json", "--cache-dir", str(tmp_path / "cache")]
+    out, loaded = _second_call(args, FRAMES_AND_ENGINES + ROLLOUT_STORE)
+    assert loaded == []
+    assert json.loads(out)["runs"][0]["samples"] == 12
+
+
+def test_scalars_of_a_cached_index_builds_no_frame(tmp_path: Path) -> None:
+    root = _demo_root(tmp_path)
+    args = ["scalars", str(root), "--json", "--cache-dir", str(tmp_path / "cache")]
+    out, loaded = _second_call(args, FRAMES_AND_ENGINES + ROLLOUT_STORE)
+    assert loaded == []
+    assert "train/loss" in json.loads(out)["runs"][0]["tags"]
+
+
+def test_query_of_a_cached_run_imports_no_metric_reader_and_no_dataset_reader(tmp_path: Path) -> None:
+    run = _demo_root(tmp_path) / "run"
+    args = [
+        "query",
+        str(run),
+        "SELECT count(*) AS n FROM samples",
+        "--json",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    watched = (*METRIC_READERS, "google.protobuf", "tensorboard", "pyarrow.dataset", "rl_board.rollouts.lazy")
+    out, loaded = _second_call(args, watched)
+    assert loaded == []
+    assert json.loads(out) == [{"n": 12}]

@@ -237,3 +237,41 @@ def test_a_load_read_record_by_record_starts_the_pool_sooner(tmp_path: Path, set
     pool.shutdown()
     assert frames["own"][0] is False and frames["nemo"][0] is True
     assert frames["nemo"][1] == dump.samples
+
+
+def test_long_requests_and_long_answers_do_not_wait_on_each_other(tmp_path: Path, pooled) -> None:
+    """A request longer than a pipe holds, sent while the worker writes an answer longer than a pipe holds:
+    the worker reads its requests whatever it is doing, so neither side waits for the other forever."""
+    from rl_board import formats
+    from rl_board.formats import Reading
+    from rl_board.rollouts.read import ingest
+
+    folder = tmp_path / ("d" * 200)
+    folder.mkdir()
+    jobs, units = [], []
+    for u in range(3):
+        unit = []
+        for k in range(700):
+            path = folder / f"{u}-{k:04d}-{'x' * 40}.jsonl"
+            path.write_text(json.dumps({"step": u, "prompt": f"p{k}", "response": "r", "reward": 1.0}) + "\n")
+            unit.append(len(jobs))
+            jobs.append((path, 0, path.stat().st_size))
+        units.append(unit)
+    readings = {str(p): Reading(formats.NATIVE) for p, _, _ in jobs}
+    (tmp_path / "segments").mkdir()
+    requests = [ingest._request(jobs, unit, tmp_path / "segments", readings, None) for unit in units]
+    assert min(len(r) for r in requests) > 1 << 17  # more than two pipes' worth each
+    workers = pool.WorkerPool(1)
+    assert workers.wait_ready()
+    answers: list[str] = []
+    thread = threading.Thread(
+        target=lambda: answers.extend(workers.run(requests, lambda i: "local", lambda line: line)),
+        daemon=True,
+    )
+    thread.start()
+    thread.join(timeout=120)
+    done = not thread.is_alive()
+    workers.close() if done else [p.kill() for p in workers.procs]
+    assert done, "the pool and its worker waited on each other"
+    assert len(answers) == 3 and all(len(a) > 1 << 16 for a in answers)
+    assert [len(json.loads(a)) for a in answers] == [700, 700, 700]

@@ -291,3 +291,20 @@ def test_targets_need_whole_numbers():
     assert sql.sample_targets(frame) == [(1, 0), None, None]
     assert sql.sample_targets(pd.DataFrame({"step": ["a"], "sample": [1]})) is None
     assert sql.sample_targets(pd.DataFrame([[1, 2, 3]], columns=["step", "sample", "step"])) is None
+
+
+def test_a_query_works_out_only_the_views_it_names(ppo: RolloutStore, monkeypatch) -> None:
+    """``steps``, ``turns``, ``tool_calls`` and ``labels`` cost a query of ``samples`` nothing; the catalogue
+    and a query that names them see them all."""
+    asked: list[str] = []
+    real_steps, real_turns = sql.steps_table, RolloutStore.turns
+    monkeypatch.setattr(sql, "steps_table", lambda store: asked.append("steps") or real_steps(store))
+    monkeypatch.setattr(RolloutStore, "turns", lambda self: asked.append("turns") or real_turns(self))
+    assert sql.run_query(ppo, "SELECT count(*) AS n FROM samples").frame["n"][0] == ppo.num_samples
+    assert asked == []
+    steps = sql.run_query(ppo, "SELECT count(*) AS n FROM Steps").frame["n"][0]
+    assert steps == len(ppo.steps) and asked == ["steps"]
+    shown = set(sql.run_query(ppo, "SHOW TABLES").frame["name"])
+    assert {"samples", "steps", "turns", "tool_calls", "patterns", "labels"} <= shown
+    listed = sql.run_query(ppo, "SELECT DISTINCT table_name FROM information_schema.columns").frame
+    assert {"steps", "turns", "labels"} <= set(listed["table_name"])

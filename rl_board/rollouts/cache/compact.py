@@ -17,7 +17,6 @@ from rl_board import config
 from rl_board.formats.schema import LINE
 from rl_board.rollouts.cache.manifest import FileEntry, Segment
 from rl_board.rollouts.cache.segments import map_segment, write_segment
-from rl_board.rollouts.read import records
 
 MAX_SMALL = 16
 
@@ -48,6 +47,8 @@ def _stretches(segments: list[Segment]) -> list[list[Segment]]:
 
 
 def _merge(directory: Path, stretch: list[Segment]) -> Segment:
+    from rl_board.rollouts.read import records  # the parsers' table helpers: most syncs merge nothing
+
     base = stretch[0].line_offset
     tables = []
     for seg in stretch:

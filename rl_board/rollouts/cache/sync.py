@@ -24,8 +24,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from rl_board import config, private
 from rl_board.config import default_cache_dir
@@ -41,7 +40,7 @@ from rl_board.rollouts.cache.manifest import (
     read_manifest,
     write_manifest,
 )
-from rl_board.rollouts.read import ingest, stored
+from rl_board.rollouts.read import stored
 from rl_board.rollouts.read.runfiles import (
     RunFile,
     file_state,
@@ -52,10 +51,18 @@ from rl_board.rollouts.read.runfiles import (
 )
 from rl_board.sources import settings, sniff
 
+# The parsers are imported when there is something to parse: a look at a run whose cache is current loads
+# none of them.
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rl_board.rollouts.read import ingest
+
 __all__ = [
     "FileEntry",
     "Segment",
     "SyncResult",
+    "current",
     "sync",
     "list_rollout_files",
     "stat_signature",
@@ -182,14 +189,25 @@ def memory_cache_root() -> Path | None:
     return None
 
 
-def _read_only(
-    directory: Path,
-    run_dir: Path,
-    allowed: list[Path] | None,
-    fields: FieldMap | None,
-    opened: dict[str, pa.Table] | None,
-) -> SyncResult | None:
-    """The run from a cache that cannot be written, when the cache already holds every file as it is."""
+def current(
+    run_dir: Path, cache_root: Path, *, allowed: list[Path] | None = None, fields: FieldMap | None = None
+) -> tuple[Path, list[FileEntry]] | None:
+    """The run's cache folder and entries when the cache holds every file as it is now: what ``sync`` would
+    return without parsing a byte, checked the same way with the folder locked, and no segment mapped. None
+    when ``sync`` has work to do (or the folder cannot be locked: ``sync`` then says why)."""
+    directory = run_cache_dir(cache_root, run_dir, fields)
+    try:
+        with _locked(directory):
+            found = _as_it_is(directory, run_dir, allowed, fields)
+    except OSError:
+        return None
+    return None if found is None else (directory, found[0])
+
+
+def _as_it_is(
+    directory: Path, run_dir: Path, allowed: list[Path] | None, fields: FieldMap | None
+) -> tuple[list[FileEntry], list[RunFile]] | None:
+    """The manifest's entries (in the files' order) and the files, when every file is as it was read."""
     try:
         old, rebuilt = read_manifest(directory, run_dir, verify=True, clear=False)
         if rebuilt or not old:
@@ -201,18 +219,28 @@ def _read_only(
             if file.problem or entry is None or _plan(file, entry).todo:
                 return None
             entries.append(entry)
-        if len(entries) != len(old):
-            return None
-        return SyncResult(
-            directory,
-            entries,
-            0,
-            False,
-            open_segments(directory, entries, opened),
-            stat_signature=files_signature(files),
-        )
     except OSError:
         return None
+    return (entries, files) if len(entries) == len(old) else None
+
+
+def _read_only(
+    directory: Path,
+    run_dir: Path,
+    allowed: list[Path] | None,
+    fields: FieldMap | None,
+    opened: dict[str, pa.Table] | None,
+) -> SyncResult | None:
+    """The run from a cache that cannot be written, when the cache already holds every file as it is."""
+    found = _as_it_is(directory, run_dir, allowed, fields)
+    if found is None:
+        return None
+    entries, files = found
+    try:
+        parts = open_segments(directory, entries, opened)
+    except OSError:
+        return None
+    return SyncResult(directory, entries, 0, False, parts, stat_signature=files_signature(files))
 
 
 def _sync_here(
@@ -241,7 +269,7 @@ def _sync_here(
                 if not plan.todo
                 else [(0, plan.size)]
                 if stored.is_stored(plan.reading)
-                else ingest.plan_blocks(file.path, plan.start, plan.size)
+                else _ingest_module().plan_blocks(file.path, plan.start, plan.size)
             )
         except OSError as exc:
             entries.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
@@ -282,7 +310,7 @@ def _ingest(
         _tick(progress, done, total)
 
     failed: set[str] = set()
-    results = ingest.run_blocks(jobs, directory, tick, readings)
+    results = _ingest_module().run_blocks(jobs, directory, tick, readings) if jobs else []
     for plan, (_, _, end), result in zip(owners, jobs, results, strict=True):
         if result.error or plan.entry.name in failed:
             plan.entry.error = plan.entry.error or result.error
@@ -301,6 +329,13 @@ def _ingest(
             entry.probe_crc = probe_crc(plan.path, entry.consumed) if entry.consumed else 0
     _tick(progress, total, total)
     return total, bool(failed)
+
+
+def _ingest_module() -> Any:
+    """The parsers (``read/ingest.py``), imported when a block is to be parsed."""
+    from rl_board.rollouts.read import ingest
+
+    return ingest
 
 
 def _tick(progress: Progress | None, done: int, total: int) -> None:
@@ -388,4 +423,4 @@ def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
     entry.bad.extend([[offset + n, reason] for n, reason in result.bad[:room]])
     room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)
     entry.warnings.extend([[offset + n, note] for n, note in result.warnings[:room]])
-    ingest.add_turns(entry.turns, result.turns.get("how", {}), result.turns.get("kept whole", {}))
+    _ingest_module().add_turns(entry.turns, result.turns.get("how", {}), result.turns.get("kept whole", {}))

@@ -47,51 +47,68 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     deep_lines, squares = rec.structure(data)  # orjson takes 1,024 levels: far more than a sample may have
     deep = set(deep_lines)
     parser = simdjson.Parser() if USE_SIMD else None  # one per block: a parser is not thread-safe
-    lines = data.split(b"\n")
-    lines.pop()  # what follows the last newline: nothing, in a block of complete lines
-    result.lines = len(lines)
-    for i, raw in enumerate(lines):
+    view = memoryview(data)  # each line a slice of the block, not a copy (simdjson copies it anyway)
+    i = start = 0
+    while (end := data.find(b"\n", start)) >= 0:
         number = first_line + i
-        if len(raw) < 64 and not raw.strip():
-            result.blank += 1
-            continue
+        raw = view[start:end]
         try:
-            record: dict[str, Any] | tuple[dict[str, Any], str] | None
-            record = None if parser is None or i in deep else _load_simd(parser, raw, int(squares[i]))
+            if end - start < 64 and not data[start:end].strip():
+                result.blank += 1
+                continue
+            record: dict[str, Any] | tuple[dict[str, Any], str] | None = None
+            if parser is not None and i not in deep:
+                record = _load_simd(parser, raw, int(squares[i]), data, start)
             if record is None:
                 record = _load(raw, careful=i in deep)
         except rec.BadLine as exc:
             result.bad.append((number, str(exc)))
             continue
+        finally:
+            i, start = i + 1, end + 1
         if isinstance(record, tuple):  # came through the careful path with a repair note
             record, note = record
             result.warnings.append((number, note))
         record[S.LINE] = number
         records.append(record)
+    result.lines = i  # what follows the last newline: nothing, in a block of complete lines
     table, bad = _columns(records)
     result.table = table
     result.bad = sorted(result.bad + bad)
     return result
 
 
-def _load_simd(parser: Any, raw: bytes, squares: int | None = None) -> dict[str, Any] | None:
+def _load_simd(
+    parser: Any, raw: bytes | memoryview, squares: int | None = None, block: bytes | None = None, at: int = 0
+) -> dict[str, Any] | None:
     """The line through simdjson, the known float arrays as float64 arrays; None to let orjson decide.
 
     None for anything simdjson refuses, for a BOM (simdjson skips it, orjson does not), for a key
     given twice (orjson keeps the last), for a key holding NUL (a lookup would stop at it), and
     when the line may nest an array inside a float array (which simdjson would flatten). ``squares``:
-    how many "[" the line holds (counted here when not given).
+    how many "[" the line holds (counted here when not given). ``raw`` may be a slice of ``block`` from
+    ``at``: the line's bytes are then looked at in ``block``, never copied.
     """
-    if raw.startswith(rec.BOM):
+    if block is None:
+        block, at = bytes(raw), 0
+    end = at + len(raw)
+    if block.startswith(rec.BOM, at):
         return None
-    squares = raw.count(b"[") if squares is None else squares
-    record = _simd_record(
-        parser, raw, squares
-    )  # every proxy into the parser's document is gone when it returns
-    return None if record is None else rec.normalise_shallow(record)
+    read = _simd_record(parser, raw)  # every proxy into the parser's document is gone when it returns
+    if read is None:
+        return None
+    record, brackets, arrays = read
+    # as_buffer flattens nested arrays ([[1], [2]] -> [1, 2]): a nested one shows as a "[" more in the line
+    # than in what was read. A "[" escaped in a string (\u005b) could hide one: such lines go to orjson.
+    squares = block.count(b"[", at, end) if squares is None else squares
+    if squares != brackets or (brackets > arrays and block.find(b"u005", at, end) >= 0):
+        return None
+    return rec.normalise_shallow(record)
 
 
-def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None:
+def _simd_record(parser: Any, raw: bytes | memoryview) -> tuple[dict[str, Any], int, int] | None:
+    """The line's record, how many "[" its text holds if every packed float array is flat, and how many of
+    them are its top-level arrays' own; None when simdjson refuses it or orjson must decide."""
     try:
         doc = parser.parse(raw)
     except (ValueError, RuntimeError):  # bad JSON, bad UTF-8 (a ValueError), too big an integer
@@ -125,11 +142,7 @@ def _simd_record(parser: Any, raw: bytes, squares: int) -> dict[str, Any] | None
             value = value.as_dict()
             brackets += _brackets(value)
         record[key] = value
-    # as_buffer flattens nested arrays ([[1], [2]] -> [1, 2]): a nested one shows as a "[" more in the line
-    # than in what was read. A "[" escaped in a string (\u005b) could hide one: such lines go to orjson.
-    if squares != brackets or (brackets > arrays and b"u005" in raw):
-        return None
-    return record
+    return record, brackets, arrays
 
 
 def _brackets(value: Any) -> int:
@@ -147,7 +160,7 @@ def _brackets(value: Any) -> int:
     return 0
 
 
-def _load(raw: bytes, *, careful: bool = False) -> dict[str, Any] | tuple[dict[str, Any], str]:
+def _load(raw: bytes | memoryview, *, careful: bool = False) -> dict[str, Any] | tuple[dict[str, Any], str]:
     """orjson when it can; lines it refuses (NaN, lone surrogates ...) or must not see take the careful
     path."""
     try:
@@ -155,7 +168,7 @@ def _load(raw: bytes, *, careful: bool = False) -> dict[str, Any] | tuple[dict[s
     except orjson.JSONDecodeError:
         obj = _NOT_PARSED
     if obj is _NOT_PARSED:
-        record, note = rec.parse_line(raw)
+        record, note = rec.parse_line(bytes(raw))
         return (record, note) if note else record
     if not isinstance(obj, dict):
         raise rec.BadLine(f"not a JSON object (found {rec._kind(obj)})")

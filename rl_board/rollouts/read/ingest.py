@@ -22,19 +22,23 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from rl_board import config, formats
 from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import adapted, bulk, contract, jsonl, pool, records, stored, tables, turns
+from rl_board.rollouts.read import records, stored
 from rl_board.sources import sniff
+
+# The parsers (simdjson, orjson, pyarrow.json, the formats' adapters) and the worker pool are imported by
+# the functions that use them: a command that opens a cached run plans nothing and parses nothing.
+if TYPE_CHECKING:
+    from rl_board.rollouts.read import jsonl
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
@@ -67,6 +71,8 @@ def add_turns(into: dict[str, dict[str, int]], how: dict[str, int], whole: dict[
 def parse_block(data: bytes, *, first_line: int, n_lines: int | None = None) -> jsonl.ParsedBlock:
     """Parse complete lines with the path that suits them (judged on the first MB when ``n_lines`` is not
     given: both paths read every line alike, so this only picks the faster one)."""
+    from rl_board.rollouts.read import bulk, jsonl
+
     if n_lines is not None:
         long_lines = bool(n_lines) and len(data) / n_lines >= LONG_LINE
     else:
@@ -86,6 +92,10 @@ def parse_any(
     Returns the block and its number of lines (a Parquet file's: its rows). Every path ends in
     ``contract.finish``, so the format's rules apply alike whichever path the bytes take.
     """
+    import pyarrow.parquet as pq
+
+    from rl_board.rollouts.read import adapted, contract, tables
+
     fmt = formats.by_name(reading.format)
     if path.suffix.lower() == ".parquet":
         with pq.ParquetFile(pa.BufferReader(data), pre_buffer=False) as file:  # the bytes already read
@@ -113,6 +123,8 @@ def parse_any(
 def parse_rows(path: Path, rows: list[dict[str, Any]], reading: Reading) -> jsonl.ParsedBlock:
     """A tracker's table rows in their format: the table path when the format is flat and the values make
     typed columns, else the careful record path."""
+    from rl_board.rollouts.read import adapted, tables
+
     fmt = formats.by_name(reading.format)
     table = tables.rows_table(rows) if fmt.flat else None
     fast = tables.parse_table(table, path=path, fmt=fmt, reading=reading) if table is not None else None
@@ -126,6 +138,10 @@ def parse_paths(
 
     ``_parse_any`` takes the first that accepts; tests hold them all equal (the parse contract).
     """
+    import pyarrow.parquet as pq
+
+    from rl_board.rollouts.read import adapted, bulk, contract, jsonl, tables
+
     fmt = formats.by_name(reading.format)
     named = step_from_name(path)
     if path.suffix.lower() == ".parquet":
@@ -226,6 +242,8 @@ def ingest_block(
     read. ``reading`` is how the file is read, decided once per load by the catalogue (None: rl-board's own
     format).
     """
+    from rl_board.rollouts.read import turns
+
     max_line = max_line or config.sizes().max_line_bytes
     reading = reading or Reading(formats.NATIVE)
     file = Path(path)
@@ -260,6 +278,8 @@ def ingest_block(
 def _ingest_stored(store: Path, directory: str, reading: Reading) -> BlockResult:
     """A run kept inside a store (``stored``): its rows, asked of its kind, read as a table's rows are; a
     row's line is its place among them."""
+    from rl_board.rollouts.read import turns
+
     try:
         rows = stored.rows(store, reading)
     except OSError as exc:
@@ -303,6 +323,8 @@ def ingest_batch(
     path, a key logged in one file only that another leaves null, an unreadable file), and each block is
     read alone instead.
     """
+    from rl_board.rollouts.read import turns
+
     reading = reading or Reading(formats.NATIVE)
     alone = [functools.partial(ingest_block, p, s, e, directory, reading, max_line) for p, s, e in jobs]
     try:
@@ -355,6 +377,8 @@ def _parsed_together(
 ) -> list[jsonl.ParsedBlock | None] | None:
     """Each block's ``parse_any`` result from one parse of all their lines (None for a block whose columns
     there may differ from its own parse's); None when the lines cannot be parsed together."""
+    from rl_board.rollouts.read import contract, jsonl, tables
+
     fmt = formats.by_name(reading.format)
     native = fmt.name == formats.NATIVE and not reading.fields
     counts = [data.count(b"\n") for data in datas]
@@ -519,6 +543,13 @@ def run_blocks(
         yield result
 
 
+def import_parsers() -> None:
+    """Import every parser now (a worker before it says it is ready; this process before it forks)."""
+    import pyarrow.parquet  # noqa: F401
+
+    from rl_board.rollouts.read import adapted, bulk, contract, jsonl, tables, turns  # noqa: F401
+
+
 def _run(
     jobs: list[tuple[Path, int, int]],
     directory: Path,
@@ -526,6 +557,8 @@ def _run(
     readings: dict[str, Reading],
     max_line: int | None,
 ) -> Iterator[BlockResult]:
+    from rl_board.rollouts.read import forked, pool
+
     units = batches(jobs, readings)
 
     def local(u: int) -> list[BlockResult]:
@@ -540,9 +573,23 @@ def _run(
 
     cores = os.cpu_count() or 1
     sizes = config.sizes()
-    work = sum((e - s) * cost_per_byte(readings[str(p)]) for p, s, e in jobs)
+    work = sum((e - s) * cost_per_byte(readings[str(p)], p) for p, s, e in jobs)
     start = work >= sizes.pool_min_bytes
-    if len(units) >= 2 and cores >= 2 and (start or (work >= sizes.warm_pool_min_bytes and pool.running())):
+    warm = pool.running()
+    if len(units) >= 2 and cores >= 2 and warm is None and work >= sizes.fork_min_bytes and forked.usable():
+        # no pool to start (~0.5 s per worker): helpers forked from here, each with everything imported
+        import_parsers()
+        sizes_of = [sum(jobs[i][2] - jobs[i][1] for i in unit) for unit in units]
+        biggest_first = sorted(range(len(units)), key=lambda u: -sizes_of[u])
+        done = forked.run(
+            len(units), min(cores, 4) - 1, local, _results_line, results_from_json, biggest_first
+        )
+        for unit, results in zip(units, done, strict=True):
+            for i, result in zip(unit, results, strict=True):
+                yield result
+                on_done(jobs[i][2] - jobs[i][1])
+        return
+    if len(units) >= 2 and cores >= 2 and (start or (work >= sizes.warm_pool_min_bytes and warm)):
         with pool.borrowed(min(cores, 4), start=start) as workers:
             if workers is not None:
                 requests = [_request(jobs, unit, directory, readings, max_line) for unit in units]
@@ -558,12 +605,15 @@ def _run(
 
 
 RECORD_PATH_COST = 8  # a byte read record by record costs about this many of a table path's (18 vs 150 MB/s)
+PARQUET_COST = 16  # a Parquet byte is compressed: TRL's files hold ~17x their size in JSON lines
 
 
-def cost_per_byte(reading: Reading) -> int:
-    """What a byte of this reading costs to parse, in bytes of the table paths: a nested format (NeMo-RL,
-    prime-rl, ROLL) is read record by record in Python, so a smaller load of it already pays for the pool."""
-    return 1 if formats.by_name(reading.format).flat else RECORD_PATH_COST
+def cost_per_byte(reading: Reading, path: Path | None = None) -> int:
+    """What a byte of this reading (of this file) costs to parse, in bytes of the table paths: a nested
+    format (NeMo-RL, prime-rl, ROLL) is read record by record in Python, and a Parquet file's bytes are
+    compressed, so a smaller load of either already pays for helpers or the pool."""
+    cost = 1 if formats.by_name(reading.format).flat else RECORD_PATH_COST
+    return cost * PARQUET_COST if path is not None and path.suffix.lower() == ".parquet" else cost
 
 
 def batches(jobs: list[tuple[Path, int, int]], readings: dict[str, Reading]) -> list[list[int]]:
@@ -607,6 +657,11 @@ def _request(
 
 
 BATCH = "batch"  # the first item of a worker request for ``ingest_batch``
+
+
+def _results_line(results: list[BlockResult]) -> str:
+    """A unit's results as one JSON line (a forked helper's answer; ``results_from_json`` reads it)."""
+    return "[" + ",".join(result_to_json(r) for r in results) + "]"
 
 
 def results_from_json(line: str) -> list[BlockResult]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import sys
 import threading
 import time
@@ -26,19 +26,33 @@ def _watch_parent(parent: int) -> None:
 
 
 def _lines(fd: int, idle: float | None) -> Iterator[bytes]:
-    """Complete lines from ``fd``, until it closes or nothing arrives for ``idle`` seconds."""
-    buffer = b""
+    """Complete lines from ``fd``, until it closes or nothing arrives for ``idle`` seconds.
+
+    A thread reads them as they come, whatever this process is doing: the parent may be writing a long
+    request while this process writes a long answer, and if neither read, both would wait forever.
+    """
+    lines: queue.Queue[bytes | None] = queue.Queue()
+
+    def read() -> None:
+        buffer = b""
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                *complete, buffer = (buffer + chunk).split(b"\n")
+                for line in complete:
+                    lines.put(line)
+        except OSError:
+            pass
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
     while True:
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield line
-        ready, _, _ = select.select([fd], [], [], idle)
-        if not ready:
+        try:
+            line = lines.get(timeout=idle)
+        except queue.Empty:
             return
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
+        if line is None:
             return
-        buffer += chunk
+        yield line
 
 
 def main(argv: list[str]) -> int:
@@ -50,7 +64,15 @@ def main(argv: list[str]) -> int:
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
     from rl_board.formats import Reading
-    from rl_board.rollouts.read.ingest import BATCH, ingest_batch, ingest_block, result_to_json
+    from rl_board.rollouts.read.ingest import (
+        BATCH,
+        import_parsers,
+        ingest_batch,
+        ingest_block,
+        result_to_json,
+    )
+
+    import_parsers()  # ready means ready to parse
 
     out = sys.stdout.buffer
     out.write(b"ready\n")
