@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import math
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +296,20 @@ def url_params() -> dict[str, str]:
                 continue
         out[param.name] = format_value(param, value)
     return out
+
+
+def link(page: str, **changes: Any) -> str:
+    """A relative address of ``page`` with the view state as it is and ``changes`` (None: back to the
+    parameter's default): what a picture's link opens, as a deep link would."""
+    params = url_params()
+    for name, value in changes.items():
+        param = _BY_NAME[name]
+        if value is None or value == param.default:
+            params.pop(name, None)
+        else:
+            params[name] = format_value(param, value)
+    query = urllib.parse.urlencode(params)
+    return f"{page}?{query}" if query else page
 
 
 def write_url() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -105,6 +105,9 @@ class Chart:
     height: int = 260
     x_label: str = "step"
     extra_hover: dict[float, str] = field(default_factory=dict)  # more hover text at an x
+    # the address a click at x opens (a relative link of this app, e.g. its step in the step browser): the
+    # hover bands become links, so a chart's step opens without Plotly; None: they are not links
+    link: Callable[[float], str] | None = None
 
 
 def _x_text(value: float, axis: Axis) -> str:
@@ -192,7 +195,16 @@ def _hover(chart: Chart, f: Frame) -> str:
     texts = [_hover_texts(s) for s in chart.series if s.hover]
     titles = [esc("\n".join(_hover_lines(chart, float(x), texts))) for x in xs]
     grow = np.diff(edges)
-    bands = "".join(f'<i title="{t}" style="flex:{g:.2f}"></i>' for t, g in zip(titles, grow, strict=True))
+    if chart.link is None:
+        bands = "".join(
+            f'<i title="{t}" style="flex:{g:.2f}"></i>' for t, g in zip(titles, grow, strict=True)
+        )
+    else:
+        hrefs = [esc(chart.link(float(x))) for x in xs]
+        bands = "".join(
+            f'<a href="{h}" target="_self" title="{t}" style="flex:{g:.2f}"></a>'
+            for h, t, g in zip(hrefs, titles, grow, strict=True)
+        )
     box = (
         f"left:{100 * f.left / chart.width:.3f}%;width:{100 * (f.right - f.left) / chart.width:.3f}%;"
         f"top:{100 * f.top / chart.height:.3f}%;height:{100 * (f.bottom - f.top) / chart.height:.3f}%"
@@ -201,8 +213,10 @@ def _hover(chart: Chart, f: Frame) -> str:
 
 
 STYLE = (
-    "<style>.rlb-chart .h{position:absolute;display:flex}.rlb-chart .h i{display:block;min-width:0}"
-    ".rlb-chart .h i:hover{background:rgba(31,111,235,0.10);box-shadow:inset 0 0 0 1px rgba(31,111,235,0.25)}"
+    "<style>.rlb-chart .h{position:absolute;display:flex}"
+    ".rlb-chart .h i,.rlb-chart .h a{display:block;min-width:0}.rlb-chart .h a{cursor:pointer}"
+    ".rlb-chart .h i:hover,.rlb-chart .h a:hover{background:rgba(31,111,235,0.10);"
+    "box-shadow:inset 0 0 0 1px rgba(31,111,235,0.25)}"
     "</style>"
 )
 

@@ -4,16 +4,41 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from rl_board import config
 from rl_board.rollouts.read import forked, pool
 from rl_board.rollouts.store import RolloutStore
 
-pytestmark = pytest.mark.skipif(not forked.usable(), reason="this process may not fork (not Linux, threads)")
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked helpers are Linux-only")
+
+
+def _in_a_fresh_process(name: str) -> None:
+    """Run ``name`` (a function of this module) in a new interpreter, as a command runs: one thread, so it
+    forks. The test process itself may hold threads left by earlier tests, and a
+    process with threads never forks: run here, these would pass without forking at all."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import tests.unit.test_forked as t; t.{name}()"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _set_sizes(**values: int) -> None:
+    for name, value in values.items():
+        os.environ[f"RL_BOARD_{name.upper()}"] = str(value)
+    config.reset()
 
 
 def _write_run(run: Path, n: int = 600) -> None:
@@ -50,16 +75,21 @@ def _read(store: RolloutStore) -> tuple:
     )
 
 
-def test_a_forked_load_reads_what_one_process_reads(tmp_path: Path, set_sizes, monkeypatch) -> None:
+def test_a_forked_load_reads_what_one_process_reads() -> None:
+    _in_a_fresh_process("forked_load_reads_what_one_process_reads")
+
+
+def forked_load_reads_what_one_process_reads() -> None:
+    tmp_path = Path(tempfile.mkdtemp(prefix="rlb-forked-"))
     _write_run(tmp_path / "run")
     forks = []
     real_fork = forked._fork
-    monkeypatch.setattr(forked, "_fork", lambda: forks.append(1) or real_fork())
-    pool.shutdown()
-    set_sizes(block_bytes=8192, fork_min_bytes=1 << 40, pool_min_bytes=1 << 40)
+    forked._fork = lambda: forks.append(1) or real_fork()  # type: ignore[assignment]
+    assert forked.usable()
+    _set_sizes(block_bytes=8192, fork_min_bytes=1 << 40, pool_min_bytes=1 << 40)
     alone = _read(RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / "alone"))
     assert not forks
-    set_sizes(block_bytes=8192, fork_min_bytes=1, pool_min_bytes=1 << 40)
+    _set_sizes(block_bytes=8192, fork_min_bytes=1, pool_min_bytes=1 << 40)
     shared = _read(RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / "shared"))
     assert shared == alone
     assert forks  # helpers were forked
@@ -81,12 +111,22 @@ def _decode(line: str) -> tuple[int, int]:
 
 
 def test_results_come_back_in_job_order_from_every_process() -> None:
+    _in_a_fresh_process("results_come_back_in_job_order_from_every_process")
+
+
+def results_come_back_in_job_order_from_every_process() -> None:
+    assert forked.usable()
     out = list(forked.run(60, 1, _job, _encode, _decode, order=list(reversed(range(60)))))
     assert [i for i, _ in out] == list(range(60))
     assert len({pid for _, pid in out}) == 2  # this process and one helper both did jobs
 
 
 def test_jobs_of_a_helper_that_dies_are_done_here() -> None:
+    _in_a_fresh_process("jobs_of_a_helper_that_dies_are_done_here")
+
+
+def jobs_of_a_helper_that_dies_are_done_here() -> None:
+    assert forked.usable()
     parent = os.getpid()
 
     def local(i: int) -> tuple[int, int]:
@@ -99,6 +139,12 @@ def test_jobs_of_a_helper_that_dies_are_done_here() -> None:
 
 
 def test_an_error_in_a_helper_raises_here_as_it_would_alone() -> None:
+    _in_a_fresh_process("an_error_in_a_helper_raises_here_as_it_would_alone")
+
+
+def an_error_in_a_helper_raises_here_as_it_would_alone() -> None:
+    assert forked.usable()
+
     def local(i: int) -> tuple[int, int]:
         if i == 7:
             raise ValueError("job 7")
@@ -109,6 +155,11 @@ def test_an_error_in_a_helper_raises_here_as_it_would_alone() -> None:
 
 
 def test_no_helper_outlives_a_load_left_early() -> None:
+    _in_a_fresh_process("no_helper_outlives_a_load_left_early")
+
+
+def no_helper_outlives_a_load_left_early() -> None:
+    assert forked.usable()
     pids: set[int] = set()
     run = forked.run(50, 2, _job, _encode, _decode)
     for _, pid in run:

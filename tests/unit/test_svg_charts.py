@@ -199,3 +199,17 @@ def test_the_chart_modules_are_pure():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_linked_chart_makes_each_step_band_a_link_and_escapes_the_address():
+    chart = Chart(
+        "Reward",
+        [Series("reward", [0, 1, 2], [0.1, 0.2, 0.3])],
+        link=lambda x: f'steps?step={int(x)}&run="><script>',
+    )
+    out = render(chart)
+    links = re.findall(r'<a href="([^"]*)" target="_self" title="([^"]*)"', out)
+    assert [html.unescape(h) for h, _ in links] == [f'steps?step={k}&run="><script>' for k in range(3)]
+    assert all(t.startswith("step ") for _, t in links)
+    assert "<script>" not in out
+    assert "<a " not in render(Chart("Reward", [Series("reward", [0, 1, 2], [0.1, 0.2, 0.3])]))

@@ -12,6 +12,7 @@ Both builders are passed as callables: only the one the mode needs is built.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -46,18 +47,24 @@ def show(
     figure: Callable[[], Any],
     svg: Callable[[], Chart],
     on_select: Callable[[], None] | None = None,
+    link: Callable[[float], str] | None = None,
 ) -> None:
     """Draw one chart: ``svg()`` as a picture, or ``figure()`` (a Plotly figure) in interactive mode, whose
-    point clicks call ``on_select`` (read the selection from ``st.session_state[key]``)."""
+    point clicks call ``on_select`` (read the selection from ``st.session_state[key]``). ``link``: the
+    address a click at x opens in the picture (what ``on_select`` does in interactive mode)."""
     if not interactive():
-        st.html(render(svg()))
+        picture = svg()
+        st.html(render(picture if link is None else replace(picture, link=link)))
         return
     select: dict[str, Any] = {"on_select": on_select, "selection_mode": "points"} if on_select else {}
     st.plotly_chart(figure(), key=key, config=PLOT_CONFIG, **select)
 
 
-def click_hint(action: str) -> str:
-    """A caption for a chart whose points open something: how, in the mode the charts are in."""
+def click_hint(action: str, *, linked: bool = False) -> str:
+    """A caption for a chart whose points open something: how, in the mode the charts are in (``linked``: the
+    pictures' steps are links too)."""
+    if linked and not interactive():
+        return f"Hover a chart for its values; click a step to {action}."
     if interactive():
         return f"Click a point to {action}."
     return (

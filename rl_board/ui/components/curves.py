@@ -52,7 +52,12 @@ def _curves(
 
 def _chart(key: str, figure: Callable[[], object], svg: Callable[[], Chart]) -> None:
     """A chart of steps (either kind, as the sidebar's setting says); clicking a point opens its step."""
-    chart.show(key, figure=figure, svg=svg, on_select=lambda: _open_step_from(key))
+    chart.show(key, figure=figure, svg=svg, on_select=lambda: _open_step_from(key), link=_step_link)
+
+
+def _step_link(x: float) -> str:
+    """The step browser at step ``x``, as a click on a point opens it."""
+    return state.link("steps", step=int(x), sample=None, table_page=None)
 
 
 def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:
@@ -203,7 +208,7 @@ def render_curves(ctx: Context, summary: pd.DataFrame) -> None:
     opts = ctx.settings.curves
     if len(summary) == 1:
         st.info("This run has a single step: each curve is one point. The step browser shows its batch.")
-    st.caption(chart.click_hint("open that step in the step browser"))
+    st.caption(chart.click_hint("open that step in the step browser", linked=True))
     _reward_curves(summary, opts)
     _component_curves(ctx, opts)
     _group_curves(ctx)
