@@ -231,6 +231,21 @@ def curve_figure(
     return fig
 
 
+def compared_runs(
+    summaries: dict[str, pd.DataFrame], prefix: str, options: CurveOptions
+) -> tuple[list[tuple[int, str, pd.DataFrame]], int, int]:
+    """The runs a comparison of ``prefix`` draws (their place in ``summaries``, name, down-sampled steps;
+    runs lacking it skipped), and the most steps drawn and logged of any of them (for the note)."""
+    runs = []
+    shown = total = 0
+    for k, (run, summary) in enumerate(summaries.items()):
+        data = downsample(summary.sort_values("step"), options.max_points)
+        if has_series(data, prefix):
+            runs.append((k, run, data))
+            shown, total = max(shown, len(data)), max(total, len(summary))
+    return runs, shown, total
+
+
 def comparison_figure(
     summaries: dict[str, pd.DataFrame],
     prefix: str,
@@ -244,12 +259,8 @@ def comparison_figure(
     Run names are folder names (user text): they are escaped for Plotly's labels.
     """
     fig = go.Figure()
-    shown = total = 0
-    for k, (run, summary) in enumerate(summaries.items()):
-        data = downsample(summary.sort_values("step"), options.max_points)
-        if not has_series(data, prefix):
-            continue
-        shown, total = max(shown, len(data)), max(total, len(summary))
+    runs, shown, total = compared_runs(summaries, prefix, options)
+    for k, run, data in runs:
         fig.add_traces(
             _series_traces(
                 data,

@@ -8,7 +8,8 @@ HTML tags in titles, legends and hovers; quotes stay quotes).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,56 @@ def x_values(frame: pd.DataFrame, x_axis: str) -> pd.Series:
     return frame["step"]
 
 
+class RunPoints(NamedTuple):
+    """One run's points of a tag as both kinds of chart draw them: ``shown`` (x, raw, smooth, step; evenly
+    down-sampled, last point kept), the NaN/Inf points left out, the points before down-sampling, and the
+    finite values."""
+
+    shown: pd.DataFrame
+    bad: int
+    total: int
+    finite: np.ndarray
+
+
+def run_points(
+    frame: pd.DataFrame,
+    x_axis: str,
+    smoothing: float,
+    max_points: int,
+    x_of: Callable[[pd.DataFrame, str], object],
+) -> RunPoints | None:
+    """A run's points in order (a step logged twice: its last value; no wall time: left out off the step
+    axis), smoothed before down-sampling so the smoothed line is the same at any zoom; None when none is
+    left. ``x_of(data, x_axis)``: x as the chart draws it."""
+    data = frame.sort_values("step", kind="stable").drop_duplicates("step", keep="last")
+    if x_axis != "step":
+        data = data[data["wall_time"].notna()]
+    if data.empty:
+        return None
+    values = data["value"].to_numpy(dtype=np.float64)
+    finite = np.isfinite(values)
+    shown = pd.DataFrame(
+        {
+            "x": np.asarray(x_of(data, x_axis)),
+            "raw": np.where(finite, values, np.nan),
+            "smooth": ema(values, smoothing),
+            "step": data["step"].to_numpy(),
+        }
+    )
+    total = len(shown)
+    if total > max_points:
+        shown = downsample(shown, max_points)
+    return RunPoints(shown, int((~finite).sum()), total, values[finite])
+
+
+def point_notes(name: str, points: RunPoints, max_points: int) -> list[str]:
+    """What a chart says of a run's points it did not draw."""
+    notes = [f"{name}: {points.bad} NaN/Inf point(s) not drawn"] if points.bad else []
+    if points.total > max_points:
+        notes.append(f"{name}: {max_points} of {points.total} points shown")
+    return notes
+
+
 def scalar_figure(
     series: Mapping[str, pd.DataFrame],
     *,
@@ -125,29 +176,13 @@ def scalar_figure(
     finite_values: list[np.ndarray] = []
     names = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
     for k, (run, frame) in enumerate(series.items()):
-        data = frame.sort_values("step", kind="stable").drop_duplicates("step", keep="last")
-        if x_axis != "step":
-            data = data[data["wall_time"].notna()]
-        if data.empty:
+        points = run_points(frame, x_axis, smoothing, max_points, lambda d, x: x_values(d, x).to_numpy())
+        if points is None:
             continue
-        values = data["value"].to_numpy(dtype=np.float64)
-        finite_values.append(values[np.isfinite(values)])
-        bad = int((~np.isfinite(values)).sum())
-        if bad:
-            notes.append(f"{_esc(run)}: {bad} NaN/Inf point(s) not drawn")
+        finite_values.append(points.finite)
+        notes += point_notes(_esc(run), points, max_points)
         line_color = (colors or {}).get(run, color(k))
-        shown = pd.DataFrame(
-            {
-                "x": x_values(data, x_axis).to_numpy(),
-                "raw": np.where(np.isfinite(values), values, np.nan),
-                "smooth": ema(values, smoothing),
-                "step": data["step"].to_numpy(),
-            }
-        )
-        if len(shown) > max_points:
-            notes.append(f"{_esc(run)}: {max_points} of {len(shown)} points shown")
-            shown = downsample(shown, max_points)
-        _add_run_traces(fig, shown, _esc(names[run]), line_color, smoothing)
+        _add_run_traces(fig, points.shown, _esc(names[run]), line_color, smoothing)
     several = len(series) > 1
     fig.update_layout(
         title={"text": _esc(tag), "font": {"size": 14}},

@@ -72,14 +72,10 @@ def comparison_chart(
     width: int = HALF,
 ) -> Chart:
     """``charts.comparison_figure`` without Plotly: one series of several runs, each with its band."""
-    drawn = []
-    shown = total = 0
-    for k, (run, summary) in enumerate(summaries.items()):
-        data = downsample(summary.sort_values("step"), options.max_points)
-        if not has_series(data, prefix):
-            continue
-        shown, total = max(shown, len(data)), max(total, len(summary))
-        drawn.append(_curve_series(data, prefix, run, RUN_COLORS[k % len(RUN_COLORS)], options))
+    runs, shown, total = charts.compared_runs(summaries, prefix, options)
+    drawn = [
+        _curve_series(data, prefix, run, RUN_COLORS[k % len(RUN_COLORS)], options) for k, run, data in runs
+    ]
     note = " · ".join(charts.curve_notes(options, shown, total))
     return Chart(title, drawn, y=Axis(y_title), note=note, width=width)
 

@@ -13,8 +13,17 @@ import numpy as np
 import pandas as pd
 
 from rl_board.api import evaluation_summary
-from rl_board.ui.charts import downsample
-from rl_board.ui.metric_charts import MAX_HEAT_ROWS, MAX_POINTS, X_AXES, aliases, color, ema, rebin, x_values
+from rl_board.ui.metric_charts import (
+    MAX_HEAT_ROWS,
+    MAX_POINTS,
+    X_AXES,
+    aliases,
+    color,
+    point_notes,
+    rebin,
+    run_points,
+    x_values,
+)
 from rl_board.ui.svg_charts import Axis, Chart, Heat, Series
 from rl_board.ui.text import display_name
 
@@ -43,22 +52,12 @@ def scalar_chart(
     notes: list[str] = []
     names = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
     for k, (run, frame) in enumerate(series.items()):
-        data = frame.sort_values("step", kind="stable").drop_duplicates("step", keep="last")
-        if x_axis != "step":
-            data = data[data["wall_time"].notna()]
-        if data.empty:
+        points = run_points(frame, x_axis, smoothing, max_points, _numeric_x)
+        if points is None:
             continue
-        values = data["value"].to_numpy(dtype=np.float64)
-        bad = int((~np.isfinite(values)).sum())
-        if bad:
-            notes.append(f"{display_name(run)}: {bad} NaN/Inf point(s) not drawn")
-        shown = pd.DataFrame(
-            {"x": _numeric_x(data, x_axis), "raw": np.where(np.isfinite(values), values, np.nan)}
-        ).assign(smooth=ema(values, smoothing))
-        if len(shown) > max_points:
-            notes.append(f"{display_name(run)}: {max_points} of {len(shown)} points shown")
-            shown = downsample(shown, max_points)
-        drawn += _run_series(shown, display_name(names[run]), (colors or {}).get(run, color(k)), smoothing)
+        notes += point_notes(display_name(run), points, max_points)
+        line = (colors or {}).get(run, color(k))
+        drawn += _run_series(points.shown, display_name(names[run]), line, smoothing)
     x_title = X_AXES.get(x_axis, x_axis)
     return Chart(
         display_name(tag),
