@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds th
     from rl_board.rollouts.dataset import write_dataset
     from rl_board.rollouts.demo_agent import AgentSpec, write_agent_run
     from rl_board.rollouts.demo_grpo import GrpoSpec, write_grpo_run
-    from rl_board.rollouts.export import export_file_name, to_csv_bytes, to_jsonl_bytes
+    from rl_board.rollouts.export import arrow_records, export_file_name, to_csv_bytes, to_jsonl_bytes
     from rl_board.rollouts.filters import SampleFilter
     from rl_board.rollouts.labels import MAX_NOTE, MAX_TAG, Label, LabelStore
     from rl_board.rollouts.labels import SUGGESTED as SUGGESTED_TAGS
@@ -121,6 +121,7 @@ _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), impo
     "write_agent_run": ("rl_board.rollouts.demo_agent", "write_agent_run"),
     "GrpoSpec": ("rl_board.rollouts.demo_grpo", "GrpoSpec"),
     "write_grpo_run": ("rl_board.rollouts.demo_grpo", "write_grpo_run"),
+    "arrow_records": ("rl_board.rollouts.export", "arrow_records"),
     "export_file_name": ("rl_board.rollouts.export", "export_file_name"),
     "to_csv_bytes": ("rl_board.rollouts.export", "to_csv_bytes"),
     "to_jsonl_bytes": ("rl_board.rollouts.export", "to_jsonl_bytes"),
@@ -188,6 +189,7 @@ __all__ = [
     "duplicate_copies",
     "evaluation_summary",
     "explain",
+    "arrow_records",
     "export_file_name",
     "list_runs",
     "load_settings",

@@ -6,12 +6,13 @@ import argparse
 import json
 import math
 import sys
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pyarrow as pa
 
 CELL_CHARS = 60
 # rollouts/sql.py's defaults, spelled here so that building the parser does not import DuckDB and pandas
@@ -67,36 +68,36 @@ def run(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if ns.json:
-        print(json_rows(result.frame))
-    elif ns.csv:
+        print(json_rows(result.table))
+    elif ns.csv:  # the exports' CSV (a frame's, formula-like cells defused)
         sys.stdout.flush()
         sys.stdout.buffer.write(to_csv_bytes(result.frame))
         sys.stdout.buffer.flush()
     else:
-        print(table_text(result.frame))
+        print(table_text(result.table))
     return 0
 
 
-def json_rows(frame: pd.DataFrame) -> str:
+def json_rows(table: pa.Table) -> str:
     """The rows as a JSON list of objects (NaN and missing values as null, non-ASCII escaped)."""
-    from rl_board.api import to_jsonl_bytes
+    from rl_board.api import arrow_records
 
-    lines = to_jsonl_bytes(frame).decode("utf-8").splitlines()
-    return json.dumps([json.loads(line) for line in lines], allow_nan=False)
+    return json.dumps(arrow_records(table), allow_nan=False, default=str)
 
 
-def table_text(frame: pd.DataFrame) -> str:
+def table_text(table: pa.Table) -> str:
     """A plain aligned table: every cell on one line, clipped, control characters escaped."""
-    import pandas as pd
+    import pyarrow as pa
 
-    if frame.columns.empty:
+    if table.num_columns == 0:
         return "(no columns)"
-    heads = [_clip(terminal_safe(name)) for name in frame.columns]
+    heads = [_clip(terminal_safe(name)) for name in table.column_names]
     numeric = [
-        pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)
-        for c in frame.columns
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        for t in table.schema.types
     ]
-    rows = [[_cell(value) for value in row] for row in frame.itertuples(index=False, name=None)]
+    columns = [column.to_pylist() for column in table.columns]
+    rows = [[_cell(value) for value in row] for row in zip(*columns, strict=True)]
     widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(heads)]
 
     def line(cells: list[str]) -> str:
@@ -109,14 +110,12 @@ def table_text(frame: pd.DataFrame) -> str:
 
 
 def _cell(value: Any) -> str:
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if value is None or value is pd.NA or value is pd.NaT:
+    """NULL for a missing value (a NaN is a value: NaN); a decimal as the float a frame holds."""
+    if value is None:
         return "NULL"
-    if isinstance(value, float | np.floating):
+    if isinstance(value, Decimal):
+        value = float(value)
+    if isinstance(value, float):
         return "NaN" if math.isnan(value) else f"{value:.6g}"
     if isinstance(value, list | tuple | dict):
         value = json.dumps(value, ensure_ascii=False, default=str)

@@ -21,13 +21,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rl_board.formats import kept, pick
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 EFFECTIVE = "effective_ids"  # option: the ids of the episodes in effective/ beside this all/ folder
 NOT_EFFECTIVE = (

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from rl_board.lazy import LazyModule
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's block, named here too
 from rl_board.metrics.leveldb_log import LogFile, Scan
@@ -51,7 +51,10 @@ from rl_board.sources.roots import OUTSIDE, inside
 
 # protobuf is imported by what decodes a record: finding W&B runs (the catalogue) needs none of it
 if TYPE_CHECKING:
+    import pyarrow.compute as pc
     from google.protobuf.message import Message
+else:
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 SOURCE = "wandb"
 HEADER = b":W&B\xe1\xbe"

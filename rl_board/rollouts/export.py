@@ -12,10 +12,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+import sys
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -45,11 +54,23 @@ def _cell(value: Any) -> Any:
     return _defuse(value)
 
 
+def arrow_records(table: pa.Table) -> list[dict[str, Any]]:
+    """An Arrow table's rows as JSON-ready objects, each value as ``to_jsonl_bytes`` writes it (an exact
+    decimal as the float a frame holds), without making a frame."""
+    names = [str(name) for name in table.column_names]
+    columns = [column.to_pylist() for column in table.columns]
+    return [{n: _plain(v) for n, v in zip(names, row, strict=True)} for row in zip(*columns, strict=True)]
+
+
 def _plain(value: Any) -> Any:
-    if value is None or value is pd.NA or value is pd.NaT:
+    if value is None:
+        return None
+    if "pandas" in sys.modules and (value is pd.NA or value is pd.NaT):  # (no pandas: no pandas values)
         return None
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, Decimal):  # DuckDB's HUGEINT and DECIMAL, which its frames hold as floats
+        value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, np.ndarray):

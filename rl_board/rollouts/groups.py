@@ -10,10 +10,17 @@ the highest reward seen in the run: "full marks").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
 
 GROUP = "group"
 ADVANTAGE = "advantage"

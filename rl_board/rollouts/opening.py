@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_board import formats
+from rl_board import columns, formats
 from rl_board.errors import NotFoundError, RLBoardError
 from rl_board.formats import Format, fieldmap
 from rl_board.formats import schema as S
@@ -66,10 +66,22 @@ class OpenedRun:
         self._stat_signature = ""
         self._unread = False  # the last load could not read a file (an I/O error): try again at the next look
         self._directory: Path | None = None  # the run's folder in the cache, once loaded through it
-        self.view: RunView = _runview().from_parts([], [])
+        self._view: RunView | None = None  # none read yet: an empty view when asked (see ``view``)
         self.lock = threading.Lock()
         self._mapped: dict[str, pa.Table] = {}  # segment name -> its memory-mapped table
         self._dataset: datasets.Located | None = None  # a Parquet dataset read in place (no cache)
+
+    @property
+    def view(self) -> RunView:
+        """The run's samples as last read; empty before the first read (made only if asked: its derived
+        columns cost a pandas import, and an opened cached run replaces it unasked)."""
+        if self._view is None:
+            self._view = _runview().from_parts([], [])
+        return self._view
+
+    @view.setter
+    def view(self, view: RunView) -> None:
+        self._view = view
 
     @classmethod
     def open(
@@ -201,7 +213,6 @@ class OpenedRun:
 
     def _load_in_place(self, dataset: datasets.Located, verify: bool) -> None:
         """A Parquet dataset: list it again; on a change, read its footers and number columns anew."""
-        import pyarrow.compute as pc
 
         from rl_board.rollouts import lazy  # pyarrow.dataset and the dataset reader: for datasets only
         from rl_board.sources import datasets
@@ -220,18 +231,16 @@ class OpenedRun:
             ]
             report.formats[fmt.name] = f"{fmt.label}, read in place: text and tokens per step on demand"
             report.samples, report.steps = view.table.num_rows, len(view.steps)
-            report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+            report.length_mismatches = columns.true_count(view.table.column(S.LENGTH_MISMATCH))
             self.view, self.report, self._dataset = view, report, found
             self.signature = self._stat_signature = found.signature
         self.report.seconds = time.perf_counter() - t0
 
     def _build(self, result: cache.SyncResult, signature: str) -> None:
-        import pyarrow.compute as pc
-
         view = _runview().from_parts([e.name for e in result.files], result.parts)
         report = _report(self.source, self.run_dir, result.files, self.fields_map)
         report.steps = len(view.steps)
-        report.length_mismatches = int(pc.sum(view.table.column(S.LENGTH_MISMATCH)).as_py() or 0)
+        report.length_mismatches = columns.true_count(view.table.column(S.LENGTH_MISMATCH))
         self.view, self.report = view, report  # one swap: readers never see a half-built run
         kept.write_counts(result.directory, signature, samples=report.samples, steps=report.steps)
 

@@ -11,18 +11,26 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from rl_board import columns
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import rewards
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
 from rl_board.rollouts import derive
 from rl_board.rollouts.filters import SampleFilter, mask
 from rl_board.rollouts.read import records
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.compute as pc
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
 _LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS) | set(S.DERIVED_TOKEN_LISTS)
@@ -35,9 +43,9 @@ class RunView:
         self.files, self.table, self.file_idx = files, table, file_idx
         self.batches = table.to_batches()
         self.batch_starts = np.cumsum([0] + [b.num_rows for b in self.batches])
-        steps = table.column(S.STEP).to_numpy()
+        steps = columns.to_numpy(table.column(S.STEP))
         self.step_of = steps
-        self.line_of = table.column(S.LINE).to_numpy()
+        self.line_of = columns.to_numpy(table.column(S.LINE))
         self.order = np.argsort(steps, kind="stable")
         self.steps, self.starts, self.counts = np.unique(
             steps[self.order], return_index=True, return_counts=True

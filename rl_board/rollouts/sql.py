@@ -32,26 +32,33 @@ at most ``max_rows`` rows are fetched. Every refusal and every DuckDB error
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
+import pyarrow as pa
 
 from rl_board import config
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields as F
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
 from rl_board.rollouts import groups, kl
 from rl_board.rollouts.labels import LabelStore
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rl_board.rollouts.store import RolloutStore
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
 
 SAMPLES, STEPS, TURNS, TOOL_CALLS = "samples", "steps", "turns", "tool_calls"
 PATTERNS, LABELS = "patterns", "labels"
@@ -67,6 +74,14 @@ PATTERN_COLUMNS = (
     "example_sample",
 )
 TEMPLATE = PATTERN_COLUMNS[0]
+_PATTERN_TYPES = {
+    name: pa.string()
+    if name in (TEMPLATE, "example")
+    else pa.float64()
+    if name in ("reward_mean", "share")
+    else pa.int64()
+    for name in PATTERN_COLUMNS
+}
 _TEMPLATES = re.compile(rf"\b({TEMPLATE}|{PATTERNS})\b", re.IGNORECASE)
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 3600.0
@@ -101,13 +116,22 @@ class QueryError(InvalidArgumentError):
 
 @dataclass(frozen=True)
 class QueryResult:
-    """What a query returned: the rows (at most ``max_rows``), whether there were more, and how long it
-    took."""
+    """What a query returned: the rows (at most ``max_rows``) as Arrow, whether there were more, and how
+    long it took. ``frame`` is the same rows as pandas, typed as DuckDB types its frames, made when first
+    asked for (a command printing the rows never imports pandas)."""
 
-    frame: pd.DataFrame
+    table: pa.Table
     capped: bool
     max_rows: int
     seconds: float
+
+    @functools.cached_property
+    def frame(self) -> pd.DataFrame:
+        con = duckdb.connect(":memory:", config=_CONFIG)
+        try:
+            return con.from_arrow(self.table).df()
+        finally:
+            con.close()
 
     @property
     def targets(self) -> list[tuple[int, int] | None] | None:
@@ -205,8 +229,8 @@ def run_query(
         statement = _one_statement(con, sql)
         timer.start()
         try:
-            con.execute(statement)
-            frame, capped = _fetch(con, max_rows)
+            con.execute(statement)  # (a relation's errors lose the line and column DuckDB points at)
+            table, capped = _fetch(con, max_rows)
         except duckdb.Error as exc:
             if fired.is_set():
                 raise QueryError(
@@ -217,7 +241,7 @@ def run_query(
     finally:
         timer.cancel()
         con.close()
-    return QueryResult(frame=frame, capped=capped, max_rows=max_rows, seconds=time.perf_counter() - t0)
+    return QueryResult(table=table, capped=capped, max_rows=max_rows, seconds=time.perf_counter() - t0)
 
 
 def schema(store: RolloutStore) -> dict[str, pd.DataFrame]:
@@ -357,7 +381,10 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
         store.find_templates()
     samples = store.arrow_samples()
     con.register("_samples", samples)  # scanned in place (Arrow over the mapped cache)
-    con.register("_tags", store.tags_by_sample(labels))
+    if labels.of_run(store.source):
+        con.register("_tags", store.tags_by_sample(labels))
+    else:  # no labels: an empty table of the same columns, without making a frame
+        con.register("_tags", _empty({"step": pa.int64(), "sample": pa.int64(), "tags": pa.string()}))
     family = (  # named as the patterns view names it (T1 the largest), NULL for an answer of no family
         f" REPLACE (CASE WHEN s.{TEMPLATE} > 0 THEN 'T' || CAST(s.{TEMPLATE} AS VARCHAR) END AS {TEMPLATE})"
         if TEMPLATE in samples.schema.names
@@ -378,14 +405,21 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
     # Families are worked out over every answer of the run: only when the query names them (the catalogue
     # sees the view's columns, empty).
     wanted = sql is not None and re.search(rf"\b{PATTERNS}\b", sql, re.IGNORECASE) is not None
-    families = store.pattern_families() if wanted else pd.DataFrame(columns=list(PATTERN_COLUMNS))
-    con.register(PATTERNS, families[list(PATTERN_COLUMNS)])
+    if wanted:
+        con.register(PATTERNS, store.pattern_families()[list(PATTERN_COLUMNS)])
+    else:
+        con.register(PATTERNS, _empty(_PATTERN_TYPES))
     if _names(sql, LABELS):
         con.register(LABELS, store.labels(labels))
     for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
         con.execute(statement)
     con.execute("SET lock_configuration = true")
     return con
+
+
+def _empty(types: dict[str, pa.DataType]) -> pa.Table:
+    """A table of no rows (made without pandas: a query that does not read it never imports it)."""
+    return pa.table({name: pa.nulls(0, kind) for name, kind in types.items()})  # (pa.array imports pandas)
 
 
 def _names(sql: str | None, view: str) -> bool:
@@ -423,22 +457,28 @@ def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     return sql
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, max_rows: int) -> tuple[pd.DataFrame, bool]:
-    """At most ``max_rows`` rows of the running result (one more is read to know whether there were more)."""
-    vectors = max(1, min(64, -(-(max_rows + 1) // _ROWS_PER_VECTOR)))
-    chunks: list[pd.DataFrame] = []
+def _fetch(con: duckdb.DuckDBPyConnection, max_rows: int) -> tuple[pa.Table, bool]:
+    """At most ``max_rows`` rows of the running result as Arrow (one more is read to know whether there
+    were more)."""
+    per_batch = max(1, min(64, -(-(max_rows + 1) // _ROWS_PER_VECTOR))) * _ROWS_PER_VECTOR
+    # DuckDB warns that Arrow batches of an executed statement's result copy its rows: they are at most
+    # max_rows and a batch, and executing (not a relation) is what keeps an error's line and column. (The
+    # filter swap is not thread-safe; at worst this one warning stays silenced elsewhere too.)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+        reader = con.to_arrow_reader(per_batch)
+    if reader is None:  # a statement without a result
+        return pa.table({}), False
+    batches: list[pa.RecordBatch] = []
     count = 0
-    while count <= max_rows:
-        chunk = con.fetch_df_chunk(vectors)
-        if chunk is None or len(chunk) == 0:
-            if not chunks:
-                chunks.append(chunk)
+    for batch in reader:
+        batches.append(batch)
+        count += batch.num_rows
+        if count > max_rows:
             break
-        chunks.append(chunk)
-        count += len(chunk)
-    frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
-    capped = len(frame) > max_rows
-    return frame.iloc[:max_rows].reset_index(drop=True), capped
+    reader.close()
+    table = pa.Table.from_batches(batches, schema=reader.schema)
+    return table.slice(0, max_rows), count > max_rows
 
 
 def _query_error(exc: duckdb.Error) -> QueryError:

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from rl_board import columns
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
+from rl_board.lazy import LazyModule
 from rl_board.rollouts import derive, patterns
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.opening import OpenedRun, list_runs
@@ -27,12 +27,17 @@ from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, R
 # What only some questions use is imported by them (a command that opens a cached run and summarises it
 # imports none of it; tests/unit/test_cli_startup.py holds that).
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
     from rl_board.rollouts import labels as labels_mod
     from rl_board.rollouts.filters import SampleFilter
     from rl_board.rollouts.tokens import TokenText
     from rl_board.sources.remote import MirrorResult
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 log = logging.getLogger(__name__)
 TOKEN_IDS = "response_token_ids"
@@ -635,13 +640,13 @@ class RolloutStore:
             [c for c in (S.STEP, S.LINE, INDEX_COL, FILE_COL, LINE_COL) if c in v.table.column_names]
         )
         files = pa.DictionaryArray.from_arrays(
-            pa.array(v.file_idx, pa.int32()), pa.array(v.files or [], pa.string())
+            columns.from_numpy(v.file_idx, pa.int32()), columns.strings(v.files or [])
         )
         head = [
-            (STEP_COL, pa.array(v.step_of, pa.int64())),
-            (INDEX_COL, pa.array(v.within, pa.int64())),
+            (STEP_COL, columns.from_numpy(v.step_of, pa.int64())),
+            (INDEX_COL, columns.from_numpy(v.within, pa.int64())),
             (FILE_COL, files),
-            (LINE_COL, pa.array(v.line_of, pa.int64())),
+            (LINE_COL, columns.from_numpy(v.line_of, pa.int64())),
         ]
         for k, (name, column) in enumerate(head):
             table = table.add_column(k, name, column)

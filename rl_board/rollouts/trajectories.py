@@ -16,15 +16,21 @@ tools, and rows of the tool-call table (with no turn, arguments or result).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rl_board.formats import chat_text, trajectory
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.compute as pc
+else:
+    pd = LazyModule("pandas")  # imported when a frame is made
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 
 def columns(table: pa.Table) -> dict[str, pa.Array]:

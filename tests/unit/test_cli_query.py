@@ -137,3 +137,38 @@ def test_field_map_is_applied(tmp_path: Path, cache_dir: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert [r["reward"] for r in json.loads(out.stdout)] == [0.0, 0.1, 0.2]
+
+
+def test_json_and_table_give_the_values_a_frame_holds(train_run: Path, cache_dir: Path) -> None:
+    """The rows are printed from Arrow: a sum (HUGEINT) and a decimal are the floats the SQL page's frame
+    holds, a NULL integer is null, a NaN prints as NaN in the table and null in JSON, a struct an object."""
+    text = (
+        "select sum(step)::HUGEINT as h, 2.50::DECIMAL(5, 2) as d, NULL::INTEGER as i, "
+        "'nan'::double as f, {'x': 1, 'y': [1.5]} as s, true as b from samples"
+    )
+    out = rl_board("query", str(train_run), text, "--json", cache_dir=cache_dir)
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)
+    assert row == {"h": row["h"], "d": 2.5, "i": None, "f": None, "s": {"x": 1, "y": [1.5]}, "b": True}
+    assert isinstance(row["h"], float) and row["h"] == int(row["h"]) >= 0
+    out = rl_board("query", str(train_run), text, cache_dir=cache_dir)
+    head, _, cells, _ = out.stdout.splitlines()
+    assert head.split() == ["h", "d", "i", "f", "s", "b"]
+    assert cells.split()[1:4] == ["2.5", "NULL", "NaN"] and cells.split()[-1] == "True"
+
+
+def test_the_frame_of_a_result_is_duckdbs(train_run: Path, cache_dir: Path) -> None:
+    import duckdb
+
+    from rl_board.rollouts import sql
+
+    store = RolloutStore.open(train_run, cache_dir=cache_dir)
+    text = "select step, sample, reward, NULL::INTEGER as i, [1, 2] as l from samples order by step, sample"
+    result = sql.run_query(store, text, max_rows=7)
+    assert result.capped and result.table.num_rows == 7
+    con = duckdb.connect()
+    con.register("samples", store.arrow_samples())
+    expected = con.execute(text + " limit 7").df()
+    assert result.frame.dtypes.to_dict() == expected.dtypes.to_dict()
+    assert result.frame.drop(columns="l").equals(expected.drop(columns="l"))
+    assert [list(v) for v in result.frame["l"]] == [[1, 2]] * 7

@@ -239,7 +239,24 @@ def test_query_of_a_cached_run_imports_no_metric_reader_and_no_dataset_reader(tm
         "--cache-dir",
         str(tmp_path / "c"),
     ]
-    watched = (*METRIC_READERS, "google.protobuf", "tensorboard", "pyarrow.dataset", "rl_board.rollouts.lazy")
+    # nor pandas: the rows come back as Arrow and are printed from it
+    watched = (
+        *METRIC_READERS,
+        "pandas",
+        "google.protobuf",
+        "tensorboard",
+        "pyarrow.dataset",
+        "rl_board.rollouts.lazy",
+    )
     out, loaded = _second_call(args, watched)
     assert loaded == []
     assert json.loads(out) == [{"n": 12}]
+
+
+def test_query_as_a_table_builds_no_frame(tmp_path: Path) -> None:
+    run = _demo_root(tmp_path) / "run"
+    sql = "SELECT step, sample, reward, response FROM samples ORDER BY step, sample LIMIT 2"
+    out, loaded = _second_call(["query", str(run), sql, "--cache-dir", str(tmp_path / "c")], ("pandas",))
+    assert loaded == []
+    assert out.splitlines()[0].split() == ["step", "sample", "reward", "response"]
+    assert out.splitlines()[-1] == "(2 rows)"

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from rl_board import private
+from rl_board import columns, private
 from rl_board.formats.schema import LINE
 
 
@@ -63,5 +62,6 @@ def map_segment(directory: Path, seg: SegmentRef) -> pa.Table:
     table = pa.ipc.open_file(source).read_all()
     if seg.line_offset:
         i = table.schema.get_field_index(LINE)
-        table = table.set_column(i, LINE, pc.add(table.column(i), seg.line_offset))
+        shifted = columns.to_numpy(table.column(i)) + seg.line_offset  # (pc.add of an int imports pandas)
+        table = table.set_column(i, LINE, columns.from_numpy(shifted, table.schema.field(i).type))
     return table

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rl_board import config, formats
 from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import records, stored
@@ -38,7 +38,11 @@ from rl_board.sources import sniff
 # The parsers (simdjson, orjson, pyarrow.json, the formats' adapters) and the worker pool are imported by
 # the functions that use them: a command that opens a cached run plans nothing and parses nothing.
 if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
     from rl_board.rollouts.read import jsonl
+else:
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
@@ -545,6 +549,8 @@ def run_blocks(
 
 def import_parsers() -> None:
     """Import every parser now (a worker before it says it is ready; this process before it forks)."""
+    import pandas  # noqa: F401  (pyarrow's conversions of Python values import it on first use)
+    import pyarrow.compute
     import pyarrow.parquet  # noqa: F401
 
     from rl_board.rollouts.read import adapted, bulk, contract, jsonl, tables, turns  # noqa: F401

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import ujson
 
 from rl_board import config
 from rl_board.formats import conversation
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 BOM = b"\xef\xbb\xbf"
@@ -292,6 +297,9 @@ def _string_list(name: str, value: Any) -> list[str] | None:
 
 def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
     """Build a table with the known schema plus inferred extra columns."""
+    if not records:  # the empty table of a run not yet read (pa.array of a list would import pandas)
+        empty = {fld.name: pa.nulls(0, fld.type) for fld in S.PARSE_SCHEMA}
+        return pa.table({**empty, S.LINE: pa.nulls(0, pa.int64())})
     columns: dict[str, pa.Array] = {}
     for fld in S.PARSE_SCHEMA:
         columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)

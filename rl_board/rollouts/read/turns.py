@@ -25,13 +25,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rl_board.formats import chat_text, trajectory
 from rl_board.formats import schema as S
+from rl_board.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 TURNS_KEY = b"rl_board.turns"  # {"how": {"chatml": n, ...}, "kept whole": {reason: n}}
 FINISH_LOGGED = "finish_reason_logged"
