@@ -146,6 +146,39 @@ def run_points(
     return RunPoints(shown, int((~finite).sum()), total, values[finite])
 
 
+class DrawnRun(NamedTuple):
+    """A run a scalar chart draws: its name, its legend name (a short alias beside other runs), its colour
+    and its points."""
+
+    run: str
+    label: str
+    color: str
+    points: RunPoints
+
+
+def drawn_runs(
+    series: Mapping[str, pd.DataFrame],
+    x_axis: str,
+    smoothing: float,
+    max_points: int,
+    colors: Mapping[str, str] | None,
+    x_of: Callable[[pd.DataFrame, str], object],
+) -> list[DrawnRun]:
+    """The runs of one tag with points left to draw, in order, for either kind of chart (``run_points``)."""
+    labels = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
+    drawn = []
+    for k, (run, frame) in enumerate(series.items()):
+        points = run_points(frame, x_axis, smoothing, max_points, x_of)
+        if points is not None:
+            drawn.append(DrawnRun(run, labels[run], (colors or {}).get(run, color(k)), points))
+    return drawn
+
+
+def _plotted_x(data: pd.DataFrame, x_axis: str) -> np.ndarray:
+    """x as Plotly draws it (wall time as datetimes)."""
+    return x_values(data, x_axis).to_numpy()
+
+
 def point_notes(name: str, points: RunPoints, max_points: int) -> list[str]:
     """What a chart says of a run's points it did not draw."""
     notes = [f"{name}: {points.bad} NaN/Inf point(s) not drawn"] if points.bad else []
@@ -174,15 +207,10 @@ def scalar_figure(
     fig = go.Figure()
     notes: list[str] = []
     finite_values: list[np.ndarray] = []
-    names = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
-    for k, (run, frame) in enumerate(series.items()):
-        points = run_points(frame, x_axis, smoothing, max_points, lambda d, x: x_values(d, x).to_numpy())
-        if points is None:
-            continue
-        finite_values.append(points.finite)
-        notes += point_notes(_esc(run), points, max_points)
-        line_color = (colors or {}).get(run, color(k))
-        _add_run_traces(fig, points.shown, _esc(names[run]), line_color, smoothing)
+    for drawn in drawn_runs(series, x_axis, smoothing, max_points, colors, _plotted_x):
+        finite_values.append(drawn.points.finite)
+        notes += point_notes(_esc(drawn.run), drawn.points, max_points)
+        _add_run_traces(fig, drawn.points.shown, _esc(drawn.label), drawn.color, smoothing)
     several = len(series) > 1
     fig.update_layout(
         title={"text": _esc(tag), "font": {"size": 14}},

@@ -17,11 +17,10 @@ from rl_board.ui.metric_charts import (
     MAX_HEAT_ROWS,
     MAX_POINTS,
     X_AXES,
-    aliases,
     color,
+    drawn_runs,
     point_notes,
     rebin,
-    run_points,
     x_values,
 )
 from rl_board.ui.svg_charts import Axis, Chart, Heat, Series
@@ -50,14 +49,9 @@ def scalar_chart(
     """``metric_charts.scalar_figure`` without Plotly: a faint raw line and the smoothed line per run."""
     drawn: list[Series] = []
     notes: list[str] = []
-    names = aliases(list(series)) if len(series) > 1 else {run: run for run in series}
-    for k, (run, frame) in enumerate(series.items()):
-        points = run_points(frame, x_axis, smoothing, max_points, _numeric_x)
-        if points is None:
-            continue
-        notes += point_notes(display_name(run), points, max_points)
-        line = (colors or {}).get(run, color(k))
-        drawn += _run_series(points.shown, display_name(names[run]), line, smoothing)
+    for run in drawn_runs(series, x_axis, smoothing, max_points, colors, _numeric_x):
+        notes += point_notes(display_name(run.run), run.points, max_points)
+        drawn += _run_series(run.points.shown, display_name(run.label), run.color, smoothing)
     x_title = X_AXES.get(x_axis, x_axis)
     return Chart(
         display_name(tag),

@@ -44,6 +44,25 @@ def _imported(*argv: str) -> list[str]:
     return json.loads(out.stdout)
 
 
+def _command(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[str]]:
+    """One `rl-board` command in a fresh interpreter: its output and which of ``watched`` it imported."""
+    code = (
+        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
+        f"print(json.dumps(sorted(m for m in {watched} if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    lines = out.stdout.strip().splitlines()
+    return "\n".join(lines[:-1]), json.loads(lines[-1])
+
+
+def _second_call(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``_command`` the second time it runs (the first fills the caches)."""
+    _command(args, watched)
+    return _command(args, watched)
+
+
 def test_building_the_parser_imports_nothing_heavy() -> None:
     assert _imported("summary", "some/run") == []
 
@@ -59,16 +78,8 @@ def test_summary_of_a_cached_run_does_not_import_the_metric_readers(tmp_path: Pa
     from rl_board.rollouts.demo import DemoSpec, write_run
 
     write_run(tmp_path / "run", DemoSpec(steps=3, samples=4, ranks=1, tokens=20))
-    code = (
-        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
-        f"print(json.dumps(sorted(m for m in {HEAVY} if m in sys.modules)))"
-    )
     args = ["summary", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]
-    subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True)
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-    )
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    _, loaded = _second_call(args, HEAVY)
     assert not {"tensorboard", "streamlit", "duckdb", "rl_board.metrics.reader", "plotly"} & set(loaded), (
         loaded
     )
@@ -104,19 +115,11 @@ def test_summary_of_a_cached_run_imports_no_parser_and_no_other_question(tmp_pat
     from rl_board.rollouts.demo import DemoSpec, write_run
 
     write_run(tmp_path / "run", DemoSpec(steps=3, samples=4, ranks=1, tokens=20))
-    code = (
-        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
-        f"print(json.dumps(sorted(m for m in {NOT_FOR_A_CACHED_SUMMARY} if m in sys.modules)))"
-    )
     args = ["summary", str(tmp_path / "run"), "--json", "--cache-dir", str(tmp_path / "cache")]
-    first = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-    )
-    assert "rl_board.rollouts.read.bulk" in first.stdout.strip().splitlines()[-1]  # the first call parses
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    _, first = _command(args, NOT_FOR_A_CACHED_SUMMARY)
+    assert "rl_board.rollouts.read.bulk" in first  # the first call parses
+    _, loaded = _command(args, NOT_FOR_A_CACHED_SUMMARY)
+    assert loaded == []
 
 
 def test_scalars_opens_no_rollout_store(tmp_path: Path) -> None:
@@ -124,35 +127,21 @@ def test_scalars_opens_no_rollout_store(tmp_path: Path) -> None:
     points = "".join(json.dumps({"step": step, "train/loss": 1 / step}) + "\n" for step in (1, 2))
     (tmp_path / "logs" / "metrics.jsonl").write_text(points)
     rollout_side = ("rl_board.rollouts.store", "rl_board.rollouts.opening", "rl_board.rollouts.runview")
-    code = (
-        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
-        f"print(json.dumps(sorted(m for m in {rollout_side} if m in sys.modules)))"
-    )
     args = ["scalars", str(tmp_path / "logs"), "--json", "--cache-dir", str(tmp_path / "cache")]
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-    )
-    lines = out.stdout.strip().splitlines()
-    assert "train/loss" in lines[0]
-    assert json.loads(lines[-1]) == []
+    out, loaded = _command(args, rollout_side)
+    assert "train/loss" in out.splitlines()[0]
+    assert loaded == []
 
 
 def test_summary_names_files_left_out_and_imports_no_metric_reader_when_none_are(tmp_path: Path) -> None:
     from rl_board.rollouts.demo import DemoSpec, write_run
 
     write_run(tmp_path / "run", DemoSpec(steps=2, samples=4, ranks=2, tokens=10))
-    code = (
-        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
-        "print(json.dumps('rl_board.metrics.kinds' in sys.modules))"
-    )
     args = ["summary", str(tmp_path / "run"), "--json", "--cache-dir", str(tmp_path / "cache")]
 
     def summary() -> tuple[list[dict], bool]:
-        out = subprocess.run(
-            [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-        )
-        lines = out.stdout.strip().splitlines()
-        return json.loads(lines[0])["skipped"], json.loads(lines[-1])
+        out, loaded = _command(args, ("rl_board.metrics.kinds",))
+        return json.loads(out.splitlines()[0])["skipped"], bool(loaded)
 
     assert summary() == ([], False)  # only the logs it read: nothing to name, no catalogue of metric kinds
     (tmp_path / "run" / "notes.txt").write_text("not a log\n")
@@ -178,21 +167,6 @@ ROLLOUT_STORE = (
     "rl_board.rollouts.read.ingest",
 )
 METRIC_READERS = ("rl_board.metrics.kinds", "rl_board.metrics.reader", "rl_board.metrics.tensorboard")
-
-
-def _second_call(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[str]]:
-    """The command's output and which of ``watched`` it imported, the second time it runs (the first fills
-    the caches)."""
-    code = (
-        "import sys, json; from rl_board.cli import main; main(sys.argv[1:]); "
-        f"print(json.dumps(sorted(m for m in {watched} if m in sys.modules)))"
-    )
-    for _ in range(2):
-        out = subprocess.run(
-            [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=True
-        )
-    lines = out.stdout.strip().splitlines()
-    return "\n".join(lines[:-1]), json.loads(lines[-1])
 
 
 def _demo_root(tmp_path: Path) -> Path:
