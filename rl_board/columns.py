@@ -55,3 +55,9 @@ def true_count(column: pa.BooleanArray | pa.ChunkedArray) -> int:
     """How many values are true (nulls are not): ``pc.sum`` of a flag column without pyarrow.compute."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     return sum(chunk.true_count for chunk in chunks)
+
+
+def empty_table(types: dict[str, pa.DataType]) -> pa.Table:
+    """A table of no rows with these columns (``pa.array([])`` and ``schema.empty_table()`` import
+    pandas)."""
+    return pa.table({name: pa.nulls(0, kind) for name, kind in types.items()})

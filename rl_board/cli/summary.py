@@ -21,7 +21,7 @@ from rl_board.errors import NotFoundError
 from rl_board.formats import fields as F
 
 if TYPE_CHECKING:
-    from rl_board.api import LoadReport, RolloutStore
+    from rl_board.api import KeptSummary, LoadReport, RolloutStore
 
 
 def add_parser(sub: Any) -> None:
@@ -38,10 +38,7 @@ def run(ns: argparse.Namespace) -> int:
     fields = fields_of(ns)
     kept = summary_kept(ns.run_dir, cache_dir=ns.cache_dir, fields=fields)  # an unchanged run: from its cache
     if kept is not None:
-        source, report = kept.source, kept.report
-        data = summary_json(
-            kept.report, kept.summary, source=source, run_dir=kept.run_dir, cache=kept.cache_root
-        )
+        source, report, data = kept.source, kept.report, kept_dict(kept)
     else:
         from rl_board.api import RolloutStore
 
@@ -76,6 +73,13 @@ def summary_dict(store: RolloutStore) -> dict:
         run_dir=store.run_dir,
         cache=store.cache_root,
         remote=store.remote.as_dict() if store.remote else None,  # what this look fetched from the store
+    )
+
+
+def kept_dict(kept: KeptSummary) -> dict:
+    """``summary_dict`` of an unchanged run, answered from the summary kept in its cache."""
+    return summary_json(
+        kept.report, kept.summary, source=kept.source, run_dir=kept.run_dir, cache=kept.cache_root
     )
 
 

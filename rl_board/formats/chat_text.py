@@ -34,17 +34,12 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from rl_board.formats import chat_calls
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 CHATML, LLAMA3, ROLE_LINES = "chatml", "llama3", "role lines"
 

@@ -9,19 +9,13 @@ module (``trl.py``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from rl_board.formats.base import Adapted, Format, Options, Record
 from rl_board.formats.schema import DERIVED_SAMPLE_FIELDS, DERIVED_TOKEN_LISTS, PROMPT, RESPONSE
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 GROUP = "group"
 RL_BOARD_KEYS = frozenset(

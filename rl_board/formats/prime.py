@@ -21,18 +21,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from rl_board.formats import kept, pick
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 EFFECTIVE = "effective_ids"  # option: the ids of the episodes in effective/ beside this all/ folder
 NOT_EFFECTIVE = (

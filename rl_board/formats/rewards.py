@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 COMPONENTS_KEY = b"rl_board.reward_components"  # {"terms": {column: weight}, "how": "..."}
 Terms = Mapping[str, float]

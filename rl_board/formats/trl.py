@@ -35,7 +35,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,12 +44,7 @@ from rl_board.formats import rewards
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
 from rl_board.formats.flat import GROUP
 from rl_board.formats.schema import KNOWN_FIELDS, PROMPT, REWARD, STEP
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 ADVANTAGE = "advantage"
 FUNCTIONS_OPTION = "reward_functions"  # names found beside the run (TRL's logged metrics)

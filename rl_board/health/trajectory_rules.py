@@ -34,7 +34,7 @@ def _rising(per_step: pd.Series, ctx: RuleContext) -> tuple[list[int], float]:
         & (smooth >= early + ctx.params["min_rise"]).to_numpy()
         & (smooth >= ctx.params["min_level"]).to_numpy()
     )
-    return [int(s) for s in per_step.index[hit]], early
+    return steps_where(per_step, hit), early
 
 
 @rollout_rule(

@@ -37,7 +37,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.sqlite_read import (
     Runs,
@@ -58,11 +58,6 @@ from rl_board.metrics.table import Problem, ReadResult, TableSet, iso_seconds, s
 from rl_board.sources.catalogue import remembered
 from rl_board.sources.claims import Found
 from rl_board.sources.roots import OUTSIDE, inside
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 if TYPE_CHECKING:  # frames are built by what reads; annotations only here
     import pandas as pd

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 import pyarrow as pa
 
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.metrics.kind import Appended, LoggedTable, MetricKind, RunSource
 from rl_board.metrics.leveldb_log import BLOCK as BLOCK  # the framing's block, named here too
 from rl_board.metrics.leveldb_log import LogFile, Scan
@@ -51,10 +51,7 @@ from rl_board.sources.roots import OUTSIDE, inside
 
 # protobuf is imported by what decodes a record: finding W&B runs (the catalogue) needs none of it
 if TYPE_CHECKING:
-    import pyarrow.compute as pc
     from google.protobuf.message import Message
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 SOURCE = "wandb"
 HEADER = b":W&B\xe1\xbe"

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,14 +25,9 @@ import pyarrow.parquet as pq
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import schema as S
 from rl_board.formats.flat import from_dataset_names
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts.read import records
 from rl_board.sources.locations import fsspec_of
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 PART = "part-0.parquet"
 META_KEY = b"rl_board"

@@ -17,22 +17,13 @@ agrees with the per-sample means and sums.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import fields as F
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc, pd
 from rl_board.rollouts import kl, signals, trajectories
-
-if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow.compute as pc
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 # Columns rl-board adds beside the logged keys: the derived ones, and those the step browser's rows carry
 # (``RunView.frame``: sample, file, line). A logged key of one of these names is kept as ``<name>_logged``.

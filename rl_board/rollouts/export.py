@@ -18,13 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pd
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -65,7 +62,8 @@ def arrow_records(table: pa.Table) -> list[dict[str, Any]]:
 def _plain(value: Any) -> Any:
     if value is None:
         return None
-    if "pandas" in sys.modules and (value is pd.NA or value is pd.NaT):  # (no pandas: no pandas values)
+    pandas = sys.modules.get("pandas")  # (no pandas: no pandas values; and a lookup, not a lazy getattr)
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None
     if isinstance(value, np.generic):
         value = value.item()

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
+from rl_board import columns
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow.compute as pc
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc, pd
 
 DEFAULT_TEXT_FIELDS = (S.PROMPT, S.RESPONSE, S.GROUND_TRUTH)
 
@@ -111,8 +104,8 @@ class SampleFilter:
         return cols + (list(self.text_fields) if self.text else [])
 
 
-# One row (an empty array never compiles the pattern), made from buffers: pa.array would import pandas.
-_PROBE = pa.StringArray.from_buffers(1, pa.py_buffer(bytes(8)), pa.py_buffer(b""))
+# One row (an empty array never compiles the pattern); pa.array would import pandas.
+_PROBE = columns.strings([""])
 _ARROW_PREFIX = "Invalid regular expression: "
 
 

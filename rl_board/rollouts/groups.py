@@ -10,17 +10,10 @@ the highest reward seen in the run: "full marks").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
+from rl_board.lazy import pd
 
 GROUP = "group"
 ADVANTAGE = "advantage"

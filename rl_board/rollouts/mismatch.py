@@ -16,19 +16,12 @@ came from the trainer), so it is kept, now through ``kl.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts import kl
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 TRAIN_LOGPROBS = "train_logprobs"
 MEAN, MAX = "mismatch_mean", "mismatch_max"

@@ -20,17 +20,11 @@ page, the ``template`` filter, ``rl-board patterns``, SQL's ``patterns``. Loops
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
+from rl_board.lazy import pd
 
 OPENING = 64  # words of an answer's start that its family is judged on
 MIN_WORDS = 8

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -20,17 +19,10 @@ from rl_board import columns
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import rewards
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc, pd
 from rl_board.rollouts import derive
 from rl_board.rollouts.filters import SampleFilter, mask
 from rl_board.rollouts.read import records
-
-if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow.compute as pc
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 STEP_COL, INDEX_COL, FILE_COL, LINE_COL = "step", "sample", "file", "line"
 _LIST_FIELDS = set(S.FLOAT_LIST_FIELDS) | set(S.STRING_LIST_FIELDS) | set(S.DERIVED_TOKEN_LISTS)

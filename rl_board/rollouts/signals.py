@@ -17,18 +17,11 @@ load little (both cores parse and derive in parallel):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 WINDOW = 128  # words at the end of an answer that ``repetition`` reads
 MIN_WORDS = 16  # an answer shorter than this is too short to loop: its repetition is 0

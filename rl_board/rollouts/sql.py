@@ -45,20 +45,16 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from rl_board import config
+from rl_board import columns, config
 from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields as F
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pd
 from rl_board.rollouts import groups, kl
 from rl_board.rollouts.labels import LabelStore
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from rl_board.rollouts.store import RolloutStore
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
 
 SAMPLES, STEPS, TURNS, TOOL_CALLS = "samples", "steps", "turns", "tool_calls"
 PATTERNS, LABELS = "patterns", "labels"
@@ -150,8 +146,9 @@ def sample_targets(frame: pd.DataFrame) -> list[tuple[int, int] | None] | None:
     if not (pd.api.types.is_numeric_dtype(step.dtype) and pd.api.types.is_numeric_dtype(sample.dtype)):
         return None
     out: list[tuple[int, int] | None] = []
+    isna = pd.isna  # once, not per row
     for s, i in zip(step.tolist(), sample.tolist(), strict=True):
-        whole = all(v is not None and not pd.isna(v) and float(v).is_integer() for v in (s, i))
+        whole = all(v is not None and not isna(v) and float(v).is_integer() for v in (s, i))
         out.append((int(s), int(i)) if whole else None)
     return out
 
@@ -384,7 +381,9 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
     if labels.of_run(store.source):
         con.register("_tags", store.tags_by_sample(labels))
     else:  # no labels: an empty table of the same columns, without making a frame
-        con.register("_tags", _empty({"step": pa.int64(), "sample": pa.int64(), "tags": pa.string()}))
+        con.register(
+            "_tags", columns.empty_table({"step": pa.int64(), "sample": pa.int64(), "tags": pa.string()})
+        )
     family = (  # named as the patterns view names it (T1 the largest), NULL for an answer of no family
         f" REPLACE (CASE WHEN s.{TEMPLATE} > 0 THEN 'T' || CAST(s.{TEMPLATE} AS VARCHAR) END AS {TEMPLATE})"
         if TEMPLATE in samples.schema.names
@@ -408,18 +407,13 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
     if wanted:
         con.register(PATTERNS, store.pattern_families()[list(PATTERN_COLUMNS)])
     else:
-        con.register(PATTERNS, _empty(_PATTERN_TYPES))
+        con.register(PATTERNS, columns.empty_table(_PATTERN_TYPES))
     if _names(sql, LABELS):
         con.register(LABELS, store.labels(labels))
     for statement in kl.sql_macros():  # kl_k1, kl_k2, kl_k3: created before the configuration is locked
         con.execute(statement)
     con.execute("SET lock_configuration = true")
     return con
-
-
-def _empty(types: dict[str, pa.DataType]) -> pa.Table:
-    """A table of no rows (made without pandas: a query that does not read it never imports it)."""
-    return pa.table({name: pa.nulls(0, kind) for name, kind in types.items()})  # (pa.array imports pandas)
 
 
 def _names(sql: str | None, view: str) -> bool:

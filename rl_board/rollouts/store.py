@@ -17,7 +17,7 @@ from rl_board.errors import InvalidArgumentError
 from rl_board.formats import fields
 from rl_board.formats import schema as S
 from rl_board.formats.fieldmap import FieldMap
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc, pd
 from rl_board.rollouts import derive, patterns
 from rl_board.rollouts.cache import sync as cache
 from rl_board.rollouts.opening import OpenedRun, list_runs
@@ -27,17 +27,12 @@ from rl_board.rollouts.runview import FILE_COL, INDEX_COL, LINE_COL, STEP_COL, R
 # What only some questions use is imported by them (a command that opens a cached run and summarises it
 # imports none of it; tests/unit/test_cli_startup.py holds that).
 if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
     from rl_board.rollouts import labels as labels_mod
     from rl_board.rollouts.filters import SampleFilter
     from rl_board.rollouts.tokens import TokenText
     from rl_board.sources.remote import MirrorResult
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 log = logging.getLogger(__name__)
 TOKEN_IDS = "response_token_ids"

@@ -16,21 +16,14 @@ tools, and rows of the tool-call table (with no turn, arguments or result).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import chat_text, trajectory
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow.compute as pc
-else:
-    pd = LazyModule("pandas")  # imported when a frame is made
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc, pd
 
 
 def columns(table: pa.Table) -> dict[str, pa.Array]:

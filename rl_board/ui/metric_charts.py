@@ -311,14 +311,20 @@ def rebin(records: pd.DataFrame, bins: int = HEAT_BINS) -> tuple[np.ndarray, np.
     return rows["step"].to_numpy(), (edges[:-1] + edges[1:]) / 2, z
 
 
-def histogram_figure(records: pd.DataFrame, *, tag: str, run: str = "", bins: int = HEAT_BINS) -> go.Figure:
-    """A histogram tag over steps as a heatmap: x = value, y = step, colour = share of the step's counts."""
+def heat_shares(records: pd.DataFrame, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A histogram tag over steps as both kinds of heatmap draw it: the steps (evenly thinned to
+    ``MAX_HEAT_ROWS``), the bin centres, the counts and each count's share of its step."""
     steps, centres, z = rebin(records, bins)
     if len(steps) > MAX_HEAT_ROWS:
         idx = np.unique(np.round(np.linspace(0, len(steps) - 1, MAX_HEAT_ROWS)).astype(int))
         steps, z = steps[idx], z[idx]
     totals = z.sum(axis=1, keepdims=True)
-    share = np.divide(z, totals, out=np.zeros_like(z), where=totals > 0)
+    return steps, centres, z, np.divide(z, totals, out=np.zeros_like(z), where=totals > 0)
+
+
+def histogram_figure(records: pd.DataFrame, *, tag: str, run: str = "", bins: int = HEAT_BINS) -> go.Figure:
+    """A histogram tag over steps as a heatmap: x = value, y = step, colour = share of the step's counts."""
+    steps, centres, z, share = heat_shares(records, bins)
     fig = go.Figure(
         go.Heatmap(
             x=centres,

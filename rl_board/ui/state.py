@@ -301,15 +301,26 @@ def url_params() -> dict[str, str]:
 def link(page: str, **changes: Any) -> str:
     """A relative address of ``page`` with the view state as it is and ``changes`` (None: back to the
     parameter's default): what a picture's link opens, as a deep link would."""
-    params = url_params()
-    for name, value in changes.items():
-        param = _BY_NAME[name]
-        if value is None or value == param.default:
-            params.pop(name, None)
-        else:
-            params[name] = format_value(param, value)
-    query = urllib.parse.urlencode(params)
-    return f"{page}?{query}" if query else page
+    return linker(page)(**changes)
+
+
+def linker(page: str, **fixed: Any) -> Callable[..., str]:
+    """``link`` for many addresses of ``page`` (a chart's hundreds of steps): the view state is read
+    once, and each call gives its own ``changes`` on top of ``fixed``."""
+    base = url_params()
+
+    def address(**changes: Any) -> str:
+        params = dict(base)
+        for name, value in {**fixed, **changes}.items():
+            param = _BY_NAME[name]
+            if value is None or value == param.default:
+                params.pop(name, None)
+            else:
+                params[name] = format_value(param, value)
+        query = urllib.parse.urlencode(params)
+        return f"{page}?{query}" if query else page
+
+    return address
 
 
 def write_url() -> None:

@@ -14,13 +14,13 @@ import pandas as pd
 
 from rl_board.api import evaluation_summary
 from rl_board.ui.metric_charts import (
-    MAX_HEAT_ROWS,
+    HEAT_BINS,
     MAX_POINTS,
     X_AXES,
     color,
     drawn_runs,
+    heat_shares,
     point_notes,
-    rebin,
     x_values,
 )
 from rl_board.ui.svg_charts import Axis, Chart, Heat, Series
@@ -82,14 +82,9 @@ def _run_series(shown: pd.DataFrame, name: str, line_color: str, smoothing: floa
     ]
 
 
-def histogram_chart(records: pd.DataFrame, *, tag: str, run: str = "", bins: int = 64) -> Chart:
+def histogram_chart(records: pd.DataFrame, *, tag: str, run: str = "", bins: int = HEAT_BINS) -> Chart:
     """``metric_charts.histogram_figure`` without Plotly: x = value, y = step, colour = share of the step."""
-    steps, centres, z = rebin(records, bins)
-    if len(steps) > MAX_HEAT_ROWS:
-        idx = np.unique(np.round(np.linspace(0, len(steps) - 1, MAX_HEAT_ROWS)).astype(int))
-        steps, z = steps[idx], z[idx]
-    totals = z.sum(axis=1, keepdims=True)
-    share = np.divide(z, totals, out=np.zeros_like(z), where=totals > 0)
+    steps, centres, _, share = heat_shares(records, bins)
     steps = np.asarray(steps, dtype=np.float64)
     half_x = (centres[1] - centres[0]) / 2 if len(centres) > 1 else 0.5
     half_y = np.diff(steps).min() / 2 if len(steps) > 1 else 0.5

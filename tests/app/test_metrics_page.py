@@ -54,11 +54,6 @@ def metrics_page(metrics_root, tmp_path, monkeypatch):
     return _open
 
 
-def charts(at: AppTest) -> dict[str, dict]:
-    """The Plotly figures by title (the sidebar's "Interactive charts" switched on first)."""
-    return figures(at)
-
-
 def group_labels(at: AppTest) -> list[str]:
     return [e.label.split(" · ")[0].strip("*").replace("\\", "") for e in at.expander if "tag(s)" in e.label]
 
@@ -91,7 +86,7 @@ def test_metric_runs_are_listed_but_not_rollout_runs(metrics_page):
 
 def test_di_engine_run_shows_episodes_config_network_checkpoints_and_loggers(metrics_page):
     at = metrics_page()
-    episodes = charts(at)["Evaluator reward per episode"]
+    episodes = figures(at)["Evaluator reward per episode"]
     mean = next(t for t in episodes["data"] if t.get("name") == "mean")
     assert list(decode(mean["x"])) == [0, 200, 400] and list(decode(mean["y"])) == [100.5, 300.5, 500.5]
     codes = [c.value for c in at.code]
@@ -109,7 +104,7 @@ def test_di_engine_run_shows_episodes_config_network_checkpoints_and_loggers(met
 def test_chart_x_values_are_the_logged_steps(metrics_page):
     at = choose(metrics_page(), q="total_loss")
     assert group_labels(at) == ["learner_iter"]
-    spec = charts(at)["learner_iter/total_loss_avg"]
+    spec = figures(at)["learner_iter/total_loss_avg"]
     raw = spec["data"][0]
     assert list(decode(raw["x"])) == [0, 100, 200, 300, 400, 500]
     np.testing.assert_allclose(decode(raw["y"]), [1 / (i + 1) for i in range(6)], rtol=1e-6)
@@ -123,38 +118,38 @@ def test_tag_filter_narrows_groups(metrics_page):
     assert group_labels(at) == ["objective", "ppo"]  # objective/kl*, ppo/policy/approxkl and policykl
     choose(at, q="objective kl")
     assert group_labels(at) == ["objective"]
-    assert set(charts(at)) >= {"objective/kl", "objective/kl_coef"}
+    assert set(figures(at)) >= {"objective/kl", "objective/kl_coef"}
     choose(at, q="no such tag")
     assert any("No tag contains" in t for t in texts(at.info))
 
 
 def test_smoothing_changes_the_curve_and_keeps_the_raw_line(metrics_page):
     at = choose(metrics_page(), runs=["tb/trl_run"], q="env/reward_mean")
-    raw, smooth = charts(at)["env/reward_mean"]["data"]
+    raw, smooth = figures(at)["env/reward_mean"]["data"]
     raw_y, smooth_y = decode(raw["y"]), decode(smooth["y"])
     np.testing.assert_allclose(smooth_y, ema(raw_y, 0.6), rtol=1e-6)
     assert not np.allclose(raw_y, smooth_y) and "rgba" in raw["line"]["color"]
     choose(at, smooth=0.9)
-    smoother = decode(charts(at)["env/reward_mean"]["data"][1]["y"])
+    smoother = decode(figures(at)["env/reward_mean"]["data"][1]["y"])
     assert np.std(np.diff(smoother)) < np.std(np.diff(smooth_y))
     choose(at, smooth=0.0)
-    [only] = charts(at)["env/reward_mean"]["data"]
+    [only] = figures(at)["env/reward_mean"]["data"]
     np.testing.assert_allclose(decode(only["y"]), raw_y)
 
 
 def test_runs_overlay_and_wall_time_axis(metrics_page):
     at = choose(metrics_page(), runs=["tb/trl_run", "tb/trl_unstable"], q="objective/kl_coef")
-    names = [t["name"] for t in charts(at)["objective/kl_coef"]["data"]]
+    names = [t["name"] for t in figures(at)["objective/kl_coef"]["data"]]
     assert names == ["trl_run (raw)", "trl_run", "trl_unstable (raw)", "trl_unstable"]  # short aliases
     choose(at, x="wall_time")
-    spec = charts(at)["objective/kl_coef"]
+    spec = figures(at)["objective/kl_coef"]
     assert spec["layout"]["xaxis"]["title"]["text"] == "wall time"
     assert str(spec["data"][0]["x"][0]).startswith("1970-01-01")  # the fixture logs wall time 1000 s + step
 
 
 def test_histograms_draw_as_heatmaps_over_steps(metrics_page):
     at = choose(metrics_page(), runs=["tb/trl_run"], q="ratio")
-    spec = charts(at)["ppo/policy/ratio (histogram over steps)"]
+    spec = figures(at)["ppo/policy/ratio (histogram over steps)"]
     assert spec["data"][0]["type"] == "heatmap" and len(decode(spec["data"][0]["y"])) == 40
 
 

@@ -12,14 +12,12 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.streamlit_browser import Server, free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
-_NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass

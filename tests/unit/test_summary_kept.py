@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rl_board.cli.summary import summary_dict, summary_json
+from rl_board.cli.summary import kept_dict, summary_dict
 from rl_board.rollouts.demo import DemoSpec, write_run
 from rl_board.rollouts.opening import summary_kept
 from rl_board.rollouts.store import RolloutStore
@@ -15,11 +15,7 @@ TIMING = ("load_seconds", "from_cache")
 
 def _kept_json(run: Path, cache: Path, fields: dict[str, str] | None = None) -> dict | None:
     kept = summary_kept(run, cache_dir=cache, fields=fields)
-    if kept is None:
-        return None
-    return summary_json(
-        kept.report, kept.summary, source=kept.source, run_dir=kept.run_dir, cache=kept.cache_root
-    )
+    return None if kept is None else kept_dict(kept)
 
 
 def _without_timing(data: dict) -> dict:

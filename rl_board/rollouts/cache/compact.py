@@ -9,20 +9,14 @@ consecutive small segments is rewritten as one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from rl_board import config
 from rl_board.formats.schema import LINE
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts.cache.manifest import FileEntry, Segment
 from rl_board.rollouts.cache.segments import map_segment, write_segment
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 MAX_SMALL = 16
 

@@ -60,7 +60,7 @@ def write_counts(directory: Path, signature: str, *, samples: int, steps: int) -
     """The counts of a state just loaded; a summary already kept for this very state stays."""
     old = read(directory)
     data: dict[str, Any] = {"samples": samples, "steps": steps, "state": signature}
-    if old.get("state") == signature and SUMMARY in old and old.get(MADE_BY) == _maker():
+    if SUMMARY in old and _mine(old, signature):
         data[SUMMARY], data[MADE_BY] = old[SUMMARY], old[MADE_BY]
     if data != old:
         _write(directory, data)
@@ -77,8 +77,12 @@ def kept(directory: Path, signature: str) -> dict[str, Any] | None:
     """The whole summary kept for ``signature``, if there is one."""
     data = read(directory)
     found = data.get(SUMMARY)
-    mine = data.get("state") == signature and data.get(MADE_BY) == _maker()
-    return found if mine and isinstance(found, dict) else None
+    return found if _mine(data, signature) and isinstance(found, dict) else None
+
+
+def _mine(data: dict[str, Any], signature: str) -> bool:
+    """Whether what is kept is of this state of the files and by this rl-board release."""
+    return data.get("state") == signature and data.get(MADE_BY) == _maker()
 
 
 def _write(directory: Path, data: dict[str, Any]) -> None:

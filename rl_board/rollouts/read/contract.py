@@ -18,20 +18,13 @@ The property test in ``tests/unit/test_parse_contract.py`` holds the paths equal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 
 from rl_board.formats import Format, Reading, conversation, fieldmap, kept, rewards
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts.read import turns
 from rl_board.rollouts.read.jsonl import ParsedBlock, drop_missing_step
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 _CHAT = (S.PROMPT, S.RESPONSE)
 TOKEN_IDS = "response_token_ids"  # a response logged as token ids only

@@ -29,7 +29,7 @@ import pyarrow as pa
 from rl_board import config, formats
 from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import records, stored
@@ -38,11 +38,7 @@ from rl_board.sources import sniff
 # The parsers (simdjson, orjson, pyarrow.json, the formats' adapters) and the worker pool are imported by
 # the functions that use them: a command that opens a cached run plans nothing and parses nothing.
 if TYPE_CHECKING:
-    import pyarrow.compute as pc
-
     from rl_board.rollouts.read import jsonl
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
@@ -588,7 +584,7 @@ def _run(
         sizes_of = [sum(jobs[i][2] - jobs[i][1] for i in unit) for unit in units]
         biggest_first = sorted(range(len(units)), key=lambda u: -sizes_of[u])
         done = forked.run(
-            len(units), min(cores, 4) - 1, local, _results_line, results_from_json, biggest_first
+            len(units), min(cores, 4) - 1, local, results_line, results_from_json, biggest_first
         )
         for unit, results in zip(units, done, strict=True):
             for i, result in zip(unit, results, strict=True):
@@ -665,8 +661,8 @@ def _request(
 BATCH = "batch"  # the first item of a worker request for ``ingest_batch``
 
 
-def _results_line(results: list[BlockResult]) -> str:
-    """A unit's results as one JSON line (a forked helper's answer; ``results_from_json`` reads it)."""
+def results_line(results: list[BlockResult]) -> str:
+    """Results as one JSON line (a forked helper's or a worker's answer; ``results_from_json`` reads it)."""
     return "[" + ",".join(result_to_json(r) for r in results) + "]"
 
 

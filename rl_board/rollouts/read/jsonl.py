@@ -13,14 +13,14 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pj
 
 from rl_board import config
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
+from rl_board.lazy import pc
 from rl_board.rollouts.read.records import (
     BOM,
     BadLine,
@@ -30,11 +30,6 @@ from rl_board.rollouts.read.records import (
     records_to_table,
     unify_tables,
 )
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
 
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=S.PARSE_SCHEMA, unexpected_field_behavior="infer")
 # pyarrow splits a block into parse tasks of this size, one per core at a time.

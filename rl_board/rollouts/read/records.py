@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import ujson
 
 from rl_board import config
+from rl_board.columns import empty_table
 from rl_board.formats import conversation
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 BOM = b"\xef\xbb\xbf"
@@ -298,8 +294,7 @@ def _string_list(name: str, value: Any) -> list[str] | None:
 def records_to_table(records: list[dict[str, Any]]) -> pa.Table:
     """Build a table with the known schema plus inferred extra columns."""
     if not records:  # the empty table of a run not yet read (pa.array of a list would import pandas)
-        empty = {fld.name: pa.nulls(0, fld.type) for fld in S.PARSE_SCHEMA}
-        return pa.table({**empty, S.LINE: pa.nulls(0, pa.int64())})
+        return empty_table({**{fld.name: fld.type for fld in S.PARSE_SCHEMA}, S.LINE: pa.int64()})
     columns: dict[str, pa.Array] = {}
     for fld in S.PARSE_SCHEMA:
         columns[fld.name] = pa.array([r.get(fld.name) for r in records], type=fld.type)

@@ -25,18 +25,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from rl_board.formats import chat_text, trajectory
 from rl_board.formats import schema as S
-from rl_board.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:
-    pc = LazyModule("pyarrow.compute")  # 0.05 s of wrapping its functions: when first called
+from rl_board.lazy import pc
 
 TURNS_KEY = b"rl_board.turns"  # {"how": {"chatml": n, ...}, "kept whole": {reason: n}}
 FINISH_LOGGED = "finish_reason_logged"

@@ -70,6 +70,7 @@ def main(argv: list[str]) -> int:
         ingest_batch,
         ingest_block,
         result_to_json,
+        results_line,
     )
 
     import_parsers()  # ready means ready to parse
@@ -84,7 +85,7 @@ def main(argv: list[str]) -> int:
             results = ingest_batch(
                 [tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line
             )
-            answer = "[" + ",".join(result_to_json(r) for r in results) + "]"
+            answer = results_line(results)
         else:
             path, start, end, directory, reading, max_line = job  # max_line None: the default
             answer = result_to_json(

@@ -52,12 +52,13 @@ def _curves(
 
 def _chart(key: str, figure: Callable[[], object], svg: Callable[[], Chart]) -> None:
     """A chart of steps (either kind, as the sidebar's setting says); clicking a point opens its step."""
-    chart.show(key, figure=figure, svg=svg, on_select=lambda: _open_step_from(key), link=_step_link)
+    chart.show(key, figure=figure, svg=svg, on_select=lambda: _open_step_from(key), link=_step_links())
 
 
-def _step_link(x: float) -> str:
-    """The step browser at step ``x``, as a click on a point opens it."""
-    return state.link("steps", step=int(x), sample=None, table_page=None)
+def _step_links() -> Callable[[float], str]:
+    """The step browser at step ``x``, as a click on a point opens it (the view state read once a chart)."""
+    to_step = state.linker("steps", sample=None, table_page=None)
+    return lambda x: to_step(step=int(x))
 
 
 def _reward_curves(summary: pd.DataFrame, opts: charts.CurveOptions) -> None:

@@ -88,12 +88,13 @@ def render_index_progress(root: Path) -> MetricsIndex | None:
     build = metrics_cached.index_build(root)
     if build.running and build.index is None and build.total < api.MIN_PARALLEL:
         build.wait(INDEX_WAIT_S)  # a small root is indexed before the page draws
-    if _indexing(build):
-        st.fragment(_progress_bar, run_every=PROGRESS_EVERY_S)(root)
-    elif build.error:
-        st.warning(
-            f"The run index could not be built: {escape_markdown(build.error)}", icon=":material/warning:"
-        )
+    with st.container():  # a slot of its own, bar or not: the widgets below keep their place (see SLOT)
+        if _indexing(build):
+            st.fragment(_progress_bar, run_every=PROGRESS_EVERY_S)(root)
+        elif build.error:
+            st.warning(
+                f"The run index could not be built: {escape_markdown(build.error)}", icon=":material/warning:"
+            )
     return build.index
 
 
@@ -143,6 +144,16 @@ def _shown_path(path: str, root: Path) -> str:
 
 def render_problems(problems: Sequence[Problem], root: Path) -> None:
     """Files that could not be (fully) read: a warning each for the first few, then a table."""
+    with st.container():  # a slot of its own, problems or not (see SLOT)
+        _problem_list(problems, root)
+
+
+# SLOT: a part that comes and goes between reruns (a progress bar, the problems a finished index adds)
+# sits in a container that is always drawn. Otherwise the widgets below it move up a place, the browser
+# draws them anew and loses what the user was typing in them.
+
+
+def _problem_list(problems: Sequence[Problem], root: Path) -> None:
     if not problems:
         return
     for problem in problems[:MAX_PROBLEM_WARNINGS]:

@@ -29,10 +29,7 @@ PAGE = PageSpec(
 def render(ctx: Context) -> None:
     found = metrics_cached.run_list(str(ctx.logs_root))
     listed = [s for s in found if s.kind != OUTSIDE_KIND]
-    # the progress bar and the problems come and go as the background index fills; each sits in a
-    # container of its own so the widgets below keep their place (and what the user is typing in them)
-    with st.container():
-        index = metrics_runs.render_index_progress(ctx.logs_root)
+    index = metrics_runs.render_index_progress(ctx.logs_root)
     refused = refused_metric_runs(found)
     if not listed:
         metrics_runs.render_problems(
@@ -50,8 +47,7 @@ def render(ctx: Context) -> None:
     problems = (
         index.problems if index is not None else refused + (bundle.problems if bundle is not None else [])
     )
-    with st.container():
-        metrics_runs.render_problems(problems, ctx.logs_root.resolve())
+    metrics_runs.render_problems(problems, ctx.logs_root.resolve())
     if bundle is None:
         st.info("Choose one or more runs above.")
         return
