@@ -12,8 +12,6 @@ caller reads the record by the per-value rules, so odd logs read as before.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 _PLAIN = frozenset({int, float, bool, type(None)})
@@ -65,18 +63,23 @@ def at(values: np.ndarray | None, positions: np.ndarray) -> np.ndarray:
 _NONE = np.zeros(0)
 
 
-def aligned(values: np.ndarray | None, start: int, stop: int) -> list[float] | None:
+def aligned(values: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
     """Values of the span ``[start, stop)``, position for position (past the row's end or missing -> NaN);
-    None without values."""
+    None without values. Kept a float64 array: a column is built from such rows without a Python float
+    each (``records_to_table``)."""
     if values is None:
         return None
-    inside = values[start:stop].tolist() if start < stop else []
-    return inside + [math.nan] * (stop - start - len(inside))
+    if stop <= len(values):
+        return values[start:stop] if start < stop else _NONE
+    out = np.full(max(stop - start, 0), np.nan)
+    inside = values[start:stop]
+    out[: len(inside)] = inside
+    return out
 
 
-def whole(values: np.ndarray, start: int, stop: int) -> list[int] | None:
-    """Token ids of the span ``[start, stop)`` as ints; None when one is past the row's end, missing or not
-    integral (a response with such an id has no token ids)."""
+def whole(values: np.ndarray, start: int, stop: int) -> np.ndarray | list[int] | None:
+    """Token ids of the span ``[start, stop)`` as int64 (Python ints past int64's range); None when one is
+    past the row's end, missing or not integral (a response with such an id has no token ids)."""
     if stop > len(values):
         return None
     picked = values[start:stop]
@@ -84,7 +87,7 @@ def whole(values: np.ndarray, start: int, stop: int) -> list[int] | None:
         return None
     if len(picked) and np.abs(picked).max() >= 2.0**63:  # past int64: Python ints, as the per-value rules
         return [int(x) for x in picked.tolist()]
-    return picked.astype(np.int64).tolist()
+    return picked.astype(np.int64)
 
 
 def mean(values: np.ndarray) -> float | None:

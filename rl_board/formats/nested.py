@@ -209,7 +209,7 @@ def _response_tokens_of(
     _set(sample, "logprobs", arrays.aligned(infer, start, stop))
     _set(sample, "train_logprobs", arrays.aligned(train, start, stop))
     if len(positions) < stop - start:
-        sample["token_loss_mask"] = (rows["mask"][start:stop] == 1.0).astype(np.float64).tolist()
+        sample["token_loss_mask"] = (rows["mask"][start:stop] == 1.0).astype(np.float64)
 
 
 def _token_signals_of(sample: Record, positions: np.ndarray, **rows: np.ndarray | None) -> None:
@@ -219,7 +219,7 @@ def _token_signals_of(sample: Record, positions: np.ndarray, **rows: np.ndarray 
     start, stop = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
     for name, values in rows.items():
         aligned = arrays.aligned(values, start, stop)
-        if aligned is not None and any(math.isfinite(v) for v in aligned):
+        if aligned is not None and np.isfinite(aligned).any():
             sample[f"token_{name}"] = aligned
 
 

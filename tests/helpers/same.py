@@ -22,6 +22,12 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def rows_as_lists(sample: dict[str, Any]) -> dict[str, Any]:
+    """A sample dict with the rows an adapter kept as numpy arrays as the lists of their items (a float64
+    row's floats, an int64 row's ints): what the per-value rules build."""
+    return {k: v.tolist() if type(v) is np.ndarray else v for k, v in sample.items()}
+
+
 def assert_frames_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     """The same columns, dtypes and cells (``same`` per column)."""
     assert isinstance(a, pd.DataFrame)

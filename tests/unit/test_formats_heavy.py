@@ -20,6 +20,7 @@ from rl_board.formats.open_instruct import OPEN_INSTRUCT
 from rl_board.formats.prime import PRIME_RL
 from rl_board.formats.roll_agentic import ROLL_AGENTIC
 from tests.helpers import trainer_dumps
+from tests.helpers.same import rows_as_lists
 
 FORMATS = (NEMO_RL, PRIME_RL, PRIME_RL_TOKENS, ROLL, ROLL_AGENTIC, OPEN_INSTRUCT)
 RL_BOARD_LINE = {"step": 1, "prompt": "p", "response": "r", "reward": 1.0}
@@ -166,7 +167,11 @@ def test_prime_rl_token_exports_tolerate_nulls() -> None:
         "rl_weights": [None] * 4,
     }
     [sample] = PRIME_RL_TOKENS.nested(record)
-    assert sample == {"n_response_tokens": 3, "mismatch_kl": 0.2, "response_token_ids": [2, 3, 4]}
+    assert rows_as_lists(sample) == {
+        "n_response_tokens": 3,
+        "mismatch_kl": 0.2,
+        "response_token_ids": [2, 3, 4],
+    }
 
 
 # --------------------------------------------------------------------------- ROLL

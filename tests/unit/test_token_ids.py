@@ -12,6 +12,7 @@ from rl_board.errors import NotFoundError
 from rl_board.rollouts.store import RolloutStore
 from rl_board.rollouts.tokens import TokenText
 from tests.helpers import trainer_dumps as T
+from tests.helpers.same import rows_as_lists
 
 
 def write_tokenizer(path: Path, size: int = 200_000) -> Path:
@@ -92,7 +93,7 @@ def test_untrained_tokens_inside_an_answer_are_kept_and_marked(tmp_path: Path, c
         "inference_logprobs": [-1.0, -0.1, -0.2, -0.3, -9.0],
         "advantages": [0, 0.5, 0.5, 0.5, 0],
     }
-    [sample] = PRIME_RL_TOKENS.nested(record)
+    sample = rows_as_lists(PRIME_RL_TOKENS.nested(record)[0])
     assert sample["response_token_ids"] == [8, 9, 10] and sample["token_loss_mask"] == [1.0, 0.0, 1.0]
     run = tmp_path / "token_exports" / "step_1"
     run.mkdir(parents=True)

@@ -328,6 +328,8 @@ def extra_array(values: list[Any]) -> pa.Array:
 
 
 def _as_text(value: Any) -> str:
+    if type(value) is np.ndarray:  # a row an adapter kept as an array
+        value = value.tolist()
     return value if isinstance(value, str) else ujson.dumps(value, ensure_ascii=False)
 
 
