@@ -21,6 +21,8 @@ from rl_board.formats import rewards
 from rl_board.formats import schema as S
 from rl_board.lazy import pc, pd
 from rl_board.rollouts import derive
+from rl_board.rollouts.cache import segments
+from rl_board.rollouts.cache.manifest import Part
 from rl_board.rollouts.filters import SampleFilter, mask
 from rl_board.rollouts.read import records
 
@@ -47,11 +49,16 @@ class RunView:
         self._summary: pd.DataFrame | None = None
 
     @classmethod
-    def from_parts(cls, files: list[str], parts: list[tuple[int, pa.Table]]) -> RunView:
-        tables = [t for _, t in parts]
+    def from_parts(cls, files: list[str], parts: list[Part]) -> RunView:
+        """The view of a cache's mapped segments (``open_segments``): their line numbers shifted here, in
+        one pass."""
+        tables = [p.table for p in parts]
         table = records.unify_tables(tables) if tables else _empty_table()
-        idx = [np.full(t.num_rows, i, dtype=np.int32) for i, t in parts]
-        view = cls(files, table, np.concatenate(idx) if idx else np.zeros(0, np.int32))
+        rows = np.array([t.num_rows for t in tables], dtype=np.int64)
+        if any(p.line_offset for p in parts):
+            table = segments.shift_lines(table, np.repeat([p.line_offset for p in parts], rows))
+        file_idx = np.repeat(np.array([p.file for p in parts], dtype=np.int32), rows)
+        view = cls(files, table, file_idx)
         view.reward_parts = _reward_parts(tables)
         return view
 

@@ -18,6 +18,7 @@ import uuid
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -146,10 +147,19 @@ def collect_garbage(directory: Path, entries: list[FileEntry]) -> None:
             child.unlink(missing_ok=True)
 
 
+class Part(NamedTuple):
+    """One mapped segment of a run: its file's index, its rows, and what its line numbers count from."""
+
+    file: int
+    table: pa.Table
+    line_offset: int
+
+
 def open_segments(
     directory: Path, entries: list[FileEntry], opened: dict[str, pa.Table] | None = None
-) -> list[tuple[int, pa.Table]]:
-    """Memory-map every segment: (file index, table) in file then append order.
+) -> list[Part]:
+    """Memory-map every segment, in file then append order; line numbers as stored (each part says what to
+    add to them).
 
     ``opened`` holds tables mapped by an earlier call (by segment name); they
     are reused, so a refresh maps only the segments it wrote. It is updated
@@ -161,9 +171,9 @@ def open_segments(
         for seg in entry.segments:
             table = known.get(seg.name)
             if table is None:
-                table = map_segment(directory, seg)
+                table = map_segment(directory, seg, shifted=False)
             current[seg.name] = table
-            out.append((index, table))
+            out.append(Part(index, table, seg.line_offset))
     if opened is not None:
         opened.clear()
         opened.update(current)

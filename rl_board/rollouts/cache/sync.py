@@ -34,6 +34,7 @@ from rl_board.formats.fieldmap import FieldMap
 from rl_board.rollouts.cache.compact import compact
 from rl_board.rollouts.cache.manifest import (
     FileEntry,
+    Part,
     Segment,
     collect_garbage,
     open_segments,
@@ -84,7 +85,7 @@ class SyncResult:
     files: list[FileEntry]
     parsed_bytes: int
     rebuilt: bool
-    parts: list[tuple[int, pa.Table]]  # (file index, memory-mapped segment), in order
+    parts: list[Part]  # the memory-mapped segments, in order (their line numbers as stored)
     notice: str = ""  # the cache folder could not be written: what was done instead
     stat_signature: str = ""  # of the files as this sync found them (``runfiles.stat_signature``)
     unread: bool = False  # a file could not be read this time (an I/O error): the next look tries again
