@@ -234,3 +234,20 @@ def test_query_as_a_table_builds_no_frame(tmp_path: Path) -> None:
     assert loaded == []
     assert out.splitlines()[0].split() == ["step", "sample", "reward", "response"]
     assert out.splitlines()[-1] == "(2 rows)"
+
+
+def test_each_command_name_is_registered_by_the_module_named_for_it() -> None:
+    """``main`` builds only the named command's parser; MODULE_OF must say which module registers each."""
+    import argparse
+
+    from rl_board.cli import MODULE_OF, build_parser
+
+    every = build_parser()
+    choices = next(a for a in every._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert sorted(choices) == sorted(MODULE_OF)
+    for name in MODULE_OF:
+        alone = build_parser(name)
+        names = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction)).choices
+        assert name in names
+    args = ["query", "RUN", "SELECT 1", "--json"]
+    assert vars(build_parser("query").parse_args(args)) == vars(every.parse_args(args))
