@@ -5,7 +5,7 @@ and end here as one line on stderr with exit code 2; only bugs produce traceback
 
 Adding a command: write ``rl_board/cli/NAME.py`` with ``add_parser(sub)`` (which
 registers its arguments and ``set_defaults(func=run)``) and ``run(ns) -> int``,
-and add the module to ``COMMANDS``. Every command module is imported to build
+and map each name it registers to it in ``MODULE_OF``. Every command module is imported to build
 the parser, so keep its top level light (the standard library, ``cli.common``,
 ``errors``, ``config``): import pandas, pyarrow, the store, DuckDB... inside
 ``run``. ``rl-board summary`` on a cached run then starts in well under half a
@@ -26,7 +26,6 @@ from rl_board.cli.common import EXIT_USAGE, terminal_safe
 from rl_board.cli.summary import summary_dict
 from rl_board.errors import RLBoardError
 
-COMMANDS = (serve, runs, summary, groups, patterns, labels, query, export, demo, scalars, check)
 # The module that registers each command name (tests/unit/test_cli_startup.py holds it to the parser's).
 MODULE_OF = {
     "serve": serve,
@@ -42,6 +41,7 @@ MODULE_OF = {
     "scalars": scalars,
     "check": check,
 }
+COMMANDS = tuple(dict.fromkeys(MODULE_OF.values()))  # each module once, in the help's order
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -72,10 +72,10 @@ def entry() -> None:
     ``query`` (0.305 -> 0.270 s, median of 15; benchmarks/load.py times the commands). Only a command that
     returned ends this way: an exception leaves as Python leaves on one."""
     code = main()
-    atexit._run_exitfuncs()  # the worker pool's shutdown, logging's flush: whatever was registered
-    with contextlib.suppress(BrokenPipeError):  # a reader that stopped early (``| head``) had what it wanted
-        sys.stdout.flush()
-        sys.stderr.flush()
+    atexit._run_exitfuncs()  # the pool's shutdown, logging's flush (CPython's own hook; tested through -m)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError):  # a reader that stopped early (``| head``) had its fill
+            stream.flush()
     os._exit(code)
 
 

@@ -69,8 +69,8 @@ def aligned(values: np.ndarray | None, start: int, stop: int) -> np.ndarray | No
     each (``records_to_table``)."""
     if values is None:
         return None
-    if stop <= len(values):
-        return values[start:stop] if start < stop else _NONE
+    if stop <= len(values):  # a copy: a view would keep the whole padded row (prompt too) alive
+        return values[start:stop].copy() if start < stop else _NONE
     out = np.full(max(stop - start, 0), np.nan)
     inside = values[start:stop]
     out[: len(inside)] = inside

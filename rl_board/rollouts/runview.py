@@ -52,6 +52,7 @@ class RunView:
     def from_parts(cls, files: list[str], parts: list[Part]) -> RunView:
         """The view of a cache's mapped segments (``open_segments``): their line numbers shifted here, in
         one pass."""
+        parts = [p for p in parts if p.table.num_columns]  # as unify_tables keeps them: rows stay aligned
         tables = [p.table for p in parts]
         table = records.unify_tables(tables) if tables else _empty_table()
         rows = np.array([t.num_rows for t in tables], dtype=np.int64)

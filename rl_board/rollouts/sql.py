@@ -418,8 +418,9 @@ def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConn
 
 
 def _names(sql: str | None, view: str) -> bool:
-    """Whether the query may read ``view``: it names it, or looks into the catalogue (SHOW TABLES,
-    information_schema...), or there is no query (the schema of every view is asked)."""
+    """Whether the query may read ``view`` (a view's or a macro's name, or a regex of such names): it names
+    it, or looks into the catalogue (SHOW TABLES, information_schema...), or there is no query (the schema
+    of every view is asked)."""
     return (
         sql is None
         or re.search(rf"\b{view}\b", sql, re.IGNORECASE) is not None

@@ -251,3 +251,28 @@ def test_each_command_name_is_registered_by_the_module_named_for_it() -> None:
         assert name in names
     args = ["query", "RUN", "SELECT 1", "--json"]
     assert vars(build_parser("query").parse_args(args)) == vars(every.parse_args(args))
+
+
+def test_the_command_ends_through_the_exit_handlers_with_its_output_and_code(tmp_path: Path) -> None:
+    """``entry`` leaves with ``os._exit``: what ``atexit`` registered still runs, after the command's own
+    output, and the command's exit code is the process's (0 here, 2 for a refused path)."""
+    code = (
+        "import atexit, sys; atexit.register(lambda: print('handler ran')); "
+        "from rl_board.cli import entry; sys.argv[0] = 'rl-board'; entry()"
+    )
+    ok = subprocess.run(
+        [sys.executable, "-c", code, "runs", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert ok.returncode == 0
+    assert json.loads(ok.stdout.splitlines()[0])["runs"] == [] and ok.stdout.splitlines()[-1] == "handler ran"
+    refused = subprocess.run(
+        [sys.executable, "-c", code, "runs", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert refused.returncode == 2 and "path not found" in refused.stderr
+    assert refused.stdout.strip() == "handler ran"

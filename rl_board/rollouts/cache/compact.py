@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
+import numpy as np
 
 from rl_board import config
-from rl_board.formats.schema import LINE
-from rl_board.lazy import pc
 from rl_board.rollouts.cache.manifest import FileEntry, Segment
-from rl_board.rollouts.cache.segments import map_segment, write_segment
+from rl_board.rollouts.cache.segments import map_segment, shift_lines, write_segment
 
 MAX_SMALL = 16
 
@@ -51,9 +49,8 @@ def _merge(directory: Path, stretch: list[Segment]) -> Segment:
 
     base = stretch[0].line_offset
     tables = []
-    for seg in stretch:
-        table = map_segment(directory, seg)  # lines already shifted by seg.line_offset
-        i = table.schema.get_field_index(LINE)
-        tables.append(table.set_column(i, LINE, pc.subtract(table.column(i), pa.scalar(base, pa.int64()))))
+    for seg in stretch:  # each segment's lines counted from the stretch's first line
+        table = map_segment(directory, seg)
+        tables.append(shift_lines(table, np.full(table.num_rows, seg.line_offset - base, np.int64)))
     record = write_segment(directory, records.unify_tables(tables).combine_chunks())
     return Segment(**record, line_offset=base)

@@ -171,7 +171,7 @@ def open_segments(
         for seg in entry.segments:
             table = known.get(seg.name)
             if table is None:
-                table = map_segment(directory, seg, shifted=False)
+                table = map_segment(directory, seg)
             current[seg.name] = table
             out.append(Part(index, table, seg.line_offset))
     if opened is not None:

@@ -1,7 +1,8 @@
 """Segment files: one Arrow IPC file per parsed block, written atomically, checksummed, mapped.
 
 Uncompressed so they can be memory-mapped; the line numbers inside count from
-the block's start and are shifted by the segment's ``line_offset`` on mapping.
+the block's start, and a run view adds each segment's ``line_offset`` to them
+(``shift_lines``, once over the whole run).
 """
 
 from __future__ import annotations
@@ -57,14 +58,11 @@ def file_crc(path: Path) -> int:
     return crc
 
 
-def map_segment(directory: Path, seg: SegmentRef, *, shifted: bool = True) -> pa.Table:
-    """Memory-map one segment, its line numbers shifted to the file's (as stored when not ``shifted``: a run
-    view shifts all of its segments' at once, ``shift_lines``)."""
+def map_segment(directory: Path, seg: SegmentRef) -> pa.Table:
+    """Memory-map one segment, its line numbers as stored: counted from ``seg.line_offset`` (a run view
+    shifts all of its segments' at once, ``shift_lines``)."""
     source = pa.memory_map(str(directory / seg.name), "r")
-    table = pa.ipc.open_file(source).read_all()
-    if seg.line_offset and shifted:
-        table = shift_lines(table, np.full(table.num_rows, seg.line_offset, np.int64))
-    return table
+    return pa.ipc.open_file(source).read_all()
 
 
 def shift_lines(table: pa.Table, offsets: np.ndarray) -> pa.Table:
