@@ -55,11 +55,13 @@ GUIDE = """
 **How to read a run**
 
 1. **Overview** — reward, KL and response-length curves per step (mean ± a band of the spread).
-   Hover a chart for its values; with **Interactive charts** on (sidebar), click a point to open that step.
+   Hover a chart for its values; click a step on it to open that step in the step browser
+   (**Interactive charts** on the sidebar adds zoom and pan).
 2. **Step browser** — the step's batch: charts, averages, filters and the sample table.
    Sort by *KL (mean)* (descending) to find the samples that drifted most; click a row to open one.
-3. **Sample** — prompt, response, reference and ground truth side by side, and the response's
-   tokens coloured by KL (or any per-token metric): hover a token for all its numbers.
+3. **Sample** — the prompt, then the response at full width (ground truth and the reference answer
+   beside it when the log has them), and the response's tokens coloured by KL (or any per-token
+   metric): hover a token for all its numbers.
 
 Every view is a link: copy the address bar to share exactly what you see.
 """
