@@ -91,6 +91,8 @@ class Sizes:
     text_sniff_bytes: int = 4 * MB  # how far into a text file its first metric line is looked for
     probe_head_bytes: int = 64 * KB  # the start of a file checked before only its new bytes are read
     probe_tail_bytes: int = 4 * KB  # each window checked at its end and in between
+    direct_write_min_bytes: int = 256 * KB  # segment buffers this big skip the page cache
+    write_buffer_bytes: int = 64 * MB  # the segment buffer a process keeps (a bigger segment gets its own)
     compact_small_bytes: int = 4 * MB  # cache segments smaller than this are merged
     dataset_cache_bytes: int = 512 * MB  # text and tokens of recently shown steps of a dataset read in place
     remote_head_bytes: int = MB  # what a served bucket's big rollout log is copied of until its run is opened

@@ -4,6 +4,7 @@ says what happened and names the folder, and nothing half-written is left behind
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import stat
@@ -89,15 +90,45 @@ def test_a_full_disk_leaves_nothing_behind_and_the_run_still_opens(
 
 
 def test_write_segment_removes_its_partial_file(tmp_path: Path, monkeypatch) -> None:
+    """A full disk through the page cache (a small segment) leaves nothing behind."""
     import pyarrow as pa
 
-    class Full:
-        def __init__(self, *a, **k) -> None:
+    class Full(io.BytesIO):
+        def write(self, data) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(segments.pa, "OSFile", lambda path, mode: (Path(path).write_bytes(b"x"), Full())[1])
+    def half_made(path, mode):
+        Path(path).write_bytes(b"x")
+        return Full()
+
+    monkeypatch.setattr(segments.private, "open_file", half_made)
     with pytest.raises(OSError):
         segments.write_segment(tmp_path, pa.table({"_line": [1]}))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_segment_removes_its_partial_file_written_direct(tmp_path: Path, monkeypatch) -> None:
+    """A full disk half way through a segment written past the page cache leaves nothing behind."""
+    import numpy as np
+    import pyarrow as pa
+
+    calls = []
+    pwrite = os.pwrite
+
+    def fills_up(fd, data, offset):
+        calls.append(offset)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return pwrite(fd, data, offset)
+
+    if not hasattr(os, "O_DIRECT"):
+        pytest.skip("no O_DIRECT on this platform")  # Linux has it: the CI machine runs this test
+    monkeypatch.setitem(segments._direct, "ok", True)
+    monkeypatch.setattr(segments.os, "pwrite", fills_up)
+    table = pa.table({"logprobs": pa.array([np.zeros(50_000)] * 8), "_line": list(range(8))})
+    with pytest.raises(OSError):
+        segments.write_segment(tmp_path, table)
+    assert len(calls) == 2
     assert list(tmp_path.iterdir()) == []
 
 
