@@ -54,3 +54,45 @@ def test_sizes_come_from_the_environment_when_asked_for(monkeypatch, tmp_path: P
     path.write_text("".join(f'{{"step": {i}, "pad": "{"x" * 100}"}}\n' for i in range(200)))
     blocks = ingest.plan_blocks(path, 0, path.stat().st_size)
     assert len(blocks) > 1 and all(e - s <= 4096 + 200 for s, e in blocks)
+
+
+def test_a_small_load_is_cut_smaller_so_every_core_gets_several_blocks(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RL_BOARD_BLOCK_BYTES", str(64 * 1024))
+    monkeypatch.setenv("RL_BOARD_MIN_BLOCK_BYTES", str(8 * 1024))
+    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 2)
+    config.reset()
+    try:
+        assert ingest.block_bytes_for(10 * 1024 * 1024) == 64 * 1024  # a big load: the usual blocks
+        assert ingest.block_bytes_for(256 * 1024) == 16 * 1024  # 2 cores x 8 blocks
+        assert ingest.block_bytes_for(1024) == 8 * 1024  # never below the least
+        monkeypatch.setenv("RL_BOARD_BLOCK_BYTES", "4096")
+        config.reset()
+        assert ingest.block_bytes_for(10 * 1024 * 1024) == 4096  # a block size asked for is never exceeded
+    finally:
+        monkeypatch.undo()
+        config.reset()
+
+
+def test_a_sync_cuts_a_small_run_by_its_whole_size(monkeypatch, tmp_path: Path) -> None:
+    from rl_board.rollouts.store import RolloutStore
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(2):
+        lines = "".join(f'{{"step": {i}, "prompt": "p", "response": "{"x" * 900}"}}\n' for i in range(300))
+        (run / f"rollout_rank_{rank}.jsonl").write_text(lines)  # ~280 KB each, ~560 KB in all
+    monkeypatch.setenv("RL_BOARD_BLOCK_BYTES", str(1024 * 1024))
+    monkeypatch.setenv("RL_BOARD_MIN_BLOCK_BYTES", str(16 * 1024))
+    monkeypatch.setenv("RL_BOARD_FORK_MIN_BYTES", str(1 << 40))  # one process: the cut is what is tested
+    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 2)
+    config.reset()
+    try:
+        store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
+        segments = list((tmp_path / "cache").rglob("seg-*.arrow"))
+        # 560 KB / (2 cores x 8) = 35 KB blocks, not one 1 MB block per file
+        assert 2 * 7 <= len(segments) <= 2 * 10
+        assert store.num_samples == 600
+        assert sorted(store.arrow_samples().column("line").to_pylist()) == sorted([*range(1, 301)] * 2)
+    finally:
+        monkeypatch.undo()
+        config.reset()
