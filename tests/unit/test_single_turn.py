@@ -173,3 +173,32 @@ def test_a_rendered_multi_turn_trajectory_is_never_spared(form: str) -> None:
             responses.append(response)
     spared = single_turn(pa.array(prompts, pa.string()), pa.array(responses, pa.string())).to_pylist()
     assert len(spared) >= 3 and not any(spared)
+
+
+@pytest.mark.parametrize("marker", ["<|im_start|>", "<tool_call>", "<|start_header_id|>"])
+def test_one_search_of_a_column_answers_as_row_by_row_matching(marker: str) -> None:
+    """``_holds`` searches a column's bytes once and matches row by row only when the marker is somewhere:
+    the same answer as ``pc.match_substring`` for columns with and without it, sliced, chunked, empty."""
+    import pyarrow.compute as pc
+
+    from rl_board.formats.chat_text import _holds
+
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 6))) for _ in range(300)]
+    plain = [t.replace("<", "(") for t in texts]
+    cases = [
+        pa.array(texts),
+        pa.array(plain),
+        pa.array(texts, pa.large_string()),
+        pa.array(texts)[37:120],  # the buffer holds text outside the slice: a search may only say "maybe"
+        pa.array(plain + [marker])[:-1],  # the marker only past the slice's end
+        pa.chunked_array([pa.array(plain[:100]), pa.array(texts[100:])]),
+        pa.chunked_array([pa.array(plain[:100]), pa.array(plain[100:])]),
+        pa.array(["", ""]),
+        pa.array([], pa.string()),
+    ]
+    for column in cases:
+        got = _holds(column, marker)
+        want = pc.match_substring(column, marker)
+        assert got.type == want.type and got.to_pylist() == want.to_pylist()
+        assert isinstance(got, pa.ChunkedArray) == isinstance(want, pa.ChunkedArray)
