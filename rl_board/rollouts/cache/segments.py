@@ -117,11 +117,14 @@ def _scratch(size: int) -> mmap.mmap:
     kept: mmap.mmap | None = getattr(_local, "scratch", None)
     if kept is not None and len(kept) >= size:
         return kept
-    buffer = mmap.mmap(-1, max(size, _ALIGN), flags=mmap.MAP_PRIVATE)  # a forked helper's is its own
-    if size <= config.sizes().write_buffer_bytes:  # a bigger one-off (a compaction) is let go after
-        if kept is not None:
-            kept.close()
-        _local.scratch = buffer
+    limit = config.sizes().write_buffer_bytes
+    if size > limit:  # a bigger one-off (a compaction) gets its own, let go after
+        return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    # a quarter more than asked: blocks differ a little in size, and each new buffer is fresh memory again
+    buffer = mmap.mmap(-1, max(min(_aligned(size + size // 4), limit), _ALIGN), flags=mmap.MAP_PRIVATE)
+    if kept is not None:
+        kept.close()
+    _local.scratch = buffer
     return buffer
 
 
