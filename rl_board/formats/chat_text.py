@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import chat_calls
@@ -396,10 +397,20 @@ def _anywhere(column: pa.Array | pa.ChunkedArray, marker: str) -> bool:
     for chunk in chunks:
         if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
             return True
-        data = chunk.buffers()[2]
-        if data is not None and needle.search(memoryview(data)) is not None:
+        text = _text_bytes(chunk)
+        if text is not None and needle.search(text) is not None:
             return True
     return False
+
+
+def _text_bytes(chunk: pa.Array) -> memoryview | None:
+    """The bytes of a string array's own texts: a slice (one file's rows of a batch parsed together) shares
+    its whole table's data buffer, which is searched once per file otherwise."""
+    offsets, data = chunk.buffers()[1:3]
+    if data is None or offsets is None or not len(chunk):
+        return None
+    ends = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+    return memoryview(data)[int(ends[chunk.offset]) : int(ends[chunk.offset + len(chunk)])]
 
 
 class _Look:

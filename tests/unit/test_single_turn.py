@@ -181,7 +181,7 @@ def test_one_search_of_a_column_answers_as_row_by_row_matching(marker: str) -> N
     the same answer as ``pc.match_substring`` for columns with and without it, sliced, chunked, empty."""
     import pyarrow.compute as pc
 
-    from rl_board.formats.chat_text import _holds
+    from rl_board.formats.chat_text import _anywhere, _holds
 
     rng = random.Random(7)
     texts = ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 6))) for _ in range(300)]
@@ -202,3 +202,8 @@ def test_one_search_of_a_column_answers_as_row_by_row_matching(marker: str) -> N
         want = pc.match_substring(column, marker)
         assert got.type == want.type and got.to_pylist() == want.to_pylist()
         assert isinstance(got, pa.ChunkedArray) == isinstance(want, pa.ChunkedArray)
+    # a slice is searched in its own texts only: one file's rows of a batch parsed together do not search
+    # the whole batch's bytes once per file (an AReaL run of 2,496 files: 4.6 -> 8.2 s when they did)
+    assert not _anywhere(pa.array(plain + [marker])[:-1], marker)
+    assert not _anywhere(pa.array([marker] + plain)[1:], marker)
+    assert _anywhere(pa.array(plain + [marker])[-1:], marker)
