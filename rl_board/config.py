@@ -70,7 +70,6 @@ class Sizes:
 
     max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
     block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
-    min_block_bytes: int = 4 * MB  # ... or of less in a small load, down to this (``ingest.block_bytes_for``)
     pool_min_bytes: int = (
         160 * MB
     )  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)

@@ -259,28 +259,18 @@ def _sync_here(
     entries: list[FileEntry] = []
     work: list[tuple[_Plan, list[tuple[int, int]]]] = []
     files = scan_run(run_dir, allowed, fields)
-    looked: list[FileEntry | tuple[RunFile, _Plan]] = []  # in the files' order
     for file in files:
         if file.problem or file.reading is None:
-            looked.append(FileEntry(name=file.name, error=file.problem or "not a rollout file"))
+            entries.append(FileEntry(name=file.name, error=file.problem or "not a rollout file"))
             continue
         try:
-            looked.append((file, _plan(file, old.get(file.name))))
-        except OSError as exc:
-            looked.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
-    block_bytes = _ingest_module().block_bytes_for(sum(p[1].todo for p in looked if isinstance(p, tuple)))
-    for item in looked:
-        if isinstance(item, FileEntry):
-            entries.append(item)
-            continue
-        file, plan = item
-        try:
+            plan = _plan(file, old.get(file.name))
             blocks = (
                 []
                 if not plan.todo
                 else [(0, plan.size)]
                 if stored.is_stored(plan.reading)
-                else _ingest_module().plan_blocks(file.path, plan.start, plan.size, block_bytes)
+                else _ingest_module().plan_blocks(file.path, plan.start, plan.size)
             )
         except OSError as exc:
             entries.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))

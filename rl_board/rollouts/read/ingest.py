@@ -204,17 +204,6 @@ def plan_blocks(
     return blocks
 
 
-def block_bytes_for(total: int) -> int:
-    """The block size of a load of ``total`` bytes: ``Sizes.block_bytes``, or less for a small load, so each
-    process gets several blocks. A process's first block is parsed in memory it has never touched (on this
-    project's VMs a fresh page costs 2-10 us): a 60 MB load cut in 16 MB blocks touched ~95 MB of it in
-    each process, in 4 MB blocks ~38 MB (benchmarks/load.py: 0.32-0.35 s -> 0.30 s). Big loads keep big
-    blocks: fewer segments to open again."""
-    sizes = config.sizes()
-    cores = min(os.cpu_count() or 1, 4)
-    return min(sizes.block_bytes, max(sizes.min_block_bytes, total // (cores * 8)))
-
-
 def _last_newline_end(f: BinaryIO, start: int, size: int) -> int:
     pos = size
     while pos > start:
