@@ -409,7 +409,8 @@ def _text_bytes(chunk: pa.Array) -> memoryview | None:
     offsets, data = chunk.buffers()[1:3]
     if data is None or offsets is None or not len(chunk):
         return None
-    ends = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    ends = np.frombuffer(offsets, width, count=chunk.offset + len(chunk) + 1)  # a buffer may be padded
     return memoryview(data)[int(ends[chunk.offset]) : int(ends[chunk.offset + len(chunk)])]
 
 

@@ -123,13 +123,42 @@ def test_write_segment_removes_its_partial_file_written_direct(tmp_path: Path, m
 
     if not hasattr(os, "O_DIRECT"):
         pytest.skip("no O_DIRECT on this platform")  # Linux has it: the CI machine runs this test
-    monkeypatch.setitem(segments._direct, "ok", True)
+    monkeypatch.setattr(segments, "_direct_off", set())
     monkeypatch.setattr(segments.os, "pwrite", fills_up)
     table = pa.table({"logprobs": pa.array([np.zeros(50_000)] * 8), "_line": list(range(8))})
     with pytest.raises(OSError):
         segments.write_segment(tmp_path, table)
     assert len(calls) == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_under_a_big_segment_is_a_disk_error(tmp_path: Path, monkeypatch) -> None:
+    """A segment bigger than the kept buffer (a compaction's, a Parquet file's) is written from a buffer of
+    its own; a full disk there must reach the load as the OSError it is (which sends the cache to memory),
+    not as an error about the buffer, whose views the traceback still holds."""
+    import numpy as np
+    import pyarrow as pa
+
+    from rl_board import config
+
+    monkeypatch.setenv("RL_BOARD_WRITE_BUFFER_BYTES", "4096")
+    config.reset()
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(segments.os, "pwrite", full)
+    monkeypatch.setattr(segments, "_direct_off", set())
+    table = pa.table({"logprobs": pa.array([np.zeros(50_000)] * 8), "_line": list(range(8))})
+    try:
+        for _ in range(2):  # the second while the first one's traceback is still about
+            with pytest.raises(OSError) as caught:
+                segments.write_segment(tmp_path, table)
+            assert caught.value.errno == errno.ENOSPC
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        monkeypatch.undo()
+        config.reset()
 
 
 def test_memory_cache_root_is_writable() -> None:

@@ -37,18 +37,17 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     name = f"seg-{uuid.uuid4().hex}.arrow"
     tmp = directory / (name + ".tmp")
     size = _ipc_size(table)
-    scratch = _scratch(_aligned(size))
+    scratch = _scratch(_aligned(size))  # never closed: the map goes with its last view (a traceback's too)
+    _serialise(table, scratch)
+    view = memoryview(scratch)
+    crc = zlib.crc32(view[:size])  # in memory: the CRC is taken here, not by reading the file back
+    device = os.stat(directory).st_dev if _HAS_DIRECT else -1
+    spans = _bulk_spans(scratch, size) if _HAS_DIRECT and device not in _direct_off else []
     try:
-        _serialise(table, scratch)
-        with memoryview(scratch) as view:
-            crc = zlib.crc32(view[:size])  # in memory: the CRC is taken here, not by reading the file back
-            try:
-                st = _write_file(tmp, view, size, _bulk_spans(scratch, size))
-            except OSError:  # a full disk: leave nothing half-written behind
-                tmp.unlink(missing_ok=True)
-                raise
-    finally:
-        _let_go(scratch)
+        st = _write_file(tmp, view, size, spans, device)
+    except OSError:  # a full disk: leave nothing half-written behind
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, directory / name)
     return {"name": name, "rows": table.num_rows, "bytes": st.st_size, "crc": crc, "mtime_ns": st.st_mtime_ns}
 
@@ -63,13 +62,18 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
 # 1 GB load's ~9 s of CPU. So the big buffers' whole pages are written with O_DIRECT from one page-aligned
 # buffer the process keeps (~0.2 ms of CPU and ~4.5 ms of waiting for the disk for 7 MB), and the rest
 # (the schema, the small columns, the footer: what opening the run reads) through the page cache, so an
-# open right after a load reads no disk. Where O_DIRECT is refused (tmpfs, some network file systems) or
-# the disk is slower than the copy it saves, the process writes everything through the page cache.
+# open right after a load reads no disk. Where O_DIRECT is refused (some network file systems, tmpfs before
+# Linux 6.6) or the disk is slower than the copy it saves (three writes in a row), the process writes that
+# file system's segments wholly through the page cache.
 
 _ALIGN = 4096
 _MIN_DIRECT_BYTES_PER_S = 300e6  # slower than this and the page cache's copy is cheaper
+_SLOW_WRITES = 3  # ... three writes in a row (one can be slow beside other work)
+_REFUSED = {errno.EINVAL, errno.EOPNOTSUPP}
+_HAS_DIRECT = hasattr(os, "O_DIRECT") and sys.platform.startswith("linux")
 _local = threading.local()
-_direct = {"ok": hasattr(os, "O_DIRECT") and sys.platform.startswith("linux")}
+_direct_off: set[int] = set()  # the file systems (st_dev) that refused O_DIRECT or were slow with it
+_slow: dict[int, int] = {}  # slow direct writes in a row, per file system
 
 
 def _aligned(size: int) -> int:
@@ -90,8 +94,6 @@ def _serialise(table: pa.Table, scratch: mmap.mmap) -> None:
 
 def _bulk_spans(scratch: mmap.mmap, size: int) -> list[tuple[int, int]]:
     """The page-aligned byte ranges of the file that hold only big buffers' bytes, in order."""
-    if not _direct["ok"]:
-        return []
     whole = pa.py_buffer(scratch)
     base = whole.address
     reader = pa.ipc.open_file(whole.slice(0, size))  # over the scratch: no copy
@@ -118,37 +120,34 @@ def _scratch(size: int) -> mmap.mmap:
     if kept is not None and len(kept) >= size:
         return kept
     limit = config.sizes().write_buffer_bytes
-    if size > limit:  # a bigger one-off (a compaction) gets its own, let go after
+    if size > limit:  # a bigger one-off (a compaction's) gets its own, gone with its last reference
         return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
     # a quarter more than asked: blocks differ a little in size, and each new buffer is fresh memory again
     buffer = mmap.mmap(-1, max(min(_aligned(size + size // 4), limit), _ALIGN), flags=mmap.MAP_PRIVATE)
-    if kept is not None:
-        kept.close()
-    _local.scratch = buffer
+    _local.scratch = buffer  # the old one is unmapped when nothing refers to it any more
     return buffer
 
 
-def _let_go(buffer: mmap.mmap) -> None:
-    if getattr(_local, "scratch", None) is not buffer:
-        buffer.close()
-
-
-def _write_file(path: Path, view: memoryview, size: int, spans: list[tuple[int, int]]) -> os.stat_result:
+def _write_file(
+    path: Path, view: memoryview, size: int, spans: list[tuple[int, int]], device: int
+) -> os.stat_result:
     """``view[:size]`` as a new 0600 file: ``spans`` past the page cache where the file system takes it."""
-    if spans and _direct["ok"]:
+    if spans:
         try:
-            return _write_split(path, view, size, spans)
+            return _write_split(path, view, size, spans, device)
         except OSError as exc:
-            if exc.errno != errno.EINVAL:
+            if exc.errno not in _REFUSED:
                 raise
             path.unlink(missing_ok=True)
-            _direct["ok"] = False  # refused here: the page cache from now on
+            _direct_off.add(device)  # refused here: this file system's segments through the page cache
     with private.open_file(path, "wb") as f:
         f.write(view[:size])
     return path.stat()
 
 
-def _write_split(path: Path, view: memoryview, size: int, spans: list[tuple[int, int]]) -> os.stat_result:
+def _write_split(
+    path: Path, view: memoryview, size: int, spans: list[tuple[int, int]], device: int
+) -> os.stat_result:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     fd = os.open(path, flags, private.FILE_MODE)
     try:
@@ -168,8 +167,11 @@ def _write_split(path: Path, view: memoryview, size: int, spans: list[tuple[int,
             if lo > at:
                 _pwrite_all(fd, view[at:lo], at)
             at = max(at, hi)
-        if sent >= 1 << 20 and sent / max(seconds, 1e-9) < _MIN_DIRECT_BYTES_PER_S:
-            _direct["ok"] = False  # a slow disk: the page cache's copy costs less than waiting for it
+        if sent >= 1 << 20:
+            slow = sent / max(seconds, 1e-9) < _MIN_DIRECT_BYTES_PER_S
+            _slow[device] = _slow.get(device, 0) + 1 if slow else 0
+            if _slow[device] >= _SLOW_WRITES:
+                _direct_off.add(device)  # a slow disk: the page cache's copy costs less than waiting for it
         return os.fstat(fd)
     finally:
         os.close(fd)
