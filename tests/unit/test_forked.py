@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,13 @@ def test_a_forked_load_reads_what_one_process_reads() -> None:
 
 def forked_load_reads_what_one_process_reads() -> None:
     tmp_path = Path(tempfile.mkdtemp(prefix="rlb-forked-"))
+    try:
+        _forked_load_reads_what_one_process_reads(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)  # a folder of its own (a fresh process has no tmp_path)
+
+
+def _forked_load_reads_what_one_process_reads(tmp_path: Path) -> None:
     _write_run(tmp_path / "run")
     forks = []
     real_fork = forked._fork
