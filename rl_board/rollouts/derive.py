@@ -143,17 +143,24 @@ def _token_lists(values: np.ndarray, lengths: np.ndarray, present: np.ndarray) -
 
 def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """All items of a list column as float64 (null items = NaN) and each item's row."""
-    values = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    return values, pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
+    return _items(column), _rows(column)
+
+
+def _items(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+
+def _rows(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
 
 
 def _nonfinite_counts(table: pa.Table, n: int) -> np.ndarray:
     total = np.zeros(n, dtype=np.int64)
     for name in S.FLOAT_LIST_FIELDS:
-        values, rows = _flat(table.column(name))
-        bad = ~np.isfinite(values)
-        if bad.any():
-            total += np.bincount(rows[bad], minlength=n)
+        column = table.column(name)
+        bad = ~np.isfinite(_items(column))
+        if bad.any():  # the rows only then: most blocks hold no NaN nor inf
+            total += np.bincount(_rows(column)[bad], minlength=n)
     return total
 
 
