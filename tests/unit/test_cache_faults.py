@@ -4,7 +4,6 @@ says what happened and names the folder, and nothing half-written is left behind
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import stat
@@ -93,15 +92,10 @@ def test_write_segment_removes_its_partial_file(tmp_path: Path, monkeypatch) -> 
     """A full disk through the page cache (a small segment) leaves nothing behind."""
     import pyarrow as pa
 
-    class Full(io.BytesIO):
-        def write(self, data) -> int:
-            raise OSError(errno.ENOSPC, "No space left on device")
+    def full(fd, data, offset):  # the file is made, then nothing more fits
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    def half_made(path, mode):
-        Path(path).write_bytes(b"x")
-        return Full()
-
-    monkeypatch.setattr(segments.private, "open_file", half_made)
+    monkeypatch.setattr(segments.os, "pwrite", full)
     with pytest.raises(OSError):
         segments.write_segment(tmp_path, pa.table({"_line": [1]}))
     assert list(tmp_path.iterdir()) == []

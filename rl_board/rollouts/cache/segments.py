@@ -41,8 +41,8 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     _serialise(table, scratch)
     view = memoryview(scratch)
     crc = zlib.crc32(view[:size])  # in memory: the CRC is taken here, not by reading the file back
-    device = os.stat(directory).st_dev if _HAS_DIRECT else -1
-    spans = _bulk_spans(scratch, size) if _HAS_DIRECT and device not in _direct_off else []
+    device = _direct_device(directory)
+    spans = _bulk_spans(scratch, size) if device is not None else []
     try:
         st = _write_file(tmp, view, size, spans, device)
     except OSError:  # a full disk: leave nothing half-written behind
@@ -92,25 +92,28 @@ def _serialise(table: pa.Table, scratch: mmap.mmap) -> None:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
 
 
+def _direct_device(directory: Path) -> int | None:
+    """The file system (``st_dev``) of ``directory`` when segments may be written there with O_DIRECT."""
+    if not _HAS_DIRECT:
+        return None
+    device = os.stat(directory).st_dev
+    return None if device in _direct_off else device
+
+
 def _bulk_spans(scratch: mmap.mmap, size: int) -> list[tuple[int, int]]:
     """The page-aligned byte ranges of the file that hold only big buffers' bytes, in order."""
     whole = pa.py_buffer(scratch)
-    base = whole.address
     reader = pa.ipc.open_file(whole.slice(0, size))  # over the scratch: no copy
-    spans = []
     big = config.sizes().direct_write_min_bytes  # read a row at a time, not whole, when a run is opened
-    for i in range(reader.num_record_batches):
-        for column in reader.get_batch(i).columns:
-            for buffer in _buffers(column, big):
-                start = buffer.address - base
-                lo, hi = _aligned(start), (start + buffer.size) // _ALIGN * _ALIGN
-                if hi - lo >= big:
-                    spans.append((lo, hi))
+    batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+    buffers = (b for batch in batches for column in batch.columns for b in column.buffers() if b is not None)
+    spans = []
+    for buffer in buffers:
+        start = buffer.address - whole.address
+        lo, hi = _aligned(start), (start + buffer.size) // _ALIGN * _ALIGN  # its whole pages
+        if hi - lo >= big:
+            spans.append((lo, hi))
     return sorted(spans)
-
-
-def _buffers(array: pa.Array, big: int) -> list[pa.Buffer]:
-    return [b for b in array.buffers() if b is not None and b.size >= big]
 
 
 def _scratch(size: int) -> mmap.mmap:
@@ -129,52 +132,51 @@ def _scratch(size: int) -> mmap.mmap:
 
 
 def _write_file(
-    path: Path, view: memoryview, size: int, spans: list[tuple[int, int]], device: int
+    path: Path, view: memoryview, size: int, spans: list[tuple[int, int]], device: int | None
 ) -> os.stat_result:
-    """``view[:size]`` as a new 0600 file: ``spans`` past the page cache where the file system takes it."""
-    if spans:
-        try:
-            return _write_split(path, view, size, spans, device)
-        except OSError as exc:
-            if exc.errno not in _REFUSED:
-                raise
-            path.unlink(missing_ok=True)
-            _direct_off.add(device)  # refused here: this file system's segments through the page cache
-    with private.open_file(path, "wb") as f:
-        f.write(view[:size])
-    return path.stat()
-
-
-def _write_split(
-    path: Path, view: memoryview, size: int, spans: list[tuple[int, int]], device: int
-) -> os.stat_result:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-    fd = os.open(path, flags, private.FILE_MODE)
-    try:
-        os.fchmod(fd, private.FILE_MODE)  # whatever the umask
+    """``view[:size]`` as a new 0600 file: ``spans`` past the page cache where the file system takes them,
+    the rest (everything, where it refuses) through it."""
+    with private.open_file(path, "wb") as f:  # only its descriptor is written to
+        fd = f.fileno()
         os.ftruncate(fd, size)
-        direct = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_DIRECT)
-        try:
-            start, sent = time.perf_counter(), 0
-            for lo, hi in spans:
-                _pwrite_all(direct, view[lo:hi], lo)
-                sent += hi - lo
-            seconds = time.perf_counter() - start
-        finally:
-            os.close(direct)
+        if spans and device is not None and not _written_direct(path, view, spans, device):
+            spans = []
         at = 0
         for lo, hi in [*spans, (size, size)]:
             if lo > at:
                 _pwrite_all(fd, view[at:lo], at)
             at = max(at, hi)
-        if sent >= 1 << 20:
-            slow = sent / max(seconds, 1e-9) < _MIN_DIRECT_BYTES_PER_S
-            _slow[device] = _slow.get(device, 0) + 1 if slow else 0
-            if _slow[device] >= _SLOW_WRITES:
-                _direct_off.add(device)  # a slow disk: the page cache's copy costs less than waiting for it
         return os.fstat(fd)
-    finally:
-        os.close(fd)
+
+
+def _written_direct(path: Path, view: memoryview, spans: list[tuple[int, int]], device: int) -> bool:
+    """``spans`` written with O_DIRECT; False when the file system refuses it (then never asked again)."""
+    try:
+        direct = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_DIRECT)
+        try:
+            start = time.perf_counter()
+            for lo, hi in spans:
+                _pwrite_all(direct, view[lo:hi], lo)
+            _note_speed(device, sum(hi - lo for lo, hi in spans), time.perf_counter() - start)
+        finally:
+            os.close(direct)
+    except OSError as exc:
+        if exc.errno not in _REFUSED:
+            raise
+        _direct_off.add(device)  # refused here: this file system's segments through the page cache
+        return False
+    return True
+
+
+def _note_speed(device: int, sent: int, seconds: float) -> None:
+    """Three slow direct writes in a row turn O_DIRECT off for a file system: a disk slower than the page
+    cache's copy costs more than it saves."""
+    if sent < 1 << 20:  # too little to time
+        return
+    slow = sent / max(seconds, 1e-9) < _MIN_DIRECT_BYTES_PER_S
+    _slow[device] = _slow.get(device, 0) + 1 if slow else 0
+    if _slow[device] >= _SLOW_WRITES:
+        _direct_off.add(device)
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
