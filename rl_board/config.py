@@ -70,6 +70,9 @@ class Sizes:
 
     max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
     block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
+    segment_bytes: int = (
+        64 * MB
+    )  # a big load's jobs (each one cache segment) grow up to this much of a file (``ingest.job_bytes``)
     pool_min_bytes: int = (
         160 * MB
     )  # a load this big starts the worker pool (``ingest.cost_per_byte`` weighs it)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rl_board import formats
+from rl_board.formats import schema as S
 from rl_board.rollouts.read import ingest
 from rl_board.rollouts.store import RolloutStore
 
@@ -97,3 +98,76 @@ def test_many_blocks_keep_order_and_line_numbers(tmp_path: Path, set_sizes, pool
     assert frame["reward"].tolist() == [float(n - 1) for n in expected_lines]
     assert [b.line for b in store.report.bad_lines] == [i + 1 for i in range(300) if i % 97 == 5]
     assert store.report.files[0].lines == 300
+
+
+def test_a_big_load_is_cut_into_fewer_bigger_jobs(set_sizes, monkeypatch) -> None:
+    set_sizes(block_bytes=4096, segment_bytes=4 * 4096)
+    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 2)
+    assert ingest.processes() == 2
+    assert ingest.job_bytes(10 * 4096) == 4096  # a small load keeps its blocks: every core gets some
+    assert ingest.job_bytes(16 * 8192) == 8192  # eight jobs for each of the two processes
+    assert ingest.job_bytes(10**12) == 4 * 4096  # never past the segment size
+    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 64)
+    assert ingest.processes() == ingest.MOST_PROCESSES
+    assert ingest.job_bytes(8 * ingest.MOST_PROCESSES * 8192) == 8192
+
+
+def _mixed_run(run: Path) -> list[int]:
+    """~600 lines: bad and blank ones, a column that appears late, lines longer than a block (one longer
+    than the longest line read); the bad lines' numbers."""
+    lines, bad = [], []
+    for i in range(600):
+        record = {"step": i // 20, "reward": float(i), "logprobs": [-0.25] * 40, "response": "r" * (i % 50)}
+        if i > 450:
+            record["judge"] = f"j{i}"
+        if i == 200:
+            record["response"] = "long " * 500  # ~2.5 KB: more than a block, less than the longest line
+        line = json.dumps(record)
+        if i % 113 == 7:
+            line, _ = "{broken", bad.append(i + 1)
+        elif i == 300:
+            line = ""
+        elif i == 400:
+            line, _ = (
+                json.dumps({"step": 1, "response": "x" * 10_000}),
+                bad.append(i + 1),
+            )  # too long: not read
+        lines.append(line)
+    (run / "a.jsonl").write_text("\n".join(lines) + "\n")
+    return bad
+
+
+def test_jobs_of_many_blocks_read_as_one_block_each_does(tmp_path: Path, set_sizes) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    bad = _mixed_run(run)
+    found = {}
+    for name, segment_bytes in (("blocks", 1024), ("jobs", 1 << 20)):
+        set_sizes(block_bytes=1024, segment_bytes=segment_bytes, max_line_bytes=8192, compact_small_bytes=1)
+        store = RolloutStore.open(run, cache_dir=tmp_path / name)
+        found[name] = (
+            rows(store._view.table),
+            [b.line for b in store.report.bad_lines],
+            store.report.files[0].lines,
+            len(list((tmp_path / name).rglob("seg-*"))),
+        )
+    (table, lines, count, segs), (table2, lines2, count2, segs2) = found["blocks"], found["jobs"]
+    assert table == table2 and len(table) == 600 - len(bad) - 1
+    assert lines == lines2 == bad and count == count2 == 600
+    assert [r[S.LINE] for r in table2 if r.get("judge")][0] == 452  # the late column, on its own line
+    assert ingest.job_bytes((run / "a.jsonl").stat().st_size) > 2 * 1024  # the bigger jobs: fewer segments
+    assert segs2 * 2 < segs, (segs, segs2)
+
+
+def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:
+    set_sizes(block_bytes=1024)
+    _mixed_run(tmp_path)
+    path = tmp_path / "a.jsonl"
+    raw = path.read_bytes()
+    parts = ingest._parts(path, 0, len(raw), 8192)
+    assert parts[0][0] == 0 and parts[-1][1] == len(raw)
+    assert all(
+        e == s2 and raw[e - 1 : e] == b"\n" for (_, e, _), (s2, _, _) in zip(parts, parts[1:], strict=False)
+    )
+    alone = [(e - s, long) for s, e, long in parts if e - s > 1024]
+    assert alone == [(len(raw.splitlines()[200]) + 1, False), (len(raw.splitlines()[400]) + 1, True)]

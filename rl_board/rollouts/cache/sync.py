@@ -256,31 +256,35 @@ def _sync_here(
 ) -> SyncResult:
     """The sync itself, with the cache folder locked."""
     old, rebuilt = read_manifest(directory, run_dir, verify=verify)
-    entries: list[FileEntry] = []
-    work: list[tuple[_Plan, list[tuple[int, int]]]] = []
+    slots: list[FileEntry | _Plan] = []  # a plan per file to read, an entry saying why for any other
     files = scan_run(run_dir, allowed, fields)
     for file in files:
         if file.problem or file.reading is None:
-            entries.append(FileEntry(name=file.name, error=file.problem or "not a rollout file"))
+            slots.append(FileEntry(name=file.name, error=file.problem or "not a rollout file"))
             continue
         try:
-            plan = _plan(file, old.get(file.name))
-            blocks = (
-                []
-                if not plan.todo
-                else [(0, plan.size)]
-                if stored.is_stored(plan.reading)
-                else _ingest_module().plan_blocks(file.path, plan.start, plan.size)
-            )
+            slots.append(_plan(file, old.get(file.name)))
         except OSError as exc:
-            entries.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
+            slots.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
+    todo = sum(slot.todo for slot in slots if isinstance(slot, _Plan))
+    job = _ingest_module().job_bytes(todo) if todo else 0
+    entries: list[FileEntry] = []
+    work: list[tuple[_Plan, list[tuple[int, int]]]] = []
+    for slot in slots:
+        if isinstance(slot, FileEntry):
+            entries.append(slot)
             continue
-        entries.append(plan.entry)
-        work.append((plan, blocks))
+        try:
+            blocks = _blocks(slot, job)
+        except OSError as exc:
+            entries.append(FileEntry(name=slot.entry.name, error=f"cannot read: {exc.strerror or exc}"))
+            continue
+        entries.append(slot.entry)
+        work.append((slot, blocks))
     parsed, unread = _ingest(work, directory, progress)
-    for entry in entries:
-        compact(directory, entry)
-    write_manifest(directory, run_dir, entries)
+    compacted = [compact(directory, entry) for entry in entries]
+    if parsed or any(compacted) or not _as_read(old, entries):  # an unchanged run's open writes nothing
+        write_manifest(directory, run_dir, entries)
     # Mapped while we hold the lock: another process may compact and delete
     # segments once we let go (our maps stay valid; opening them would not).
     parts = open_segments(directory, entries, opened)
@@ -288,6 +292,21 @@ def _sync_here(
     return SyncResult(
         directory, entries, parsed, rebuilt, parts, stat_signature=files_signature(files), unread=unread
     )
+
+
+def _blocks(plan: _Plan, job: int) -> list[tuple[int, int]]:
+    """The (start, end) jobs of what a file gained: none, the whole of a run kept in a store, or cuts at
+    newlines of ``job`` bytes (``ingest.job_bytes``)."""
+    if not plan.todo:
+        return []
+    if stored.is_stored(plan.reading):
+        return [(0, plan.size)]
+    return _ingest_module().plan_blocks(plan.path, plan.start, plan.size, block_bytes=job)
+
+
+def _as_read(old: dict[str, FileEntry], entries: list[FileEntry]) -> bool:
+    """The manifest's own entries, in its order: nothing to write back."""
+    return list(old) == [e.name for e in entries] and all(old[e.name] is e for e in entries)
 
 
 def _ingest(

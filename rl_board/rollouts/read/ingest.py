@@ -1,9 +1,10 @@
 """Turning the new bytes of a rollout file into cache segments, on every core.
 
-A file (or its appended tail) is cut at newlines into blocks. Each block is
-parsed by the path that suits its lines (pyarrow.json for short lines, simdjson
-or orjson plus bulk column building for long token-level lines), derived, and
-written as one Arrow segment. Big jobs run the blocks in the process's warm
+A file (or its appended tail) is cut at newlines into jobs: blocks of
+``Sizes.block_bytes``, or in a big load up to ``Sizes.segment_bytes`` (``job_bytes``).
+A job is parsed a block at a time by the path that suits its lines (pyarrow.json
+for short lines, simdjson or orjson plus bulk column building for long
+token-level lines), derived, and written as one Arrow segment. Big jobs run the blocks in the process's warm
 worker pool (pool.py); the line numbers inside a segment count from the block's
 start and the manifest keeps each segment's offset, so workers never wait on
 each other.
@@ -40,6 +41,8 @@ from rl_board.sources import sniff
 if TYPE_CHECKING:
     from rl_board.rollouts.read import jsonl
 
+MOST_PROCESSES = 4  # a load is spread over one process per core, at most this many
+JOBS_PER_PROCESS = 8  # a big load is cut into about this many jobs per process (``job_bytes``)
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
 # environment.
@@ -171,6 +174,27 @@ def parse_paths(
         out["table"] = tables.parse_renamed(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
     out["careful"] = adapted.parse_lines(data, first_line=first_line, path=path, fmt=fmt, reading=reading)
     return out
+
+
+def processes() -> int:
+    """How many processes a load is spread over (the forked helpers and this one, or the pool's workers)."""
+    return min(os.cpu_count() or 1, MOST_PROCESSES)
+
+
+def job_bytes(total: int) -> int:
+    """How much of a file one job takes in a load of ``total`` bytes: one block, or in a load big enough
+    to give each process more than ``JOBS_PER_PROCESS`` blocks, that share of it, up to
+    ``Sizes.segment_bytes``.
+
+    Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
+    10 GB run opens ~160 segments, not ~650. Each job also costs ~5 ms whatever its size (its derive, its
+    segment, its answer), ~3% of a 1 GB cold load in 16 MB blocks. A smaller load keeps its blocks, so
+    it still spreads evenly over every core. A job is parsed a block at a time (``_parts``): a bigger one
+    holds its blocks' columns, never their JSON at once.
+    """
+    sizes = config.sizes()
+    share = total // (JOBS_PER_PROCESS * processes())
+    return max(sizes.block_bytes, min(share, sizes.segment_bytes))
 
 
 def plan_blocks(
@@ -481,24 +505,26 @@ def _derived_together(results: list[BlockResult], parts: list[pa.Table], directo
 
 
 def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, int, bool]]:
-    """``(start, end, too long)`` pieces of a block: runs of lines of at most ``max_line`` bytes each,
-    and every longer line alone. Only a block longer than ``max_line`` is scanned (in 1 MB reads)."""
-    if end - start <= max_line or sniff.is_whole_file(path):
+    """``(start, end, too long)`` pieces of a job: runs of lines of about ``Sizes.block_bytes`` (at most
+    ``max_line``), and every line longer than that alone, marked when longer than ``max_line``. Only a job
+    longer than a piece is scanned (a 1 MB read back from each cut)."""
+    piece = min(config.sizes().block_bytes, max_line)
+    if end - start <= piece or sniff.is_whole_file(path):
         return [(start, end, False)]
     parts = []
     with open(path, "rb") as f:
         pos = start
         while pos < end:
-            window = min(pos + max_line, end)
-            cut = _last_newline_end(f, pos, window)
-            if cut > pos:
-                parts.append((pos, cut, False))
-            elif window == end:  # no newline left: not a complete line, let the parser say so
+            window = pos + piece
+            if window >= end:  # the rest fits in one piece (its last line may be incomplete: the parser says)
                 parts.append((pos, end, False))
-                cut = end
-            else:
+                break
+            cut = _last_newline_end(f, pos, window)
+            if cut == pos:  # one line longer than a piece: alone, and never read when it is too long
                 cut = _next_newline_end(f, window, end)
-                parts.append((pos, cut, True))
+                parts.append((pos, cut, cut - pos > max_line))
+            else:
+                parts.append((pos, cut, False))
             pos = cut
     return parts
 
@@ -573,7 +599,7 @@ def _run(
             [(str(p), s, e) for p, s, e in (jobs[i] for i in unit)], str(directory), reading, max_line
         )
 
-    cores = os.cpu_count() or 1
+    cores = processes()
     sizes = config.sizes()
     work = sum((e - s) * cost_per_byte(readings[str(p)], p) for p, s, e in jobs)
     start = work >= sizes.pool_min_bytes
@@ -583,16 +609,14 @@ def _run(
         import_parsers()
         sizes_of = [sum(jobs[i][2] - jobs[i][1] for i in unit) for unit in units]
         biggest_first = sorted(range(len(units)), key=lambda u: -sizes_of[u])
-        done = forked.run(
-            len(units), min(cores, 4) - 1, local, results_line, results_from_json, biggest_first
-        )
+        done = forked.run(len(units), cores - 1, local, results_line, results_from_json, biggest_first)
         for unit, results in zip(units, done, strict=True):
             for i, result in zip(unit, results, strict=True):
                 yield result
                 on_done(jobs[i][2] - jobs[i][1])
         return
     if len(units) >= 2 and cores >= 2 and (start or (work >= sizes.warm_pool_min_bytes and warm)):
-        with pool.borrowed(min(cores, 4), start=start) as workers:
+        with pool.borrowed(cores, start=start) as workers:
             if workers is not None:
                 requests = [_request(jobs, unit, directory, readings, max_line) for unit in units]
                 for unit, results in zip(units, workers.run(requests, local, results_from_json), strict=True):
