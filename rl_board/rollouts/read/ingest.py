@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from rl_board.rollouts.read import jsonl
 
 MOST_PROCESSES = 4  # a load is spread over one process per core, at most this many
-JOBS_PER_PROCESS = 8  # a big load is cut into about this many jobs per process (``job_bytes``)
+JOBS_PER_PROCESS = 32  # a big load is cut into about this many jobs per process (``job_bytes``)
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
 # environment.
@@ -187,10 +187,10 @@ def job_bytes(total: int) -> int:
     ``Sizes.segment_bytes``.
 
     Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
-    10 GB run opens ~160 segments, not ~650. Each job also costs ~5 ms whatever its size (its derive, its
-    segment, its answer), ~3% of a 1 GB cold load in 16 MB blocks. A smaller load keeps its blocks, so
-    it still spreads evenly over every core. A job is parsed a block at a time (``_parts``): a bigger one
-    holds its blocks' columns, never their JSON at once.
+    10 GB run opens ~190 segments, not ~650. A job is parsed a block at a time (``_parts``): a bigger one
+    holds its blocks' columns, never their JSON at once, but it does hold them (a 1 GB load in 64 MB
+    jobs peaked at 575 MB, not 386), so only a load big enough to need fewer segments gets bigger jobs,
+    and one that small still spreads evenly over every core.
     """
     sizes = config.sizes()
     share = total // (JOBS_PER_PROCESS * processes())
