@@ -108,6 +108,7 @@ def test_a_big_load_is_cut_into_fewer_bigger_jobs(set_sizes, monkeypatch) -> Non
     assert ingest.job_bytes(10 * 4096) == 4096  # a small load keeps its blocks: every core gets some
     assert ingest.job_bytes(2 * ingest.JOBS_PER_PROCESS * 8192) == 8192  # a share for each of two processes
     assert ingest.job_bytes(10**12) == 4 * 4096  # never past the segment size
+    assert ingest.job_bytes(2 * ingest.JOBS_PER_PROCESS * 12000) == 8192  # whole blocks
     monkeypatch.setattr(ingest.os, "cpu_count", lambda: 64)
     assert ingest.processes() == ingest.MOST_PROCESSES
     assert ingest.job_bytes(ingest.JOBS_PER_PROCESS * ingest.MOST_PROCESSES * 8192) == 8192
@@ -175,5 +176,6 @@ def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:
     assert all(
         e == s2 and raw[e - 1 : e] == b"\n" for (_, e, _), (s2, _, _) in zip(parts, parts[1:], strict=False)
     )
-    alone = [(e - s, long) for s, e, long in parts if e - s > 1024]
+    assert all(e - s <= 1024 + 256 for s, e, _ in parts if raw.count(b"\n", s, e) > 1)  # a block, a bit over
+    alone = [(e - s, long) for s, e, long in parts if e - s > 1024 and raw.count(b"\n", s, e) == 1]
     assert alone == [(len(raw.splitlines()[200]) + 1, False), (len(raw.splitlines()[400]) + 1, True)]

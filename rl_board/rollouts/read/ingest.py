@@ -193,8 +193,8 @@ def job_bytes(total: int) -> int:
     and one that small still spreads evenly over every core.
     """
     sizes = config.sizes()
-    share = total // (JOBS_PER_PROCESS * processes())
-    return max(sizes.block_bytes, min(share, sizes.segment_bytes))
+    share = min(total // (JOBS_PER_PROCESS * processes()), sizes.segment_bytes)
+    return max(sizes.block_bytes, share // sizes.block_bytes * sizes.block_bytes)  # whole blocks
 
 
 def plan_blocks(
@@ -522,14 +522,17 @@ def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, i
     ``max_line``), and every line longer than that alone, marked when longer than ``max_line``. Only a job
     longer than a piece is scanned (a 1 MB read back from each cut)."""
     piece = min(config.sizes().block_bytes, max_line)
-    if end - start <= piece or sniff.is_whole_file(path):
+    slack = min(piece // 4, max_line - piece)  # a job's last lines past its blocks join the last block
+    if end - start <= piece + slack or sniff.is_whole_file(path):
         return [(start, end, False)]
     parts = []
     with open(path, "rb") as f:
         pos = start
         while pos < end:
             window = pos + piece
-            if window >= end:  # the rest fits in one piece (its last line may be incomplete: the parser says)
+            if (
+                window + slack >= end
+            ):  # the rest in one piece (its last line may be incomplete: the parser says)
                 parts.append((pos, end, False))
                 break
             cut = _last_newline_end(f, pos, window)
