@@ -71,7 +71,7 @@ class Sizes:
     max_line_bytes: int = 256 * MB  # the longest log line read; a longer one is reported, never read
     block_bytes: int = 16 * MB  # a rollout file is parsed in blocks of about this much
     segment_bytes: int = (
-        64 * MB
+        128 * MB
     )  # a big load's jobs (each one cache segment) grow up to this much of a file (``ingest.job_bytes``)
     pool_min_bytes: int = (
         160 * MB

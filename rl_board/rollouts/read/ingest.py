@@ -187,7 +187,7 @@ def job_bytes(total: int) -> int:
     ``Sizes.segment_bytes``.
 
     Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
-    10 GB run opens ~190 segments, not ~650. A job is parsed a block at a time (``_parts``): a bigger one
+    10 GB run opens ~100 segments, not ~650. A job is parsed a block at a time (``_parts``): a bigger one
     holds its blocks' columns, never their JSON at once, but it does hold them (a 1 GB load in 64 MB
     jobs peaked at 575 MB, not 386), so only a load big enough to need fewer segments gets bigger jobs,
     and one that small still spreads evenly over every core.
