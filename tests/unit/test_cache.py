@@ -168,3 +168,25 @@ def test_following_a_run_all_day_keeps_few_segments(tmp_path: Path, cache_dir: P
     assert frame["reward"].tolist() == [1.0] + [float(i) for i in range(1, 60)]
     reopened = RolloutStore.open(run, cache_dir=cache_dir)
     assert reopened.report.from_cache and reopened.samples().equals(frame)
+
+
+def _manifest(cache_dir: Path, run: Path) -> tuple[int, dict]:
+    path = cache.run_cache_dir(cache_dir, run) / "manifest.json"
+    return path.stat().st_mtime_ns, {e["name"]: e for e in json.loads(path.read_text())["files"]}
+
+
+def test_an_open_writes_the_manifest_only_when_something_changed(tmp_path: Path, cache_dir: Path) -> None:
+    run = make_run(tmp_path, range(10))
+    (run / "r1.jsonl").write_text(line(3))
+    RolloutStore.open(run, cache_dir=cache_dir)
+    os.utime(cache.run_cache_dir(cache_dir, run) / "manifest.json", ns=(1, 1))  # any rewrite moves it
+    RolloutStore.open(run, cache_dir=cache_dir)
+    assert _manifest(cache_dir, run)[0] == 1  # nothing changed: not written
+    os.utime(run / "r0.jsonl", ns=(5_000_000_000, 5_000_000_000))  # touched, same bytes: not read again
+    again = RolloutStore.open(run, cache_dir=cache_dir)
+    assert again.report.parsed_bytes == 0
+    when, files = _manifest(cache_dir, run)
+    assert when != 1 and files["r0.jsonl"]["mtime_ns"] == 5_000_000_000  # its new mtime kept
+    (run / "r1.jsonl").unlink()
+    RolloutStore.open(run, cache_dir=cache_dir)
+    assert set(_manifest(cache_dir, run)[1]) == {"r0.jsonl"}  # a file gone: written

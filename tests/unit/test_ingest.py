@@ -179,3 +179,17 @@ def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:
     assert all(e - s <= 1024 + 256 for s, e, _ in parts if raw.count(b"\n", s, e) > 1)  # a block, a bit over
     alone = [(e - s, long) for s, e, long in parts if e - s > 1024 and raw.count(b"\n", s, e) == 1]
     assert alone == [(len(raw.splitlines()[200]) + 1, False), (len(raw.splitlines()[400]) + 1, True)]
+
+
+def test_a_job_lists_at_most_a_files_share_of_bad_lines(tmp_path: Path, set_sizes) -> None:
+    set_sizes(block_bytes=4096)  # many pieces in one job, each with its broken lines
+    run = tmp_path / "run"
+    run.mkdir()
+    cap = ingest.MAX_REPORTED_PER_FILE
+    (run / "a.jsonl").write_text("{broken\n" * (cap + 2000) + '{"step": 1, "reward": 1}\n')
+    path = run / "a.jsonl"
+    result = ingest.ingest_block(str(path), 0, path.stat().st_size, str(tmp_path))
+    assert len(result.bad) == cap and result.unlisted == 2000 and result.samples == 1
+    assert [n for n, _ in result.bad] == list(range(1, cap + 1))
+    store = RolloutStore.open(run, cache_dir=tmp_path / "cache")
+    assert store.report.files[0].bad == cap + 2000 and len(store.report.bad_lines) == cap

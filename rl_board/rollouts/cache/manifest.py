@@ -28,6 +28,7 @@ from rl_board.rollouts.cache.segments import file_crc, map_segment
 # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept,
 # dropped_reason, tool_call_log)
 CACHE_VERSION = 11
+MAX_REPORTED_PER_FILE = 10_000  # bad lines (and notes) a file's entry lists; the rest are counted
 
 
 @dataclass

@@ -33,6 +33,7 @@ from rl_board.formats import NATIVE, Reading, fieldmap
 from rl_board.formats.fieldmap import FieldMap
 from rl_board.rollouts.cache.compact import compact
 from rl_board.rollouts.cache.manifest import (
+    MAX_REPORTED_PER_FILE,
     FileEntry,
     Part,
     Segment,
@@ -72,7 +73,6 @@ __all__ = [
 ]
 
 PROBES = 30
-MAX_REPORTED_PER_FILE = 10_000
 
 Progress = Callable[[int, int], None]
 
@@ -266,7 +266,7 @@ def _sync_here(
             slots.append(_plan(file, old.get(file.name)))
         except OSError as exc:
             slots.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
-    todo = sum(slot.todo for slot in slots if isinstance(slot, _Plan))
+    todo = sum(slot.todo for slot in slots if isinstance(slot, _Plan) and _cut(slot))
     job = _ingest_module().job_bytes(todo) if todo else 0
     entries: list[FileEntry] = []
     work: list[tuple[_Plan, list[tuple[int, int]]]] = []
@@ -281,9 +281,11 @@ def _sync_here(
             continue
         entries.append(slot.entry)
         work.append((slot, blocks))
+    before = _stamps(entries)
     parsed, unread = _ingest(work, directory, progress)
-    compacted = [compact(directory, entry) for entry in entries]
-    if parsed or any(compacted) or not _as_read(old, entries):  # an unchanged run's open writes nothing
+    for entry in entries:
+        compact(directory, entry)
+    if not _as_read(old, entries) or _stamps(entries) != before:  # an unchanged run's open writes nothing
         write_manifest(directory, run_dir, entries)
     # Mapped while we hold the lock: another process may compact and delete
     # segments once we let go (our maps stay valid; opening them would not).
@@ -299,14 +301,38 @@ def _blocks(plan: _Plan, job: int) -> list[tuple[int, int]]:
     newlines of ``job`` bytes (``ingest.job_bytes``)."""
     if not plan.todo:
         return []
-    if stored.is_stored(plan.reading):
+    if not _cut(plan):
         return [(0, plan.size)]
     return _ingest_module().plan_blocks(plan.path, plan.start, plan.size, block_bytes=job)
 
 
+def _cut(plan: _Plan) -> bool:
+    """Whether a file is read in jobs cut at newlines (not a run kept in a store, a Parquet table or a
+    tracker's table document: each one job, which the jobs' size leaves out)."""
+    return not (stored.is_stored(plan.reading) or sniff.is_whole_file(plan.path))
+
+
 def _as_read(old: dict[str, FileEntry], entries: list[FileEntry]) -> bool:
-    """The manifest's own entries, in its order: nothing to write back."""
+    """The manifest's own entry objects, in its order (``_stamps`` says whether the sync changed them)."""
     return list(old) == [e.name for e in entries] and all(old[e.name] is e for e in entries)
+
+
+def _stamps(entries: list[FileEntry]) -> list[tuple]:
+    """What a sync changes in an entry in place: its file's size and mtime (a touched file), its error and
+    reading, and what was read into which segments (parsing, compaction)."""
+    return [
+        (
+            e.size,
+            e.mtime_ns,
+            e.error,
+            e.format,
+            e.reading,
+            e.consumed,
+            e.probe_crc,
+            [s.name for s in e.segments],
+        )
+        for e in entries
+    ]
 
 
 def _ingest(
@@ -438,7 +464,7 @@ def _record(entry: FileEntry, result: ingest.BlockResult) -> None:
     entry.lines += result.lines
     entry.samples += result.samples
     entry.blank += result.blank
-    entry.bad_count += len(result.bad)
+    entry.bad_count += len(result.bad) + result.unlisted
     room = max(MAX_REPORTED_PER_FILE - len(entry.bad), 0)
     entry.bad.extend([[offset + n, reason] for n, reason in result.bad[:room]])
     room = max(MAX_REPORTED_PER_FILE - len(entry.warnings), 0)

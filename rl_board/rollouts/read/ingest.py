@@ -32,6 +32,7 @@ from rl_board.formats import Reading, step_from_name
 from rl_board.formats import schema as S
 from rl_board.lazy import pc
 from rl_board.rollouts import derive
+from rl_board.rollouts.cache.manifest import MAX_REPORTED_PER_FILE
 from rl_board.rollouts.cache.segments import write_segment
 from rl_board.rollouts.read import records, stored
 from rl_board.sources import sniff
@@ -61,6 +62,7 @@ class BlockResult:
     bad: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[tuple[int, str]] = field(default_factory=list)
     turns: dict[str, dict[str, int]] = field(default_factory=dict)  # how turns were found: ``add_turns``
+    unlisted: int = 0  # bad lines past the ``MAX_REPORTED_PER_FILE`` a job lists (counted, not kept)
 
 
 def add_turns(into: dict[str, dict[str, int]], how: dict[str, int], whole: dict[str, int]) -> None:
@@ -279,7 +281,9 @@ def ingest_block(
         for s, e, too_long in _parts(file, start, end, max_line):
             if too_long:
                 result.lines += 1
-                result.bad.append((result.lines, records.too_long_reason(e - s, max_line)))
+                result.unlisted += _listed(
+                    result.bad, [(result.lines, records.too_long_reason(e - s, max_line))]
+                )
                 continue
             with open(path, "rb") as f:
                 f.seek(s)
@@ -288,8 +292,8 @@ def ingest_block(
             del data
             result.lines += lines
             result.blank += parsed.blank
-            result.bad += parsed.bad
-            result.warnings += parsed.warnings
+            result.unlisted += _listed(result.bad, parsed.bad)
+            _listed(result.warnings, parsed.warnings)  # a file's entry keeps no more than these either
             add_turns(result.turns, *turns.read_how(parsed.table.schema))
             parts.append(parsed.table)
     except OSError as exc:
@@ -297,6 +301,14 @@ def ingest_block(
     table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
     _derived_and_written(result, _one_batch(table), directory)
     return result
+
+
+def _listed(kept: list[tuple[int, str]], found: list[tuple[int, str]]) -> int:
+    """``found`` added to ``kept`` up to ``MAX_REPORTED_PER_FILE``; how many did not fit. A 128 MB job of
+    broken lines would otherwise hold ~3 GB of Python tuples before the manifest keeps 10,000 of them."""
+    room = max(MAX_REPORTED_PER_FILE - len(kept), 0)
+    kept.extend(found[:room])
+    return max(len(found) - room, 0)
 
 
 def _one_batch(table: pa.Table) -> pa.Table:
@@ -530,9 +542,7 @@ def _parts(path: Path, start: int, end: int, max_line: int) -> list[tuple[int, i
         pos = start
         while pos < end:
             window = pos + piece
-            if (
-                window + slack >= end
-            ):  # the rest in one piece (its last line may be incomplete: the parser says)
+            if window + slack >= end:  # the rest in one piece
                 parts.append((pos, end, False))
                 break
             cut = _last_newline_end(f, pos, window)
