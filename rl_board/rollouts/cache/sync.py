@@ -21,7 +21,7 @@ import hashlib
 import os
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,6 +256,7 @@ def _sync_here(
 ) -> SyncResult:
     """The sync itself, with the cache folder locked."""
     old, rebuilt = read_manifest(directory, run_dir, verify=verify)
+    before = _stamps(old.values())  # taken now: the sync changes these entries in place
     slots: list[FileEntry | _Plan] = []  # a plan per file to read, an entry saying why for any other
     files = scan_run(run_dir, allowed, fields)
     for file in files:
@@ -265,7 +266,7 @@ def _sync_here(
         try:
             slots.append(_plan(file, old.get(file.name)))
         except OSError as exc:
-            slots.append(FileEntry(name=file.name, error=f"cannot read: {exc.strerror or exc}"))
+            slots.append(_unreadable(file.name, exc))
     todo = sum(slot.todo for slot in slots if isinstance(slot, _Plan) and _cut(slot))
     job = _ingest_module().job_bytes(todo) if todo else 0
     entries: list[FileEntry] = []
@@ -277,15 +278,14 @@ def _sync_here(
         try:
             blocks = _blocks(slot, job)
         except OSError as exc:
-            entries.append(FileEntry(name=slot.entry.name, error=f"cannot read: {exc.strerror or exc}"))
+            entries.append(_unreadable(slot.entry.name, exc))
             continue
         entries.append(slot.entry)
         work.append((slot, blocks))
-    before = _stamps(entries)
     parsed, unread = _ingest(work, directory, progress)
     for entry in entries:
         compact(directory, entry)
-    if not _as_read(old, entries) or _stamps(entries) != before:  # an unchanged run's open writes nothing
+    if _stamps(entries) != before:  # an unchanged run's open writes nothing
         write_manifest(directory, run_dir, entries)
     # Mapped while we hold the lock: another process may compact and delete
     # segments once we let go (our maps stay valid; opening them would not).
@@ -312,16 +312,17 @@ def _cut(plan: _Plan) -> bool:
     return not (stored.is_stored(plan.reading) or sniff.is_whole_file(plan.path))
 
 
-def _as_read(old: dict[str, FileEntry], entries: list[FileEntry]) -> bool:
-    """The manifest's own entry objects, in its order (``_stamps`` says whether the sync changed them)."""
-    return list(old) == [e.name for e in entries] and all(old[e.name] is e for e in entries)
+def _unreadable(name: str, exc: OSError) -> FileEntry:
+    return FileEntry(name=name, error=f"cannot read: {exc.strerror or exc}")
 
 
-def _stamps(entries: list[FileEntry]) -> list[tuple]:
-    """What a sync changes in an entry in place: its file's size and mtime (a touched file), its error and
-    reading, and what was read into which segments (parsing, compaction)."""
+def _stamps(entries: Iterable[FileEntry]) -> list[tuple]:
+    """What tells the manifest's entries apart from a sync's: the files, in order, with their size and
+    mtime (a touched file), error and reading, and what was read into which segments (parsing,
+    compaction). Everything else in an entry changes only with what was read."""
     return [
         (
+            e.name,
             e.size,
             e.mtime_ns,
             e.error,

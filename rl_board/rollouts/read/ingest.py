@@ -278,24 +278,23 @@ def ingest_block(
     result = BlockResult()
     parts: list[pa.Table] = []
     try:
-        for s, e, too_long in _parts(file, start, end, max_line):
-            if too_long:
-                result.lines += 1
-                result.unlisted += _listed(
-                    result.bad, [(result.lines, records.too_long_reason(e - s, max_line))]
-                )
-                continue
-            with open(path, "rb") as f:
+        with open(path, "rb") as f:  # one handle for the job's pieces
+            for s, e, too_long in _parts(file, start, end, max_line):
+                if too_long:
+                    result.lines += 1
+                    reason = records.too_long_reason(e - s, max_line)
+                    result.unlisted += _listed(result.bad, [(result.lines, reason)])
+                    continue
                 f.seek(s)
                 data = f.read(e - s)
-            parsed, lines = parse_any(file, data, reading, first_line=result.lines + 1)
-            del data
-            result.lines += lines
-            result.blank += parsed.blank
-            result.unlisted += _listed(result.bad, parsed.bad)
-            _listed(result.warnings, parsed.warnings)  # a file's entry keeps no more than these either
-            add_turns(result.turns, *turns.read_how(parsed.table.schema))
-            parts.append(parsed.table)
+                parsed, lines = parse_any(file, data, reading, first_line=result.lines + 1)
+                del data
+                result.lines += lines
+                result.blank += parsed.blank
+                result.unlisted += _listed(result.bad, parsed.bad)
+                _listed(result.warnings, parsed.warnings)  # a file's entry keeps no more than these either
+                add_turns(result.turns, *turns.read_how(parsed.table.schema))
+                parts.append(parsed.table)
     except OSError as exc:
         return BlockResult(error=f"cannot read: {exc.strerror or exc}")
     table = parts[0] if len(parts) == 1 else records.unify_tables(parts)
