@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import sys
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from rl_board.cli.common import fields_of, run_arguments, terminal_lines, terminal_safe
@@ -96,7 +95,7 @@ def table_text(table: pa.Table) -> str:
         pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
         for t in table.schema.types
     ]
-    columns = [column.to_pylist() for column in table.columns]
+    columns = [_plain(column).to_pylist() for column in table.columns]
     rows = [[_cell(value) for value in row] for row in zip(*columns, strict=True)]
     widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(heads)]
 
@@ -109,12 +108,19 @@ def table_text(table: pa.Table) -> str:
     return terminal_lines(lines)
 
 
+def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A decimal column as the floats a frame holds (and no `decimal` module imported for the rest)."""
+    import pyarrow as pa
+
+    from rl_board.lazy import pc
+
+    return pc.cast(column, pa.float64()) if pa.types.is_decimal(column.type) else column
+
+
 def _cell(value: Any) -> str:
-    """NULL for a missing value (a NaN is a value: NaN); a decimal as the float a frame holds."""
+    """NULL for a missing value (a NaN is a value: NaN)."""
     if value is None:
         return "NULL"
-    if isinstance(value, Decimal):
-        value = float(value)
     if isinstance(value, float):
         return "NaN" if math.isnan(value) else f"{value:.6g}"
     if isinstance(value, list | tuple | dict):

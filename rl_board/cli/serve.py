@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Any
@@ -156,6 +155,8 @@ def run(ns: argparse.Namespace) -> int:
         raise RLBoardError("--token is empty: give a token, or serve without one with --no-token")
     if ns.token is not None and ns.no_token:
         raise RLBoardError("--token and --no-token: choose one")
+    import secrets  # here, not at the top: every command's parser is built from this module
+
     token = "" if ns.no_token else (ns.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32))
     if ns.no_token:
         print(

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rl_board import private
 from rl_board.errors import InvalidArgumentError, RLBoardError
+
+if TYPE_CHECKING:  # imported when a labels file is opened: `rl-board query` opens none
+    import sqlite3
 
 MAX_TAG = 64
 MAX_NOTE = 4000
@@ -94,6 +97,8 @@ class LabelStore:
     def _db(self) -> Iterator[sqlite3.Connection]:
         """A connection in one transaction; a file that cannot be made, opened or written is the user's to fix
         (RLBoardError naming it), not a crash."""
+        import sqlite3
+
         try:
             private.sqlite_file(self.path)  # a new file is 0600 (its journal too); one that exists is kept
             con = sqlite3.connect(self.path, timeout=10)

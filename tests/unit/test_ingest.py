@@ -79,6 +79,25 @@ def test_plan_blocks_cut_at_newlines_and_skip_the_partial_tail(tmp_path: Path) -
     assert all(raw[e - 1 : e] == b"\n" for _, e in blocks)
 
 
+def test_a_files_last_job_is_cut_back_into_blocks(tmp_path: Path, set_sizes) -> None:
+    """Jobs are claimed biggest first: a load of big jobs ends on blocks both processes share."""
+    set_sizes(block_bytes=1000)
+    path = tmp_path / "f.jsonl"
+    path.write_text("".join(f'{{"step": {i}, "pad": "{"x" * (i % 13)}"}}\n' for i in range(400)))
+    size = path.stat().st_size
+    job = size // 2 + 1  # two jobs of ~6 KB
+    whole = ingest.plan_blocks(path, 0, size, block_bytes=job)
+    jobs = ingest.plan_jobs(path, 0, size, job)
+    assert len(whole) == 2
+    assert jobs[0] == whole[0]  # every job but the last as it was
+    assert jobs[1:] == ingest.plan_blocks(path, whole[1][0], size)  # the last one in blocks
+    assert len(jobs) >= 6 and all(e - s <= 1000 + 30 for s, e in jobs[1:])
+    assert jobs[0][0] == 0 and jobs[-1][1] == size
+    assert all(e == s2 for (_, e), (s2, _) in zip(jobs, jobs[1:], strict=False))
+    assert ingest.plan_jobs(path, 0, size, 1000) == ingest.plan_blocks(path, 0, size)  # blocks already
+    assert ingest.plan_jobs(path, 0, size, 10 * size) == [(0, size)]  # one job: nothing to share
+
+
 @pytest.mark.parametrize("pool", [False, True])
 def test_many_blocks_keep_order_and_line_numbers(tmp_path: Path, set_sizes, pool: bool) -> None:
     set_sizes(block_bytes=4096, pool_min_bytes=1 if pool else 1 << 40)

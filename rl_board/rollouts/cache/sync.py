@@ -298,12 +298,12 @@ def _sync_here(
 
 def _blocks(plan: _Plan, job: int) -> list[tuple[int, int]]:
     """The (start, end) jobs of what a file gained: none, the whole of a run kept in a store, or cuts at
-    newlines of ``job`` bytes (``ingest.job_bytes``)."""
+    newlines of ``job`` bytes (``ingest.job_bytes``, ``ingest.plan_jobs``)."""
     if not plan.todo:
         return []
     if not _cut(plan):
         return [(0, plan.size)]
-    return _ingest_module().plan_blocks(plan.path, plan.start, plan.size, block_bytes=job)
+    return _ingest_module().plan_jobs(plan.path, plan.start, plan.size, job)
 
 
 def _cut(plan: _Plan) -> bool:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rl_board.rollouts.read import jsonl
 
 MOST_PROCESSES = 4  # a load is spread over one process per core, at most this many
-JOBS_PER_PROCESS = 32  # a big load is cut into about this many jobs per process (``job_bytes``)
+JOBS_PER_PROCESS = 8  # a big load is cut into about this many jobs per process (``job_bytes``)
 LONG_LINE = 2048  # average bytes per line above which the bulk path is faster (a property of the parsers)
 # Block sizes, the pool thresholds and the longest line read are ``config.Sizes``: one place, from the
 # environment.
@@ -189,14 +189,27 @@ def job_bytes(total: int) -> int:
     ``Sizes.segment_bytes``.
 
     Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
-    10 GB run opens ~100 segments, not ~650. A job is parsed a block at a time (``_parts``): a bigger one
-    holds its blocks' columns, never their JSON at once, but it does hold them (a 1 GB load in 64 MB
-    jobs peaked at 575 MB, not 386), so only a load big enough to need fewer segments gets bigger jobs,
-    and one that small still spreads evenly over every core.
+    1 GB run opens 28 segments, not 84 (~9 ms, not 24), and a 10 GB run ~100, not ~650. A job is parsed a
+    block at a time (``_parts``): a bigger one holds its blocks' columns, never their JSON at once, but
+    it does hold them (a 1 GB load in 64 MB jobs peaked at 575 MB, not 386), so a small load keeps its
+    blocks and still spreads evenly over every core.
     """
     sizes = config.sizes()
     share = min(total // (JOBS_PER_PROCESS * processes()), sizes.segment_bytes)
     return max(sizes.block_bytes, share // sizes.block_bytes * sizes.block_bytes)  # whole blocks
+
+
+def plan_jobs(path: Path, start: int, size: int, job: int) -> list[tuple[int, int]]:
+    """``plan_blocks`` in jobs of ``job`` bytes, the file's last job cut back into blocks.
+
+    Jobs are claimed biggest first, so a load of big jobs ends on small ones that every process shares:
+    two processes that each end on a 64 MB job wait up to a whole job for one another (a 1 GB load took
+    ~0.1 s longer in 64 MB jobs than in 16 MB ones). A 1 GB run in four files is 28 segments.
+    """
+    jobs = plan_blocks(path, start, size, block_bytes=job)
+    if len(jobs) < 2 or job <= config.sizes().block_bytes:
+        return jobs
+    return jobs[:-1] + plan_blocks(path, jobs[-1][0], size)
 
 
 def plan_blocks(
