@@ -87,6 +87,8 @@ class Format:
         default_factory=dict
     )  # flat formats: key in the dump -> rl-board field
     nested: Callable[[Record], list[Record]] | None = None  # nested formats: one record -> its samples
+    # ``nested`` of a block's records at once (the same samples, faster), where a format has it
+    nested_many: Callable[[list[Record]], list[list[Record]]] | None = None
     adapt: Callable[[pa.Table, Options], Adapted] = as_is
     field_map: tuple[tuple[str, str], ...] = ()  # (key in the dump, rl-board field), for the load report
     columns: bool = False  # one record holds column lists (ROLL): the whole file is one record

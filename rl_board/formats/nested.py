@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_board.formats import arrays, nemo_turns, pick
+from rl_board.formats import arrays, nemo_turns, pick, token_rows
 from rl_board.formats.base import Format, Probe, Record, first, number
 
 _SEP = pick.SEP
@@ -145,6 +145,72 @@ def _nemo_samples(record: Record) -> list[Record]:
 
 
 _NEMO_ROWS = ("advantages", "generation_logprobs", "prev_logprobs", "token_ids")
+
+
+def _nemo_many(records: list[Record]) -> list[list[Record]]:
+    """``_nemo_samples`` of a block's records, their token rows read and reduced together
+    (``token_rows``): the same samples, field for field and in the same order. A block whose rows hold
+    anything but plain numbers is read record by record."""
+    dicts: list[dict | None] = [r if isinstance(r, dict) else None for r in records]
+    masks = [None if r is None else _row(r.get("token_loss_mask")) for r in dicts]
+    read = {"mask": token_rows.read(masks)}
+    for key in _NEMO_ROWS:
+        read[key] = token_rows.read(
+            [None if r is None else _row(r.get(key)) for r in dicts], bools=key != "token_ids"
+        )
+    rows = {key: found for key, found in read.items() if found is not None}
+    if len(rows) < len(read):
+        return [_nemo_samples(r) for r in records]
+    where = token_rows.positions(rows["mask"])
+    advantage = token_rows.first_finite(rows["advantages"], where)
+    gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
+    gen_mean, prev_mean = token_rows.means(gen, where), token_rows.means(prev, where)
+    gap = token_rows.largest_gaps(gen, prev, where)
+    out: list[list[Record]] = []
+    for i, record in enumerate(dicts):
+        if record is None:
+            out.append([])
+            continue
+        masked = masks[i] is not None
+        sample: Record = {}
+        turns = nemo_turns.of_content(record.get("content"), masks[i], int(where.runs[i]) if masked else None)
+        _set(sample, "prompt", turns.prompt)
+        _set(sample, "response", turns.response)
+        _set(sample, "messages", turns.messages)
+        _set(sample, "reward", number(record.get("rewards")))
+        _nemo_kept(sample, record.get("sample_loss_mask"))
+        present = bool(rows["advantages"].present[i])
+        _set(sample, "advantage", advantage[i] if present else _finite(record.get("advantages")))
+        _nemo_ids(sample, record)
+        if masked:
+            _set(sample, "gen_logprob_mean", gen_mean[i])
+            _set(sample, "train_logprob_mean", prev_mean[i])
+            _set(sample, "logprob_mismatch_max", gap[i])
+            _response_tokens_of_block(sample, rows, where, i)
+        out.append([sample])
+    return out
+
+
+def _response_tokens_of_block(
+    sample: Record, rows: dict[str, token_rows.Rows], where: token_rows.Positions, i: int
+) -> None:
+    """``_response_tokens_of`` and ``_token_signals_of`` for record ``i`` of a block."""
+    span = where.span(i)
+    if span is None:
+        return
+    start, stop = span
+    picked = token_rows.whole(rows["token_ids"], i, start, stop)
+    if picked is None:
+        return
+    sample["response_token_ids"] = picked
+    _set(sample, "logprobs", arrays.aligned(rows["generation_logprobs"].row(i), start, stop))
+    _set(sample, "train_logprobs", arrays.aligned(rows["prev_logprobs"].row(i), start, stop))
+    mask = rows["mask"].row(i)
+    if mask is not None and int(where.count[i]) < stop - start:
+        sample["token_loss_mask"] = (mask[start:stop] == 1.0).astype(np.float64)
+    aligned = arrays.aligned(rows["advantages"].row(i), start, stop)
+    if aligned is not None and np.isfinite(aligned).any():
+        sample["token_advantage"] = aligned
 
 
 def _plain_rows(record: Record, mask: list | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
@@ -279,6 +345,7 @@ NEMO_RL = Format(
     label="NeMo-RL train/val data dump",
     identify=_nemo_identify,
     nested=_nemo_samples,
+    nested_many=_nemo_many,
     field_map=(
         ("content", "prompt"),
         ("content", "response"),

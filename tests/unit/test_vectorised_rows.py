@@ -1,10 +1,11 @@
 """NeMo-RL's and prime-rl's per-token rows read as numpy arrays give exactly what the per-value rules give.
 
 The per-value rules (``pick``) are the reference: forcing every row down them
-(``arrays.plain`` answering None) must read the same store, sample for sample,
-token for token, on the trainer dumps and on lines whose rows hold nulls,
-text, booleans, nested lists, infinities and integers past 64 bits, with a
-broken line in the middle of each file.
+(``arrays.plain`` answering None, no block read together) must read the same
+store, sample for sample, token for token, on the trainer dumps and on lines
+whose rows hold nulls, text, booleans, nested lists, infinities and integers
+past 64 bits, with a broken line in the middle of each file. A NeMo-RL block
+read together (``token_rows``) gives what its records read one by one give.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_board.formats import arrays
+from rl_board.formats import arrays, nested, token_rows
 from rl_board.formats.nested import NEMO_RL, PRIME_RL_TOKENS
 from rl_board.rollouts.store import RolloutStore
 from tests.helpers import trainer_dumps as T
@@ -108,6 +109,7 @@ def test_nemo_rl_store_equals_the_per_value_rules(
     fast = _read(run, tmp_path / "cache-arrays")
     with monkeypatch.context() as m:
         m.setattr(arrays, "plain", lambda values, *, bools=True: None)
+        m.setattr(token_rows, "read", lambda rows, *, bools=True: None)
         slow = _read(run, tmp_path / "cache-per-value")
     assert_frames_same(fast[0], slow[0])
     assert fast[1:3] == slow[1:3]
@@ -183,3 +185,121 @@ def test_rows_holding_more_than_numbers_are_left_to_the_per_value_rules(values: 
 def test_a_boolean_is_no_token_id() -> None:
     assert arrays.plain([True, 3], bools=False) is None
     assert arrays.plain([True, 3]) is not None
+
+
+_PLAIN_CASES = (0, 1, 3, 4, 5, 7, 8, 9)  # ``_odd``'s lines whose rows hold only numbers, nulls and booleans
+
+
+def _one_by_one(records: list[Any], monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    """Each record's samples through the per-record reader, and through the per-value rules."""
+    vectorised = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
+    with monkeypatch.context() as m:
+        m.setattr(arrays, "plain", lambda values, *, bools=True: None)
+        per_value = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
+    return vectorised, per_value
+
+
+def _read_together(records: list[Any], monkeypatch: pytest.MonkeyPatch) -> list:
+    """The block through ``nested_many``, failing if it fell back to reading records one by one."""
+
+    def refused(record: Any) -> list:
+        raise AssertionError("the block was read record by record")
+
+    with monkeypatch.context() as m:
+        m.setattr(nested, "_nemo_samples", refused)
+        return NEMO_RL.nested_many(records)  # type: ignore[misc]
+
+
+def test_a_nemo_block_read_together_reads_as_its_records_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _nemo_dump(tmp_path / "out", odd=False)
+    lines = [
+        line for path in sorted(run.glob("train_data_step*.jsonl")) for line in path.read_text().splitlines()
+    ]
+    records: list[Any] = [_odd(json.loads(line), k) for k, line in enumerate(lines) if k % 12 in _PLAIN_CASES]
+    records.insert(3, ["not", "a", "record"])  # a line that is no object: no sample, as one by one
+    together = _read_together(records, monkeypatch)
+    vectorised, per_value = _one_by_one(records, monkeypatch)
+    assert len(together) == len(records) and together[3] == []
+    for k, (a, b, c) in enumerate(zip(together, vectorised, per_value, strict=True)):
+        assert same(a, b), k
+        assert same([rows_as_lists(s) for s in a], c), k
+    assert any("token_loss_mask" in s[0] for s in together if s)  # every branch was taken
+    assert any("response_token_ids" not in s[0] for s in together if s)
+    assert any("gen_logprob_mean" not in s[0] for s in together if s)
+
+
+def test_a_block_with_a_row_of_text_is_read_record_by_record(tmp_path: Path) -> None:
+    run = _nemo_dump(tmp_path / "out", odd=False)
+    records = [
+        json.loads(line) for line in sorted(run.glob("train_data_step*.jsonl"))[0].read_text().splitlines()
+    ]
+    records[2]["token_ids"][0][3] = "12"
+    together = NEMO_RL.nested_many(records)  # type: ignore[misc]
+    assert same(together, [NEMO_RL.nested(r) for r in records])  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_nemo_blocks_read_together_as_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of random lengths (none, shorter or longer than the mask), masks with several runs or none set,
+    nulls, infinities, ids past 64 bits or not whole, advantages as one number, rows with and without
+    their batch dimension."""
+    rng = np.random.default_rng(seed)
+
+    def row(n: int, kind: str) -> list:
+        values: list = rng.normal(0, 10.0 ** rng.integers(-3, 17), n).tolist()
+        if kind == "ids":
+            values = rng.integers(0, 1000, n).tolist()
+            if rng.random() < 0.15 and n:
+                values[int(rng.integers(n))] = 2**63 + int(rng.integers(1, 2**40))
+            if rng.random() < 0.15 and n:
+                values[int(rng.integers(n))] = 3.5
+        for _ in range(int(rng.integers(0, 3))):
+            if n:
+                values[int(rng.integers(n))] = [None, math.inf, -math.inf, math.nan, 0][int(rng.integers(5))]
+        return [values] if rng.random() < 0.7 else values
+
+    records: list[Any] = []
+    for _ in range(60):
+        n = int(rng.integers(0, 40))
+        mask = (
+            [int(x) for x in rng.random(n) < 0.5]
+            if rng.random() < 0.5
+            else [0] * (n // 2) + [1] * (n - n // 2)
+        )
+        if rng.random() < 0.1 and n:
+            mask[int(rng.integers(n))] = [True, 0.5, None][int(rng.integers(3))]
+        record: dict[str, Any] = {
+            "content": [[f"m{j}" for j in range(7)]],
+            "rewards": [float(rng.random())],
+            "idx": 7,
+        }
+        if rng.random() < 0.9:
+            record["token_loss_mask"] = [mask]
+        for key, kind in (
+            ("token_ids", "ids"),
+            ("advantages", ""),
+            ("generation_logprobs", ""),
+            ("prev_logprobs", ""),
+        ):
+            if rng.random() < 0.9:
+                record[key] = row(max(n + int(rng.integers(-5, 6)), 0), kind)
+        if rng.random() < 0.1:
+            record["advantages"] = [0.25]
+        records.append(record)
+    together = _read_together(records, monkeypatch)
+    vectorised, per_value = _one_by_one(records, monkeypatch)
+    for k, (a, b, c) in enumerate(zip(together, vectorised, per_value, strict=True)):
+        assert same(a, b), k
+        assert same([rows_as_lists(s) for s in a], c), k
+
+
+def test_a_mean_adds_its_values_left_to_right() -> None:
+    """A pairwise sum of these values is not the sum Python's ``sum`` (and the per-record path) takes."""
+    values = [1e16, 1.0, -1e16, 1.0, 3.0, 1e-3, 7.0, -2.5, 1e15, 1.0, -1e15, 0.1, 0.2, 0.3, 5e15, 1.0, 1.0]
+    rows = token_rows.read([values, values[::-1], [], values[:3]])
+    mask = token_rows.read([[1] * len(values), [1] * len(values), [], [1, 1, 1]])
+    assert rows is not None and mask is not None
+    got = token_rows.means(rows, token_rows.positions(mask))
+    assert got == [sum(values) / len(values), sum(values[::-1]) / len(values), None, sum(values[:3]) / 3]

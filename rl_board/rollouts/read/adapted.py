@@ -61,9 +61,11 @@ def _samples(
     named_step = step_from_name(path)
     renames = reading.renames(fmt) if fmt.flat else {}
     records = []
-    for number, raw in objects:
+    pairs = list(objects)
+    many = _many([raw for _, raw in pairs], fmt, reading)
+    for k, (number, raw) in enumerate(pairs):
         try:
-            samples = _stage_one(raw, fmt, reading, renames)
+            samples = _stage_one(raw, fmt, reading, renames, None if many is None else many[k])
         except _ADAPTER_ERRORS as exc:
             result.bad.append((number, f"not a {fmt.label} record ({type(exc).__name__}: {exc})"))
             continue
@@ -77,15 +79,31 @@ def _samples(
     return contract.finish(result, fmt=fmt, reading=reading, named_step=named_step)
 
 
+def _many(raws: list[dict[str, Any]], fmt: Format, reading: Reading) -> list[list[dict[str, Any]]] | None:
+    """The samples of every record at once, from a format that reads a block so (``nested_many``); None
+    to read them record by record, as when a record makes it raise: each record then says if it is the one."""
+    if fmt.nested_many is None or not raws:
+        return None
+    try:
+        return fmt.nested_many([fieldmap.apply(raw, reading.fields) for raw in raws])
+    except _ADAPTER_ERRORS:
+        return None
+
+
 def _stage_one(
-    raw: dict[str, Any], fmt: Format, reading: Reading, renames: dict[str, str]
+    raw: dict[str, Any],
+    fmt: Format,
+    reading: Reading,
+    renames: dict[str, str],
+    found: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """A flat record under the reading's renames (the table path's very names); a nested one through its
-    format, what the user mapped winning over what the format chose (one record, one sample)."""
+    format (``found``: its samples, read with the block's), what the user mapped winning over what the
+    format chose (one record, one sample)."""
     if fmt.flat:
         return [renamed(raw, renames)]
     obj = fieldmap.apply(raw, reading.fields)
-    samples = fmt.nested(obj)
+    samples = fmt.nested(obj) if found is None else found
     mapped = fieldmap.renames(reading.fields)
     if mapped and len(samples) == 1:
         for canonical in mapped:

@@ -1,0 +1,166 @@
+"""A block's per-token rows (NeMo-RL's padded arrays) read and reduced together, not record by record.
+
+``arrays`` reads one record's rows into numpy; a NeMo-RL line of a few
+hundred tokens then spends most of its time in the ~20 small numpy calls that
+read and reduce them. Here every row of one key in a block is read in one
+call, and the reductions the adapter takes per record (the loss mask's
+positions and runs, a value at the first response position, means and the
+largest gap over the response) are computed for all records at once. The
+answers are exactly ``arrays``' (tests hold them equal, the means summed left
+to right as ``arrays.mean`` sums them); a block whose rows hold anything but
+plain numbers gives None, and its caller reads it record by record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from rl_board.formats import arrays
+
+# A mean's rows are laid out as one matrix per block: beyond this many cells for each value (one record with
+# far longer answers than the rest), they are summed one record at a time instead.
+_MATRIX_PER_VALUE = 8
+
+
+@dataclass
+class Rows:
+    """One key's rows of a block: every row's numbers in one array, cut by ``offsets``."""
+
+    flat: np.ndarray
+    offsets: np.ndarray  # n + 1
+    present: np.ndarray  # bool, n: the record logged this row
+
+    def row(self, i: int) -> np.ndarray | None:
+        """Record ``i``'s row, as ``arrays.plain`` reads it (a view), or None when it logged none."""
+        return self.flat[self.offsets[i] : self.offsets[i + 1]] if self.present[i] else None
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def read(rows: list[list | None], *, bools: bool = True) -> Rows | None:
+    """The rows of one key (None: not logged) as ``arrays.plain`` reads each; None when one holds anything
+    else, or an integer past any float."""
+    kinds = _PLAIN if bools else _NO_BOOLS
+    values = list(chain.from_iterable(r for r in rows if r is not None))
+    found = set(map(type, values))
+    if not found <= kinds:
+        return None
+    try:
+        flat = np.array(values, dtype=np.float64)
+    except OverflowError:
+        return None
+    if float in found:
+        flat[~np.isfinite(flat)] = np.nan
+    lengths = np.fromiter((0 if r is None else len(r) for r in rows), np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    present = np.fromiter((r is not None for r in rows), bool, count=len(rows))
+    return Rows(flat, offsets, present)
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+_NO_BOOLS = frozenset({int, float, type(None)})
+
+
+@dataclass
+class Positions:
+    """Where each record's loss mask is set (== 1): its response tokens."""
+
+    record: np.ndarray  # the record of each set position, in order
+    at: np.ndarray  # its index in the record's row
+    count: np.ndarray  # n: set positions per record
+    starts: np.ndarray  # n + 1: each record's first entry in ``record`` / ``at``
+    runs: np.ndarray  # n: runs of set positions (``arrays.runs``)
+
+    def span(self, i: int) -> tuple[int, int] | None:
+        """Record ``i``'s first set position and one past its last, or None without one."""
+        if not self.count[i]:
+            return None
+        return int(self.at[self.starts[i]]), int(self.at[self.starts[i + 1] - 1]) + 1
+
+
+def positions(mask: Rows) -> Positions:
+    n = len(mask.present)
+    owner = np.repeat(np.arange(n), mask.lengths())  # the record of each flat entry
+    on = mask.flat == 1.0
+    where = np.flatnonzero(on)
+    record = owner[where]
+    count = np.bincount(record, minlength=n)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=starts[1:])
+    before = np.zeros(len(on), bool)  # the entry before in the same row is set
+    before[1:] = on[:-1]
+    before[mask.offsets[:-1][mask.lengths() > 0]] = False
+    runs = np.bincount(owner[on & ~before], minlength=n)
+    return Positions(record, where - mask.offsets[record], count, starts, runs)
+
+
+def at_positions(values: Rows, where: Positions) -> np.ndarray:
+    """``values`` at every set position, NaN past its record's row (or where it logged none)."""
+    inside = where.at < values.lengths()[where.record]
+    index = values.offsets[where.record] + where.at
+    out = np.full(len(index), np.nan)
+    out[inside] = values.flat[index[inside]]
+    return out
+
+
+def first_finite(values: Rows, where: Positions) -> list[float | None]:
+    """Per record (whose row was logged), ``arrays.at``'s first value: at its set positions, or at position
+    0 without one; None where there is none."""
+    picked = at_positions(values, where)
+    ok = np.flatnonzero(~np.isnan(picked))
+    found, first = np.unique(where.record[ok], return_index=True)
+    out: list[float | None] = [None] * len(values.present)
+    for r, k in zip(found.tolist(), picked[ok[first]].tolist(), strict=True):
+        out[r] = k
+    lengths = values.lengths()
+    for r in np.flatnonzero((where.count == 0) & (lengths > 0)).tolist():
+        head = values.flat[values.offsets[r]]
+        out[r] = None if np.isnan(head) else float(head)
+    return out
+
+
+def means(values: Rows, where: Positions) -> list[float | None]:
+    """Per record, the mean of its finite values at its set positions (``arrays.mean`` of ``arrays.at``),
+    summed left to right; None without one."""
+    picked = at_positions(values, where)
+    keep = ~np.isnan(picked)
+    record, kept = where.record[keep], picked[keep]
+    n = len(values.present)
+    count = np.bincount(record, minlength=n)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=starts[1:])
+    widest = int(count.max()) if n else 0
+    if n * (widest + 1) <= _MATRIX_PER_VALUE * len(kept) + 4096:
+        column = np.arange(len(kept)) - starts[record] + 1
+        matrix = np.zeros((n, widest + 1))  # column 0 is the 0 a sum starts from
+        matrix[record, column] = kept
+        sums = np.add.accumulate(matrix, axis=1)[:, -1].tolist()  # an accumulation adds in order
+    else:
+        sums = [sum(kept[starts[r] : starts[r + 1]].tolist()) for r in range(n)]
+    return [s / c if c else None for s, c in zip(sums, count.tolist(), strict=True)]
+
+
+def largest_gaps(a: Rows, b: Rows, where: Positions) -> list[float | None]:
+    """Per record, ``arrays.largest_gap`` over its set positions; None without a pair."""
+    with np.errstate(over="ignore"):  # a gap past the largest float is inf, as in Python
+        gaps = np.abs(at_positions(a, where) - at_positions(b, where))
+    gaps[np.isnan(gaps)] = -np.inf
+    n = len(a.present)
+    out: list[float | None] = [None] * n
+    busy = np.flatnonzero(where.count > 0)
+    if len(busy):
+        top = np.maximum.reduceat(gaps, where.starts[busy]) if len(gaps) else np.zeros(0)
+        for r, g in zip(busy.tolist(), top.tolist(), strict=True):
+            out[r] = None if g == -np.inf else g
+    return out
+
+
+def whole(ids: Rows, i: int, start: int, stop: int) -> np.ndarray | list[int] | None:
+    """``arrays.whole`` of record ``i``'s row."""
+    row = ids.row(i)
+    return None if row is None else arrays.whole(row, start, stop)
