@@ -126,6 +126,7 @@ def _nemo_identify(record: Record) -> bool:
 def _nemo_samples(record: Record) -> list[Record]:
     if not isinstance(record, dict):
         return []
+    record = _listed(record)
     sample: Record = {}
     mask = _row(record.get("token_loss_mask"))
     rows = _plain_rows(record, mask, _NEMO_ROWS)
@@ -152,11 +153,11 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
     (``token_rows``): the same samples, field for field and in the same order. A block whose rows hold
     anything but plain numbers is read record by record."""
     dicts: list[dict | None] = [r if isinstance(r, dict) else None for r in records]
-    masks = [None if r is None else _row(r.get("token_loss_mask")) for r in dicts]
+    masks = [None if r is None else _packed_or_row(r.get("token_loss_mask")) for r in dicts]
     read = {"mask": token_rows.read(masks)}
     for key in _NEMO_ROWS:
         read[key] = token_rows.read(
-            [None if r is None else _row(r.get(key)) for r in dicts], bools=key != "token_ids"
+            [None if r is None else _packed_or_row(r.get(key)) for r in dicts], bools=key != "token_ids"
         )
     rows = {key: found for key, found in read.items() if found is not None}
     if len(rows) < len(read):
@@ -173,7 +174,7 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
             continue
         masked = masks[i] is not None
         sample: Record = {}
-        turns = nemo_turns.of_content(record.get("content"), masks[i], int(where.runs[i]) if masked else None)
+        turns = nemo_turns.of_content(record.get("content"), None, int(where.runs[i]) if masked else None)
         _set(sample, "prompt", turns.prompt)
         _set(sample, "response", turns.response)
         _set(sample, "messages", turns.messages)
@@ -189,6 +190,19 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
             _response_tokens_of_block(sample, rows, where, i)
         out.append([sample])
     return out
+
+
+def _packed_or_row(value: Any) -> np.ndarray | list | None:
+    """A row a reader packed already (``simd_rows``), else ``_row``."""
+    return value if type(value) is np.ndarray else _row(value)
+
+
+def _listed(record: Any) -> Any:
+    """A record whose packed rows are lists again, as a JSON reader gives them (``_nemo_samples`` reads
+    rows value by value when one holds anything but numbers)."""
+    if not isinstance(record, dict) or not any(type(v) is np.ndarray for v in record.values()):
+        return record
+    return {k: [v.tolist()] if type(v) is np.ndarray else v for k, v in record.items()}
 
 
 def _response_tokens_of_block(
@@ -346,6 +360,7 @@ NEMO_RL = Format(
     identify=_nemo_identify,
     nested=_nemo_samples,
     nested_many=_nemo_many,
+    rows=frozenset({"token_loss_mask", *_NEMO_ROWS}),
     field_map=(
         ("content", "prompt"),
         ("content", "response"),

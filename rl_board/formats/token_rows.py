@@ -41,25 +41,42 @@ class Rows:
         return np.diff(self.offsets)
 
 
-def read(rows: list[list | None], *, bools: bool = True) -> Rows | None:
-    """The rows of one key (None: not logged) as ``arrays.plain`` reads each; None when one holds anything
-    else, or an integer past any float."""
-    kinds = _PLAIN if bools else _NO_BOOLS
-    values = list(chain.from_iterable(r for r in rows if r is not None))
+def read(rows: list[list | np.ndarray | None], *, bools: bool = True) -> Rows | None:
+    """The rows of one key (None: not logged; a float64 array: a row of plain numbers a reader packed
+    already, ``simd_rows``) as ``arrays.plain`` reads each; None when one holds anything else, or an
+    integer past any float."""
+    listed = [r for r in rows if isinstance(r, list)]
+    values = list(chain.from_iterable(listed))
     found = set(map(type, values))
-    if not found <= kinds:
+    if not found <= (_PLAIN if bools else _NO_BOOLS):
         return None
     try:
         flat = np.array(values, dtype=np.float64)
     except OverflowError:
         return None
-    if float in found:
+    packed = any(type(r) is np.ndarray for r in rows)
+    if packed:  # rows a reader packed already: in their places among the listed ones
+        flat = _in_order(rows, flat)
+    if float in found or packed:
         flat[~np.isfinite(flat)] = np.nan
     lengths = np.fromiter((0 if r is None else len(r) for r in rows), np.int64, count=len(rows))
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     present = np.fromiter((r is not None for r in rows), bool, count=len(rows))
     return Rows(flat, offsets, present)
+
+
+def _in_order(rows: list[list | np.ndarray | None], listed: np.ndarray) -> np.ndarray:
+    """Every row's numbers in record order: the packed rows' own, the listed rows' from ``listed``."""
+    pieces: list[np.ndarray] = []
+    at = 0
+    for r in rows:
+        if isinstance(r, list):
+            pieces.append(listed[at : at + len(r)])
+            at += len(r)
+        elif r is not None:
+            pieces.append(r)
+    return np.concatenate(pieces) if pieces else np.zeros(0)
 
 
 _PLAIN = frozenset({int, float, bool, type(None)})

@@ -303,3 +303,79 @@ def test_a_mean_adds_its_values_left_to_right() -> None:
     assert rows is not None and mask is not None
     got = token_rows.means(rows, token_rows.positions(mask))
     assert got == [sum(values) / len(values), sum(values[::-1]) / len(values), None, sum(values[:3]) / 3]
+
+
+def _odd_lines(record: dict[str, Any]) -> list[str]:
+    """Lines simdjson must leave to the careful path, or read exactly as it does."""
+    text = json.dumps(record)
+    mask = record["token_loss_mask"][0]
+    lines = [text, json.dumps({**record, "token_ids": record["token_ids"][0]})]  # a row without its batch
+    nested = {**record, "token_loss_mask": [[*mask[:3], [1], *mask[4:]]]}
+    lines.append(json.dumps(nested))  # an array inside a row: as_buffer would flatten it
+    escaped = json.dumps({**nested, "content": [["a \\u005b b"]]}).replace("\\\\u005b", "\\u005b")
+    lines.append(escaped)  # ... and a "[" escaped in a string, which a count of "[" would miss
+    lines.append(json.dumps({**record, "content": [["smile \U0001f600"]]}))  # a surrogate pair, escaped
+    lines.append(text.replace('"content": [["', '"content": [["\\ud800', 1))  # a lone surrogate
+    lines.append(text.replace("[[", "[[NaN, ", 1))  # a literal NaN
+    lines.append(text.replace('"token_ids": [[', '"token_ids": [[18446744073709551616, ', 1))  # past 64 bits
+    lines.append("\ufeff" + text)  # a BOM
+    lines.append(text[:-1] + ', "token_ids": [[1, 2, 3]]}')  # a key given twice
+    lines.append(text[:-1] + ', "deep": ' + "[" * 70 + "]" * 70 + "}")  # deeper than a sample may be
+    for key, value in (
+        ("advantages", [[1.0], [2.0]]),  # a batch of two: no row
+        ("generation_logprobs", [[]]),
+        ("prev_logprobs", [None, 1.5, True, 2]),
+        ("token_ids", [[1, True, 3]]),
+        ("token_loss_mask", [[True, False, 1, 1.0]]),
+    ):
+        lines.append(json.dumps({**record, key: value}))
+    return lines
+
+
+def test_nemo_lines_packed_by_simdjson_read_as_by_ujson(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rl_board.formats import Reading
+    from rl_board.rollouts.read import adapted, simd_rows
+
+    run = _nemo_dump(tmp_path / "out", odd=False)
+    lines = [
+        line for path in sorted(run.glob("train_data_step*.jsonl")) for line in path.read_text().splitlines()
+    ]
+    body = [*lines[:5], *_odd_lines(json.loads(lines[5])), *lines[6:12]]
+    data = ("\n".join(body) + "\n").encode()
+    path, reading = run / "train_data_step1.jsonl", Reading(NEMO_RL.name)
+    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.rows)
+    assert [k for k, p in enumerate(packed) if p is None] == list(
+        range(7, 17)
+    )  # the odd lines above, no more
+    fast = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
+    monkeypatch.setattr(simd_rows, "USABLE", False)
+    slow = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
+    assert fast.bad == slow.bad and fast.warnings == slow.warnings and fast.blank == slow.blank
+    assert [n for n, _ in fast.bad] == [16] and [n for n, _ in fast.warnings] == [
+        11
+    ]  # too deep; a lone surrogate
+    assert fast.table.schema == slow.table.schema
+    assert same(fast.table.to_pylist(), slow.table.to_pylist())
+
+
+def test_a_packed_nemo_block_is_read_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows simdjson packed go through the block reader as they are: no record is read one by one."""
+    from rl_board.formats import Reading
+    from rl_board.rollouts.read import adapted, simd_rows
+
+    run = _nemo_dump(tmp_path / "out", odd=False)
+    path = sorted(run.glob("train_data_step*.jsonl"))[0]
+    data, reading = path.read_bytes(), Reading(NEMO_RL.name)
+    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.rows)
+    assert all(p is not None and type(p["token_ids"]) is np.ndarray for p in packed)
+    with monkeypatch.context() as m:
+        m.setattr(nested, "_nemo_samples", lambda record: pytest.fail("a record was read one by one"))
+        together = NEMO_RL.nested_many(packed)  # type: ignore[misc]
+        fast = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
+    assert same(together, [NEMO_RL.nested(json.loads(line)) for line in data.splitlines()])  # type: ignore[misc]
+    monkeypatch.setattr(simd_rows, "USABLE", False)
+    slow = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
+    assert fast.table.num_rows == 16 and fast.table.schema == slow.table.schema
+    assert same(fast.table.to_pylist(), slow.table.to_pylist())

@@ -14,7 +14,7 @@ from typing import Any
 from rl_board.formats import Format, Reading, fieldmap, step_from_name
 from rl_board.formats import schema as S
 from rl_board.formats.base import renamed
-from rl_board.rollouts.read import contract
+from rl_board.rollouts.read import contract, simd_rows
 from rl_board.rollouts.read.jsonl import ParsedBlock
 from rl_board.rollouts.read.records import BadLine, load_object, normalise, records_to_table
 
@@ -31,8 +31,21 @@ def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, readin
             numbered.append((first_line + k, raw))
         else:
             result.blank += 1
-    objects = ((number, _loaded(number, raw, result)) for number, raw in numbered)
+    packed = _packed_rows([raw for _, raw in numbered], fmt, reading)
+    objects = (
+        (number, _loaded(number, raw, result) if packed[k] is None else packed[k])
+        for k, (number, raw) in enumerate(numbered)
+    )
     return _samples(((n, o) for n, o in objects if o is not None), path, fmt, result, reading)
+
+
+def _packed_rows(lines: list[bytes], fmt: Format, reading: Reading) -> list[dict[str, Any] | None]:
+    """The lines simdjson reads with their rows of numbers packed (``simd_rows``), for a format whose block
+    reader takes them (``Format.rows``) and no field map of the user's naming them; None for each line
+    the careful path reads."""
+    if not fmt.rows or fmt.nested_many is None or reading.fields or not simd_rows.USABLE:
+        return [None] * len(lines)
+    return simd_rows.read_lines(lines, fmt.rows)
 
 
 def parse_rows(rows: list[dict[str, Any]], *, path: Path, fmt: Format, reading: Reading) -> ParsedBlock:
