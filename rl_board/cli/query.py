@@ -112,9 +112,7 @@ def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A decimal column as the floats a frame holds (and no `decimal` module imported for the rest)."""
     import pyarrow as pa
 
-    from rl_board.lazy import pc
-
-    return pc.cast(column, pa.float64()) if pa.types.is_decimal(column.type) else column
+    return column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column
 
 
 def _cell(value: Any) -> str:
