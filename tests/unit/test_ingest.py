@@ -79,23 +79,31 @@ def test_plan_blocks_cut_at_newlines_and_skip_the_partial_tail(tmp_path: Path) -
     assert all(raw[e - 1 : e] == b"\n" for _, e in blocks)
 
 
-def test_a_files_last_job_is_cut_back_into_blocks(tmp_path: Path, set_sizes) -> None:
-    """Jobs are claimed biggest first: a load of big jobs ends on blocks both processes share."""
+def test_a_load_of_big_jobs_ends_on_blocks(tmp_path: Path, set_sizes, monkeypatch) -> None:
+    """Jobs are claimed biggest first: the load's smallest jobs bigger than a block (two per process) are cut
+    back into blocks, which every process shares at the end; the rest stay as they were."""
     set_sizes(block_bytes=1000)
-    path = tmp_path / "f.jsonl"
-    path.write_text("".join(f'{{"step": {i}, "pad": "{"x" * (i % 13)}"}}\n' for i in range(400)))
-    size = path.stat().st_size
-    job = size // 2 + 1  # two jobs of ~6 KB
-    whole = ingest.plan_blocks(path, 0, size, block_bytes=job)
-    jobs = ingest.plan_jobs(path, 0, size, job)
-    assert len(whole) == 2
-    assert jobs[0] == whole[0]  # every job but the last as it was
-    assert jobs[1:] == ingest.plan_blocks(path, whole[1][0], size)  # the last one in blocks
-    assert len(jobs) >= 6 and all(e - s <= 1000 + 30 for s, e in jobs[1:])
-    assert jobs[0][0] == 0 and jobs[-1][1] == size
-    assert all(e == s2 for (_, e), (s2, _) in zip(jobs, jobs[1:], strict=False))
-    assert ingest.plan_jobs(path, 0, size, 1000) == ingest.plan_blocks(path, 0, size)  # blocks already
-    assert ingest.plan_jobs(path, 0, size, 10 * size) == [(0, size)]  # one job: nothing to share
+    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 2)
+    files = []
+    for name, lines in (("a", 600), ("b", 300)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(f'{{"step": {i}, "pad": "{"x" * (i % 13)}"}}\n' for i in range(lines)))
+        files.append((path, ingest.plan_blocks(path, 0, path.stat().st_size, block_bytes=5000)))
+    out = ingest.ending_in_blocks(files)
+    jobs = sorted((e - s, k, j) for k, (_, js) in enumerate(files) for j, (s, e) in enumerate(js))
+    split = {(k, j) for _, k, j in [x for x in jobs if x[0] > 1000][:4]}
+    for k, ((path, before), after) in enumerate(zip(files, out, strict=True)):
+        expected = [
+            c
+            for j, (s, e) in enumerate(before)
+            for c in (ingest.plan_blocks(path, s, e) if (k, j) in split else [(s, e)])
+        ]
+        assert after == expected
+        assert after[0][0] == 0 and after[-1][1] == path.stat().st_size
+        assert all(e == s2 for (_, e), (s2, _) in zip(after, after[1:], strict=False))
+    assert sum(map(len, out)) > sum(len(js) for _, js in files)
+    assert sum(e - s <= 1040 for js in out for s, e in js) >= 4 * 4  # four jobs of ~5 KB, now in blocks
+    assert ingest.ending_in_blocks([(files[1][0], [(0, 900)])]) == [[(0, 900)]]  # a block already
 
 
 @pytest.mark.parametrize("pool", [False, True])

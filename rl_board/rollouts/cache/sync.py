@@ -282,6 +282,7 @@ def _sync_here(
             continue
         entries.append(slot.entry)
         work.append((slot, blocks))
+    work = _ending_in_blocks(work)
     parsed, unread = _ingest(work, directory, progress)
     for entry in entries:
         compact(directory, entry)
@@ -296,14 +297,29 @@ def _sync_here(
     )
 
 
+def _ending_in_blocks(
+    work: list[tuple[_Plan, list[tuple[int, int]]]],
+) -> list[tuple[_Plan, list[tuple[int, int]]]]:
+    """The jobs with the load's last few cut back into blocks (``ingest.ending_in_blocks``); a file read
+    whole (a stored run, a Parquet table) stays one job."""
+    cut = [k for k, (plan, _) in enumerate(work) if _cut(plan)]
+    if not cut:
+        return work
+    shared = _ingest_module().ending_in_blocks([(work[k][0].path, work[k][1]) for k in cut])
+    out = list(work)
+    for k, jobs in zip(cut, shared, strict=True):
+        out[k] = (work[k][0], jobs)
+    return out
+
+
 def _blocks(plan: _Plan, job: int) -> list[tuple[int, int]]:
     """The (start, end) jobs of what a file gained: none, the whole of a run kept in a store, or cuts at
-    newlines of ``job`` bytes (``ingest.job_bytes``, ``ingest.plan_jobs``)."""
+    newlines of ``job`` bytes (``ingest.job_bytes``)."""
     if not plan.todo:
         return []
     if not _cut(plan):
         return [(0, plan.size)]
-    return _ingest_module().plan_jobs(plan.path, plan.start, plan.size, job)
+    return _ingest_module().plan_blocks(plan.path, plan.start, plan.size, block_bytes=job)
 
 
 def _cut(plan: _Plan) -> bool:

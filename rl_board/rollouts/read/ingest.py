@@ -189,7 +189,7 @@ def job_bytes(total: int) -> int:
     ``Sizes.segment_bytes``.
 
     Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
-    1 GB run opens 28 segments, not 84 (~9 ms, not 24), and a 10 GB run ~100, not ~650. A job is parsed a
+    1 GB run opens 20 segments, not 84 (7 ms, not 24), and a 10 GB run ~100, not ~650. A job is parsed a
     block at a time (``_parts``): a bigger one holds its blocks' columns, never their JSON at once, but
     it does hold them (a 1 GB load in 64 MB jobs peaked at 575 MB, not 386), so a small load keeps its
     blocks and still spreads evenly over every core.
@@ -199,17 +199,26 @@ def job_bytes(total: int) -> int:
     return max(sizes.block_bytes, share // sizes.block_bytes * sizes.block_bytes)  # whole blocks
 
 
-def plan_jobs(path: Path, start: int, size: int, job: int) -> list[tuple[int, int]]:
-    """``plan_blocks`` in jobs of ``job`` bytes, the file's last job cut back into blocks.
+def ending_in_blocks(files: list[tuple[Path, list[tuple[int, int]]]]) -> list[list[tuple[int, int]]]:
+    """Each file's jobs, the ``2 x processes()`` smallest of those bigger than a block cut back into blocks.
 
-    Jobs are claimed biggest first, so a load of big jobs ends on small ones that every process shares:
-    two processes that each end on a 64 MB job wait up to a whole job for one another (a 1 GB load took
-    ~0.1 s longer in 64 MB jobs than in 16 MB ones). A 1 GB run in four files is 28 segments.
+    Jobs are claimed biggest first, so a load of big jobs then ends on blocks that every process shares,
+    not on one process's last big job while the others wait (a 64 MB job is ~0.25 s). A 10 GB run in
+    128 MB jobs gains ~12 segments, not one per file.
     """
-    jobs = plan_blocks(path, start, size, block_bytes=job)
-    if len(jobs) < 2 or job <= config.sizes().block_bytes:
-        return jobs
-    return jobs[:-1] + plan_blocks(path, jobs[-1][0], size)
+    block = config.sizes().block_bytes
+    bigger = sorted(
+        (e - s, k, j) for k, (_, jobs) in enumerate(files) for j, (s, e) in enumerate(jobs) if e - s > block
+    )
+    chosen = {(k, j) for _, k, j in bigger[: 2 * processes()]}
+    return [
+        [
+            cut
+            for j, (s, e) in enumerate(jobs)
+            for cut in (plan_blocks(path, s, e) if (k, j) in chosen else [(s, e)])
+        ]
+        for k, (path, jobs) in enumerate(files)
+    ]
 
 
 def plan_blocks(
