@@ -189,7 +189,7 @@ def job_bytes(total: int) -> int:
     ``Sizes.segment_bytes``.
 
     Each job is one cache segment, and every later open of the run maps each segment (~0.2 ms apiece): a
-    1 GB run opens 20 segments, not 84 (7 ms, not 24), and a 10 GB run ~100, not ~650. A job is parsed a
+    1 GB run opens ~36 segments, not 84 (~10 ms, not 24), and a 10 GB run ~110, not ~650. A job is parsed a
     block at a time (``_parts``): a bigger one holds its blocks' columns, never their JSON at once, but
     it does hold them (a 1 GB load in 64 MB jobs peaked at 575 MB, not 386), so a small load keeps its
     blocks and still spreads evenly over every core.
