@@ -12,10 +12,13 @@ caller reads the record by the per-value rules, so odd logs read as before.
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import add
+
 import numpy as np
 
-_PLAIN = frozenset({int, float, bool, type(None)})
-_NO_BOOLS = frozenset({int, float, type(None)})
+PLAIN = frozenset({int, float, bool, type(None)})  # what a row of plain numbers holds
+NO_BOOLS = frozenset({int, float, type(None)})  # ... when a boolean is no value (token ids)
 
 
 def plain(values: list | None, *, bools: bool = True) -> np.ndarray | None:
@@ -24,7 +27,7 @@ def plain(values: list | None, *, bools: bool = True) -> np.ndarray | None:
     if not isinstance(values, list):
         return None
     kinds = set(map(type, values))  # one C pass over the types
-    if not kinds <= (_PLAIN if bools else _NO_BOOLS):
+    if not kinds <= (PLAIN if bools else NO_BOOLS):
         return None
     try:
         array = np.array(values, dtype=np.float64)
@@ -92,7 +95,13 @@ def whole(values: np.ndarray, start: int, stop: int) -> np.ndarray | list[int] |
 
 def mean(values: np.ndarray) -> float | None:
     """The mean of a row, summed left to right as the per-value rules sum it; None for an empty row."""
-    return sum(values.tolist()) / len(values) if len(values) else None
+    return in_order_sum(values.tolist()) / len(values) if len(values) else None
+
+
+def in_order_sum(values: list[float]) -> float:
+    """0.0 plus each value in turn: the one sum of a row's means on every path and Python (from 3.12,
+    ``sum`` compensates floats' rounding, which numpy's accumulation cannot do)."""
+    return reduce(add, values, 0.0)
 
 
 def largest_gap(a: np.ndarray | None, b: np.ndarray | None, positions: np.ndarray) -> float | None:

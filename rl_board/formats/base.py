@@ -89,8 +89,9 @@ class Format:
     nested: Callable[[Record], list[Record]] | None = None  # nested formats: one record -> its samples
     # ``nested`` of a block's records at once (the same samples, faster), where a format has it
     nested_many: Callable[[list[Record]], list[list[Record]]] | None = None
-    # keys holding per-token rows of numbers, which ``nested_many`` takes as float64 arrays a reader packed
-    rows: frozenset[str] = frozenset()
+    # keys holding per-token rows of numbers, which a reader may pack as float64 arrays (``simd_rows``): then
+    # ``nested_many`` and ``nested`` both take such an array where a list of numbers was written
+    row_keys: frozenset[str] = frozenset()
     adapt: Callable[[pa.Table, Options], Adapted] = as_is
     field_map: tuple[tuple[str, str], ...] = ()  # (key in the dump, rl-board field), for the load report
     columns: bool = False  # one record holds column lists (ROLL): the whole file is one record

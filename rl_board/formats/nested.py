@@ -86,7 +86,7 @@ def _token_signals(sample: Record, positions: list[int], **arrays: list | None) 
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return arrays.in_order_sum(values) / len(values) if values else None
 
 
 def _advantage(values: Any, positions: list[int]) -> float | None:
@@ -154,16 +154,16 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
     anything but plain numbers is read record by record."""
     dicts: list[dict | None] = [r if isinstance(r, dict) else None for r in records]
     masks = [None if r is None else _packed_or_row(r.get("token_loss_mask")) for r in dicts]
-    read = {"mask": token_rows.read(masks)}
+    found = {"mask": token_rows.read(masks)}
     for key in _NEMO_ROWS:
-        read[key] = token_rows.read(
+        found[key] = token_rows.read(
             [None if r is None else _packed_or_row(r.get(key)) for r in dicts], bools=key != "token_ids"
         )
-    rows = {key: found for key, found in read.items() if found is not None}
-    if len(rows) < len(read):
+    rows = {key: read for key, read in found.items() if read is not None}
+    if len(rows) < len(found):
         return [_nemo_samples(r) for r in records]
     where = token_rows.positions(rows["mask"])
-    advantage = token_rows.first_finite(rows["advantages"], where)
+    advantage = token_rows.first_at(rows["advantages"], where)
     gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
     gen_mean, prev_mean = token_rows.means(gen, where), token_rows.means(prev, where)
     gap = token_rows.largest_gaps(gen, prev, where)
@@ -180,8 +180,8 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
         _set(sample, "messages", turns.messages)
         _set(sample, "reward", number(record.get("rewards")))
         _nemo_kept(sample, record.get("sample_loss_mask"))
-        present = bool(rows["advantages"].present[i])
-        _set(sample, "advantage", advantage[i] if present else _finite(record.get("advantages")))
+        logged = bool(rows["advantages"].present[i])  # as a row; else a number, or nothing
+        _set(sample, "advantage", advantage[i] if logged else _finite(record.get("advantages")))
         _nemo_ids(sample, record)
         if masked:
             _set(sample, "gen_logprob_mean", gen_mean[i])
@@ -198,8 +198,9 @@ def _packed_or_row(value: Any) -> np.ndarray | list | None:
 
 
 def _listed(record: Any) -> Any:
-    """A record whose packed rows are lists again, as a JSON reader gives them (``_nemo_samples`` reads
-    rows value by value when one holds anything but numbers)."""
+    """A record whose packed rows are lists again (of floats, in a batch dimension ``_row`` takes off),
+    for ``_nemo_samples``, which reads rows value by value when one holds anything but numbers: the same
+    samples as from the lists a JSON reader gives."""
     if not isinstance(record, dict) or not any(type(v) is np.ndarray for v in record.values()):
         return record
     return {k: [v.tolist()] if type(v) is np.ndarray else v for k, v in record.items()}
@@ -360,7 +361,7 @@ NEMO_RL = Format(
     identify=_nemo_identify,
     nested=_nemo_samples,
     nested_many=_nemo_many,
-    rows=frozenset({"token_loss_mask", *_NEMO_ROWS}),
+    row_keys=frozenset({"token_loss_mask", *_NEMO_ROWS}),
     field_map=(
         ("content", "prompt"),
         ("content", "response"),

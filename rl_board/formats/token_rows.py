@@ -48,7 +48,7 @@ def read(rows: list[list | np.ndarray | None], *, bools: bool = True) -> Rows | 
     listed = [r for r in rows if isinstance(r, list)]
     values = list(chain.from_iterable(listed))
     found = set(map(type, values))
-    if not found <= (_PLAIN if bools else _NO_BOOLS):
+    if not found <= (arrays.PLAIN if bools else arrays.NO_BOOLS):
         return None
     try:
         flat = np.array(values, dtype=np.float64)
@@ -79,10 +79,6 @@ def _in_order(rows: list[list | np.ndarray | None], listed: np.ndarray) -> np.nd
     return np.concatenate(pieces) if pieces else np.zeros(0)
 
 
-_PLAIN = frozenset({int, float, bool, type(None)})
-_NO_BOOLS = frozenset({int, float, type(None)})
-
-
 @dataclass
 class Positions:
     """Where each record's loss mask is set (== 1): its response tokens."""
@@ -101,6 +97,7 @@ class Positions:
 
 
 def positions(mask: Rows) -> Positions:
+    """Every record's set positions, and its runs of them, from the block's loss masks."""
     n = len(mask.present)
     owner = np.repeat(np.arange(n), mask.lengths())  # the record of each flat entry
     on = mask.flat == 1.0
@@ -125,9 +122,9 @@ def at_positions(values: Rows, where: Positions) -> np.ndarray:
     return out
 
 
-def first_finite(values: Rows, where: Positions) -> list[float | None]:
-    """Per record (whose row was logged), ``arrays.at``'s first value: at its set positions, or at position
-    0 without one; None where there is none."""
+def first_at(values: Rows, where: Positions) -> list[float | None]:
+    """Per record whose row was logged, ``arrays.at``'s first value: the first finite one at its set
+    positions, or without a set position the one at position 0; None where that is missing or NaN."""
     picked = at_positions(values, where)
     ok = np.flatnonzero(~np.isnan(picked))
     found, first = np.unique(where.record[ok], return_index=True)
@@ -156,9 +153,10 @@ def means(values: Rows, where: Positions) -> list[float | None]:
         column = np.arange(len(kept)) - starts[record] + 1
         matrix = np.zeros((n, widest + 1))  # column 0 is the 0 a sum starts from
         matrix[record, column] = kept
-        sums = np.add.accumulate(matrix, axis=1)[:, -1].tolist()  # an accumulation adds in order
+        with np.errstate(over="ignore"):  # a sum past the largest float is inf, as in Python
+            sums = np.add.accumulate(matrix, axis=1)[:, -1].tolist()  # adds in order: ``arrays.in_order_sum``
     else:
-        sums = [sum(kept[starts[r] : starts[r + 1]].tolist()) for r in range(n)]
+        sums = [arrays.in_order_sum(kept[starts[r] : starts[r + 1]].tolist()) for r in range(n)]
     return [s / c if c else None for s, c in zip(sums, count.tolist(), strict=True)]
 
 

@@ -295,14 +295,29 @@ def test_random_nemo_blocks_read_together_as_one_by_one(seed: int, monkeypatch: 
         assert same([rows_as_lists(s) for s in a], c), k
 
 
+def _in_order(values: list[float]) -> float:
+    total = 0.0
+    for x in values:
+        total += x
+    return total
+
+
 def test_a_mean_adds_its_values_left_to_right() -> None:
-    """A pairwise sum of these values is not the sum Python's ``sum`` (and the per-record path) takes."""
+    """A pairwise sum of these values (numpy's ``sum``) and a compensated one (Python's ``sum`` from 3.12)
+    are not the sum every path takes: left to right."""
     values = [1e16, 1.0, -1e16, 1.0, 3.0, 1e-3, 7.0, -2.5, 1e15, 1.0, -1e15, 0.1, 0.2, 0.3, 5e15, 1.0, 1.0]
     rows = token_rows.read([values, values[::-1], [], values[:3]])
     mask = token_rows.read([[1] * len(values), [1] * len(values), [], [1, 1, 1]])
     assert rows is not None and mask is not None
     got = token_rows.means(rows, token_rows.positions(mask))
-    assert got == [sum(values) / len(values), sum(values[::-1]) / len(values), None, sum(values[:3]) / 3]
+    expected = [_in_order(values) / 17, _in_order(values[::-1]) / 17, None, _in_order(values[:3]) / 3]
+    assert got == expected
+    assert expected[0] != float(np.sum(values)) / 17  # the test tells a pairwise sum apart
+    assert arrays.mean(np.array(values)) == expected[0] == nested._mean(values)
+    with np.errstate(over="raise"):  # a sum past the largest float is inf, silently, as in Python
+        huge = token_rows.read([[1e308, 1e308]])
+        assert huge is not None
+        assert token_rows.means(huge, token_rows.positions(token_rows.read([[1, 1]]))) == [math.inf]  # type: ignore[arg-type]
 
 
 def _odd_lines(record: dict[str, Any]) -> list[str]:
@@ -345,7 +360,7 @@ def test_nemo_lines_packed_by_simdjson_read_as_by_ujson(
     body = [*lines[:5], *_odd_lines(json.loads(lines[5])), *lines[6:12]]
     data = ("\n".join(body) + "\n").encode()
     path, reading = run / "train_data_step1.jsonl", Reading(NEMO_RL.name)
-    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.rows)
+    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.row_keys)
     assert [k for k, p in enumerate(packed) if p is None] == list(
         range(7, 17)
     )  # the odd lines above, no more
@@ -368,7 +383,7 @@ def test_a_packed_nemo_block_is_read_together(tmp_path: Path, monkeypatch: pytes
     run = _nemo_dump(tmp_path / "out", odd=False)
     path = sorted(run.glob("train_data_step*.jsonl"))[0]
     data, reading = path.read_bytes(), Reading(NEMO_RL.name)
-    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.rows)
+    packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.row_keys)
     assert all(p is not None and type(p["token_ids"]) is np.ndarray for p in packed)
     with monkeypatch.context() as m:
         m.setattr(nested, "_nemo_samples", lambda record: pytest.fail("a record was read one by one"))
@@ -379,3 +394,19 @@ def test_a_packed_nemo_block_is_read_together(tmp_path: Path, monkeypatch: pytes
     slow = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
     assert fast.table.num_rows == 16 and fast.table.schema == slow.table.schema
     assert same(fast.table.to_pylist(), slow.table.to_pylist())
+
+
+def test_a_reward_past_any_float_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    from rl_board.formats import Reading
+    from rl_board.rollouts.read import adapted
+
+    run = _nemo_dump(tmp_path / "out", odd=False)
+    path = sorted(run.glob("train_data_step*.jsonl"))[0]
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["rewards"] = [int("1" * 400)]
+    lines[1] = json.dumps(record)
+    data = ("\n".join(lines) + "\n").encode()
+    parsed = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=Reading(NEMO_RL.name))
+    assert [(n, "OverflowError" in reason) for n, reason in parsed.bad] == [(2, True)]
+    assert parsed.table.num_rows == len(lines) - 1

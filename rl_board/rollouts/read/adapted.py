@@ -18,8 +18,9 @@ from rl_board.rollouts.read import contract, simd_rows
 from rl_board.rollouts.read.jsonl import ParsedBlock
 from rl_board.rollouts.read.records import BadLine, load_object, normalise, records_to_table
 
-# An adapter may parse JSON held in a string (ROLL's chat ``messages``): a hostile one recurses too deep.
-_ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
+# An adapter may parse JSON held in a string (ROLL's chat ``messages``): a hostile one recurses too deep; an
+# integer of 400 digits where a number belongs is past any float.
+_ADAPTER_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError, OverflowError)
 
 
 def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, reading: Reading) -> ParsedBlock:
@@ -41,11 +42,11 @@ def parse_lines(data: bytes, *, first_line: int, path: Path, fmt: Format, readin
 
 def _packed_rows(lines: list[bytes], fmt: Format, reading: Reading) -> list[dict[str, Any] | None]:
     """The lines simdjson reads with their rows of numbers packed (``simd_rows``), for a format whose block
-    reader takes them (``Format.rows``) and no field map of the user's naming them; None for each line
-    the careful path reads."""
-    if not fmt.rows or fmt.nested_many is None or reading.fields or not simd_rows.USABLE:
+    reader takes them (``Format.row_keys``) read without a field map of the user's; None for each line the
+    careful path reads."""
+    if not fmt.row_keys or fmt.nested_many is None or reading.fields or not simd_rows.USABLE:
         return [None] * len(lines)
-    return simd_rows.read_lines(lines, fmt.rows)
+    return simd_rows.read_lines(lines, fmt.row_keys)
 
 
 def parse_rows(rows: list[dict[str, Any]], *, path: Path, fmt: Format, reading: Reading) -> ParsedBlock:
@@ -74,9 +75,11 @@ def _samples(
     named_step = step_from_name(path)
     renames = reading.renames(fmt) if fmt.flat else {}
     records = []
-    pairs = list(objects)
-    many = _many([raw for _, raw in pairs], fmt, reading)
-    for k, (number, raw) in enumerate(pairs):
+    many: list[list[dict[str, Any]]] | None = None
+    if fmt.nested_many is not None:  # the block at once; any other format's records one at a time
+        objects = list(objects)
+        many = _many([raw for _, raw in objects], fmt, reading)
+    for k, (number, raw) in enumerate(objects):
         try:
             samples = _stage_one(raw, fmt, reading, renames, None if many is None else many[k])
         except _ADAPTER_ERRORS as exc:

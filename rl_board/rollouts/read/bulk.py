@@ -94,7 +94,7 @@ def _load_simd(
     end = at + len(raw)
     if block.startswith(rec.BOM, at):
         return None
-    read = _simd_record(parser, raw)  # every proxy into the parser's document is gone when it returns
+    read = simd_record(parser, raw)  # every proxy into the parser's document is gone when it returns
     if read is None:
         return None
     record, brackets, arrays = read
@@ -106,9 +106,15 @@ def _load_simd(
     return rec.normalise_shallow(record)
 
 
-def _simd_record(parser: Any, raw: bytes | memoryview) -> tuple[dict[str, Any], int, int] | None:
-    """The line's record, how many "[" its text holds if every packed float array is flat, and how many of
-    them are its top-level arrays' own; None when simdjson refuses it or orjson must decide."""
+def simd_record(
+    parser: Any, raw: bytes | memoryview, packed: frozenset[str] = _FLOAT_LISTS, batch: bool = False
+) -> tuple[dict[str, Any], int, int] | None:
+    """The line's record, how many "[" its text holds if every packed array is flat, and how many of them
+    are its top-level arrays' own; None when simdjson refuses it or orjson must decide.
+
+    The arrays of numbers under the keys in ``packed`` are handed over as float64 arrays (with ``batch``,
+    also one inside a batch dimension of 1: ``[[...]]``); any other value as the Python value it is.
+    """
     try:
         doc = parser.parse(raw)
     except (ValueError, RuntimeError):  # bad JSON, bad UTF-8 (a ValueError), too big an integer
@@ -129,20 +135,33 @@ def _simd_record(parser: Any, raw: bytes | memoryview) -> tuple[dict[str, Any], 
             brackets += value.count("[")
         elif kind is _ARRAY:
             arrays += 1
-            if key in _FLOAT_LISTS:
-                try:
-                    record[key] = np.frombuffer(value.as_buffer(of_type="d"), _F64)
-                    brackets += 1
+            if key in packed:
+                numbers = _numbers(value, batch)
+                if numbers is not None:
+                    record[key], depth = numbers
+                    brackets += depth
                     continue
-                except (TypeError, ValueError):  # not all numbers: the checks after say which item
-                    pass
-            value = value.as_list()
+            value = value.as_list()  # not all numbers: the checks after say which item
             brackets += _brackets(value)
         elif kind is _OBJECT:
             value = value.as_dict()
             brackets += _brackets(value)
         record[key] = value
     return record, brackets, arrays
+
+
+def _numbers(value: Any, batch: bool) -> tuple[np.ndarray, int] | None:
+    """An array of numbers as float64 and how many "[" it is written with; None when it holds anything else
+    (a null, a boolean, text)."""
+    inner, depth = value, 1
+    if batch and len(value) == 1:
+        head = value[0]
+        if type(head) is _ARRAY:
+            inner, depth = head, 2
+    try:
+        return np.frombuffer(inner.as_buffer(of_type="d"), _F64), depth
+    except (TypeError, ValueError):
+        return None
 
 
 def _brackets(value: Any) -> int:
