@@ -127,22 +127,63 @@ def _nemo_samples(record: Record) -> list[Record]:
     if not isinstance(record, dict):
         return []
     record = _listed(record)
-    sample: Record = {}
     mask = _row(record.get("token_loss_mask"))
     rows = _plain_rows(record, mask, _NEMO_ROWS)
-    turns = nemo_turns.of_content(
-        record.get("content"), mask, None if rows is None or mask is None else arrays.runs(rows["mask"])
+    if rows is None:
+        sample = _nemo_text(record, nemo_turns.generations(mask))
+        _nemo_tokens_per_value(sample, record, mask)
+        return [sample]
+    masked = mask is not None
+    sample = _nemo_text(record, arrays.runs(rows["mask"]) if masked else None)
+    positions = arrays.on(rows["mask"]) if masked else _NO_POSITIONS
+    advantage = _advantage_of(record.get("advantages"), rows["advantages"], positions)
+    if not masked:  # without a mask the arrays mix prompt, response and padding positions
+        _nemo_tokens(sample, record, advantage)
+        return [sample]
+    gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
+    means = arrays.mean(arrays.at(gen, positions)), arrays.mean(arrays.at(prev, positions))
+    _nemo_tokens(
+        sample, record, advantage, (*means, arrays.largest_gap(gen, prev, positions)), rows, positions
     )
+    return [sample]
+
+
+def _nemo_text(record: Record, generations: int | None) -> Record:
+    """A sample's fields before its token rows: its turns (``generations``: the runs of its loss mask, when
+    it has one), reward and whether it was trained on."""
+    sample: Record = {}
+    turns = nemo_turns.of_content(record.get("content"), None, generations)
     _set(sample, "prompt", turns.prompt)
     _set(sample, "response", turns.response)
     _set(sample, "messages", turns.messages)
     _set(sample, "reward", number(record.get("rewards")))
     _nemo_kept(sample, record.get("sample_loss_mask"))
-    if rows is not None:
-        _nemo_tokens_vectorised(sample, record, rows, mask is not None)
-    else:
-        _nemo_tokens_per_value(sample, record, mask)
-    return [sample]
+    return sample
+
+
+def _nemo_tokens(
+    sample: Record,
+    record: Record,
+    advantage: float | None,
+    reduced: tuple[float | None, float | None, float | None] | None = None,
+    rows: dict[str, Any] | None = None,
+    positions: np.ndarray | None = None,
+) -> None:
+    """The token fields of rows of plain numbers, in their order, from one record's or a block's reductions:
+    ``reduced`` (the mean generation and trainer log-probs and their largest gap) and the response's rows
+    only when the record has a loss mask."""
+    _set(sample, "advantage", advantage)
+    _nemo_ids(sample, record)
+    if reduced is None or rows is None or positions is None:
+        return
+    for name, value in zip(
+        ("gen_logprob_mean", "train_logprob_mean", "logprob_mismatch_max"), reduced, strict=True
+    ):
+        _set(sample, name, value)
+    _response_tokens_of(
+        sample, rows, positions, "token_ids", rows["generation_logprobs"], rows["prev_logprobs"]
+    )
+    _token_signals_of(sample, positions, advantage=rows["advantages"])
 
 
 _NEMO_ROWS = ("advantages", "generation_logprobs", "prev_logprobs", "token_ids")
@@ -165,29 +206,26 @@ def _nemo_many(records: list[Record]) -> list[list[Record]]:
     where = token_rows.positions(rows["mask"])
     advantage = token_rows.first_at(rows["advantages"], where)
     gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
-    gen_mean, prev_mean = token_rows.means(gen, where), token_rows.means(prev, where)
-    gap = token_rows.largest_gaps(gen, prev, where)
+    reduced = zip(
+        token_rows.means(gen, where),
+        token_rows.means(prev, where),
+        token_rows.largest_gaps(gen, prev, where),
+        strict=True,
+    )
     out: list[list[Record]] = []
-    for i, record in enumerate(dicts):
+    for i, (record, means_and_gap) in enumerate(zip(dicts, reduced, strict=True)):
         if record is None:
             out.append([])
             continue
         masked = masks[i] is not None
-        sample: Record = {}
-        turns = nemo_turns.of_content(record.get("content"), None, int(where.runs[i]) if masked else None)
-        _set(sample, "prompt", turns.prompt)
-        _set(sample, "response", turns.response)
-        _set(sample, "messages", turns.messages)
-        _set(sample, "reward", number(record.get("rewards")))
-        _nemo_kept(sample, record.get("sample_loss_mask"))
+        sample = _nemo_text(record, int(where.runs[i]) if masked else None)
         logged = bool(rows["advantages"].present[i])  # as a row; else a number, or nothing
-        _set(sample, "advantage", advantage[i] if logged else _finite(record.get("advantages")))
-        _nemo_ids(sample, record)
+        first = advantage[i] if logged else _finite(record.get("advantages"))
         if masked:
-            _set(sample, "gen_logprob_mean", gen_mean[i])
-            _set(sample, "train_logprob_mean", prev_mean[i])
-            _set(sample, "logprob_mismatch_max", gap[i])
-            _response_tokens_of_block(sample, rows, where, i)
+            own = {key: read.row(i) for key, read in rows.items()}
+            _nemo_tokens(sample, record, first, means_and_gap, own, where.of(i))
+        else:
+            _nemo_tokens(sample, record, first)
         out.append([sample])
     return out
 
@@ -206,28 +244,6 @@ def _listed(record: Any) -> Any:
     return {k: [v.tolist()] if type(v) is np.ndarray else v for k, v in record.items()}
 
 
-def _response_tokens_of_block(
-    sample: Record, rows: dict[str, token_rows.Rows], where: token_rows.Positions, i: int
-) -> None:
-    """``_response_tokens_of`` and ``_token_signals_of`` for record ``i`` of a block."""
-    span = where.span(i)
-    if span is None:
-        return
-    start, stop = span
-    picked = token_rows.whole(rows["token_ids"], i, start, stop)
-    if picked is None:
-        return
-    sample["response_token_ids"] = picked
-    _set(sample, "logprobs", arrays.aligned(rows["generation_logprobs"].row(i), start, stop))
-    _set(sample, "train_logprobs", arrays.aligned(rows["prev_logprobs"].row(i), start, stop))
-    mask = rows["mask"].row(i)
-    if mask is not None and int(where.count[i]) < stop - start:
-        sample["token_loss_mask"] = (mask[start:stop] == 1.0).astype(np.float64)
-    aligned = arrays.aligned(rows["advantages"].row(i), start, stop)
-    if aligned is not None and np.isfinite(aligned).any():
-        sample["token_advantage"] = aligned
-
-
 def _plain_rows(record: Record, mask: list | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
     """The record's per-token rows as float arrays (``mask`` under "mask"; a row not logged is None), or None
     when one holds anything but numbers: then the record is read value by value (``arrays``)."""
@@ -240,20 +256,6 @@ def _plain_rows(record: Record, mask: list | None, keys: tuple[str, ...]) -> dic
         if rows[key] is None:
             return None
     return rows
-
-
-def _nemo_tokens_vectorised(sample: Record, record: Record, rows: dict[str, Any], masked: bool) -> None:
-    """``_nemo_tokens_per_value`` on rows of plain numbers, as array operations (same fields, same order)."""
-    positions = arrays.on(rows["mask"]) if masked else _NO_POSITIONS
-    _set(sample, "advantage", _advantage_of(record.get("advantages"), rows["advantages"], positions))
-    _nemo_ids(sample, record)
-    if masked:  # without a mask the arrays mix prompt, response and padding positions
-        gen, prev = rows["generation_logprobs"], rows["prev_logprobs"]
-        _set(sample, "gen_logprob_mean", arrays.mean(arrays.at(gen, positions)))
-        _set(sample, "train_logprob_mean", arrays.mean(arrays.at(prev, positions)))
-        _set(sample, "logprob_mismatch_max", arrays.largest_gap(gen, prev, positions))
-        _response_tokens_of(sample, rows, positions, "token_ids", gen, prev)
-        _token_signals_of(sample, positions, advantage=rows["advantages"])
 
 
 _NO_POSITIONS = np.zeros(0, np.intp)

@@ -30,15 +30,13 @@ class Rows:
     """One key's rows of a block: every row's numbers in one array, cut by ``offsets``."""
 
     flat: np.ndarray
-    offsets: np.ndarray  # n + 1
+    lengths: np.ndarray  # n: each row's length (0 where none was logged)
+    offsets: np.ndarray  # n + 1: where each row starts in ``flat``
     present: np.ndarray  # bool, n: the record logged this row
 
     def row(self, i: int) -> np.ndarray | None:
         """Record ``i``'s row, as ``arrays.plain`` reads it (a view), or None when it logged none."""
         return self.flat[self.offsets[i] : self.offsets[i + 1]] if self.present[i] else None
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
 
 
 def read(rows: list[list | np.ndarray | None], *, bools: bool = True) -> Rows | None:
@@ -63,7 +61,7 @@ def read(rows: list[list | np.ndarray | None], *, bools: bool = True) -> Rows | 
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     present = np.fromiter((r is not None for r in rows), bool, count=len(rows))
-    return Rows(flat, offsets, present)
+    return Rows(flat, lengths, offsets, present)
 
 
 def _in_order(rows: list[list | np.ndarray | None], listed: np.ndarray) -> np.ndarray:
@@ -89,17 +87,15 @@ class Positions:
     starts: np.ndarray  # n + 1: each record's first entry in ``record`` / ``at``
     runs: np.ndarray  # n: runs of set positions (``arrays.runs``)
 
-    def span(self, i: int) -> tuple[int, int] | None:
-        """Record ``i``'s first set position and one past its last, or None without one."""
-        if not self.count[i]:
-            return None
-        return int(self.at[self.starts[i]]), int(self.at[self.starts[i + 1] - 1]) + 1
+    def of(self, i: int) -> np.ndarray:
+        """Record ``i``'s set positions, as ``arrays.on`` finds them in its row."""
+        return self.at[self.starts[i] : self.starts[i + 1]]
 
 
 def positions(mask: Rows) -> Positions:
     """Every record's set positions, and its runs of them, from the block's loss masks."""
     n = len(mask.present)
-    owner = np.repeat(np.arange(n), mask.lengths())  # the record of each flat entry
+    owner = np.repeat(np.arange(n), mask.lengths)  # the record of each flat entry
     on = mask.flat == 1.0
     where = np.flatnonzero(on)
     record = owner[where]
@@ -108,14 +104,14 @@ def positions(mask: Rows) -> Positions:
     np.cumsum(count, out=starts[1:])
     before = np.zeros(len(on), bool)  # the entry before in the same row is set
     before[1:] = on[:-1]
-    before[mask.offsets[:-1][mask.lengths() > 0]] = False
+    before[mask.offsets[:-1][mask.lengths > 0]] = False
     runs = np.bincount(owner[on & ~before], minlength=n)
     return Positions(record, where - mask.offsets[record], count, starts, runs)
 
 
 def at_positions(values: Rows, where: Positions) -> np.ndarray:
     """``values`` at every set position, NaN past its record's row (or where it logged none)."""
-    inside = where.at < values.lengths()[where.record]
+    inside = where.at < values.lengths[where.record]
     index = values.offsets[where.record] + where.at
     out = np.full(len(index), np.nan)
     out[inside] = values.flat[index[inside]]
@@ -131,7 +127,7 @@ def first_at(values: Rows, where: Positions) -> list[float | None]:
     out: list[float | None] = [None] * len(values.present)
     for r, k in zip(found.tolist(), picked[ok[first]].tolist(), strict=True):
         out[r] = k
-    lengths = values.lengths()
+    lengths = values.lengths
     for r in np.flatnonzero((where.count == 0) & (lengths > 0)).tolist():
         head = values.flat[values.offsets[r]]
         out[r] = None if np.isnan(head) else float(head)
@@ -173,9 +169,3 @@ def largest_gaps(a: Rows, b: Rows, where: Positions) -> list[float | None]:
         for r, g in zip(busy.tolist(), top.tolist(), strict=True):
             out[r] = None if g == -np.inf else g
     return out
-
-
-def whole(ids: Rows, i: int, start: int, stop: int) -> np.ndarray | list[int] | None:
-    """``arrays.whole`` of record ``i``'s row."""
-    row = ids.row(i)
-    return None if row is None else arrays.whole(row, start, stop)

@@ -84,6 +84,15 @@ def _nemo_dump(out: Path, *, odd: bool) -> Path:
     return dump.files[0].parent
 
 
+def _step_files(run: Path) -> list[Path]:
+    return sorted(run.glob("train_data_step*.jsonl"))
+
+
+def _lines(run: Path) -> list[str]:
+    """Every line of a NeMo-RL run's training files, file after file."""
+    return [line for path in _step_files(run) for line in path.read_text().splitlines()]
+
+
 def _open(run: Path, cache: Path) -> RolloutStore:
     return RolloutStore.open(run, cache_dir=cache)
 
@@ -127,12 +136,7 @@ def test_each_odd_nemo_line_reads_as_by_the_per_value_rules(
     """Adapter level: the same sample dict (keys in the same order, values and types) for every line; a row
     the fast path keeps as an array holds the items (and their Python types) the per-value list holds."""
     run = _nemo_dump(tmp_path / "out", odd=True)
-    records = [
-        json.loads(line)
-        for path in sorted(run.glob("train_data_step*.jsonl"))
-        for line in path.read_text().splitlines()
-        if line != BROKEN
-    ]
+    records = [json.loads(line) for line in _lines(run) if line != BROKEN]
     fast = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
     monkeypatch.setattr(arrays, "plain", lambda values, *, bools=True: None)
     slow = [NEMO_RL.nested(r) for r in records]  # type: ignore[misc]
@@ -214,9 +218,7 @@ def test_a_nemo_block_read_together_reads_as_its_records_one_by_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = _nemo_dump(tmp_path / "out", odd=False)
-    lines = [
-        line for path in sorted(run.glob("train_data_step*.jsonl")) for line in path.read_text().splitlines()
-    ]
+    lines = _lines(run)
     records: list[Any] = [_odd(json.loads(line), k) for k, line in enumerate(lines) if k % 12 in _PLAIN_CASES]
     records.insert(3, ["not", "a", "record"])  # a line that is no object: no sample, as one by one
     together = _read_together(records, monkeypatch)
@@ -232,9 +234,7 @@ def test_a_nemo_block_read_together_reads_as_its_records_one_by_one(
 
 def test_a_block_with_a_row_of_text_is_read_record_by_record(tmp_path: Path) -> None:
     run = _nemo_dump(tmp_path / "out", odd=False)
-    records = [
-        json.loads(line) for line in sorted(run.glob("train_data_step*.jsonl"))[0].read_text().splitlines()
-    ]
+    records = [json.loads(line) for line in _step_files(run)[0].read_text().splitlines()]
     records[2]["token_ids"][0][3] = "12"
     together = NEMO_RL.nested_many(records)  # type: ignore[misc]
     assert same(together, [NEMO_RL.nested(r) for r in records])  # type: ignore[misc]
@@ -351,12 +351,10 @@ def test_nemo_lines_packed_by_simdjson_read_as_by_ujson(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rl_board.formats import Reading
-    from rl_board.rollouts.read import adapted, simd_rows
+    from rl_board.rollouts.read import adapted, bulk, simd_rows
 
     run = _nemo_dump(tmp_path / "out", odd=False)
-    lines = [
-        line for path in sorted(run.glob("train_data_step*.jsonl")) for line in path.read_text().splitlines()
-    ]
+    lines = _lines(run)
     body = [*lines[:5], *_odd_lines(json.loads(lines[5])), *lines[6:12]]
     data = ("\n".join(body) + "\n").encode()
     path, reading = run / "train_data_step1.jsonl", Reading(NEMO_RL.name)
@@ -365,7 +363,7 @@ def test_nemo_lines_packed_by_simdjson_read_as_by_ujson(
         range(7, 17)
     )  # the odd lines above, no more
     fast = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
-    monkeypatch.setattr(simd_rows, "USABLE", False)
+    monkeypatch.setattr(bulk, "USE_SIMD", False)
     slow = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
     assert fast.bad == slow.bad and fast.warnings == slow.warnings and fast.blank == slow.blank
     assert [n for n, _ in fast.bad] == [16] and [n for n, _ in fast.warnings] == [
@@ -378,10 +376,10 @@ def test_nemo_lines_packed_by_simdjson_read_as_by_ujson(
 def test_a_packed_nemo_block_is_read_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows simdjson packed go through the block reader as they are: no record is read one by one."""
     from rl_board.formats import Reading
-    from rl_board.rollouts.read import adapted, simd_rows
+    from rl_board.rollouts.read import adapted, bulk, simd_rows
 
     run = _nemo_dump(tmp_path / "out", odd=False)
-    path = sorted(run.glob("train_data_step*.jsonl"))[0]
+    path = _step_files(run)[0]
     data, reading = path.read_bytes(), Reading(NEMO_RL.name)
     packed = simd_rows.read_lines(data.splitlines(), NEMO_RL.row_keys)
     assert all(p is not None and type(p["token_ids"]) is np.ndarray for p in packed)
@@ -390,7 +388,7 @@ def test_a_packed_nemo_block_is_read_together(tmp_path: Path, monkeypatch: pytes
         together = NEMO_RL.nested_many(packed)  # type: ignore[misc]
         fast = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
     assert same(together, [NEMO_RL.nested(json.loads(line)) for line in data.splitlines()])  # type: ignore[misc]
-    monkeypatch.setattr(simd_rows, "USABLE", False)
+    monkeypatch.setattr(bulk, "USE_SIMD", False)
     slow = adapted.parse_lines(data, first_line=1, path=path, fmt=NEMO_RL, reading=reading)
     assert fast.table.num_rows == 16 and fast.table.schema == slow.table.schema
     assert same(fast.table.to_pylist(), slow.table.to_pylist())
@@ -401,7 +399,7 @@ def test_a_reward_past_any_float_is_a_bad_line_not_a_crash(tmp_path: Path) -> No
     from rl_board.rollouts.read import adapted
 
     run = _nemo_dump(tmp_path / "out", odd=False)
-    path = sorted(run.glob("train_data_step*.jsonl"))[0]
+    path = _step_files(run)[0]
     lines = path.read_text().splitlines()
     record = json.loads(lines[1])
     record["rewards"] = [int("1" * 400)]

@@ -44,7 +44,7 @@ def _packed_rows(lines: list[bytes], fmt: Format, reading: Reading) -> list[dict
     """The lines simdjson reads with their rows of numbers packed (``simd_rows``), for a format whose block
     reader takes them (``Format.row_keys``) read without a field map of the user's; None for each line the
     careful path reads."""
-    if not fmt.row_keys or fmt.nested_many is None or reading.fields or not simd_rows.USABLE:
+    if not fmt.row_keys or fmt.nested_many is None or reading.fields:
         return [None] * len(lines)
     return simd_rows.read_lines(lines, fmt.row_keys)
 
@@ -74,14 +74,17 @@ def _samples(
 ) -> ParsedBlock:
     named_step = step_from_name(path)
     renames = reading.renames(fmt) if fmt.flat else {}
-    records = []
+    mapped = {} if fmt.flat else fieldmap.renames(reading.fields)
+    # a nested record as the user's field map names its keys (the format's reader sees those names)
+    pairs = objects if fmt.flat else ((n, fieldmap.apply(raw, reading.fields)) for n, raw in objects)
     many: list[list[dict[str, Any]]] | None = None
     if fmt.nested_many is not None:  # the block at once; any other format's records one at a time
-        objects = list(objects)
-        many = _many([raw for _, raw in objects], fmt, reading)
-    for k, (number, raw) in enumerate(objects):
+        pairs = list(pairs)
+        many = _many([obj for _, obj in pairs], fmt)
+    records = []
+    for k, (number, obj) in enumerate(pairs):
         try:
-            samples = _stage_one(raw, fmt, reading, renames, None if many is None else many[k])
+            samples = _stage_one(obj, fmt, renames, mapped, None if many is None else many[k])
         except _ADAPTER_ERRORS as exc:
             result.bad.append((number, f"not a {fmt.label} record ({type(exc).__name__}: {exc})"))
             continue
@@ -95,32 +98,30 @@ def _samples(
     return contract.finish(result, fmt=fmt, reading=reading, named_step=named_step)
 
 
-def _many(raws: list[dict[str, Any]], fmt: Format, reading: Reading) -> list[list[dict[str, Any]]] | None:
+def _many(objs: list[dict[str, Any]], fmt: Format) -> list[list[dict[str, Any]]] | None:
     """The samples of every record at once, from a format that reads a block so (``nested_many``); None
     to read them record by record, as when a record makes it raise: each record then says if it is the one."""
-    if fmt.nested_many is None or not raws:
+    if fmt.nested_many is None or not objs:
         return None
     try:
-        return fmt.nested_many([fieldmap.apply(raw, reading.fields) for raw in raws])
+        return fmt.nested_many(objs)
     except _ADAPTER_ERRORS:
         return None
 
 
 def _stage_one(
-    raw: dict[str, Any],
+    obj: dict[str, Any],
     fmt: Format,
-    reading: Reading,
     renames: dict[str, str],
+    mapped: dict[str, Any],
     found: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """A flat record under the reading's renames (the table path's very names); a nested one through its
-    format (``found``: its samples, read with the block's), what the user mapped winning over what the
-    format chose (one record, one sample)."""
+    """A flat record under the reading's renames (the table path's very names); a nested one (its keys
+    named by the user's field map) through its format (``found``: its samples, read with the block's),
+    what the user mapped (``mapped``) winning over what the format chose (one record, one sample)."""
     if fmt.flat:
-        return [renamed(raw, renames)]
-    obj = fieldmap.apply(raw, reading.fields)
+        return [renamed(obj, renames)]
     samples = fmt.nested(obj) if found is None else found
-    mapped = fieldmap.renames(reading.fields)
     if mapped and len(samples) == 1:
         for canonical in mapped:
             if canonical in obj:

@@ -46,7 +46,7 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     result = jsonl.ParsedBlock(pa.table({}))
     deep_lines, squares = rec.structure(data)  # orjson takes 1,024 levels: far more than a sample may have
     deep = set(deep_lines)
-    parser = simdjson.Parser() if USE_SIMD else None  # one per block: a parser is not thread-safe
+    parser = simd_parser()
     view = memoryview(data)  # each line a slice of the block, not a copy (simdjson copies it anyway)
     i = start = 0
     while (end := data.find(b"\n", start)) >= 0:
@@ -81,11 +81,32 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
 def _load_simd(
     parser: Any, raw: bytes | memoryview, squares: int | None = None, block: bytes | None = None, at: int = 0
 ) -> dict[str, Any] | None:
-    """The line through simdjson, the known float arrays as float64 arrays; None to let orjson decide.
+    """The line through simdjson, the known float arrays as float64 arrays, checked; None to let orjson
+    decide (``simd_accepted``)."""
+    record = simd_accepted(parser, raw, squares, block, at)
+    return None if record is None else rec.normalise_shallow(record)
+
+
+def simd_parser() -> Any | None:
+    """A simdjson parser for one block (a parser is not thread-safe), or None when simdjson is not used."""
+    return simdjson.Parser() if USE_SIMD else None
+
+
+def simd_accepted(
+    parser: Any,
+    raw: bytes | memoryview,
+    squares: int | None = None,
+    block: bytes | None = None,
+    at: int = 0,
+    packed: frozenset[str] = _FLOAT_LISTS,
+    batch: bool = False,
+) -> dict[str, Any] | None:
+    """The line's record through simdjson (``simd_record``), or None where simdjson might read it otherwise
+    than the JSON readers after it.
 
     None for anything simdjson refuses, for a BOM (simdjson skips it, orjson does not), for a key
     given twice (orjson keeps the last), for a key holding NUL (a lookup would stop at it), and
-    when the line may nest an array inside a float array (which simdjson would flatten). ``squares``:
+    when the line may nest an array inside a packed one (which simdjson would flatten). ``squares``:
     how many "[" the line holds (counted here when not given). ``raw`` may be a slice of ``block`` from
     ``at``: the line's bytes are then looked at in ``block``, never copied.
     """
@@ -94,7 +115,7 @@ def _load_simd(
     end = at + len(raw)
     if block.startswith(rec.BOM, at):
         return None
-    read = simd_record(parser, raw)  # every proxy into the parser's document is gone when it returns
+    read = simd_record(parser, raw, packed, batch)  # every proxy into the parser's document is gone after
     if read is None:
         return None
     record, brackets, arrays = read
@@ -103,7 +124,7 @@ def _load_simd(
     squares = block.count(b"[", at, end) if squares is None else squares
     if squares != brackets or (brackets > arrays and block.find(b"u005", at, end) >= 0):
         return None
-    return rec.normalise_shallow(record)
+    return record
 
 
 def simd_record(

@@ -9,38 +9,30 @@ a key given twice or holding NUL, an escaped surrogate (``\\uD...``: Hangul too,
 which costs speed only) or "[" anywhere, and an array nested in a row, which
 ``as_buffer`` would flatten: told by counting the line's "[". A row holding
 anything but numbers is kept as the list it is. The record reader is the
-native format's (``bulk.simd_record``).
+native format's (``bulk.simd_accepted``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-try:
-    import simdjson
-except ImportError:  # pragma: no cover - an optional speed-up
-    simdjson = None  # type: ignore[assignment]  # mypy cannot type a module-or-None name
-
+from rl_board.rollouts.read import bulk
 from rl_board.rollouts.read import records as rec
-from rl_board.rollouts.read.bulk import simd_record
-
-USABLE = simdjson is not None
 
 
 def read_lines(lines: list[bytes], row_keys: frozenset[str]) -> list[dict[str, Any] | None]:
     """Each line's object, the values of ``row_keys`` that are rows of numbers (with or without a batch
-    dimension of 1) as float64 arrays; None for a line the careful path must read."""
-    parser = simdjson.Parser()  # one per block: a parser is not thread-safe
+    dimension of 1) as float64 arrays; None for a line the careful path must read (every line, when
+    simdjson is not used)."""
+    parser = bulk.simd_parser()
+    if parser is None:
+        return [None] * len(lines)
     return [_record(parser, raw, row_keys) for raw in lines]
 
 
 def _record(parser: Any, raw: bytes, row_keys: frozenset[str]) -> dict[str, Any] | None:
-    if raw.startswith(rec.BOM) or (b"\\u" in raw and (rec.may_hold_surrogates(raw) or b"\\u005" in raw)):
+    if b"\\u" in raw and (rec.may_hold_surrogates(raw) or b"\\u005" in raw):
         return None
     if rec.too_deep(raw):
         return None
-    read = simd_record(parser, raw, row_keys, batch=True)  # no proxy into the parser's document outlives it
-    if read is None:
-        return None
-    record, brackets, _ = read
-    return record if raw.count(b"[") == brackets else None
+    return bulk.simd_accepted(parser, raw, packed=row_keys, batch=True)
