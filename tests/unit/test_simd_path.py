@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_board.rollouts.read import bulk, jsonl
+from rl_board.rollouts.read import bulk, jsonl, string_arrays
 
 pytestmark = pytest.mark.skipif(bulk.simdjson is None, reason="the simdjson package is not installed")
 
@@ -80,6 +80,27 @@ def test_sample_shaped_lines_read_the_same(records: list[dict]) -> None:
     assert_same("".join(json.dumps(r) + "\n" for r in records).encode())
 
 
+token_text = st.text(
+    alphabet=st.characters(codec="utf-8") | st.sampled_from('"\\/[],\n\t\x00\x1f\x7f'), max_size=4
+)
+
+
+@SETTINGS
+@given(
+    st.lists(st.lists(token_text, max_size=6) | st.none() | st.just([None]) | st.just([1, "a"]), max_size=6),
+    st.booleans(),
+)
+def test_token_lists_read_the_same(lists: list, ascii_only: bool) -> None:
+    """Token arrays of any text (escapes, quotes, controls, emoji), null lists and lists that are not of
+    strings: the block's column read from simdjson's texts of them, as the orjson reader reads them."""
+    assert_same(
+        "".join(
+            json.dumps({"step": 1, "response_tokens": tokens}, ensure_ascii=ascii_only) + "\n"
+            for tokens in lists
+        ).encode("utf-8")
+    )
+
+
 @SETTINGS
 @given(st.lists(st.binary(max_size=120), min_size=1, max_size=4))
 def test_arbitrary_bytes_read_the_same(lines: list[bytes]) -> None:
@@ -137,6 +158,7 @@ def test_demo_lines_take_the_simd_reader(tmp_path) -> None:
     data = write_run(tmp_path, DemoSpec(steps=2, samples=4, ranks=1, tokens=50))[0].read_bytes()
     record = bulk._load_simd(bulk.simdjson.Parser(), data.split(b"\n")[0])
     assert record is not None and type(record["logprobs"]).__name__ == "ndarray"
+    assert type(record["response_tokens"]) is string_arrays.JsonText
     assert_same(data)
 
 

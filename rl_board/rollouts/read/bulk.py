@@ -29,11 +29,13 @@ import orjson
 import pyarrow as pa
 
 from rl_board.formats import schema as S
-from rl_board.rollouts.read import jsonl
+from rl_board.rollouts.read import jsonl, string_arrays
 from rl_board.rollouts.read import records as rec
+from rl_board.rollouts.read.string_arrays import JsonText
 
 _NOT_PARSED = object()
 _FLOAT_LISTS = frozenset(S.FLOAT_LIST_FIELDS)
+_STRING_LISTS = frozenset(S.STRING_LIST_FIELDS)
 USE_SIMD = simdjson is not None  # tests turn it off to compare both readers
 _ARRAY = simdjson.Array if simdjson else None
 _OBJECT = simdjson.Object if simdjson else None
@@ -83,7 +85,7 @@ def _load_simd(
 ) -> dict[str, Any] | None:
     """The line through simdjson, the known float arrays as float64 arrays, checked; None to let orjson
     decide (``simd_accepted``)."""
-    record = simd_accepted(parser, raw, squares, block, at)
+    record = simd_accepted(parser, raw, squares, block, at, texts=_STRING_LISTS)
     return None if record is None else rec.normalise_shallow(record)
 
 
@@ -100,6 +102,7 @@ def simd_accepted(
     at: int = 0,
     packed: frozenset[str] = _FLOAT_LISTS,
     batch: bool = False,
+    texts: frozenset[str] = frozenset(),
 ) -> dict[str, Any] | None:
     """The line's record through simdjson (``simd_record``), or None where simdjson might read it otherwise
     than the JSON readers after it.
@@ -115,7 +118,7 @@ def simd_accepted(
     end = at + len(raw)
     if block.startswith(rec.BOM, at):
         return None
-    read = simd_record(parser, raw, packed, batch)  # every proxy into the parser's document is gone after
+    read = simd_record(parser, raw, packed, batch, texts)  # every proxy into the parser's document gone after
     if read is None:
         return None
     record, brackets, arrays = read
@@ -128,13 +131,19 @@ def simd_accepted(
 
 
 def simd_record(
-    parser: Any, raw: bytes | memoryview, packed: frozenset[str] = _FLOAT_LISTS, batch: bool = False
+    parser: Any,
+    raw: bytes | memoryview,
+    packed: frozenset[str] = _FLOAT_LISTS,
+    batch: bool = False,
+    texts: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], int, int] | None:
     """The line's record, how many "[" its text holds if every packed array is flat, and how many of them
     are its top-level arrays' own; None when simdjson refuses it or orjson must decide.
 
     The arrays of numbers under the keys in ``packed`` are handed over as float64 arrays (with ``batch``,
-    also one inside a batch dimension of 1: ``[[...]]``); any other value as the Python value it is.
+    also one inside a batch dimension of 1: ``[[...]]``), an array under a key in ``texts`` as its JSON
+    text (``string_arrays.JsonText``: the block's column reads them all at once); any other value as the
+    Python value it is.
     """
     try:
         doc = parser.parse(raw)
@@ -162,6 +171,10 @@ def simd_record(
                     record[key], depth = numbers
                     brackets += depth
                     continue
+            elif key in texts:
+                text = record[key] = JsonText(value.mini)  # written with "[" as they are, not escaped
+                brackets += text.count(b"[")
+                continue
             value = value.as_list()  # not all numbers: the checks after say which item
             brackets += _brackets(value)
         elif kind is _OBJECT:
@@ -236,7 +249,7 @@ def _build(records: list[dict[str, Any]]) -> pa.Table:
         columns[name] = pa.array([r.get(name) for r in records], pa.string())
     for name in S.SCALAR_FIELDS:
         columns[name] = pa.array([r.get(name) for r in records], pa.float64())
-    columns[S.RESPONSE_TOKENS] = pa.array([r.get(S.RESPONSE_TOKENS) for r in records], pa.list_(pa.string()))
+    columns[S.RESPONSE_TOKENS] = string_lists([r.get(S.RESPONSE_TOKENS) for r in records])
     if columns[S.RESPONSE_TOKENS].values.null_count:  # a null token: the records checked one by one say which
         raise ValueError("a null item in response_tokens")
     for name in S.FLOAT_LIST_FIELDS:
@@ -246,6 +259,17 @@ def _build(records: list[dict[str, Any]]) -> pa.Table:
         columns[name] = rec.extra_array([r.get(name) for r in records])
     columns[S.LINE] = pa.array([r[S.LINE] for r in records], pa.int64())
     return pa.table(columns)
+
+
+def string_lists(values: list[list | JsonText | None]) -> pa.Array:
+    """A list<string> array from Python lists or simdjson's texts of arrays (None = null list)."""
+    if any(type(v) is JsonText for v in values):
+        if all(v is None or type(v) is JsonText for v in values):
+            read = string_arrays.string_lists(cast("list[JsonText | None]", values))  # all() checked each
+            if read is not None:
+                return read
+        values = [string_arrays.as_list(v) if type(v) is JsonText else v for v in values]
+    return pa.array(values, pa.list_(pa.string()))
 
 
 def float_lists(values: list[list | np.ndarray | None]) -> pa.Array:

@@ -21,6 +21,7 @@ from rl_board.columns import empty_table
 from rl_board.formats import conversation
 from rl_board.formats import schema as S
 from rl_board.lazy import pc
+from rl_board.rollouts.read import string_arrays
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*")
 BOM = b"\xef\xbb\xbf"
@@ -193,8 +194,11 @@ def normalise_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     for name in (*S.FLOAT_LIST_FIELDS, *S.STRING_LIST_FIELDS):
         value = obj.get(name)
         if (
-            value is not None and not isinstance(value, list) and type(value) is not np.ndarray
-        ):  # the simd path's
+            value is not None
+            and not isinstance(value, list)
+            and type(value) is not np.ndarray  # the simd path's numbers
+            and type(value) is not string_arrays.JsonText  # and texts of arrays
+        ):
             kind = "strings" if name in S.STRING_LIST_FIELDS else "numbers"
             raise BadLine(f"'{name}' is {_kind(value)}, not a list of {kind}")
     return out
@@ -283,6 +287,8 @@ def _first_bad_number(name: str, values: list) -> str:
 def _string_list(name: str, value: Any) -> list[str] | None:
     if value is None:
         return None
+    if type(value) is string_arrays.JsonText:
+        value = string_arrays.as_list(value)
     if not isinstance(value, list):
         raise BadLine(f"'{name}' is {_kind(value)}, not a list of strings")
     for i, item in enumerate(value):
