@@ -57,8 +57,11 @@ def _gather(starts: np.ndarray, take: np.ndarray, values: np.ndarray) -> tuple[n
     return values[idx], rows
 
 
-def _segment_mean_sum(values: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """NaN-aware per-row mean and sum; rows with no finite-or-inf value get NaN."""
+def _segment_mean_sum(
+    values: np.ndarray, rows: np.ndarray, n: int, per_row: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """NaN-aware per-row mean and sum; rows with no finite-or-inf value get NaN. ``per_row``: how many
+    values each row has (float64), when known."""
     nan = np.isnan(values)
     if nan.any():
         valid = ~nan
@@ -66,7 +69,7 @@ def _segment_mean_sum(values: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.
         counts = np.bincount(rows, weights=valid, minlength=n)
     else:  # the usual case: the same sums (added in the same order), the counts without a second pass
         sums = np.bincount(rows, weights=values, minlength=n)
-        counts = np.bincount(rows, minlength=n).astype(np.float64)
+        counts = np.bincount(rows, minlength=n).astype(np.float64) if per_row is None else per_row
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return means, np.where(counts > 0, sums, np.nan)
@@ -108,9 +111,10 @@ def sample_metrics(table: pa.Table) -> dict[str, pa.Array]:
     lp_flat, rows, ref_flat = _aligned_pairs(table, lp_len, ref_len, aligned)
     ratio = kl.log_ratio(lp_flat, ref_flat)
     has_pair = aligned > 0
+    per_row = aligned.astype(np.float64)  # each row's pairs: the count of an estimate without NaN
     per_estimator = {}
     for estimator in F.KL_ESTIMATORS:
-        mean, total = _segment_mean_sum(kl.ESTIMATES[estimator.name](ratio), rows, n)
+        mean, total = _segment_mean_sum(kl.ESTIMATES[estimator.name](ratio), rows, n, per_row)
         per_estimator[estimator.mean] = pa.array(mean, mask=~has_pair)
         per_estimator[estimator.sum] = pa.array(total, mask=~has_pair)
 

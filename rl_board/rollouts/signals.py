@@ -60,8 +60,9 @@ def repetition(text: str) -> float:
 
 
 def _repetition(response: pa.ChunkedArray) -> pa.Array:
-    tails = pc.utf8_slice_codeunits(response, -_TAIL_CHARS).to_pylist()
-    return pa.array([None if t is None else repetition(t) for t in tails], pa.float64())
+    # repetition() slices each answer's tail itself: Arrow's utf8_slice_codeunits walked the tails at
+    # ~7 us an answer, a third of the signal's time; a str slice costs a tenth of that
+    return pa.array([None if t is None else repetition(t) for t in response.to_pylist()], pa.float64())
 
 
 def _scripts(response: pa.ChunkedArray) -> pa.Array:

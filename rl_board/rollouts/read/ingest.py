@@ -34,7 +34,7 @@ from rl_board.lazy import pc
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.manifest import MAX_REPORTED_PER_FILE
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import records, stored
+from rl_board.rollouts.read import heap, records, stored
 from rl_board.sources import sniff
 
 # The parsers (simdjson, orjson, pyarrow.json, the formats' adapters) and the worker pool are imported by
@@ -626,6 +626,18 @@ def import_parsers() -> None:
 
 
 def _run(
+    jobs: list[tuple[Path, int, int]],
+    directory: Path,
+    on_done: Callable[[int], None],
+    readings: dict[str, Reading],
+    max_line: int | None,
+) -> Iterator[BlockResult]:
+    """``_jobs``, with the memory a job frees kept for the next one (``heap``)."""
+    with heap.kept():
+        yield from _jobs(jobs, directory, on_done, readings, max_line)
+
+
+def _jobs(
     jobs: list[tuple[Path, int, int]],
     directory: Path,
     on_done: Callable[[int], None],
