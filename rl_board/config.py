@@ -96,6 +96,8 @@ class Sizes:
     probe_tail_bytes: int = 4 * KB  # each window checked at its end and in between
     direct_write_min_bytes: int = 256 * KB  # segment buffers this big skip the page cache
     write_buffer_bytes: int = 64 * MB  # the segment buffer a process keeps (a bigger segment gets its own)
+    load_heap_piece_bytes: int = 32 * MB  # while loading, freed pieces up to this much stay in the heap
+    # (``rollouts.read.heap``; 32 MB is the most glibc takes)
     compact_small_bytes: int = 4 * MB  # cache segments smaller than this are merged
     dataset_cache_bytes: int = 512 * MB  # text and tokens of recently shown steps of a dataset read in place
     remote_head_bytes: int = MB  # what a served bucket's big rollout log is copied of until its run is opened

@@ -140,6 +140,9 @@ def test_json_like_text_reads_the_same(lines: list[str]) -> None:
             b'"response_tokens": ["[", "]"], "x": {"[k": ["["]}}'
         ),
         b'{"step": 1, "logprobs": 3}',
+        b'{"step": 1, "x": {"a": "[", "a": "y"}, "l": [{"b": 1, "b": "["}]}',  # a key twice, nested
+        b'{"step": 1, "x": {"a": "[", "a": "y"}, "logprobs": [[1], [2]]}',  # ... beside a nested array
+        b'{"step": 1, "x": {"a": "\\u005b"}, "logprobs": [[1], [2]]}',  # an escaped "[" beside one
         b'{"step": 1, "response": "\\ud83d"}',  # a lone surrogate
         b'{"step": 1, "response": "\\ud83d\\ude00", "s\\"k": {"a": [1]}}',
         b'{"step": 1, "response": "\xff"}',  # bad UTF-8

@@ -175,11 +175,11 @@ def simd_record(
                 text = record[key] = JsonText(value.mini)  # written with "[" as they are, not escaped
                 brackets += text.count(b"[")
                 continue
+            brackets += value.mini.count(b"[")  # its text as simdjson writes it: every "[" as it is
             value = value.as_list()  # not all numbers: the checks after say which item
-            brackets += _brackets(value)
         elif kind is _OBJECT:
+            brackets += value.mini.count(b"[")
             value = value.as_dict()
-            brackets += _brackets(value)
         record[key] = value
     return record, brackets, arrays
 
@@ -196,21 +196,6 @@ def _numbers(value: Any, batch: bool) -> tuple[np.ndarray, int] | None:
         return np.frombuffer(inner.as_buffer(of_type="d"), _F64), depth
     except (TypeError, ValueError):
         return None
-
-
-def _brackets(value: Any) -> int:
-    """How many "[" the JSON text of a parsed value holds (its arrays' and its strings')."""
-    kind = type(value)
-    if kind is str:
-        return value.count("[")
-    if kind is list:
-        try:
-            return 1 + "".join(value).count("[")  # a list of strings (response tokens) in one go
-        except TypeError:
-            return 1 + sum(_brackets(v) for v in value)
-    if kind is dict:
-        return sum(k.count("[") + _brackets(v) for k, v in value.items())
-    return 0
 
 
 def _load(raw: bytes | memoryview, *, careful: bool = False) -> dict[str, Any] | tuple[dict[str, Any], str]:

@@ -5,9 +5,10 @@ serves a request past ``M_MMAP_THRESHOLD`` from a new mapping that is unmapped w
 and frees the same ~16 MB pieces (a block's bytes, its columns) over and over, and every page of new
 memory costs a fault on first touch: the main process of a 1 GB load took ~12,000 faults per 80 MB job,
 ~0.04 s of system time each on this VM, where its forked helper, whose heap stayed grown, took a few
-hundred. For the length of a load both thresholds are raised (mappings only past glibc's cap of 32 MB), so
-freed pieces stay for the next job; afterwards the trim threshold goes back to where glibc's own rule
-would have taken it and what the load freed is handed back (``malloc_trim``). Where the C library is not
+hundred. For the length of a load both thresholds are raised (mappings only past
+``Sizes.load_heap_piece_bytes``, glibc's cap of 32 MB), so freed pieces stay for the next job;
+afterwards the trim threshold goes back to where glibc's own rule would have taken it and what the load
+freed is handed back (``malloc_trim``). Where the C library is not
 glibc (no ``malloc_trim``), nothing changes.
 """
 
@@ -19,11 +20,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from rl_board import config
+
 _M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
 _M_MMAP_THRESHOLD = -3
-_MMAP_CAP = 32 * 1024 * 1024  # the largest mapping threshold glibc takes on 64-bit
 _KEPT = 2**31 - 1  # free memory a load keeps: all of it (the most a C int says)
-_AFTER = 2 * _MMAP_CAP  # glibc's own rule: twice the mapping threshold, once that has grown
 
 
 def _glibc() -> Any | None:
@@ -46,10 +47,11 @@ def kept() -> Iterator[None]:
     if _LIBC is None:
         yield
         return
-    _LIBC.mallopt(_M_MMAP_THRESHOLD, _MMAP_CAP)
+    piece = config.sizes().load_heap_piece_bytes
+    _LIBC.mallopt(_M_MMAP_THRESHOLD, piece)
     _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
     try:
         yield
     finally:
-        _LIBC.mallopt(_M_TRIM_THRESHOLD, _AFTER)
+        _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
         _LIBC.malloc_trim(0)
