@@ -58,10 +58,10 @@ def _gather(starts: np.ndarray, take: np.ndarray, values: np.ndarray) -> tuple[n
 
 
 def _segment_mean_sum(
-    values: np.ndarray, rows: np.ndarray, n: int, per_row: np.ndarray | None = None
+    values: np.ndarray, rows: np.ndarray, n: int, per_row: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """NaN-aware per-row mean and sum; rows with no finite-or-inf value get NaN. ``per_row``: how many
-    values each row has (float64), when known."""
+    values each row has (float64)."""
     nan = np.isnan(values)
     if nan.any():
         valid = ~nan
@@ -69,7 +69,7 @@ def _segment_mean_sum(
         counts = np.bincount(rows, weights=valid, minlength=n)
     else:  # the usual case: the same sums (added in the same order), the counts without a second pass
         sums = np.bincount(rows, weights=values, minlength=n)
-        counts = np.bincount(rows, minlength=n).astype(np.float64) if per_row is None else per_row
+        counts = per_row
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return means, np.where(counts > 0, sums, np.nan)

@@ -250,7 +250,7 @@ def string_lists(values: list[list | JsonText | None]) -> pa.Array:
     """A list<string> array from Python lists or simdjson's texts of arrays (None = null list)."""
     if any(type(v) is JsonText for v in values):
         if all(v is None or type(v) is JsonText for v in values):
-            read = string_arrays.string_lists(cast("list[JsonText | None]", values))  # all() checked each
+            read = string_arrays.from_texts(cast("list[JsonText | None]", values))  # all() checked each
             if read is not None:
                 return read
         values = [string_arrays.as_list(v) if type(v) is JsonText else v for v in values]

@@ -604,16 +604,18 @@ def run_blocks(
     native = Reading(formats.NATIVE)
     readings = {str(path): (readings or {}).get(str(path), native) for path, _, _ in jobs}
     noted: set[tuple[str, str]] = set()
-    for (path, _, _), result in zip(jobs, _run(jobs, directory, on_done, readings, max_line), strict=True):
-        kept = []
-        for line, note in result.warnings:
-            if note.startswith(RENAMED_NOTE):
-                if (str(path), note) in noted:
-                    continue
-                noted.add((str(path), note))
-            kept.append((line, note))
-        result.warnings = kept
-        yield result
+    results = _run(jobs, directory, on_done, readings, max_line)
+    with heap.kept():  # the memory a job frees is kept for the next one
+        for (path, _, _), result in zip(jobs, results, strict=True):
+            kept = []
+            for line, note in result.warnings:
+                if note.startswith(RENAMED_NOTE):
+                    if (str(path), note) in noted:
+                        continue
+                    noted.add((str(path), note))
+                kept.append((line, note))
+            result.warnings = kept
+            yield result
 
 
 def import_parsers() -> None:
@@ -626,18 +628,6 @@ def import_parsers() -> None:
 
 
 def _run(
-    jobs: list[tuple[Path, int, int]],
-    directory: Path,
-    on_done: Callable[[int], None],
-    readings: dict[str, Reading],
-    max_line: int | None,
-) -> Iterator[BlockResult]:
-    """``_jobs``, with the memory a job frees kept for the next one (``heap``)."""
-    with heap.kept():
-        yield from _jobs(jobs, directory, on_done, readings, max_line)
-
-
-def _jobs(
     jobs: list[tuple[Path, int, int]],
     directory: Path,
     on_done: Callable[[int], None],

@@ -31,7 +31,7 @@ for _i, _digit in enumerate(b"0123456789abcdef"):
 
 class JsonText(bytes):
     """An array's minified JSON text as simdjson wrote it: a record's value until its block's column is
-    built (``string_lists``), or read back as a list (``as_list``)."""
+    built (``from_texts``), or read back as a list (``as_list``)."""
 
     __slots__ = ()
 
@@ -41,7 +41,7 @@ def as_list(value: JsonText) -> list:
     return orjson.loads(memoryview(value))  # orjson takes no subclass of bytes
 
 
-def string_lists(texts: list[JsonText | None]) -> pa.Array | None:
+def from_texts(texts: list[JsonText | None]) -> pa.Array | None:
     """list<string> of the arrays written in ``texts`` (None: a null list); None when one of them holds
     anything but strings, or is not written as simdjson writes."""
     present = [text for text in texts if text is not None]
