@@ -63,7 +63,7 @@ def from_texts(texts: list[JsonText | None]) -> pa.Array | None:
         escaped = np.zeros(len(buf), bool)
         escaped[escapes + 1] = True
         quotes = quotes[~escaped[quotes]]  # an escaped quote is a string's character
-    strings = _strings(quotes, starts, ends, buf)
+    strings = _strings(quotes, starts, ends)
     if strings is None:
         return None
     opens, closes, per_text = strings
@@ -96,7 +96,7 @@ def _escape_starts(slashes: np.ndarray) -> np.ndarray:
 
 
 def _strings(
-    quotes: np.ndarray, starts: np.ndarray, ends: np.ndarray, buf: np.ndarray
+    quotes: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each string's opening and closing quote and how many strings each text holds; None unless every
     text is exactly ``[`` strings joined by ``,`` ``]``: the texts are JSON, so one byte between two strings
