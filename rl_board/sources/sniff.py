@@ -7,6 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+try:
+    import simdjson
+except ImportError:  # pragma: no cover - an optional speed-up (as in rollouts/read/bulk.py)
+    simdjson = None  # type: ignore[assignment]  # mypy cannot type a module-or-None name
+
 from rl_board import config, formats
 from rl_board.formats import fieldmap, tracker_tables
 from rl_board.formats.fieldmap import FieldMap
@@ -222,12 +227,13 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
     if not head.endswith(b"\n"):
         lines = lines[:-1]  # the last piece may be cut short
     out: list[dict[str, Any]] = []
+    parser = simdjson.Parser() if simdjson is not None else None
     for raw in lines:
         raw = raw.strip()
         if not raw:
             continue
         try:
-            value = json.loads(raw)
+            value = _loads(raw, parser)
         except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
@@ -235,6 +241,19 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
         if len(out) >= LINES_TRIED:
             break
     return out
+
+
+def _loads(raw: bytes, parser: Any | None) -> Any:
+    """The line's value exactly as ``json`` reads it. simdjson reads a long line of float arrays ~6x
+    faster (a cached 10 GB run's 32 first lines: ~33 ms with json alone), and refuses all it reads
+    otherwise: NaN and Infinity, integers past 64 bits, lone surrogates, bad UTF-8, UTF-16; those go to
+    ``json``."""
+    if parser is not None:
+        try:
+            return parser.parse(raw, True)  # plain Python values: no proxy keeps the parser busy
+        except (ValueError, RuntimeError):  # RuntimeError: a big integer, nesting past 1,024 levels
+            pass
+    return json.loads(raw)
 
 
 def _has_step(record: dict[str, Any]) -> bool:
