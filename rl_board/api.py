@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # the same names as _LAZY (tests/unit/test_layers.py holds th
     from rl_board.rollouts.sql import MAX_ROWS as QUERY_MAX_ROWS
     from rl_board.rollouts.sql import QueryError, QueryResult, run_query
     from rl_board.rollouts.sql import schema as query_schema
+    from rl_board.rollouts.sql import start_database as start_query_database
     from rl_board.rollouts.store import RolloutStore, SampleDetail
     from rl_board.rollouts.tokens import TokenText
     from rl_board.rollouts.trajectories import messages_of as sample_turns
@@ -150,6 +151,7 @@ _LAZY: dict[str, tuple[str, str]] = {  # name here -> (module, name there), impo
     "QueryError": ("rl_board.rollouts.sql", "QueryError"),
     "QueryResult": ("rl_board.rollouts.sql", "QueryResult"),
     "run_query": ("rl_board.rollouts.sql", "run_query"),
+    "start_query_database": ("rl_board.rollouts.sql", "start_database"),
     "query_schema": ("rl_board.rollouts.sql", "schema"),
     "RolloutStore": ("rl_board.rollouts.store", "RolloutStore"),
     "SampleDetail": ("rl_board.rollouts.store", "SampleDetail"),
@@ -250,6 +252,7 @@ __all__ += [
     "QueryResult",
     "query_schema",
     "run_query",
+    "start_query_database",
 ]  # SQL over a run
 __all__ += [
     "QUESTIONS",

@@ -55,9 +55,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rl_board.api import run_query, to_csv_bytes
+    from rl_board.api import run_query, start_query_database, to_csv_bytes
     from rl_board.public import open as open_run
 
+    start_query_database()  # made while the run opens
     run = open_run(ns.run_dir, cache_dir=ns.cache_dir, fields=fields_of(ns))
     result = run_query(run.store, ns.sql, timeout=ns.timeout, max_rows=ns.max_rows)
     if result.capped:  # on stderr: the output stays whole and parseable

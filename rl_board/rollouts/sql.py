@@ -32,6 +32,7 @@ at most ``max_rows`` rows are fetched. Every refusal and every DuckDB error
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -375,9 +376,45 @@ def _join(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
     return frame.merge(more[[S.STEP, *new]], on=S.STEP, how="left") if new else frame
 
 
+_early_lock = threading.Lock()
+_early: list[tuple[threading.Thread, list[duckdb.DuckDBPyConnection]]] = []  # at most one, taken once
+
+
+def start_database() -> None:
+    """Begin making the next query's database on another thread.
+
+    DuckDB builds each new database's catalogue (~20 ms here) without holding the GIL, so a command that
+    opens a run and then queries it (``rl-board query``) waits for the slower of the two, not for both.
+    """
+    made: list[duckdb.DuckDBPyConnection] = []
+
+    def make() -> None:
+        with contextlib.suppress(duckdb.Error):  # the caller's own connect says what went wrong
+            made.append(duckdb.connect(":memory:", config=_CONFIG))
+
+    with _early_lock:
+        if _early:
+            return
+        thread = threading.Thread(target=make, name="rl-board-query-database")
+        _early.append((thread, made))
+    thread.start()
+
+
+def _database() -> duckdb.DuckDBPyConnection:
+    """A new locked-down database: the one ``start_database`` began, else one made now."""
+    with _early_lock:
+        early = _early.pop() if _early else None
+    if early is not None:
+        thread, made = early
+        thread.join()
+        if made:
+            return made[0]
+    return duckdb.connect(":memory:", config=_CONFIG)
+
+
 def _connect(store: RolloutStore, sql: str | None = None) -> duckdb.DuckDBPyConnection:
     """A locked-down connection with the run's views (``sql``: the query it is for, to skip costly views)."""
-    con = duckdb.connect(":memory:", config=_CONFIG)
+    con = _database()
     labels = LabelStore(config.settings().labels)
     if sql is not None and _TEMPLATES.search(sql):  # each answer's family: worked out only when asked
         store.find_templates()

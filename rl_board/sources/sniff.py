@@ -7,11 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-try:
-    import simdjson
-except ImportError:  # pragma: no cover - an optional speed-up (as in rollouts/read/bulk.py)
-    simdjson = None  # type: ignore[assignment]  # mypy cannot type a module-or-None name
-
 from rl_board import config, formats
 from rl_board.formats import fieldmap, tracker_tables
 from rl_board.formats.fieldmap import FieldMap
@@ -227,7 +222,7 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
     if not head.endswith(b"\n"):
         lines = lines[:-1]  # the last piece may be cut short
     out: list[dict[str, Any]] = []
-    parser = simdjson.Parser() if simdjson is not None else None
+    parser = _simd_parser()
     for raw in lines:
         raw = raw.strip()
         if not raw:
@@ -241,6 +236,15 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
         if len(out) >= LINES_TRIED:
             break
     return out
+
+
+def _simd_parser() -> Any | None:
+    """A simdjson parser, or None without the package (imported here: a cached summary sniffs nothing)."""
+    try:
+        import simdjson
+    except ImportError:  # pragma: no cover - an optional speed-up (as in rollouts/read/bulk.py)
+        return None
+    return simdjson.Parser()
 
 
 def _loads(raw: bytes, parser: Any | None) -> Any:

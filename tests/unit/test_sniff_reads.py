@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import simdjson  # noqa: F401  # a dependency: without it these tests would compare json with itself
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rl_board.sources import sniff
 
-PARSER = sniff.simdjson.Parser() if sniff.simdjson is not None else None
+PARSER = sniff._simd_parser()
 
 numbers = (
     st.integers(min_value=-(2**70), max_value=2**70)

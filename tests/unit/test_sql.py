@@ -225,6 +225,19 @@ def test_configuration_is_locked_and_external_access_off(ppo: RolloutStore) -> N
     assert got.iloc[0].tolist() == [False, True, False]
 
 
+def test_a_database_made_early_is_locked_down_and_taken_once(ppo: RolloutStore) -> None:
+    """``start_database`` (rl-board query makes it while the run opens): the next query takes it, with the
+    same locked-down configuration; a second start before then makes no second one; later queries make
+    their own."""
+    sql.start_database()
+    sql.start_database()
+    assert len(sql._early) == 1
+    early_thread = sql._early[0][0]
+    test_configuration_is_locked_and_external_access_off(ppo)
+    assert sql._early == [] and not early_thread.is_alive()
+    assert q(ppo, "SELECT count(*) AS n FROM samples").n.iloc[0] == ppo.num_samples
+
+
 def test_python_variables_are_not_scanned(ppo: RolloutStore) -> None:
     secret_table = pd.DataFrame({"secret": ["s3cr3t"]})  # noqa: F841 - what a replacement scan would find
     assert "secret_table" in refused(ppo, "SELECT * FROM secret_table")
