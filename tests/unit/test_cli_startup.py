@@ -93,6 +93,7 @@ NOT_FOR_A_CACHED_SUMMARY = (
     "pyarrow.dataset",
     "duckdb",
     "datasketch",
+    "rl_board.rollouts.read.ingest",
     "rl_board.rollouts.read.bulk",
     "rl_board.rollouts.read.jsonl",
     "rl_board.rollouts.read.tables",
@@ -119,6 +120,22 @@ def test_summary_of_a_cached_run_imports_no_parser_and_no_other_question(tmp_pat
     _, first = _command(args, NOT_FOR_A_CACHED_SUMMARY)
     assert "rl_board.rollouts.read.bulk" in first  # the first call parses
     _, loaded = _command(args, NOT_FOR_A_CACHED_SUMMARY)
+    assert loaded == []
+
+
+def test_query_of_a_cached_run_imports_no_parser(tmp_path: Path) -> None:
+    """A query opens the run (its files checked against the cache), then asks DuckDB: nothing to parse, so
+    no parser is imported (the load's planning used to import them for files with nothing to read)."""
+    from rl_board.rollouts.demo import DemoSpec, write_run
+
+    write_run(tmp_path / "run", DemoSpec(steps=3, samples=4, ranks=2, tokens=20))
+    sql = "SELECT count(*) AS n FROM samples"
+    args = ["query", str(tmp_path / "run"), sql, "--json", "--cache-dir", str(tmp_path / "cache")]
+    parsers = ("rl_board.rollouts.read.ingest", "rl_board.rollouts.read.bulk", "rl_board.rollouts.read.jsonl")
+    _, first = _command(args, parsers)
+    assert "rl_board.rollouts.read.ingest" in first  # the first call parses
+    out, loaded = _command(args, parsers)
+    assert json.loads(out) == [{"n": 12}]
     assert loaded == []
 
 

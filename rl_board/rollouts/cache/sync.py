@@ -301,8 +301,8 @@ def _ending_in_blocks(
     work: list[tuple[_Plan, list[tuple[int, int]]]],
 ) -> list[tuple[_Plan, list[tuple[int, int]]]]:
     """The jobs with the load's last few cut back into blocks (``ingest.ending_in_blocks``); a file read
-    whole (a stored run, a Parquet table) stays one job."""
-    cut = [k for k, (plan, _) in enumerate(work) if _cut(plan)]
+    whole (a stored run, a Parquet table) stays one job. Nothing to read: the parsers are not imported."""
+    cut = [k for k, (plan, jobs) in enumerate(work) if jobs and _cut(plan)]
     if not cut:
         return work
     shared = _ingest_module().ending_in_blocks([(work[k][0].path, work[k][1]) for k in cut])
