@@ -3,6 +3,7 @@ uses."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -293,3 +294,20 @@ def test_the_command_ends_through_the_exit_handlers_with_its_output_and_code(tmp
     )
     assert refused.returncode == 2 and "path not found" in refused.stderr
     assert refused.stdout.strip() == "handler ran"
+
+
+def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
+    """``entry`` (the process) raises the first generation's threshold; ``main`` (called in-process, as a
+    notebook or a test would) leaves the caller's collector as it was."""
+    from rl_board.cli import COMMAND_GC_EVERY, main
+
+    code = (
+        "import atexit, gc, sys; atexit.register(lambda: print('threshold', gc.get_threshold()[0])); "
+        "from rl_board.cli import entry; sys.argv[0] = 'rl-board'; entry()"
+    )
+    args = [sys.executable, "-c", code, "runs", str(tmp_path), "--json"]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=REPO)
+    assert out.stdout.splitlines()[-1] == f"threshold {COMMAND_GC_EVERY}"
+    before = gc.get_threshold()
+    assert main(["runs", str(tmp_path), "--json"]) == 0
+    assert gc.get_threshold() == before
