@@ -46,3 +46,16 @@ def test_what_a_load_freed_is_handed_back_after_it() -> None:
     after = _rss_mb()
     assert kept > grown - 32  # freed, but kept in the heap while the load runs
     assert after < kept - 150  # given back at the end
+
+
+def test_a_piece_past_glibcs_mapping_cap_is_kept_too_and_mapped_again_after() -> None:
+    """A piece past 32 MB (a whole job's bytes) is served from the heap within a load, so it too is taken
+    again without faults; after the load such pieces are their own mappings again, new memory each time."""
+    heap._LIBC.malloc_trim(0)
+    with heap.kept():
+        first = _faults(96 * MB)
+        again = _faults(96 * MB)
+    assert first > 96 * MB // 4096 // 2
+    assert again < first // 20
+    assert _faults(96 * MB) > 96 * MB // 4096 // 2  # mapped, and unmapped when freed
+    assert _faults(96 * MB) > 96 * MB // 4096 // 2

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from rl_board import formats
+from rl_board.formats import Reading
 from rl_board.formats import schema as S
 from rl_board.rollouts.read import ingest
 from rl_board.rollouts.store import RolloutStore
@@ -198,7 +199,7 @@ def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:
     _mixed_run(tmp_path)
     path = tmp_path / "a.jsonl"
     raw = path.read_bytes()
-    parts = ingest._parts(path, 0, len(raw), 8192)
+    parts = ingest._parts(path, 0, len(raw), 8192, 1024)
     assert parts[0][0] == 0 and parts[-1][1] == len(raw)
     assert all(
         e == s2 and raw[e - 1 : e] == b"\n" for (_, e, _), (s2, _, _) in zip(parts, parts[1:], strict=False)
@@ -208,8 +209,17 @@ def test_a_job_is_parsed_a_block_at_a_time(tmp_path: Path, set_sizes) -> None:
     assert alone == [(len(raw.splitlines()[200]) + 1, False), (len(raw.splitlines()[400]) + 1, True)]
 
 
+def test_rl_boards_own_format_is_parsed_a_job_at_a_time_others_a_block(set_sizes) -> None:
+    """rl-board's own readers keep arrays as arrays: a whole job is one piece. A trainer's format, or a field
+    map, goes through readers that hold Python records: a block at a time."""
+    set_sizes(block_bytes=1024, segment_bytes=8192)
+    assert ingest._piece_bytes(Reading(formats.NATIVE)) == 8192
+    assert ingest._piece_bytes(Reading("verl")) == 1024
+    assert ingest._piece_bytes(Reading(formats.NATIVE, {"reward": "score"})) == 1024
+
+
 def test_a_job_lists_at_most_a_files_share_of_bad_lines(tmp_path: Path, set_sizes) -> None:
-    set_sizes(block_bytes=4096)  # many pieces in one job, each with its broken lines
+    set_sizes(block_bytes=4096, segment_bytes=4096)  # many pieces in one job, each with its broken lines
     run = tmp_path / "run"
     run.mkdir()
     cap = ingest.MAX_REPORTED_PER_FILE

@@ -2,13 +2,14 @@
 
 glibc gives memory back to the kernel once the free top of its heap passes ``M_TRIM_THRESHOLD``, and
 serves a request past ``M_MMAP_THRESHOLD`` from a new mapping that is unmapped when freed. A load takes
-and frees the same ~16 MB pieces (a block's bytes, its columns) over and over, and every page of new
+and frees the same pieces (a job's bytes, its columns) over and over, and every page of new
 memory costs a fault on first touch: the main process of a 1 GB load took ~12,000 faults per 80 MB job,
 ~0.04 s of system time each on this VM, where its forked helper, whose heap stayed grown, took a few
-hundred. For the length of a load both thresholds are raised (mappings only past
-``Sizes.load_heap_piece_bytes``, glibc's cap of 32 MB), so freed pieces stay for the next job;
-afterwards the trim threshold goes back to where glibc's own rule would have taken it and what the load
-freed is handed back (``malloc_trim``). Where the C library is not
+hundred. For the length of a load both thresholds are raised, and no piece is a mapping of its own (not
+even one past glibc's cap of 32 MB: a job of rl-board's own format reads its ~84 MB of bytes at once), so
+freed pieces stay for the next job; afterwards mappings are back (past ``Sizes.load_heap_piece_bytes``),
+the trim threshold goes back to where glibc's own rule would have taken it and what the load freed is
+handed back (``malloc_trim``). Where the C library is not
 glibc (no ``malloc_trim``), nothing changes.
 """
 
@@ -24,6 +25,8 @@ from rl_board import config
 
 _M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
 _M_MMAP_THRESHOLD = -3
+_M_MMAP_MAX = -4
+_MMAP_MAX_DEFAULT = 65536  # glibc's own (DEFAULT_MMAP_MAX)
 _KEPT = 2**31 - 1  # free memory a load keeps: all of it (the most a C int says)
 
 
@@ -49,9 +52,11 @@ def kept() -> Iterator[None]:
         return
     piece = config.sizes().load_heap_piece_bytes
     _LIBC.mallopt(_M_MMAP_THRESHOLD, piece)
+    _LIBC.mallopt(_M_MMAP_MAX, 0)  # not even a piece past glibc's cap: a job's 84 MB of bytes is one
     _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
     try:
         yield
     finally:
+        _LIBC.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
         _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
         _LIBC.malloc_trim(0)
