@@ -59,3 +59,16 @@ def test_a_piece_past_glibcs_mapping_cap_is_kept_too_and_mapped_again_after() ->
     assert again < first // 20
     assert _faults(96 * MB) > 96 * MB // 4096 // 2  # mapped, and unmapped when freed
     assert _faults(96 * MB) > 96 * MB // 4096 // 2
+
+
+def test_overlapping_loads_hand_memory_back_after_the_last() -> None:
+    """Two loads that overlap (a server's sessions): the heap is kept until the second ends too."""
+    with heap.kept():
+        with heap.kept():
+            assert heap.keeping()
+        assert heap.keeping()
+        heap._LIBC.malloc_trim(0)
+        first = _faults(96 * MB)
+        again = _faults(96 * MB)  # still kept: the first one's ending handed nothing back
+        assert again < first // 20
+    assert not heap.keeping()

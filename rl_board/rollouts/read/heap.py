@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,21 +43,37 @@ def _glibc() -> Any | None:
 
 
 _LIBC = _glibc()
+_loads = 0  # how many ``kept`` this process is inside (a helper forked inside one is too)
+_lock = threading.Lock()
+
+
+def keeping() -> bool:
+    """Whether freed memory stays in this process's heap now (within a load's ``kept``, with glibc): a
+    piece of any size is then taken again without new pages."""
+    return _loads > 0
 
 
 @contextlib.contextmanager
 def kept() -> Iterator[None]:
-    """Within: freed memory stays in the heap. After: the load's free memory is handed back."""
+    """Within: freed memory stays in the heap. After the last of loads that overlap (a server's sessions
+    load in threads): the loads' free memory is handed back."""
+    global _loads
     if _LIBC is None:
         yield
         return
     piece = config.sizes().load_heap_piece_bytes
-    _LIBC.mallopt(_M_MMAP_THRESHOLD, piece)
-    _LIBC.mallopt(_M_MMAP_MAX, 0)  # not even a piece past glibc's cap: a job's 84 MB of bytes is one
-    _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
+    with _lock:
+        _loads += 1
+        if _loads == 1:
+            _LIBC.mallopt(_M_MMAP_THRESHOLD, piece)
+            _LIBC.mallopt(_M_MMAP_MAX, 0)  # not even a piece past glibc's cap: a job's 84 MB of bytes is one
+            _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
     try:
         yield
     finally:
-        _LIBC.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
-        _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
-        _LIBC.malloc_trim(0)
+        with _lock:
+            _loads -= 1
+            if _loads == 0:
+                _LIBC.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
+                _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
+                _LIBC.malloc_trim(0)

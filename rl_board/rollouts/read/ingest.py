@@ -557,12 +557,14 @@ def _derived_together(results: list[BlockResult], parts: list[pa.Table], directo
 
 def _piece_bytes(reading: Reading) -> int:
     """How much of a job is parsed at once. rl-board's own readers (``_native``) keep a job's arrays as
-    arrays, not as Python values, so a whole job (at most ``Sizes.segment_bytes``) is one piece: its table
-    is then one batch, not pieces copied into one (``_one_batch``), and one 84 MB job of the 1 GB benchmark
-    run took ~0.195 ms of CPU a line, not ~0.21. The other formats' readers hold a piece's records as Python
-    values: ``Sizes.block_bytes`` at a time."""
+    arrays, not as Python values, so where the heap keeps what a job frees (``heap.keeping``: a load and
+    its forked helpers) a whole job (at most ``Sizes.segment_bytes``) is one piece: its table is then one
+    batch, not pieces copied into one (``_one_batch``), and one 84 MB job of the 1 GB benchmark run took
+    ~0.195 ms of CPU a line, not ~0.21. Elsewhere (a pool's worker) a piece past 32 MB would be new memory
+    every job; and the other formats' readers hold a piece's records as Python values: ``Sizes.block_bytes``
+    at a time."""
     sizes = config.sizes()
-    return sizes.segment_bytes if _native(reading) else sizes.block_bytes
+    return sizes.segment_bytes if _native(reading) and heap.keeping() else sizes.block_bytes
 
 
 def _parts(path: Path, start: int, end: int, max_line: int, piece: int) -> list[tuple[int, int, bool]]:
