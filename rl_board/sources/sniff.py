@@ -239,7 +239,8 @@ def _first_objects(head: bytes) -> list[dict[str, Any]]:
 
 
 def _simd_parser() -> Any | None:
-    """A simdjson parser, or None without the package (imported here: a cached summary sniffs nothing)."""
+    """A simdjson parser, or None without the package (imported when a file's head is first read, as the
+    loads' parsers are imported when there is something to parse)."""
     try:
         import simdjson
     except ImportError:  # pragma: no cover - an optional speed-up (as in rollouts/read/bulk.py)
