@@ -88,6 +88,7 @@ class Sizes:
     structure_scan_bytes: int = (
         256 * KB
     )  # a line's brackets are counted in passes of this much (bounds memory)
+    bracket_count_bytes: int = MB  # a block's "[" are counted in passes of this much (``bulk._squares``)
     path_choice_bytes: int = MB  # bytes of a block looked at to choose its parse path
     sniff_bytes: int = 64 * KB  # the first bytes of a JSON-lines file that say what it is
     sniff_line_bytes: int = 16 * MB  # up to this much of a first line that is longer (ROLL writes one line)

@@ -236,3 +236,44 @@ def test_roll_dump_with_deep_json_in_a_string(tmp_path: Path) -> None:
     assert store.num_samples == 2 and store.report.bad_line_count == 0
     prompts = store.samples(columns=["prompt"])["prompt"].tolist()
     assert not isinstance(prompts[0], str) and "hi" in prompts[1]
+
+
+def _nest(depth: int, shape: str) -> str:
+    """A value ``depth - 1`` levels deep: a line holding it under a top-level key is ``depth`` deep."""
+    if shape == "lists":
+        return "[" * (depth - 1) + "]" * (depth - 1)
+    if shape == "objects":
+        return '{"a": ' * (depth - 1) + "1" + "}" * (depth - 1)
+    return '[{"a": ' * ((depth - 1) // 2) + "1" + "}]" * ((depth - 1) // 2) + ("" if depth % 2 else "")
+
+
+@pytest.mark.parametrize("key", ["x", "messages", "response_tokens", "logprobs", "values"])
+@pytest.mark.parametrize("shape", ["lists", "objects", "mixed"])
+@pytest.mark.parametrize("depth", [64, 65, 101, 1_100])
+def test_the_long_line_readers_find_depth_under_any_key(key: str, shape: str, depth: int) -> None:
+    """simdjson reads values down to 1,023 levels: the long-line path finds a value past 64 under any key
+    (a packed float array, the token texts, the turns, a key of the log's own) as its line scan did, with
+    simdjson and without it."""
+    from rl_board.rollouts.read import bulk
+
+    value = _nest(depth, shape)
+    deep_enough = records.too_deep(('{"k": ' + value + "}").encode())
+    tokens = {"response_tokens": ["t"] * 600, "logprobs": [-0.5] * 600, "ref_logprobs": [-0.6] * 600}
+    lines = [ok(i, **tokens) for i in range(5)]
+    lines.insert(2, ok(9, **{**tokens, key: "@"}).replace('"@"', value))
+    data = "".join(line + "\n" for line in lines).encode()
+    old = bulk.USE_SIMD
+    try:
+        read = {}
+        for simd in (True, False):
+            bulk.USE_SIMD = simd
+            read[simd] = bulk.parse_long_lines(data, 1)
+    finally:
+        bulk.USE_SIMD = old
+    for parsed in read.values():
+        if deep_enough:
+            assert parsed.bad == [(3, DEEP)] and parsed.table.num_rows == 5
+        else:  # kept, or bad for what the value is (lists where numbers or texts belong), not for its depth
+            assert all(reason != DEEP for _, reason in parsed.bad)
+    assert read[True].bad == read[False].bad
+    assert repr(read[True].table.to_pylist()) == repr(read[False].table.to_pylist())

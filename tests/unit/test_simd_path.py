@@ -159,20 +159,25 @@ def test_demo_lines_take_the_simd_reader(tmp_path) -> None:
     from rl_board.rollouts.demo import DemoSpec, write_run
 
     data = write_run(tmp_path, DemoSpec(steps=2, samples=4, ranks=1, tokens=50))[0].read_bytes()
-    record = bulk._load_simd(bulk.simdjson.Parser(), data.split(b"\n")[0])
-    assert record is not None and type(record["logprobs"]).__name__ == "ndarray"
+    line = data.split(b"\n")[0]
+    read = bulk.simd_read(bulk.simdjson.Parser(), line, line, 0)
+    assert read is not None and read[2]  # the usual line: its "[" counted with the block's
+    record = read[0]
+    assert type(record["logprobs"]).__name__ == "ndarray"
     assert type(record["response_tokens"]) is string_arrays.JsonText
     assert_same(data)
 
 
 @SETTINGS
-@given(
-    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=6), st.binary(max_size=10)
-)
-def test_bracket_counts_per_line(lines: list[bytes], tail: bytes) -> None:
-    from rl_board.rollouts.read import records
+@given(st.binary(max_size=300), st.integers(min_value=1, max_value=64))
+def test_a_blocks_brackets_counted_in_passes(data: bytes, step: int) -> None:
+    from rl_board import config
 
-    data = b"".join(line + b"\n" for line in lines) + tail.replace(b"\n", b"")
-    deep, squares = records.structure(data)
-    assert squares.tolist() == [line.count(b"[") for line in lines]
-    assert deep == records.deep_lines(data)
+    os.environ["RL_BOARD_BRACKET_COUNT_BYTES"] = str(step)  # a pass boundary anywhere
+    config.reset()
+    try:
+        assert config.sizes().bracket_count_bytes == step
+        assert bulk._squares(data) == data.count(b"[")
+    finally:
+        del os.environ["RL_BOARD_BRACKET_COUNT_BYTES"]
+        config.reset()

@@ -76,7 +76,8 @@ DEPTH_REASON = f"nested deeper than {MAX_DEPTH} levels"
 
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether one line nests arrays / objects deeper than ``limit`` (strings understood)."""
+    """Whether one line (or one value's text) nests arrays / objects deeper than ``limit`` (strings
+    understood)."""
     if raw.count(b"[") + raw.count(b"{") <= limit:  # each level needs an opener: the usual, cheap answer
         return False
     return bool(deep_lines(raw, limit))
@@ -89,23 +90,14 @@ def deep_lines(data: bytes, limit: int = MAX_DEPTH) -> list[int]:
     that deep if it holds more than ``limit`` of ``[`` / ``{`` (one ``translate``); only then are the
     brackets outside strings counted exactly.
     """
-    return structure(data, limit)[0]
-
-
-def structure(data: bytes, limit: int = MAX_DEPTH) -> tuple[list[int], np.ndarray]:
-    """``deep_lines(data, limit)``, and how many ``[`` each complete line holds (strings included), from
-    the same single ``translate``."""
     openers = np.frombuffer(data.translate(None, _OPENERS_ONLY), np.uint8)
     ends = np.flatnonzero(openers == 10)
-    squares = np.concatenate(([0], np.cumsum(openers == 91)))
-    starts = np.concatenate(([0], ends + 1))[: len(ends)]
-    per_line_squares = squares[ends] - squares[starts]
     if len(openers) - len(ends) <= limit:
-        return [], per_line_squares
+        return []
     per_line = np.diff(np.concatenate(([-1], ends, [len(openers)]))) - 1
     if not (per_line > limit).any():
-        return [], per_line_squares
-    return _exact_deep_lines(data, limit), per_line_squares
+        return []
+    return _exact_deep_lines(data, limit)
 
 
 def _exact_deep_lines(data: bytes, limit: int) -> list[int]:
@@ -287,7 +279,9 @@ def _first_bad_number(name: str, values: list) -> str:
 def _string_list(name: str, value: Any) -> list[str] | None:
     if value is None:
         return None
-    if type(value) is string_arrays.JsonText:
+    if type(value) is string_arrays.JsonText:  # not all strings (``string_arrays.from_texts`` refused it)
+        if too_deep(value, MAX_DEPTH - 1):  # the line is a level
+            raise BadLine(DEPTH_REASON)
         value = string_arrays.as_list(value)
     if not isinstance(value, list):
         raise BadLine(f"'{name}' is {_kind(value)}, not a list of strings")
