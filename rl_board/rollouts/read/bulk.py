@@ -70,7 +70,7 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
             record: dict[str, Any] | tuple[dict[str, Any], str]
             if read is None:
                 counted += data.count(b"[", start, end)
-                record = _load(raw, careful=rec.too_deep(data[start:end]))
+                record = _by_orjson(data, start, end)
             else:
                 found, brackets, usual = read
                 try:
@@ -92,7 +92,6 @@ def parse_long_lines(data: bytes, first_line: int) -> jsonl.ParsedBlock:
     result.lines = i  # what follows the last newline: nothing, in a block of complete lines
     if unchecked and _squares(data) - counted != claimed:
         _read_again(data, unchecked, records, result)
-    result.warnings.sort(key=lambda warning: warning[0])
     table, bad = _columns([r for r in records if r is not None])
     result.table = table
     result.bad = sorted(result.bad + bad)
@@ -125,17 +124,23 @@ def _read_again(
 ) -> None:
     """The usual lines whose "[" are more than simdjson read (an array nested in a packed one), read again
     by orjson in place of what simdjson read (None where they are bad lines)."""
-    view = memoryview(data)
     for k, number, start, end, brackets in unchecked:
         if data.count(b"[", start, end) == brackets:
             continue
         try:
-            again = _load(view[start:end], careful=rec.too_deep(data[start:end]))
+            again = _by_orjson(data, start, end)
         except rec.BadLine as exc:
             result.bad.append((number, str(exc)))
             records[k] = None
             continue
         records[k] = _numbered(again, number, result)
+    result.warnings.sort(key=lambda warning: warning[0])  # a line read again may have one: in line order
+
+
+def _by_orjson(data: bytes, start: int, end: int) -> dict[str, Any] | tuple[dict[str, Any], str]:
+    """A line of the block as orjson reads it (``_load``); one nested too deep for it, the careful way."""
+    line = data[start:end]
+    return _load(line, careful=rec.too_deep(line))
 
 
 def simd_parser() -> Any | None:
@@ -227,40 +232,25 @@ def simd_record(
         kind = type(value)
         if kind is str:
             brackets += value.count("[")
-        elif kind is _ARRAY:
-            arrays += 1
-            if key in packed:
-                numbers = _numbers(value, batch)
-                if numbers is not None:
+        elif kind is _ARRAY or kind is _OBJECT:
+            if kind is _ARRAY:
+                arrays += 1
+                if key in packed and (numbers := _numbers(value, batch)) is not None:
                     record[key], depth = numbers
                     brackets += depth
                     continue
-            elif key in texts:
-                text = record[key] = JsonText(value.mini)  # written with "[" as they are, not escaped
-                brackets += text.count(b"[")
-                continue
+                if key in texts and key not in packed:
+                    text = record[key] = JsonText(value.mini)  # written with "[" as they are, not escaped
+                    brackets += text.count(b"[")
+                    continue
             mini = value.mini  # its text as simdjson writes it: every "[" as it is
             squares = mini.count(b"[")
-            if _too_deep(mini, squares):
+            if rec.too_deep(mini, rec.VALUE_DEPTH, squares):
                 return None
             brackets += squares
-            value = value.as_list()  # not all numbers: the checks after say which item
-        elif kind is _OBJECT:
-            mini = value.mini
-            squares = mini.count(b"[")
-            if _too_deep(mini, squares):
-                return None
-            brackets += squares
-            value = value.as_dict()
+            value = value.as_list() if kind is _ARRAY else value.as_dict()  # not all numbers: checked after
         record[key] = value
     return record, brackets, arrays
-
-
-def _too_deep(text: bytes, squares: int) -> bool:
-    """Whether a value (simdjson's text of it, holding ``squares`` "[") nests deeper than a line's value may
-    (the line is a level). Each level opens with a "[" or a "{": the exact scan only past that many."""
-    limit = rec.MAX_DEPTH - 1
-    return squares + text.count(b"{") > limit and bool(rec.deep_lines(text, limit))
 
 
 def _numbers(value: Any, batch: bool) -> tuple[np.ndarray, int] | None:

@@ -72,13 +72,15 @@ def load_object(raw: bytes) -> tuple[dict[str, Any], str | None]:
     return obj, "; ".join(notes) or None
 
 
+VALUE_DEPTH = MAX_DEPTH - 1  # how deep a value of a line may nest: the line's own object is a level
 DEPTH_REASON = f"nested deeper than {MAX_DEPTH} levels"
 
 
-def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether one line (or one value's text) nests arrays / objects deeper than ``limit`` (strings
-    understood)."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:  # each level needs an opener: the usual, cheap answer
+def too_deep(raw: bytes, limit: int = MAX_DEPTH, squares: int | None = None) -> bool:
+    """Whether one line (or a value's text, against ``VALUE_DEPTH``) nests arrays / objects deeper than
+    ``limit`` (strings understood). ``squares``: the "[" it holds, when the caller has counted them."""
+    squares = raw.count(b"[") if squares is None else squares
+    if squares + raw.count(b"{") <= limit:  # each level needs an opener: the usual, cheap answer
         return False
     return bool(deep_lines(raw, limit))
 
@@ -280,7 +282,7 @@ def _string_list(name: str, value: Any) -> list[str] | None:
     if value is None:
         return None
     if type(value) is string_arrays.JsonText:  # not all strings (``string_arrays.from_texts`` refused it)
-        if too_deep(value, MAX_DEPTH - 1):  # the line is a level
+        if too_deep(value, VALUE_DEPTH):
             raise BadLine(DEPTH_REASON)
         value = string_arrays.as_list(value)
     if not isinstance(value, list):
