@@ -792,6 +792,9 @@ def main() -> int:
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.phase:
+        from rl_board import config
+
+        config.one_blas_thread()  # every phase's process set up as rl-board's own are (commands, workers)
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
     WAIT_IDLE = ns.wait_idle

@@ -22,6 +22,7 @@ import gc
 import os
 import sys
 
+from rl_board import config
 from rl_board.cli import check, demo, export, groups, labels, patterns, query, runs, scalars, serve, summary
 from rl_board.cli.common import EXIT_USAGE, terminal_safe
 from rl_board.cli.summary import summary_dict
@@ -78,6 +79,7 @@ def entry() -> None:
     ``query`` (0.305 -> 0.270 s, median of 15; benchmarks/load.py times the commands). Only a command that
     returned ends this way: an exception leaves as Python leaves on one."""
     gc.set_threshold(COMMAND_GC_EVERY, *gc.get_threshold()[1:])
+    config.one_blas_thread()  # before numpy is imported (and inherited by the server it starts)
     code = main()
     atexit._run_exitfuncs()  # the pool's shutdown, logging's flush (CPython's own hook; tested through -m)
     for stream in (sys.stdout, sys.stderr):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,27 @@ def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
     before = gc.get_threshold()
     assert main(["runs", str(tmp_path), "--json"]) == 0
     assert gc.get_threshold() == before
+
+
+def test_a_command_process_asks_numpy_for_no_blas_threads() -> None:
+    """``entry`` sets OPENBLAS_NUM_THREADS=1 before numpy is imported (OpenBLAS's threads spun ~0.1 s of
+    CPU each at import), and keeps a number the user chose."""
+    code = (
+        "import atexit, os, sys\n"
+        "def threads():\n"
+        "    return int(open('/proc/self/status').read().split('Threads:')[1].split()[0])\n"
+        "def report():\n"
+        "    before = threads()\n"
+        "    import numpy  # after entry, as a command imports it ('--help' imports none)\n"
+        "    print('blas', os.environ.get('OPENBLAS_NUM_THREADS'), 'new threads', threads() - before)\n"
+        "atexit.register(report)\n"
+        "from rl_board.cli import entry; sys.argv[0] = 'rl-board'; entry()\n"
+    )
+    args = [sys.executable, "-c", code, "--help"]
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
+    assert out.stdout.splitlines()[-1] == "blas 1 new threads 0"
+    chosen = subprocess.run(
+        args, capture_output=True, text=True, cwd=REPO, env={**env, "OPENBLAS_NUM_THREADS": "2"}
+    )
+    assert chosen.stdout.splitlines()[-1].startswith("blas 2 new threads")

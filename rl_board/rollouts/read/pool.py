@@ -34,6 +34,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from rl_board import config
+
 IDLE_SECONDS = 600  # a worker without a job this long exits (memory back); the pool restarts on demand
 AHEAD = 2  # jobs queued per worker
 READY = "ready"  # a worker's first line, once its imports are done
@@ -61,11 +63,17 @@ class WorkerPool:
         self.broken = False
         self.procs: list[subprocess.Popen[bytes]] = []
         cmd = [sys.executable, "-m", "rl_board.rollouts.read.worker", str(os.getpid()), str(idle_seconds)]
+        env = config.worker_env()
         try:
             for _ in range(n):
                 self.procs.append(
                     subprocess.Popen(
-                        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True
+                        cmd,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        bufsize=0,
+                        close_fds=True,
+                        env=env,
                     )
                 )
         except OSError:
