@@ -34,7 +34,7 @@ from rl_board.lazy import pc
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.manifest import MAX_REPORTED_PER_FILE
 from rl_board.rollouts.cache.segments import write_segment
-from rl_board.rollouts.read import heap, records, stored
+from rl_board.rollouts.read import collector, heap, records, stored
 from rl_board.sources import sniff
 
 # The parsers (simdjson, orjson, pyarrow.json, the formats' adapters) and the worker pool are imported by
@@ -622,7 +622,7 @@ def run_blocks(
     readings = {str(path): (readings or {}).get(str(path), native) for path, _, _ in jobs}
     noted: set[tuple[str, str]] = set()
     results = _run(jobs, directory, on_done, readings, max_line)
-    with heap.kept():  # the memory a job frees is kept for the next one
+    with heap.kept(), collector.rare():  # a job's freed memory kept for the next; few collections
         for (path, _, _), result in zip(jobs, results, strict=True):
             kept = []
             for line, note in result.warnings:

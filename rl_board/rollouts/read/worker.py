@@ -64,6 +64,7 @@ def main(argv: list[str]) -> int:
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
     from rl_board.formats import Reading
+    from rl_board.rollouts.read import collector
     from rl_board.rollouts.read.ingest import (
         BATCH,
         import_parsers,
@@ -78,21 +79,22 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
-    for line in _lines(sys.stdin.fileno(), idle):
-        job = json.loads(line)
-        if job[0] == BATCH:  # several small blocks: a JSON list of their results
-            _, blocks, directory, reading, max_line = job
-            results = ingest_batch(
-                [tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line
-            )
-            answer = results_line(results)
-        else:
-            path, start, end, directory, reading, max_line = job  # max_line None: the default
-            answer = result_to_json(
-                ingest_block(path, start, end, directory, Reading.from_json(reading), max_line=max_line)
-            )
-        out.write(answer.encode() + b"\n")
-        out.flush()
+    with collector.rare():  # a worker only ever loads
+        for line in _lines(sys.stdin.fileno(), idle):
+            job = json.loads(line)
+            if job[0] == BATCH:  # several small blocks: a JSON list of their results
+                _, blocks, directory, reading, max_line = job
+                results = ingest_batch(
+                    [tuple(b) for b in blocks], directory, Reading.from_json(reading), max_line
+                )
+                answer = results_line(results)
+            else:
+                path, start, end, directory, reading, max_line = job  # max_line None: the default
+                answer = result_to_json(
+                    ingest_block(path, start, end, directory, Reading.from_json(reading), max_line=max_line)
+                )
+            out.write(answer.encode() + b"\n")
+            out.flush()
     return 0
 
 
