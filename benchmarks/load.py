@@ -742,7 +742,9 @@ def report(results: dict[str, dict]) -> str:
         vs_orjson = ratios(r["cold"], r["orjson"])
         hog_vs_orjson = ratios(r["hog_cold"], r["hog_orjson"])
         cpu = [c.get("cpu_seconds", math.nan) for c in r["cold"]]
-        cpu_vs_orjson = [c / o.get("cpu_seconds", math.nan) for c, o in zip(cpu, r["orjson"], strict=False)]
+        cpu_vs_orjson = [
+            c / max(o.get("cpu_seconds", math.nan), 1e-9) for c, o in zip(cpu, r["orjson"], strict=False)
+        ]
         vs_naive = [n / c for n, c in zip(naive, cold, strict=False)]
         reference = [n["seconds"] for n in r["reference"]]
         vs_reference = [n / c for n, c in zip(reference, cold, strict=False)]
@@ -838,7 +840,9 @@ def main() -> int:
     if ns.phase:
         from rl_board import config
 
-        config.one_blas_thread()  # every phase's process set up as rl-board's own are (commands, workers)
+        one_blas_thread = getattr(config, "one_blas_thread", None)  # (an rl-board from before it: none)
+        if one_blas_thread is not None:
+            one_blas_thread()  # every phase's process set up as rl-board's own are (commands, workers)
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
     WAIT_IDLE = ns.wait_idle

@@ -29,6 +29,12 @@ REMOTES_ENV = (
 TOKEN_ENV = "RL_BOARD_TOKEN"  # the token a browser must bring once (``/?token=...``); empty = not given
 NO_TOKEN_ENV = "RL_BOARD_NO_TOKEN"  # "1": every browser is let in (``serve --no-token``, behind a proxy)
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # read by numpy's OpenBLAS when numpy is imported
+# ... after OpenBLAS's own older names for it: a user who set any of them chose a number
+BLAS_CHOSEN_ENV = (BLAS_THREADS_ENV, "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+# New objects between two collections of Python's first generation where a process collects rarely: a
+# command's process (its imports make tens of thousands of objects that live as long as it does) and a
+# load (``rollouts/read/collector.py``: its records hold no cycles). CPython's own is 700.
+RARE_GC_EVERY = 100_000
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_ROOT = "rollout_samples"
 
@@ -47,7 +53,8 @@ def served_url(host: str, port: int, token: str = "") -> str:
 
 def one_blas_thread(env: MutableMapping[str, str] | None = None) -> MutableMapping[str, str]:
     """``env`` (this process's by default) asking numpy's OpenBLAS for no threads of its own, unless the
-    user chose a number.
+    user chose a number (``OPENBLAS_NUM_THREADS``, or OpenBLAS's older ``GOTO_NUM_THREADS`` and
+    ``OMP_NUM_THREADS``).
 
     For the processes rl-board starts (its commands, the server, a load's workers), before they import
     numpy. rl-board does no linear algebra worth a thread, yet at import OpenBLAS starts one thread per
@@ -55,13 +62,16 @@ def one_blas_thread(env: MutableMapping[str, str] | None = None) -> MutableMappi
     ``rl-board query``'s CPU (0.41-0.45 -> 0.23-0.34 s user), taken from its DuckDB thread and from the
     user's other work."""
     env = os.environ if env is None else env
-    env.setdefault(BLAS_THREADS_ENV, "1")
+    if not any(env.get(name) for name in BLAS_CHOSEN_ENV):
+        env[BLAS_THREADS_ENV] = "1"
     return env
 
 
 def worker_env() -> dict[str, str]:
     """The environment of a worker process rl-board starts: this one's, asking for one BLAS thread."""
-    return dict(one_blas_thread(dict(os.environ)))
+    env = dict(os.environ)
+    one_blas_thread(env)
+    return env
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:

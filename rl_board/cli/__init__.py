@@ -28,11 +28,6 @@ from rl_board.cli.common import EXIT_USAGE, terminal_safe
 from rl_board.cli.summary import summary_dict
 from rl_board.errors import RLBoardError
 
-# A command's imports (numpy, pyarrow, DuckDB...) make tens of thousands of objects that live as long as it
-# does; at Python's default of 700 new objects per collection, `query` on a cached run spent ~15 ms in ~80
-# collections that found nothing. A command process collects every this many instead.
-COMMAND_GC_EVERY = 100_000
-
 # The module that registers each command name (tests/unit/test_cli_startup.py holds it to the parser's).
 MODULE_OF = {
     "serve": serve,
@@ -78,7 +73,9 @@ def entry() -> None:
     without tearing the interpreter down. That teardown (DuckDB, Arrow, numpy) took ~35 ms of a 0.3 s
     ``query`` (0.305 -> 0.270 s, median of 15; benchmarks/load.py times the commands). Only a command that
     returned ends this way: an exception leaves as Python leaves on one."""
-    gc.set_threshold(COMMAND_GC_EVERY, *gc.get_threshold()[1:])
+    # its imports (numpy, pyarrow, DuckDB...) make tens of thousands of objects that live as long as it does:
+    # at CPython's 700, a cached `query` spent ~15 ms in ~80 collections that found nothing
+    gc.set_threshold(config.RARE_GC_EVERY, *gc.get_threshold()[1:])
     config.one_blas_thread()  # before numpy is imported (and inherited by the server it starts)
     code = main()
     atexit._run_exitfuncs()  # the pool's shutdown, logging's flush (CPython's own hook; tested through -m)

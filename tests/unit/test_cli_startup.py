@@ -300,7 +300,8 @@ def test_the_command_ends_through_the_exit_handlers_with_its_output_and_code(tmp
 def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
     """``entry`` (the process) raises the first generation's threshold; ``main`` (called in-process, as a
     notebook or a test would) leaves the caller's collector as it was."""
-    from rl_board.cli import COMMAND_GC_EVERY, main
+    from rl_board.cli import main
+    from rl_board.config import RARE_GC_EVERY
 
     code = (
         "import atexit, gc, sys; atexit.register(lambda: print('threshold', gc.get_threshold()[0])); "
@@ -308,7 +309,7 @@ def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
     )
     args = [sys.executable, "-c", code, "runs", str(tmp_path), "--json"]
     out = subprocess.run(args, capture_output=True, text=True, cwd=REPO)
-    assert out.stdout.splitlines()[-1] == f"threshold {COMMAND_GC_EVERY}"
+    assert out.stdout.splitlines()[-1] == f"threshold {RARE_GC_EVERY}"
     before = gc.get_threshold()
     assert main(["runs", str(tmp_path), "--json"]) == 0
     assert gc.get_threshold() == before
@@ -316,23 +317,25 @@ def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
 
 def test_a_command_process_asks_numpy_for_no_blas_threads() -> None:
     """``entry`` sets OPENBLAS_NUM_THREADS=1 before numpy is imported (OpenBLAS's threads spun ~0.1 s of
-    CPU each at import), and keeps a number the user chose."""
+    CPU each at import), and keeps a number the user chose under any of OpenBLAS's names."""
     code = (
         "import atexit, os, sys\n"
         "def threads():\n"
         "    return int(open('/proc/self/status').read().split('Threads:')[1].split()[0])\n"
         "def report():\n"
-        "    before = threads()\n"
+        "    before, imported = threads(), 'numpy' in sys.modules\n"
         "    import numpy  # after entry, as a command imports it ('--help' imports none)\n"
-        "    print('blas', os.environ.get('OPENBLAS_NUM_THREADS'), 'new threads', threads() - before)\n"
+        "    blas = os.environ.get('OPENBLAS_NUM_THREADS')\n"
+        "    print('numpy before', imported, 'blas', blas, 'new threads', threads() - before)\n"
         "atexit.register(report)\n"
         "from rl_board.cli import entry; sys.argv[0] = 'rl-board'; entry()\n"
     )
     args = [sys.executable, "-c", code, "--help"]
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    names = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in names}
     out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
-    assert out.stdout.splitlines()[-1] == "blas 1 new threads 0"
-    chosen = subprocess.run(
-        args, capture_output=True, text=True, cwd=REPO, env={**env, "OPENBLAS_NUM_THREADS": "2"}
-    )
-    assert chosen.stdout.splitlines()[-1].startswith("blas 2 new threads")
+    assert out.stdout.splitlines()[-1] == "numpy before False blas 1 new threads 0"
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        chosen = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env={**env, name: "2"})
+        expected = "2" if name == "OPENBLAS_NUM_THREADS" else "None"
+        assert chosen.stdout.splitlines()[-1].startswith(f"numpy before False blas {expected} new threads")

@@ -92,7 +92,8 @@ def test_two_opens_reuse_the_same_workers(tmp_path: Path, pooled) -> None:
 def test_workers_ask_numpy_for_no_blas_threads(tmp_path: Path, pooled, monkeypatch) -> None:
     """A worker is a process rl-board starts: OpenBLAS's threads would spin ~0.1 s of CPU at its numpy
     import, beside the load it is there to speed up."""
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
     _write_run(tmp_path / "a")
     RolloutStore.open(tmp_path / "a", cache_dir=tmp_path / "cache")
     running = pool.running()

@@ -373,14 +373,18 @@ def _ingest(
         _tick(progress, done, total)
 
     failed: set[str] = set()
-    results = _ingest_module().run_blocks(jobs, directory, tick, readings) if jobs else []
-    for plan, (_, _, end), result in zip(owners, jobs, results, strict=True):
-        if result.error or plan.entry.name in failed:
-            plan.entry.error = plan.entry.error or result.error
-            failed.add(plan.entry.name)  # what follows a failed block waits for the next look too
-            continue
-        _record(plan.entry, result)
-        plan.entry.consumed = end
+    if jobs:
+        results = _ingest_module().run_blocks(jobs, directory, tick, readings)
+        # closed however this loop ends: the load's span (its kept heap, its rare collections) and its
+        # helpers end now, not when a traceback holding this frame is let go (a notebook keeps the last one)
+        with contextlib.closing(results):
+            for plan, (_, _, end), result in zip(owners, jobs, results, strict=True):
+                if result.error or plan.entry.name in failed:
+                    plan.entry.error = plan.entry.error or result.error
+                    failed.add(plan.entry.name)  # what follows a failed block waits for the next look too
+                    continue
+                _record(plan.entry, result)
+                plan.entry.consumed = end
     for plan, _ in work:
         entry = plan.entry
         if entry.name in failed:  # not marked as read: the next look plans it again from ``consumed``

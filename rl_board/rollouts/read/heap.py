@@ -18,11 +18,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 from rl_board import config
+from rl_board.rollouts.read.span import LoadSpan
 
 _M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -43,37 +42,35 @@ def _glibc() -> Any | None:
 
 
 _LIBC = _glibc()
-_loads = 0  # how many ``kept`` this process is inside (a helper forked inside one is too)
-_lock = threading.Lock()
+
+
+def _keep() -> None:
+    if _LIBC is None:
+        return
+    _LIBC.mallopt(_M_MMAP_THRESHOLD, config.sizes().load_heap_piece_bytes)
+    _LIBC.mallopt(_M_MMAP_MAX, 0)  # not even a piece past glibc's cap: a job's 84 MB of bytes is one
+    _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
+
+
+def _hand_back() -> None:
+    if _LIBC is None:
+        return
+    _LIBC.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
+    piece = config.sizes().load_heap_piece_bytes
+    _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
+    _LIBC.malloc_trim(0)
+
+
+_SPAN = LoadSpan(_keep, _hand_back)
 
 
 def keeping() -> bool:
     """Whether freed memory stays in this process's heap now (within a load's ``kept``, with glibc): a
     piece of any size is then taken again without new pages."""
-    return _loads > 0
+    return _LIBC is not None and _SPAN.active
 
 
-@contextlib.contextmanager
-def kept() -> Iterator[None]:
+def kept() -> contextlib.AbstractContextManager[None]:
     """Within: freed memory stays in the heap. After the last of loads that overlap (a server's sessions
     load in threads): the loads' free memory is handed back."""
-    global _loads
-    if _LIBC is None:
-        yield
-        return
-    piece = config.sizes().load_heap_piece_bytes
-    with _lock:
-        _loads += 1
-        if _loads == 1:
-            _LIBC.mallopt(_M_MMAP_THRESHOLD, piece)
-            _LIBC.mallopt(_M_MMAP_MAX, 0)  # not even a piece past glibc's cap: a job's 84 MB of bytes is one
-            _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEPT)
-    try:
-        yield
-    finally:
-        with _lock:
-            _loads -= 1
-            if _loads == 0:
-                _LIBC.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
-                _LIBC.mallopt(_M_TRIM_THRESHOLD, 2 * piece)  # glibc's own rule: twice the mapping threshold
-                _LIBC.malloc_trim(0)
+    return _SPAN.held()

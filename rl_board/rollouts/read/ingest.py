@@ -20,7 +20,7 @@ import functools
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -612,7 +612,7 @@ def run_blocks(
     on_done: Callable[[int], None],
     readings: dict[str, Reading] | None = None,
     max_line: int | None = None,
-) -> Iterator[BlockResult]:
+) -> Generator[BlockResult, None, None]:
     """Results of every (file, start, end) job, in order; ``on_done(bytes)`` after each.
 
     ``readings``: how each file (by its path as a string) is read (a file not in it: rl-board's own format).
