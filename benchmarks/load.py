@@ -72,20 +72,26 @@ def peak_rss_mb() -> float:
 # -- phases, each run in its own process ------------------------------------
 
 
-def _worker_peaks() -> list[float]:
-    """Peak RSS (MB) of each worker of this process's pool (still running: it is kept warm)."""
+def _pool_pids() -> list[int] | None:
+    """The pids of this process's pool's workers (kept running: not waited for); None for an rl-board from
+    before the warm pool."""
     try:
         from rl_board.rollouts.read import pool
-    except ImportError:  # an rl-board from before the warm pool: its workers have exited and been waited for
-        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        return [children] * 2 if children else []
-
+    except ImportError:
+        return None
     running = pool.running()
-    if running is None:  # helpers forked for the load (read/forked.py): exited and waited for; the largest
+    return list(running.pids) if running is not None else []
+
+
+def _worker_peaks() -> list[float]:
+    """Peak RSS (MB) of each worker of this process's pool, or of its forked helpers (exited and waited
+    for: the largest)."""
+    pids = _pool_pids()
+    if not pids:  # no pool running: the largest of the exited children (before the pool: two workers)
         children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        return [children] if children else []
+        return [children] * (2 if pids is None else 1) if children else []
     peaks = []
-    for pid in running.pids:
+    for pid in pids:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
@@ -100,12 +106,7 @@ def cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-    try:
-        from rl_board.rollouts.read import pool
-    except ImportError:
-        return total
-    running = pool.running()
-    for pid in running.pids if running is not None else []:
+    for pid in _pool_pids() or []:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:

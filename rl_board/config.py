@@ -29,7 +29,7 @@ REMOTES_ENV = (
 TOKEN_ENV = "RL_BOARD_TOKEN"  # the token a browser must bring once (``/?token=...``); empty = not given
 NO_TOKEN_ENV = "RL_BOARD_NO_TOKEN"  # "1": every browser is let in (``serve --no-token``, behind a proxy)
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # read by numpy's OpenBLAS when numpy is imported
-# ... after OpenBLAS's own older names for it: a user who set any of them chose a number
+# The names OpenBLAS takes its thread count from (its own first): a user who set any of them chose a number
 BLAS_CHOSEN_ENV = (BLAS_THREADS_ENV, "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 # New objects between two collections of Python's first generation where a process collects rarely: a
 # command's process (its imports make tens of thousands of objects that live as long as it does) and a
@@ -51,8 +51,8 @@ def served_url(host: str, port: int, token: str = "") -> str:
     return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
-def one_blas_thread(env: MutableMapping[str, str] | None = None) -> MutableMapping[str, str]:
-    """``env`` (this process's by default) asking numpy's OpenBLAS for no threads of its own, unless the
+def one_blas_thread(env: MutableMapping[str, str] | None = None) -> None:
+    """Asks numpy's OpenBLAS, in ``env`` (this process's by default), for no threads of its own, unless the
     user chose a number (``OPENBLAS_NUM_THREADS``, or OpenBLAS's older ``GOTO_NUM_THREADS`` and
     ``OMP_NUM_THREADS``).
 
@@ -64,7 +64,6 @@ def one_blas_thread(env: MutableMapping[str, str] | None = None) -> MutableMappi
     env = os.environ if env is None else env
     if not any(env.get(name) for name in BLAS_CHOSEN_ENV):
         env[BLAS_THREADS_ENV] = "1"
-    return env
 
 
 def worker_env() -> dict[str, str]:
