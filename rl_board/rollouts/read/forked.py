@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TypeVar
 
 from rl_board import config
@@ -55,16 +55,20 @@ def run(
     encode: Callable[[T], str],
     decode: Callable[[str], T],
     order: list[int] | None = None,
+    settle: Callable[[T], None] | None = None,
 ) -> Iterator[T]:
     """``local(i)`` of every job, in job order, done by this process and ``helpers`` forked children.
 
     ``order``: the order jobs are claimed in (default 0, 1, ...). ``encode`` / ``decode`` carry a child's
-    result to this process as one line (no newline in it).
+    result to this process as one line (no newline in it). ``settle(result)`` waits for what a job left
+    running (its segment's writing): each process hands a result on, to its caller or over its pipe,
+    only once it has made the next one and settled this one (``_lagged``).
     """
     order = list(range(n_jobs)) if order is None else order
     if helpers < 1 or n_jobs < 2 or n_jobs > _MAX_JOBS or not usable():
-        for i in range(n_jobs):
-            yield local(i)
+        with contextlib.closing(_lagged(((i, local(i)) for i in range(n_jobs)), settle)) as done:
+            for _, result in done:
+                yield result
         return
     claims_r, claims_w = os.pipe()
     os.write(claims_w, b"".join(i.to_bytes(_CLAIM, "little") for i in order))
@@ -78,10 +82,10 @@ def run(
             pid = _fork()
             if pid == 0:  # the child: never returns
                 os.close(answers_r)
-                _child(claims_r, answers_w, local, encode)
+                _child(claims_r, answers_w, local, encode, settle)
             os.close(answers_w)
             children[pid] = answers_r
-        yield from _collect(n_jobs, claims_r, children, local, decode)
+        yield from _collect(n_jobs, claims_r, children, local, decode, settle)
     finally:
         os.close(claims_r)
         for pid, fd in children.items():
@@ -99,18 +103,57 @@ def _fork() -> int:
         return os.fork()
 
 
-def _child(claims: int, answers: int, local: Callable[[int], T], encode: Callable[[T], str]) -> None:
+def _child(
+    claims: int,
+    answers: int,
+    local: Callable[[int], T],
+    encode: Callable[[T], str],
+    settle: Callable[[T], None] | None,
+) -> None:
     global _in_child
     _in_child = True
     code = 0
     try:
-        while claim := os.read(claims, _CLAIM):
-            i = int.from_bytes(claim, "little")
-            _write_all(answers, f"{i}\t{encode(local(i))}\n".encode())
+        for i, result in _lagged(_claimed(claims, local), settle):
+            _write_all(answers, f"{i}\t{encode(result)}\n".encode())
     except BaseException:  # the jobs it claimed are done again by the parent, where an error raises as alone
         code = 1
     finally:
         os._exit(code)
+
+
+def _claimed(claims: int, local: Callable[[int], T]) -> Iterator[tuple[int, T]]:
+    """Each job this process claims, with its result."""
+    while claim := os.read(claims, _CLAIM):
+        i = int.from_bytes(claim, "little")
+        yield i, local(i)
+
+
+def _lagged(
+    made: Iterator[tuple[int, T]], settle: Callable[[T], None] | None
+) -> Generator[tuple[int, T], None, None]:
+    """``made``, each one settled and handed on once the next is made (or the last is), so what a job left
+    running overlaps the next job. Left early, what is held is still waited for (its error let go with
+    the rest): no thread of a load outlives it."""
+    if settle is None:
+        yield from made
+        return
+    held: list[tuple[int, T]] = []
+    try:
+        for item in made:
+            held.append(item)
+            if len(held) > 1:
+                first = held.pop(0)
+                settle(first[1])
+                yield first
+        while held:
+            first = held.pop(0)
+            settle(first[1])
+            yield first
+    finally:
+        for _, result in held:
+            with contextlib.suppress(OSError):
+                settle(result)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -125,6 +168,7 @@ def _collect(
     children: dict[int, int],
     local: Callable[[int], T],
     decode: Callable[[str], T],
+    settle: Callable[[T], None] | None,
 ) -> Iterator[T]:
     """Do jobs here while there are any, take in the children's answers, and yield all in order."""
     results: dict[int, T] = {}
@@ -153,13 +197,13 @@ def _collect(
                 return
 
     try:
-        while claim := os.read(claims, _CLAIM):
-            i = int.from_bytes(claim, "little")
-            results[i] = local(i)
-            take(block=False)
-            while next_out in results:
-                yield results.pop(next_out)
-                next_out += 1
+        with contextlib.closing(_lagged(_claimed(claims, local), settle)) as mine:
+            for i, result in mine:
+                results[i] = result
+                take(block=False)
+                while next_out in results:
+                    yield results.pop(next_out)
+                    next_out += 1
         while selector.get_map():
             take(block=True)
             while next_out in results:
@@ -168,4 +212,10 @@ def _collect(
     finally:
         selector.close()
     for i in range(next_out, n_jobs):  # what no child answered (it failed, or was killed): done here
-        yield results.pop(i) if i in results else local(i)
+        yield results.pop(i) if i in results else _settled(local(i), settle)
+
+
+def _settled(result: T, settle: Callable[[T], None] | None) -> T:
+    if settle is not None:
+        settle(result)
+    return result

@@ -33,7 +33,7 @@ from rl_board.formats import schema as S
 from rl_board.lazy import pc
 from rl_board.rollouts import derive
 from rl_board.rollouts.cache.manifest import MAX_REPORTED_PER_FILE
-from rl_board.rollouts.cache.segments import write_segment
+from rl_board.rollouts.cache.segments import settle, write_segment, writing_behind
 from rl_board.rollouts.read import collector, heap, records, stored
 from rl_board.sources import sniff
 
@@ -665,6 +665,11 @@ def _run(
             [(str(p), s, e) for p, s, e in (jobs[i] for i in unit)], str(directory), reading, max_line
         )
 
+    def behind(u: int) -> list[BlockResult]:
+        """``local``, its segments written while the next job is parsed (``forked.run`` settles them)."""
+        with writing_behind():
+            return local(u)
+
     cores = processes()
     sizes = config.sizes()
     work = sum((e - s) * cost_per_byte(readings[str(p)], p) for p, s, e in jobs)
@@ -675,7 +680,9 @@ def _run(
         import_parsers()
         sizes_of = [sum(jobs[i][2] - jobs[i][1] for i in unit) for unit in units]
         biggest_first = sorted(range(len(units)), key=lambda u: -sizes_of[u])
-        done = forked.run(len(units), cores - 1, local, results_line, results_from_json, biggest_first)
+        done = forked.run(
+            len(units), cores - 1, behind, results_line, results_from_json, biggest_first, settled
+        )
         for unit, results in zip(units, done, strict=True):
             for i, result in zip(unit, results, strict=True):
                 yield result
@@ -690,10 +697,18 @@ def _run(
                         yield result
                         on_done(jobs[i][2] - jobs[i][1])
                 return
-    for u, unit in enumerate(units):
-        for i, result in zip(unit, local(u), strict=True):
+    in_order = forked.run(len(units), 0, behind, results_line, results_from_json, settle=settled)
+    for unit, results in zip(units, in_order, strict=True):
+        for i, result in zip(unit, results, strict=True):
             yield result
             on_done(jobs[i][2] - jobs[i][1])
+
+
+def settled(results: list[BlockResult]) -> None:
+    """Wait until every segment a job wrote behind is whole (raising what its writing raised)."""
+    for result in results:
+        if result.segment is not None:
+            settle(result.segment)
 
 
 RECORD_PATH_COST = 8  # a byte read record by record costs about this many of a table path's (18 vs 150 MB/s)

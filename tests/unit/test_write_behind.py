@@ -1,0 +1,228 @@
+"""Segments written behind: the caller goes on while a thread writes the file, and nothing is handed on,
+or left running, before the file is whole."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rl_board.rollouts.cache import segments
+from rl_board.rollouts.read import forked
+from tests.unit.test_segment_writes import _ipc_bytes, _table
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _held_writes(monkeypatch, gate: threading.Event) -> list[Path]:
+    """Every segment file's writing waits for ``gate`` (at most 5 s); returns the files asked for."""
+    asked: list[Path] = []
+    real = segments._write_file
+
+    def held(path, *args):
+        asked.append(path)
+        gate.wait(5)
+        return real(path, *args)
+
+    monkeypatch.setattr(segments, "_write_file", held)
+    return asked
+
+
+def test_a_segment_written_behind_is_whole_once_settled(tmp_path: Path, monkeypatch) -> None:
+    gate = threading.Event()
+    asked = _held_writes(monkeypatch, gate)
+    table = _table()
+    with segments.writing_behind():
+        record = segments.write_segment(tmp_path, table)
+    path = tmp_path / record["name"]
+    assert not path.exists()  # returned while its file is still being written
+    gate.set()
+    segments.settle(record)
+    data = path.read_bytes()
+    assert asked == [tmp_path / (record["name"] + ".tmp")]
+    assert data == _ipc_bytes(table) and record["crc"] == zlib.crc32(data)
+    assert record["bytes"] == len(data) and record["mtime_ns"] == path.stat().st_mtime_ns  # the file's own
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_outside_writing_behind_a_segment_is_whole_when_written(tmp_path: Path) -> None:
+    record = segments.write_segment(tmp_path, _table())
+    assert (tmp_path / record["name"]).stat().st_mtime_ns == record["mtime_ns"]
+    segments.settle(record)  # nothing to wait for
+    assert threading.active_count() == 1 or not any(
+        t.name == "rl-board segment write" for t in threading.enumerate()
+    )
+
+
+def test_the_next_segment_waits_for_the_buffer_the_last_one_is_written_from(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Both are made in one buffer: were the second made while the first is still being written, the first
+    file would hold the second's bytes."""
+    real = segments._write_file
+
+    def slow(*args):
+        time.sleep(0.3)  # the next segment is asked for while this one is written
+        return real(*args)
+
+    monkeypatch.setattr(segments, "_write_file", slow)
+    tables = [_table(rows=64), _table(rows=32, tokens=3_000)]
+    with segments.writing_behind():
+        records = [segments.write_segment(tmp_path, table) for table in tables]
+    for record, table in zip(records, tables, strict=True):
+        segments.settle(record)
+        data = (tmp_path / record["name"]).read_bytes()
+        assert data == _ipc_bytes(table) and zlib.crc32(data) == record["crc"]
+
+
+def test_a_full_disk_behind_raises_when_settled_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(segments.os, "pwrite", full)
+    with segments.writing_behind():
+        record = segments.write_segment(tmp_path, pa.table({"_line": [1, 2]}))  # does not raise here
+    with pytest.raises(OSError) as caught:
+        segments.settle(record)
+    assert caught.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+    segments.settle(record)  # settled once: the error is not raised again
+
+
+def test_writing_behind_ends_with_its_block() -> None:
+    with segments.writing_behind():
+        with segments.writing_behind():
+            pass
+        assert segments._local.behind
+    assert not segments._local.behind
+
+
+# ---------------------------------------------------------------- forked.run's settle
+
+
+def _in_a_fresh_process(name: str) -> None:
+    """As test_forked does: a process of one thread, so that it forks."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import tests.unit.test_write_behind as t; t.{name}()"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _events(log: Path) -> list[tuple[str, int, int]]:
+    return [(w, int(i), int(pid)) for w, i, pid in (line.split() for line in log.read_text().splitlines())]
+
+
+def _logged_jobs(log: Path):
+    """A job that notes it was made, a settle that notes it was settled (each with the process)."""
+
+    def note(what: str, i: int) -> None:
+        with open(log, "a") as f:
+            f.write(f"{what} {i} {os.getpid()}\n")
+
+    def local(i: int) -> int:
+        time.sleep(0.002)
+        note("made", i)
+        return i
+
+    def settle(i: int) -> None:
+        note("settled", i)
+
+    return local, settle
+
+
+def _handed_on_settled_after_the_next_was_made(helpers: int) -> None:
+    log = Path(tempfile.mkdtemp(prefix="rlb-behind-")) / "log"
+    try:
+        local, settle = _logged_jobs(log)
+        got = []
+        for i in forked.run(30, helpers, local, str, int, settle=settle):
+            assert ("settled", i) in {(w, j) for w, j, _ in _events(log)}  # settled before it came here
+            got.append(i)
+        assert got == list(range(30))
+        events = _events(log)
+        assert sorted(i for w, i, _ in events if w == "settled") == list(range(30))
+        pids = {pid for _, _, pid in events}
+        assert len(pids) == helpers + 1  # every process did jobs
+        for pid in pids:  # each process made its next job before it settled the one before
+            mine = [(w, i) for w, i, p in events if p == pid]
+            made = [i for w, i in mine if w == "made"]
+            for before, after in zip(made, made[1:], strict=False):
+                assert mine.index(("made", after)) < mine.index(("settled", before))
+    finally:
+        shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def test_one_process_hands_each_result_on_settled_after_making_the_next() -> None:
+    _handed_on_settled_after_the_next_was_made(0)
+
+
+def test_helpers_answer_each_result_settled_after_making_the_next() -> None:
+    _in_a_fresh_process("helpers_answer_settled")
+
+
+def helpers_answer_settled() -> None:
+    assert forked.usable()
+    _handed_on_settled_after_the_next_was_made(1)
+
+
+def test_a_run_left_early_settles_what_it_held(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    local, settle = _logged_jobs(log)
+    run = forked.run(10, 0, local, str, int, settle=settle)
+    assert next(run) == 0
+    run.close()
+    events = _events(log)
+    assert [i for w, i, _ in events if w == "made"] == [0, 1]
+    assert [i for w, i, _ in events if w == "settled"] == [0, 1]  # the one held is waited for too
+
+
+# ---------------------------------------------------------------- a load
+
+
+def test_a_forked_load_records_each_segment_as_written() -> None:
+    _in_a_fresh_process("forked_load_records_segments_as_written")
+
+
+def forked_load_records_segments_as_written() -> None:
+    from rl_board.rollouts.store import RolloutStore
+    from tests.unit.test_forked import _set_sizes, _write_run
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="rlb-behind-"))
+    try:
+        _write_run(tmp_path / "run")
+        forks = []
+        real_fork = forked._fork
+        forked._fork = lambda: forks.append(1) or real_fork()  # type: ignore[assignment]
+        behind = []
+        real_start = segments._Behind.start
+        segments._Behind.start = lambda self: behind.append(1) or real_start(self)  # type: ignore[method-assign]
+        _set_sizes(block_bytes=8192, fork_min_bytes=1, pool_min_bytes=1 << 40)
+        store = RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / "cache")
+        assert forks and behind and store.num_samples > 0  # this process's own segments written behind
+        assert threading.active_count() == 1  # no write of the load outlives it
+        (manifest,) = (tmp_path / "cache").rglob("manifest.json")
+        files = json.loads(manifest.read_text())["files"]
+        written = [seg for entry in files for seg in entry["segments"]]
+        assert len(written) > 4
+        for seg in written:  # the file's size, CRC and mtime, as after its writing ended
+            path = manifest.parent / seg["name"]
+            assert seg["bytes"] == path.stat().st_size and seg["mtime_ns"] == path.stat().st_mtime_ns
+            assert seg["crc"] == zlib.crc32(path.read_bytes())
+        assert not list(manifest.parent.glob("*.tmp"))
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
