@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,3 +85,20 @@ def write_lines() -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def direct_state(tmp_path: Path):
+    """Each test starts with O_DIRECT allowed again on its folder's file system (a refusal turns it off
+    there for the process); yields whether this platform has it and what turns it off."""
+    from rl_board.rollouts.cache import segments
+
+    device = os.stat(tmp_path).st_dev
+    off, slow = set(segments._direct_off), dict(segments._slow)
+    segments._direct_off.discard(device)
+    segments._slow.pop(device, None)
+    yield {"has": segments._HAS_DIRECT, "off": segments._direct_off, "device": device}
+    segments._direct_off.clear()
+    segments._direct_off.update(off)
+    segments._slow.clear()
+    segments._slow.update(slow)

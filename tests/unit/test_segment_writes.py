@@ -35,21 +35,6 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-@pytest.fixture
-def direct_state(tmp_path: Path):
-    """Each test starts with O_DIRECT allowed again on its folder's file system (a refusal turns it off
-    there for the process); yields whether this platform has it and what turns it off."""
-    device = os.stat(tmp_path).st_dev
-    off, slow = set(segments._direct_off), dict(segments._slow)
-    segments._direct_off.discard(device)
-    segments._slow.pop(device, None)
-    yield {"has": segments._HAS_DIRECT, "off": segments._direct_off, "device": device}
-    segments._direct_off.clear()
-    segments._direct_off.update(off)
-    segments._slow.clear()
-    segments._slow.update(slow)
-
-
 def test_a_segment_reads_back_byte_for_byte(tmp_path: Path, direct_state) -> None:
     table = _table()
     record = segments.write_segment(tmp_path, table)

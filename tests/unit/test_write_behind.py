@@ -23,6 +23,15 @@ from rl_board.rollouts.read import forked
 from tests.unit.test_segment_writes import _ipc_bytes, _table
 
 REPO = Path(__file__).resolve().parents[2]
+LINUX = sys.platform.startswith("linux")
+needs_direct = pytest.mark.skipif(
+    not segments._HAS_DIRECT, reason="only segments written past the page cache"
+)
+needs_fork = pytest.mark.skipif(not LINUX, reason="forked helpers are Linux-only")
+
+
+def _writers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if isinstance(t, segments._Behind)]
 
 
 def _held_writes(monkeypatch, gate: threading.Event) -> list[Path]:
@@ -39,7 +48,8 @@ def _held_writes(monkeypatch, gate: threading.Event) -> list[Path]:
     return asked
 
 
-def test_a_segment_written_behind_is_whole_once_settled(tmp_path: Path, monkeypatch) -> None:
+@needs_direct
+def test_a_segment_written_behind_is_whole_once_settled(tmp_path: Path, direct_state, monkeypatch) -> None:
     gate = threading.Event()
     asked = _held_writes(monkeypatch, gate)
     table = _table()
@@ -56,17 +66,24 @@ def test_a_segment_written_behind_is_whole_once_settled(tmp_path: Path, monkeypa
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_outside_writing_behind_a_segment_is_whole_when_written(tmp_path: Path) -> None:
+def test_outside_writing_behind_a_segment_is_whole_when_written(tmp_path: Path, direct_state) -> None:
     record = segments.write_segment(tmp_path, _table())
     assert (tmp_path / record["name"]).stat().st_mtime_ns == record["mtime_ns"]
+    assert not _writers()
     segments.settle(record)  # nothing to wait for
-    assert threading.active_count() == 1 or not any(
-        t.name == "rl-board segment write" for t in threading.enumerate()
-    )
 
 
+def test_a_small_segment_is_written_in_place_even_behind(tmp_path: Path, direct_state) -> None:
+    """Nothing of it goes past the page cache: writing it takes less than starting a thread."""
+    with segments.writing_behind():
+        record = segments.write_segment(tmp_path, pa.table({"_line": [1, 2]}))
+        assert not _writers()
+    assert (tmp_path / record["name"]).stat().st_mtime_ns == record["mtime_ns"]
+
+
+@needs_direct
 def test_the_next_segment_waits_for_the_buffer_the_last_one_is_written_from(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, direct_state, monkeypatch
 ) -> None:
     """Both are made in one buffer: were the second made while the first is still being written, the first
     file would hold the second's bytes."""
@@ -86,13 +103,16 @@ def test_the_next_segment_waits_for_the_buffer_the_last_one_is_written_from(
         assert data == _ipc_bytes(table) and zlib.crc32(data) == record["crc"]
 
 
-def test_a_full_disk_behind_raises_when_settled_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+@needs_direct
+def test_a_full_disk_behind_raises_when_settled_and_leaves_nothing(
+    tmp_path: Path, direct_state, monkeypatch
+) -> None:
     def full(fd, data, offset):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(segments.os, "pwrite", full)
     with segments.writing_behind():
-        record = segments.write_segment(tmp_path, pa.table({"_line": [1, 2]}))  # does not raise here
+        record = segments.write_segment(tmp_path, _table())  # does not raise here
     with pytest.raises(OSError) as caught:
         segments.settle(record)
     assert caught.value.errno == errno.ENOSPC
@@ -104,8 +124,46 @@ def test_writing_behind_ends_with_its_block() -> None:
     with segments.writing_behind():
         with segments.writing_behind():
             pass
-        assert segments._local.behind
-    assert not segments._local.behind
+        assert segments._local.started is not None
+    assert segments._local.started is None
+
+
+@needs_direct
+def test_a_block_left_by_an_error_waits_for_the_writes_it_began(
+    tmp_path: Path, direct_state, monkeypatch
+) -> None:
+    real = segments._write_file
+
+    def slow(*args):
+        time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(segments, "_write_file", slow)
+    with pytest.raises(ValueError, match="a later step failed"), segments.writing_behind():
+        segments.write_segment(tmp_path, _table())
+        raise ValueError("a later step failed")
+    assert not _writers() and not segments._pending  # nothing left writing, nothing left to settle
+    assert len(list(tmp_path.glob("seg-*.arrow"))) == 1  # its file whole, for the next sync to collect
+
+
+@needs_direct
+def test_a_disk_slower_than_the_next_job_turns_writing_past_the_page_cache_off(
+    tmp_path: Path, direct_state, monkeypatch
+) -> None:
+    """Timed by how long the next segment waits for the last one: the writer's own clock would count the
+    GIL it waits for between its writes."""
+    real = segments._write_file
+
+    def slow(*args):
+        time.sleep(0.4)  # ~1 MB at a few MB/s
+        return real(*args)
+
+    monkeypatch.setattr(segments, "_write_file", slow)
+    with segments.writing_behind():
+        records = [segments.write_segment(tmp_path, _table()) for _ in range(segments._SLOW_WRITES + 1)]
+    for record in records:
+        segments.settle(record)
+    assert direct_state["device"] in direct_state["off"]
 
 
 # ---------------------------------------------------------------- forked.run's settle
@@ -135,7 +193,7 @@ def _logged_jobs(log: Path):
             f.write(f"{what} {i} {os.getpid()}\n")
 
     def local(i: int) -> int:
-        time.sleep(0.002)
+        time.sleep(0.005)
         note("made", i)
         return i
 
@@ -171,6 +229,7 @@ def test_one_process_hands_each_result_on_settled_after_making_the_next() -> Non
     _handed_on_settled_after_the_next_was_made(0)
 
 
+@needs_fork
 def test_helpers_answer_each_result_settled_after_making_the_next() -> None:
     _in_a_fresh_process("helpers_answer_settled")
 
@@ -194,6 +253,8 @@ def test_a_run_left_early_settles_what_it_held(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a load
 
 
+@needs_fork
+@needs_direct
 def test_a_forked_load_records_each_segment_as_written() -> None:
     _in_a_fresh_process("forked_load_records_segments_as_written")
 
@@ -211,7 +272,14 @@ def forked_load_records_segments_as_written() -> None:
         behind = []
         real_start = segments._Behind.start
         segments._Behind.start = lambda self: behind.append(1) or real_start(self)  # type: ignore[method-assign]
-        _set_sizes(block_bytes=8192, fork_min_bytes=1, pool_min_bytes=1 << 40)
+        real_write = segments._write_file
+
+        def slow(*args):  # still being written when the job's result would be handed on unsettled
+            time.sleep(0.02)
+            return real_write(*args)
+
+        segments._write_file = slow  # type: ignore[assignment]
+        _set_sizes(block_bytes=65536, direct_write_min_bytes=4096, fork_min_bytes=1, pool_min_bytes=1 << 40)
         store = RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / "cache")
         assert forks and behind and store.num_samples > 0  # this process's own segments written behind
         assert threading.active_count() == 1  # no write of the load outlives it
@@ -226,3 +294,101 @@ def forked_load_records_segments_as_written() -> None:
         assert not list(manifest.parent.glob("*.tmp"))
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@needs_fork
+def test_a_helper_whose_write_fails_has_its_jobs_done_here() -> None:
+    _in_a_fresh_process("helper_whose_settle_fails")
+
+
+def helper_whose_settle_fails() -> None:
+    assert forked.usable()
+    parent = os.getpid()
+
+    def settle(result: tuple[int, int]) -> None:
+        if os.getpid() != parent and result[0] % 4 == 1:
+            raise OSError(errno.EIO, "the helper's disk failed")
+
+    def local(i: int) -> tuple[int, int]:
+        time.sleep(0.005)
+        return i, os.getpid()
+
+    out = list(forked.run(40, 1, local, json.dumps, lambda line: tuple(json.loads(line)), settle=settle))
+    assert [i for i, _ in out] == list(range(40))
+
+
+@needs_direct
+def test_a_full_disk_behind_a_load_sends_the_cache_to_memory(tmp_path: Path, monkeypatch) -> None:
+    """The error reaches the load when its segment is settled, and the load reads into memory as it did
+    when segments were written in place (tests/unit/test_cache_faults.py)."""
+    from rl_board import config
+    from rl_board.rollouts.store import RolloutStore
+    from tests.unit.test_forked import _write_run
+
+    _write_run(tmp_path / "run")
+    cache_dir = tmp_path / "cache"
+    real = segments._write_file
+    behind = []
+
+    def full(path, *args):
+        if str(path).startswith(str(cache_dir)):
+            behind.append(isinstance(threading.current_thread(), segments._Behind))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, *args)
+
+    monkeypatch.setattr(segments, "_write_file", full)
+    monkeypatch.setattr(segments, "_direct_off", set())
+    monkeypatch.setenv("RL_BOARD_DIRECT_WRITE_MIN_BYTES", "4096")
+    monkeypatch.setenv("RL_BOARD_BLOCK_BYTES", "65536")
+    config.reset()
+    try:
+        store = RolloutStore.open(tmp_path / "run", cache_dir=cache_dir)
+    finally:
+        monkeypatch.undo()
+        config.reset()
+    assert any(behind)  # it was written behind when it failed
+    assert store.num_samples > 0 and "No space left" in store.report.notice
+    assert not [p for p in cache_dir.rglob("*") if p.suffix == ".tmp" or p.name.startswith("seg-")]
+    assert not _writers()
+
+
+def test_a_full_disk_under_the_held_job_is_raised_before_the_next_jobs_error() -> None:
+    """Written in place, the held job's segment failed before the next job ran: its error comes first."""
+
+    def local(i: int) -> int:
+        if i == 1:
+            raise ValueError("job 1")
+        return i
+
+    def settle(i: int) -> None:
+        raise OSError(errno.ENOSPC, f"No space left under job {i}")
+
+    with pytest.raises(OSError, match="under job 0") as caught:
+        list(forked.run(3, 0, local, str, int, settle=settle))
+    assert isinstance(caught.value.__context__, ValueError)  # the next job's error is kept beside it
+
+
+@needs_direct
+def test_every_segment_of_a_job_is_settled_though_one_failed(
+    tmp_path: Path, direct_state, monkeypatch
+) -> None:
+    from rl_board.rollouts.read import ingest
+
+    real = segments._write_file
+    calls = []
+
+    def first_fails(path, *args):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        time.sleep(0.2)
+        return real(path, *args)
+
+    monkeypatch.setattr(segments, "_write_file", first_fails)
+    results = []
+    with segments.writing_behind():
+        for _ in range(2):
+            results.append(ingest.BlockResult(segment=segments.write_segment(tmp_path, _table())))
+    with pytest.raises(OSError, match="No space"):
+        ingest._segments_settled(results)
+    assert not _writers() and not segments._pending

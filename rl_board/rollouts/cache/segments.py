@@ -38,9 +38,9 @@ class SegmentRef(Protocol):
 def write_segment(directory: Path, table: pa.Table) -> dict:
     """Write an Arrow IPC file atomically; return its manifest record.
 
-    Inside ``writing_behind`` the file is written by a thread while the caller goes on, and ``settle``
-    waits for it: the record is whole once settled (its ``mtime_ns`` is the file's), and a write that
-    failed raises there, the ``OSError`` it is, with nothing left on disk.
+    Inside ``writing_behind`` a segment written past the page cache is written by a thread while the
+    caller goes on, and ``settle`` waits for it: the record is whole once settled (its ``mtime_ns`` is the
+    file's), and a write that failed raises there, the ``OSError`` it is, with nothing left on disk.
     """
     _done_with_buffer()
     name = f"seg-{uuid.uuid4().hex}.arrow"
@@ -52,34 +52,54 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     device = _direct_device(directory)
     spans = _bulk_spans(scratch, size) if device is not None else []
     record = {"name": name, "rows": table.num_rows, "bytes": size, "crc": crc, "mtime_ns": 0}
-    if not getattr(_local, "behind", False):
+    started: list[str] | None = getattr(_local, "started", None)
+    if started is None or device is None or not spans:  # a small one is written sooner than a thread starts
         _write_whole(directory, view, size, spans, device, record)
         return record
-    writer = _Behind(functools.partial(_write_whole, directory, view, size, spans, device, record))
+    writer = _Behind(functools.partial(_write_whole, directory, view, size, spans, device, record), device)
+    writer.sent = sum(hi - lo for lo, hi in spans)
+    try:
+        writer.start()
+    except RuntimeError:  # no thread to be had (a limit on threads or processes): written here
+        _write_whole(directory, view, size, spans, device, record)
+        return record
     _pending[name] = _local.writing = writer
-    writer.start()
+    started.append(name)
     return record
 
 
 @contextlib.contextmanager
 def writing_behind() -> Iterator[None]:
-    """Within, this thread's ``write_segment`` leaves the file's writing to a thread of its own and returns.
+    """Within, this thread's ``write_segment`` leaves a big segment's writing to a thread and returns.
 
     A load's process waited ~11 ms on the disk for each segment's O_DIRECT pages, ~0.2 s of a 1 GB load's
     ~3.4 s on each core; written behind, that wait overlaps the next job's parse. Whoever asks for it
-    settles every record before handing it on (``forked.run``'s ``settle``)."""
-    before = getattr(_local, "behind", False)
-    _local.behind = True
+    settles every record before handing it on (``forked.run``'s ``settle``). A block left by an exception
+    waits for the writes it began, whose records nobody will settle."""
+    outer: list[str] | None = getattr(_local, "started", None)
+    started: list[str] = []
+    _local.started = started
     try:
         yield
+    except BaseException:
+        for name in started:
+            with contextlib.suppress(Exception):  # the exception leaving is the one to tell
+                _settle_name(name)
+        raise
     finally:
-        _local.behind = before
+        _local.started = outer
+        if outer is not None:
+            outer.extend(started)
 
 
 def settle(record: dict) -> None:
     """Wait until the segment of ``record`` is whole; raise what its writing raised. A record written in
     place, or settled before, returns at once."""
-    writer = _pending.pop(record["name"], None)
+    _settle_name(record["name"])
+
+
+def _settle_name(name: str) -> None:
+    writer = _pending.pop(name, None)
     if writer is None:
         return
     writer.join()
@@ -110,30 +130,38 @@ class _Behind(threading.Thread):
     """One segment's writing, while the thread that made it parses its next job (``os.pwrite`` releases the
     GIL). Each thread has at most one: the next ``write_segment`` waits for it before using the buffer."""
 
-    def __init__(self, work: Callable[[], None]) -> None:
+    def __init__(self, work: Callable[[], None], device: int) -> None:
         super().__init__(name="rl-board segment write")
         self._work: Callable[[], None] | None = work
-        self.error: Exception | None = None
+        self.device = device
+        self.sent = 0  # bytes of it written past the page cache
+        self.error: BaseException | None = None
 
     def run(self) -> None:
+        work, self._work = self._work, None  # the buffer's view let go with the writing
         try:
-            if self._work is not None:
-                self._work()
-        except Exception as exc:  # handed to whoever settles the record
+            if work is not None:
+                work()
+        except BaseException as exc:  # handed to whoever settles the record
             self.error = exc
-        finally:
-            self._work = None  # the buffer's view let go with the writing
 
 
 _pending: dict[str, _Behind] = {}  # writes behind, by segment name, until settled
 
 
 def _done_with_buffer() -> None:
-    """This thread's write behind is over (its error kept for ``settle``): its buffer may be written again."""
+    """This thread's write behind is over (its error kept for ``settle``): its buffer may be written again.
+
+    How long that took is what the write cost: a disk that keeps the next job waiting longer than one of
+    ``_MIN_DIRECT_BYTES_PER_S`` would take for the whole write is slow (``_note_speed``). The writer's
+    own clock would count the GIL it waits for between its writes while the next job is parsed."""
     writer: _Behind | None = getattr(_local, "writing", None)
-    if writer is not None:
-        writer.join()
-        _local.writing = None
+    if writer is None:
+        return
+    _local.writing = None
+    start = time.perf_counter()
+    writer.join()
+    _note_speed(writer.device, writer.sent, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------- writing past the page cache
@@ -241,7 +269,8 @@ def _written_direct(path: Path, view: memoryview, spans: list[tuple[int, int]], 
             start = time.perf_counter()
             for lo, hi in spans:
                 _pwrite_all(direct, view[lo:hi], lo)
-            _note_speed(device, sum(hi - lo for lo, hi in spans), time.perf_counter() - start)
+            if not isinstance(threading.current_thread(), _Behind):  # behind: timed by the wait for it
+                _note_speed(device, sum(hi - lo for lo, hi in spans), time.perf_counter() - start)
         finally:
             os.close(direct)
     except OSError as exc:

@@ -133,27 +133,34 @@ def _lagged(
     made: Iterator[tuple[int, T]], settle: Callable[[T], None] | None
 ) -> Generator[tuple[int, T], None, None]:
     """``made``, each one settled and handed on once the next is made (or the last is), so what a job left
-    running overlaps the next job. Left early, what is held is still waited for (its error let go with
-    the rest): no thread of a load outlives it."""
+    running overlaps the next job.
+
+    A job that raises while the one before is held: the held one is settled first, so its own error (a
+    full disk under its segment) is the one raised, as it was when segments were written in place. Left
+    early, what is held is still waited for: no thread of a load outlives it."""
     if settle is None:
         yield from made
         return
-    held: list[tuple[int, T]] = []
+    held: tuple[int, T] | None = None
     try:
         for item in made:
-            held.append(item)
-            if len(held) > 1:
-                first = held.pop(0)
-                settle(first[1])
-                yield first
-        while held:
-            first = held.pop(0)
-            settle(first[1])
-            yield first
+            done, held = held, item
+            if done is not None:
+                settle(done[1])
+                yield done
+        if held is not None:
+            done, held = held, None
+            settle(done[1])
+            yield done
+    except Exception as exc:
+        if held is not None and not isinstance(exc, OSError):
+            done, held = held, None
+            settle(done[1])
+        raise
     finally:
-        for _, result in held:
-            with contextlib.suppress(OSError):
-                settle(result)
+        if held is not None:
+            with contextlib.suppress(Exception):  # left early: nobody asks for its answer any more
+                settle(held[1])
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -216,6 +223,7 @@ def _collect(
 
 
 def _settled(result: T, settle: Callable[[T], None] | None) -> T:
+    """A job done again here, settled before it is handed on, as every other is."""
     if settle is not None:
         settle(result)
     return result

@@ -681,7 +681,7 @@ def _run(
         sizes_of = [sum(jobs[i][2] - jobs[i][1] for i in unit) for unit in units]
         biggest_first = sorted(range(len(units)), key=lambda u: -sizes_of[u])
         done = forked.run(
-            len(units), cores - 1, behind, results_line, results_from_json, biggest_first, settled
+            len(units), cores - 1, behind, results_line, results_from_json, biggest_first, _segments_settled
         )
         for unit, results in zip(units, done, strict=True):
             for i, result in zip(unit, results, strict=True):
@@ -697,18 +697,24 @@ def _run(
                         yield result
                         on_done(jobs[i][2] - jobs[i][1])
                 return
-    in_order = forked.run(len(units), 0, behind, results_line, results_from_json, settle=settled)
+    in_order = forked.run(len(units), 0, behind, results_line, results_from_json, settle=_segments_settled)
     for unit, results in zip(units, in_order, strict=True):
         for i, result in zip(unit, results, strict=True):
             yield result
             on_done(jobs[i][2] - jobs[i][1])
 
 
-def settled(results: list[BlockResult]) -> None:
-    """Wait until every segment a job wrote behind is whole (raising what its writing raised)."""
+def _segments_settled(results: list[BlockResult]) -> None:
+    """Wait until every segment a job wrote behind is whole, then raise the first error of their writing."""
+    errors = []
     for result in results:
         if result.segment is not None:
-            settle(result.segment)
+            try:
+                settle(result.segment)
+            except Exception as exc:  # the others are still waited for: none is left writing
+                errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 RECORD_PATH_COST = 8  # a byte read record by record costs about this many of a table path's (18 vs 150 MB/s)
