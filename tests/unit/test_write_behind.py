@@ -392,3 +392,20 @@ def test_every_segment_of_a_job_is_settled_though_one_failed(
     with pytest.raises(OSError, match="No space"):
         ingest._segments_settled(results)
     assert not _writers() and not segments._pending
+
+
+@needs_direct
+def test_without_a_thread_to_be_had_segments_are_written_in_place(
+    tmp_path: Path, direct_state, monkeypatch
+) -> None:
+    """A limit on threads: each segment is written as it was before, and the next one still can be."""
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(segments._Behind, "start", refused)
+    with segments.writing_behind():
+        records = [segments.write_segment(tmp_path, _table()) for _ in range(2)]
+        for record in records:  # whole before anything is settled
+            assert (tmp_path / record["name"]).stat().st_mtime_ns == record["mtime_ns"]
+    assert not segments._pending
