@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -17,23 +16,13 @@ import pytest
 from rl_board import config
 from rl_board.rollouts.read import forked, pool
 from rl_board.rollouts.store import RolloutStore
+from tests.helpers.fresh_process import run_in_a_fresh_process
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked helpers are Linux-only")
 
 
 def _in_a_fresh_process(name: str) -> None:
-    """Run ``name`` (a function of this module) in a new interpreter, as a command runs: one thread, so it
-    forks. The test process itself may hold threads left by earlier tests, and a
-    process with threads never forks: run here, these would pass without forking at all."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"import tests.unit.test_forked as t; t.{name}()"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_in_a_fresh_process("tests.unit.test_forked", name)
 
 
 def _set_sizes(**values: int) -> None:

@@ -7,12 +7,12 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,9 +20,9 @@ import pytest
 
 from rl_board.rollouts.cache import segments
 from rl_board.rollouts.read import forked
+from tests.helpers.fresh_process import run_in_a_fresh_process
 from tests.unit.test_segment_writes import _ipc_bytes, _table
 
-REPO = Path(__file__).resolve().parents[2]
 LINUX = sys.platform.startswith("linux")
 needs_direct = pytest.mark.skipif(
     not segments._HAS_DIRECT, reason="only segments written past the page cache"
@@ -32,6 +32,17 @@ needs_fork = pytest.mark.skipif(not LINUX, reason="forked helpers are Linux-only
 
 def _writers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if isinstance(t, segments._Behind)]
+
+
+def _slowed(seconds: float) -> Callable[..., os.stat_result]:
+    """``segments._write_file`` taking ``seconds`` longer: still writing when the next step comes."""
+    real = segments._write_file
+
+    def slow(*args):
+        time.sleep(seconds)
+        return real(*args)
+
+    return slow
 
 
 def _held_writes(monkeypatch, gate: threading.Event) -> list[Path]:
@@ -87,13 +98,7 @@ def test_the_next_segment_waits_for_the_buffer_the_last_one_is_written_from(
 ) -> None:
     """Both are made in one buffer: were the second made while the first is still being written, the first
     file would hold the second's bytes."""
-    real = segments._write_file
-
-    def slow(*args):
-        time.sleep(0.3)  # the next segment is asked for while this one is written
-        return real(*args)
-
-    monkeypatch.setattr(segments, "_write_file", slow)
+    monkeypatch.setattr(segments, "_write_file", _slowed(0.3))  # the next one is asked for meanwhile
     tables = [_table(rows=64), _table(rows=32, tokens=3_000)]
     with segments.writing_behind():
         records = [segments.write_segment(tmp_path, table) for table in tables]
@@ -132,13 +137,7 @@ def test_writing_behind_ends_with_its_block() -> None:
 def test_a_block_left_by_an_error_waits_for_the_writes_it_began(
     tmp_path: Path, direct_state, monkeypatch
 ) -> None:
-    real = segments._write_file
-
-    def slow(*args):
-        time.sleep(0.3)
-        return real(*args)
-
-    monkeypatch.setattr(segments, "_write_file", slow)
+    monkeypatch.setattr(segments, "_write_file", _slowed(0.3))
     with pytest.raises(ValueError, match="a later step failed"), segments.writing_behind():
         segments.write_segment(tmp_path, _table())
         raise ValueError("a later step failed")
@@ -152,13 +151,7 @@ def test_a_disk_slower_than_the_next_job_turns_writing_past_the_page_cache_off(
 ) -> None:
     """Timed by how long the next segment waits for the last one: the writer's own clock would count the
     GIL it waits for between its writes."""
-    real = segments._write_file
-
-    def slow(*args):
-        time.sleep(0.4)  # ~1 MB at a few MB/s
-        return real(*args)
-
-    monkeypatch.setattr(segments, "_write_file", slow)
+    monkeypatch.setattr(segments, "_write_file", _slowed(0.4))  # ~1 MB at a few MB/s
     with segments.writing_behind():
         records = [segments.write_segment(tmp_path, _table()) for _ in range(segments._SLOW_WRITES + 1)]
     for record in records:
@@ -170,15 +163,7 @@ def test_a_disk_slower_than_the_next_job_turns_writing_past_the_page_cache_off(
 
 
 def _in_a_fresh_process(name: str) -> None:
-    """As test_forked does: a process of one thread, so that it forks."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"import tests.unit.test_write_behind as t; t.{name}()"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_in_a_fresh_process("tests.unit.test_write_behind", name)
 
 
 def _events(log: Path) -> list[tuple[str, int, int]]:
@@ -272,13 +257,7 @@ def forked_load_records_segments_as_written() -> None:
         behind = []
         real_start = segments._Behind.start
         segments._Behind.start = lambda self: behind.append(1) or real_start(self)  # type: ignore[method-assign]
-        real_write = segments._write_file
-
-        def slow(*args):  # still being written when the job's result would be handed on unsettled
-            time.sleep(0.02)
-            return real_write(*args)
-
-        segments._write_file = slow  # type: ignore[assignment]
+        segments._write_file = _slowed(0.02)  # still writing when a result would be handed on unsettled
         _set_sizes(block_bytes=65536, direct_write_min_bytes=4096, fork_min_bytes=1, pool_min_bytes=1 << 40)
         store = RolloutStore.open(tmp_path / "run", cache_dir=tmp_path / "cache")
         assert forks and behind and store.num_samples > 0  # this process's own segments written behind

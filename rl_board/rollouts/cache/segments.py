@@ -52,20 +52,31 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     device = _direct_device(directory)
     spans = _bulk_spans(scratch, size) if device is not None else []
     record = {"name": name, "rows": table.num_rows, "bytes": size, "crc": crc, "mtime_ns": 0}
+    work = functools.partial(_write_whole, directory, view, size, spans, device, record)
+    sent = sum(hi - lo for lo, hi in spans)
+    if device is None or not _left_behind(name, work, device, sent):
+        start = time.perf_counter()
+        work()
+        if device is not None:  # a write costs what it kept its caller waiting (behind: _done_with_buffer)
+            _note_speed(device, sent, time.perf_counter() - start)
+    return record
+
+
+def _left_behind(name: str, work: Callable[[], None], device: int, sent: int) -> bool:
+    """Whether ``work`` (segment ``name``'s writing) was left to a thread: inside ``writing_behind``, for a
+    segment with pages written past the page cache (a small one is written sooner than a thread starts),
+    when a thread can be had (a limit on threads or processes: written in place)."""
     started: list[str] | None = getattr(_local, "started", None)
-    if started is None or device is None or not spans:  # a small one is written sooner than a thread starts
-        _write_whole(directory, view, size, spans, device, record)
-        return record
-    writer = _Behind(functools.partial(_write_whole, directory, view, size, spans, device, record), device)
-    writer.sent = sum(hi - lo for lo, hi in spans)
+    if started is None or not sent:
+        return False
+    writer = _Behind(work, device, sent)
     try:
         writer.start()
-    except RuntimeError:  # no thread to be had (a limit on threads or processes): written here
-        _write_whole(directory, view, size, spans, device, record)
-        return record
+    except RuntimeError:
+        return False
     _pending[name] = _local.writing = writer
     started.append(name)
-    return record
+    return True
 
 
 @contextlib.contextmanager
@@ -130,11 +141,11 @@ class _Behind(threading.Thread):
     """One segment's writing, while the thread that made it parses its next job (``os.pwrite`` releases the
     GIL). Each thread has at most one: the next ``write_segment`` waits for it before using the buffer."""
 
-    def __init__(self, work: Callable[[], None], device: int) -> None:
+    def __init__(self, work: Callable[[], None], device: int, sent: int) -> None:
         super().__init__(name="rl-board segment write")
         self._work: Callable[[], None] | None = work
         self.device = device
-        self.sent = 0  # bytes of it written past the page cache
+        self.sent = sent  # bytes of it written past the page cache
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -266,11 +277,8 @@ def _written_direct(path: Path, view: memoryview, spans: list[tuple[int, int]], 
     try:
         direct = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_DIRECT)
         try:
-            start = time.perf_counter()
             for lo, hi in spans:
                 _pwrite_all(direct, view[lo:hi], lo)
-            if not isinstance(threading.current_thread(), _Behind):  # behind: timed by the wait for it
-                _note_speed(device, sum(hi - lo for lo, hi in spans), time.perf_counter() - start)
         finally:
             os.close(direct)
     except OSError as exc:
