@@ -846,9 +846,11 @@ def main() -> int:
     if ns.phase:
         from rl_board import config
 
-        one_blas_thread = getattr(config, "one_blas_thread", None)  # (an rl-board from before it: none)
-        if one_blas_thread is not None:
-            one_blas_thread()  # every phase's process set up as rl-board's own are (commands, workers)
+        # every phase's process set up as rl-board's own are (commands, workers); an older rl-board's name
+        # for it, or none
+        numpy_env = getattr(config, "numpy_env", None) or getattr(config, "one_blas_thread", None)
+        if numpy_env is not None:
+            numpy_env()
         print(json.dumps(PHASES[ns.phase](ns.run, ns.cache)))
         return 0
     WAIT_IDLE = ns.wait_idle

@@ -31,6 +31,7 @@ NO_TOKEN_ENV = "RL_BOARD_NO_TOKEN"  # "1": every browser is let in (``serve --no
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # read by numpy's OpenBLAS when numpy is imported
 # The names OpenBLAS takes its thread count from (its own first): a user who set any of them chose a number
 BLAS_CHOSEN_ENV = (BLAS_THREADS_ENV, "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+HUGE_PAGES_ENV = "NUMPY_MADVISE_HUGEPAGE"  # read by numpy when it is imported: "0", no huge pages asked for
 # New objects between two collections of Python's first generation where a process collects rarely: a
 # command's process (its imports make tens of thousands of objects that live as long as it does) and a
 # load (``rollouts/read/collector.py``: its records hold no cycles). CPython's own is 700.
@@ -51,25 +52,32 @@ def served_url(host: str, port: int, token: str = "") -> str:
     return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
-def one_blas_thread(env: MutableMapping[str, str] | None = None) -> None:
-    """Asks numpy's OpenBLAS, in ``env`` (this process's by default), for no threads of its own, unless the
-    user chose a number (``OPENBLAS_NUM_THREADS``, or OpenBLAS's older ``GOTO_NUM_THREADS`` and
-    ``OMP_NUM_THREADS``).
+def numpy_env(env: MutableMapping[str, str] | None = None) -> None:
+    """Sets numpy up for the processes rl-board starts (its commands, the server, a load's workers), in
+    ``env`` (this process's by default), before they import numpy. Each setting is left alone when the user
+    chose one.
 
-    For the processes rl-board starts (its commands, the server, a load's workers), before they import
-    numpy. rl-board does no linear algebra worth a thread, yet at import OpenBLAS starts one thread per
-    extra core, and each spins ~0.1 s of CPU before it sleeps: on two cores that was a third of
-    ``rl-board query``'s CPU (0.41-0.45 -> 0.23-0.34 s user), taken from its DuckDB thread and from the
-    user's other work."""
+    - **One BLAS thread** (``OPENBLAS_NUM_THREADS``, or OpenBLAS's older ``GOTO_NUM_THREADS`` and
+      ``OMP_NUM_THREADS``). rl-board does no linear algebra worth a thread, yet at import OpenBLAS starts one
+      thread per extra core, and each spins ~0.1 s of CPU before it sleeps: on two cores that was a third of
+      ``rl-board query``'s CPU (0.41-0.45 -> 0.23-0.34 s user), taken from its DuckDB thread and from the
+      user's other work.
+    - **No transparent huge pages for arrays** (``NUMPY_MADVISE_HUGEPAGE=0``). numpy asks the kernel for
+      2 MB pages for every array of 4 MB or more. A load makes and drops such arrays by the hundred, and
+      the kernel zeroes each one afresh, 2 MB at a time: ~9% of a 1 GB load's CPU went to zeroing pages.
+      Without them, the load's CPU fell by 0.29-0.44 s of ~6.5 s (paired medians of 8; docs/speed.md).
+    """
     env = os.environ if env is None else env
     if not any(env.get(name) for name in BLAS_CHOSEN_ENV):
         env[BLAS_THREADS_ENV] = "1"
+    if not env.get(HUGE_PAGES_ENV):
+        env[HUGE_PAGES_ENV] = "0"
 
 
 def worker_env() -> dict[str, str]:
-    """The environment of a worker process rl-board starts: this one's, asking for one BLAS thread."""
+    """The environment of a worker process rl-board starts: this one's, with numpy set up (``numpy_env``)."""
     env = dict(os.environ)
-    one_blas_thread(env)
+    numpy_env(env)
     return env
 
 

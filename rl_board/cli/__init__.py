@@ -76,7 +76,7 @@ def entry() -> None:
     # its imports (numpy, pyarrow, DuckDB...) make tens of thousands of objects that live as long as it does:
     # at CPython's 700, a cached `query` spent ~15 ms in ~80 collections that found nothing
     gc.set_threshold(config.RARE_GC_EVERY, *gc.get_threshold()[1:])
-    config.one_blas_thread()  # before numpy is imported (and inherited by the server it starts)
+    config.numpy_env()  # before numpy is imported (and inherited by the server it starts)
     code = main()
     atexit._run_exitfuncs()  # the pool's shutdown, logging's flush (CPython's own hook; tested through -m)
     for stream in (sys.stdout, sys.stderr):

@@ -315,9 +315,10 @@ def test_a_command_process_collects_garbage_less_often(tmp_path: Path) -> None:
     assert gc.get_threshold() == before
 
 
-def test_a_command_process_asks_numpy_for_no_blas_threads() -> None:
-    """``entry`` sets OPENBLAS_NUM_THREADS=1 before numpy is imported (OpenBLAS's threads spun ~0.1 s of
-    CPU each at import), and keeps a number the user chose under any of OpenBLAS's names."""
+def test_a_command_process_sets_numpy_up_before_importing_it() -> None:
+    """``entry`` asks numpy for one BLAS thread (OpenBLAS's threads spun ~0.1 s of CPU each at import) and
+    no transparent huge pages (the kernel zeroed each new big array 2 MB at a time) before numpy is
+    imported, and keeps what the user chose: a thread count under any of OpenBLAS's names, huge pages."""
     code = (
         "import atexit, os, sys\n"
         "def threads():\n"
@@ -325,17 +326,23 @@ def test_a_command_process_asks_numpy_for_no_blas_threads() -> None:
         "def report():\n"
         "    before, imported = threads(), 'numpy' in sys.modules\n"
         "    import numpy  # after entry, as a command imports it ('--help' imports none)\n"
+        "    core = getattr(numpy, '_core', None) or numpy.core\n"
+        "    huge = core.multiarray._get_madvise_hugepage()\n"
         "    blas = os.environ.get('OPENBLAS_NUM_THREADS')\n"
-        "    print('numpy before', imported, 'blas', blas, 'new threads', threads() - before)\n"
+        "    print('numpy before', imported, 'huge', huge, 'blas', blas, 'new threads', threads() - before)\n"
         "atexit.register(report)\n"
         "from rl_board.cli import entry; sys.argv[0] = 'rl-board'; entry()\n"
     )
     args = [sys.executable, "-c", code, "--help"]
-    names = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    names = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE")
     env = {k: v for k, v in os.environ.items() if k not in names}
     out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
-    assert out.stdout.splitlines()[-1] == "numpy before False blas 1 new threads 0"
+    assert out.stdout.splitlines()[-1] == "numpy before False huge False blas 1 new threads 0"
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         chosen = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env={**env, name: "2"})
         expected = "2" if name == "OPENBLAS_NUM_THREADS" else "None"
-        assert chosen.stdout.splitlines()[-1].startswith(f"numpy before False blas {expected} new threads")
+        assert chosen.stdout.splitlines()[-1].startswith(f"numpy before False huge False blas {expected} new")
+    chosen = subprocess.run(
+        args, capture_output=True, text=True, cwd=REPO, env={**env, "NUMPY_MADVISE_HUGEPAGE": "1"}
+    )
+    assert chosen.stdout.splitlines()[-1] == "numpy before False huge True blas 1 new threads 0"

@@ -89,10 +89,10 @@ def test_two_opens_reuse_the_same_workers(tmp_path: Path, pooled) -> None:
     assert all(_gone(pid) for pid in pids)
 
 
-def test_workers_ask_numpy_for_no_blas_threads(tmp_path: Path, pooled, monkeypatch) -> None:
+def test_workers_set_numpy_up_as_commands_do(tmp_path: Path, pooled, monkeypatch) -> None:
     """A worker is a process rl-board starts: OpenBLAS's threads would spin ~0.1 s of CPU at its numpy
-    import, beside the load it is there to speed up."""
-    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+    import, beside the load it is there to speed up, and its arrays would be zeroed in huge pages."""
+    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE"):
         monkeypatch.delenv(name, raising=False)
     _write_run(tmp_path / "a")
     RolloutStore.open(tmp_path / "a", cache_dir=tmp_path / "cache")
@@ -100,8 +100,10 @@ def test_workers_ask_numpy_for_no_blas_threads(tmp_path: Path, pooled, monkeypat
     assert running is not None and running.pids
     for pid in running.pids:
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        assert b"OPENBLAS_NUM_THREADS=1" in environ  # (what it does to threads: test_cli_startup)
+        assert b"OPENBLAS_NUM_THREADS=1" in environ  # (what they do to numpy: test_cli_startup)
+        assert b"NUMPY_MADVISE_HUGEPAGE=0" in environ
     assert "OPENBLAS_NUM_THREADS" not in os.environ  # this process (a notebook's, say) is left as it was
+    assert "NUMPY_MADVISE_HUGEPAGE" not in os.environ
 
 
 def test_pool_and_in_process_give_identical_runs(tmp_path: Path, set_sizes) -> None:
