@@ -11,10 +11,10 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+import google_crc32c
 import pyarrow as pa
 import pytest
 
@@ -72,7 +72,7 @@ def test_a_segment_written_behind_is_whole_once_settled(tmp_path: Path, direct_s
     segments.settle(record)
     data = path.read_bytes()
     assert asked == [tmp_path / (record["name"] + ".tmp")]
-    assert data == _ipc_bytes(table) and record["crc"] == zlib.crc32(data)
+    assert data == _ipc_bytes(table) and record["crc"] == google_crc32c.value(data)
     assert record["bytes"] == len(data) and record["mtime_ns"] == path.stat().st_mtime_ns  # the file's own
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -105,7 +105,7 @@ def test_the_next_segment_waits_for_the_buffer_the_last_one_is_written_from(
     for record, table in zip(records, tables, strict=True):
         segments.settle(record)
         data = (tmp_path / record["name"]).read_bytes()
-        assert data == _ipc_bytes(table) and zlib.crc32(data) == record["crc"]
+        assert data == _ipc_bytes(table) and google_crc32c.value(data) == record["crc"]
 
 
 @needs_direct
@@ -269,7 +269,7 @@ def forked_load_records_segments_as_written() -> None:
         for seg in written:  # the file's size, CRC and mtime, as after its writing ended
             path = manifest.parent / seg["name"]
             assert seg["bytes"] == path.stat().st_size and seg["mtime_ns"] == path.stat().st_mtime_ns
-            assert seg["crc"] == zlib.crc32(path.read_bytes())
+            assert seg["crc"] == google_crc32c.value(path.read_bytes())
         assert not list(manifest.parent.glob("*.tmp"))
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)

@@ -26,8 +26,8 @@ from rl_board import private
 from rl_board.rollouts.cache.segments import file_crc, map_segment
 
 # 8: KL k3 right, k2, token_log_ratio; 9: trajectories; 10: repetition, scripts; 11: agentic readers (kept,
-# dropped_reason, tool_call_log)
-CACHE_VERSION = 11
+# dropped_reason, tool_call_log); 12: CRC-32C of segments and probes (``segments.checksum``)
+CACHE_VERSION = 12
 MAX_REPORTED_PER_FILE = 10_000  # bad lines (and notes) a file's entry lists; the rest are counted
 
 
@@ -137,6 +137,8 @@ def write_manifest(directory: Path, run_dir: Path, entries: list[FileEntry]) -> 
 
 
 def _content_crc(data: dict) -> int:
+    """The manifest's own guard against a torn or edited file: zlib's CRC-32 of a few KB, so that opening
+    a cached run imports nothing for it (``segments.checksum`` sums the cached data)."""
     return zlib.crc32(json.dumps(data, sort_keys=True).encode())
 
 

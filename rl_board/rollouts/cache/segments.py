@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -48,7 +47,7 @@ def write_segment(directory: Path, table: pa.Table) -> dict:
     scratch = _scratch(_aligned(size))  # never closed: the map goes with its last view (a traceback's too)
     _serialise(table, scratch)
     view = memoryview(scratch)
-    crc = zlib.crc32(view[:size])  # in memory: the CRC is taken here, not by reading the file back
+    crc = checksum(view[:size])  # in memory: the checksum is taken here, not by reading the file back
     device = _direct_device(directory)
     spans = _bulk_spans(scratch, size) if device is not None else []
     record = {"name": name, "rows": table.num_rows, "bytes": size, "crc": crc, "mtime_ns": 0}
@@ -306,12 +305,27 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
         data, offset = data[done:], offset + done
 
 
+def checksum(data: bytes | memoryview, crc: int = 0) -> int:
+    """The cache's checksum of ``data`` following ``crc`` (that of the bytes before it): CRC-32C.
+
+    Every segment's bytes are summed as they are written, ~0.5 GB at 1 GB of logs. zlib's CRC-32 did
+    that at ~2.6 GB/s here, ~2.4% of the load's CPU; CRC-32C in google-crc32c's C code (the TensorBoard
+    reader's dependency) at ~8.4 GB/s, and it lets go of the GIL past 1 MB as zlib does. Imported here,
+    not with the module: a look at a cached run sums nothing.
+    """
+    import google_crc32c
+
+    # It reads only buffers that need no release (bytes, numpy arrays), not a view of the scratch map:
+    # numpy's view of the same memory, not a copy.
+    return google_crc32c.extend(crc, np.frombuffer(data, np.uint8))
+
+
 def file_crc(path: Path) -> int:
-    """CRC32 of a whole file, read in blocks so it does not count as resident memory."""
+    """``checksum`` of a whole file, read in blocks so it does not count as resident memory."""
     crc = 0
     with open(path, "rb") as f:
         while chunk := f.read(4 * 1024 * 1024):
-            crc = zlib.crc32(chunk, crc)
+            crc = checksum(chunk, crc)
     return crc
 
 

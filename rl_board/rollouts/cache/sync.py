@@ -20,7 +20,6 @@ import fcntl
 import hashlib
 import os
 import tempfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from rl_board.rollouts.cache.manifest import (
     read_manifest,
     write_manifest,
 )
+from rl_board.rollouts.cache.segments import checksum
 from rl_board.rollouts.read import stored
 from rl_board.rollouts.read.runfiles import (
     RunFile,
@@ -444,7 +444,7 @@ def _plan(file: RunFile, old: FileEntry | None) -> _Plan:
 
 
 def probe_crc(path: Path, end: int) -> int:
-    """CRC of sampled windows of ``[0, end)``: the start, the end and ``PROBES`` windows spread between.
+    """``checksum`` of sampled windows of ``[0, end)``: the start, the end and ``PROBES`` windows between.
 
     Checked before reading only what a file gained: an edit that changes any
     byte of a window (a rewrite of the first lines at the same length, a
@@ -455,7 +455,7 @@ def probe_crc(path: Path, end: int) -> int:
     with open(path, "rb") as f:
         for start, length in _windows(end):
             f.seek(start)
-            crc = zlib.crc32(f.read(length), crc)
+            crc = checksum(f.read(length), crc)
     return crc
 
 
