@@ -636,7 +636,9 @@ def run_blocks(
 
 
 def import_parsers() -> None:
-    """Import every parser now (a worker before it says it is ready; this process before it forks)."""
+    """Import every parser now (a worker before it says it is ready; this process before it forks), and
+    what sums the segments they make (``segments.checksum``)."""
+    import google_crc32c  # noqa: F401
     import pandas  # noqa: F401  (pyarrow's conversions of Python values import it on first use)
     import pyarrow.compute
     import pyarrow.parquet  # noqa: F401
