@@ -64,8 +64,8 @@ def numpy_env(env: MutableMapping[str, str] | None = None) -> None:
       user's other work.
     - **No transparent huge pages for arrays** (``NUMPY_MADVISE_HUGEPAGE=0``). numpy asks the kernel for
       2 MB pages for every array of 4 MB or more. A load makes and drops such arrays by the hundred, and
-      the kernel zeroes each one afresh, 2 MB at a time: ~9% of a 1 GB load's CPU went to zeroing pages.
-      Without them, the load's CPU fell by 0.29-0.44 s of ~6.5 s (paired medians of 8; docs/speed.md).
+      the kernel zeroes each one afresh, 2 MB at a time: 8.7% of a 1 GB load's CPU went to zeroing pages,
+      2-5% without them, and the load's CPU fell by ~5% (docs/speed.md, the tenth sitting).
     """
     env = os.environ if env is None else env
     if not any(env.get(name) for name in BLAS_CHOSEN_ENV):

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -312,9 +313,15 @@ def checksum(data: bytes | memoryview, crc: int = 0) -> int:
     that at ~2.6 GB/s here, ~2.4% of the load's CPU; CRC-32C in google-crc32c's C code (the TensorBoard
     reader's dependency) at ~8.4 GB/s, and it lets go of the GIL past 1 MB as zlib does. Imported here,
     not with the module: a look at a cached run sums nothing.
+
+    Where google-crc32c has no C code (no wheel for the platform), zlib's CRC-32 stands in: its pure-Python
+    sum would take minutes a GB. A cache summed one way and checked the other finds a mismatch, and the
+    mismatch means what any other does: a segment is rebuilt, a file read again from its start.
     """
     import google_crc32c
 
+    if google_crc32c.implementation != "c":
+        return zlib.crc32(data, crc)
     # It reads only buffers that need no release (bytes, numpy arrays), not a view of the scratch map:
     # numpy's view of the same memory, not a copy.
     return google_crc32c.extend(crc, np.frombuffer(data, np.uint8))
