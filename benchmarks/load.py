@@ -583,47 +583,52 @@ BUNDLED = HERE.parents[1] / "rollout_samples"  # a metrics log for `scalars` (gr
 CLI_TARGET = 0.3  # s, each command on cached inputs, the whole process (issue 34)
 
 
-def cli_commands(run: Path, cache_dir: Path) -> dict[str, list[str]]:
-    """The commands timed on cached inputs: the run, its root, one SQL query, the bundled metrics."""
-    return {
-        "summary": ["summary", str(run), "--json", "--cache-dir", str(cache_dir)],
-        "runs": ["runs", str(run.parent), "--json", "--cache-dir", str(cache_dir)],
-        "query": ["query", str(run), "SELECT count(*) FROM samples", "--json", "--cache-dir", str(cache_dir)],
-        "scalars": ["scalars", str(BUNDLED), "--json", "--cache-dir", str(cache_dir)],
-    }
-
-
-# What `query` does before it reads a byte, as a process of its own: import numpy, pyarrow and DuckDB and
-# make a DuckDB database. Timed as the commands are, it is the floor under `query`'s target.
-LIBRARY_FLOOR = "import numpy, pyarrow, duckdb, os; duckdb.connect(':memory:'); os._exit(0)"
+# What `query` does before it reads a byte, as a process of its own: numpy set up as a command's process
+# sets it up (``config.numpy_env``), then numpy, pyarrow and DuckDB imported and a DuckDB database made.
+# Timed as the commands are, it is the floor under `query`'s target.
+LIBRARY_FLOOR = (
+    "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
+    "os.environ.setdefault('NUMPY_MADVISE_HUGEPAGE', '0'); "
+    "import numpy, pyarrow, duckdb; duckdb.connect(':memory:'); os._exit(0)"
+)
 FLOOR = "floor"  # its name among the commands' times
 
 
-def cli_seconds(args: list[str]) -> float:
-    """One `rl-board` command (``[FLOOR]``: the libraries' floor), the whole process, start to exit."""
+def cli_commands(run: Path, cache_dir: Path) -> dict[str, list[str]]:
+    """The commands timed on cached inputs (the run, its root, one SQL query, the bundled metrics) and the
+    floor under `query` (``FLOOR``), each a whole command line."""
     script = Path(sys.executable).with_name("rl-board")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
+    rl_board = [str(script)] if script.exists() else [sys.executable, "-m", "rl_board"]
+    cached = ["--json", "--cache-dir", str(cache_dir)]
+    return {
+        "summary": [*rl_board, "summary", str(run), *cached],
+        "runs": [*rl_board, "runs", str(run.parent), *cached],
+        "query": [*rl_board, "query", str(run), "SELECT count(*) FROM samples", *cached],
+        "scalars": [*rl_board, "scalars", str(BUNDLED), *cached],
+        FLOOR: [sys.executable, "-c", LIBRARY_FLOOR],
+    }
+
+
+def cli_seconds(command: list[str]) -> float:
+    """One command line, the whole process, start to exit."""
     # as on a user's machine, where Python keeps the compiled .pyc files (a sandbox may say not to)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if args == [FLOOR]:  # set up as a command's process is before it imports numpy
-        cmd, args = [sys.executable, "-c", LIBRARY_FLOOR], []
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
     wait_idle(WAIT_IDLE)
     t = time.perf_counter()
-    subprocess.run([*cmd, *args], check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
 
 
 def cli_figures(run: Path, cache_dir: Path, repeat: int) -> dict[str, list[float]]:
     """Each command's times and the libraries' floor (interleaved); the first call of each fills the caches
     and is not counted."""
-    commands = {**cli_commands(run, cache_dir), FLOOR: [FLOOR]}
-    for args in commands.values():
-        cli_seconds(args)  # caches filled, .pyc files compiled
+    commands = cli_commands(run, cache_dir)
+    for command in commands.values():
+        cli_seconds(command)  # caches filled, .pyc files compiled
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
-        for name, args in commands.items():
-            times[name].append(cli_seconds(args))
+        for name, command in commands.items():
+            times[name].append(cli_seconds(command))
     return times
 
 
