@@ -21,12 +21,13 @@ differ only when a mixed group's part happens to hold only zero advantages.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from rl_board.formats import schema as S
+from rl_board.lazy import pc
 
 KEPT, DROPPED = S.KEPT, S.DROPPED_REASON
 GROUP, ADVANTAGE, STEP, REWARD = "group", "advantage", S.STEP, S.REWARD
@@ -46,6 +47,7 @@ def zero_advantage(table: pa.Table) -> pa.Table:
 
     Applied where the table has a ``group`` and a numeric ``advantage``: the other rows of those tables are
     kept (unless a format already said otherwise). A row without a group or an advantage is not judged.
+    Whole columns: a row by row pass took ~1 us a row, on every block of every format that logs both.
     """
     names = table.column_names
     if GROUP not in names or ADVANTAGE not in names or not table.num_rows:
@@ -53,50 +55,58 @@ def zero_advantage(table: pa.Table) -> pa.Table:
     kind = table.schema.field(ADVANTAGE).type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         return table
-    advantages = table.column(ADVANTAGE).to_pylist()
-    zero = [a is not None and math.isfinite(a) and abs(a) <= ZERO_TOLERANCE for a in advantages]
-    keys = group_keys(table)
-    flat = all_true_per_group(keys, zero)
-    judged = [k is not None and a is not None for k, a in zip(keys, advantages, strict=True)]
-    return marked(
-        table,
-        [not f if j else None for f, j in zip(flat, judged, strict=True)],
-        [ZERO_ADVANTAGE if j and f else None for f, j in zip(flat, judged, strict=True)],
-    )
+    advantages = pc.cast(table.column(ADVANTAGE), pa.float64())
+    present = pc.is_valid(advantages).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(advantages, math.nan).to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        zero = present & np.isfinite(values) & (np.abs(values) <= ZERO_TOLERANCE)
+    codes = group_codes(table)
+    grouped = codes >= 0
+    others = np.bincount(codes[grouped], weights=~zero[grouped]) if grouped.any() else np.zeros(0)
+    flat = grouped & (others[np.where(grouped, codes, 0)] == 0) if grouped.any() else grouped
+    return marked(table, grouped & present, flat)
 
 
-def group_keys(table: pa.Table) -> list[Hashable | None]:
-    """Each row's group within its step (None for a row without a group)."""
-    groups = table.column(GROUP).to_pylist()
-    steps = table.column(STEP).to_pylist() if STEP in table.column_names else [None] * len(groups)
-    return [None if g is None else (s, str(g)) for s, g in zip(steps, groups, strict=True)]
+def group_codes(table: pa.Table) -> np.ndarray:
+    """Each row's group within its step as a number from 0 (equal for rows of one group of one step); -1
+    for a row without a group. Group ids are compared as text, as a log may write ``7`` or ``"7"``."""
+    groups = table.column(GROUP)
+    if pa.types.is_string(groups.type) or pa.types.is_large_string(groups.type):
+        text = groups
+    else:
+        try:
+            text = pc.cast(groups, pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # (a list or a struct as the id)
+            text = pa.array([None if g is None else str(g) for g in groups.to_pylist()], pa.string())
+    group = _codes(text, nulls=False)
+    step = _codes(table.column(STEP), nulls=True) if STEP in table.column_names else np.zeros_like(group)
+    pairs = step * (int(group.max(initial=-1)) + 1) + group
+    out = np.full(len(group), -1, dtype=np.int64)
+    grouped = group >= 0
+    out[grouped] = np.unique(pairs[grouped], return_inverse=True)[1].reshape(-1)  # numbered densely
+    return out
 
 
-def all_true_per_group(keys: Sequence[Hashable | None], flags: Sequence[bool]) -> list[bool]:
-    """For each row: whether ``flags`` holds for every row of its group (False for a row without a group)."""
-    every: dict[Hashable, bool] = {}
-    for k, flag in zip(keys, flags, strict=True):
-        if k is not None:
-            every[k] = every.get(k, True) and flag
-    return [k is not None and every[k] for k in keys]
+def _codes(column: pa.ChunkedArray | pa.Array, *, nulls: bool) -> np.ndarray:
+    """Dictionary codes of a column's values; a null is a value of its own (``nulls``) or -1."""
+    whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    encoded = pc.dictionary_encode(whole, null_encoding="encode" if nulls else "mask")
+    return pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def marked(table: pa.Table, kept: list[bool | None], reasons: list[str | None]) -> pa.Table:
-    """``kept`` and ``dropped_reason`` set where given (None leaves a row as it was); a row a format already
-    marked not kept keeps its own reason. A log's own ``kept`` column that is not booleans is left alone."""
+def marked(table: pa.Table, judged: np.ndarray, flat: np.ndarray) -> pa.Table:
+    """The judged rows marked kept unless ``flat`` (not kept, ``ZERO_ADVANTAGE``); the other rows, and a
+    row a format already marked not kept (with its own reason), stay as they were. A log's own ``kept``
+    column that is not booleans is left alone."""
     if KEPT in table.column_names and not pa.types.is_boolean(table.schema.field(KEPT).type):
         return table
-    old_kept = _column(table, KEPT)
-    old_reason = _column(table, DROPPED)
-    new_kept, new_reason = [], []
-    for before, why, now, reason in zip(old_kept, old_reason, kept, reasons, strict=True):
-        if now is None or before is False:
-            new_kept.append(before)
-            new_reason.append(why)
-        else:
-            new_kept.append(now)
-            new_reason.append(reason)
-    return with_kept(table, new_kept, new_reason)
+    before = _column(table, KEPT, pa.bool_())
+    why = _column(table, DROPPED, pa.string())
+    refused = pc.fill_null(pc.invert(before), False).to_numpy(zero_copy_only=False)  # a format said no
+    now = pa.array(judged & ~refused)
+    reasons = pc.if_else(pa.array(flat), pa.scalar(ZERO_ADVANTAGE), pa.scalar(None, pa.string()))
+    table = _replaced(table, KEPT, pc.if_else(now, pa.array(~flat), before))
+    return _replaced(table, DROPPED, pc.if_else(now, reasons, why))
 
 
 def with_kept(table: pa.Table, kept: list[bool | None], reasons: list[str | None]) -> pa.Table:
@@ -105,8 +115,12 @@ def with_kept(table: pa.Table, kept: list[bool | None], reasons: list[str | None
     return _replaced(table, DROPPED, pa.array(reasons, pa.string()))
 
 
-def _column(table: pa.Table, name: str) -> list[Any]:
-    return table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows
+def _column(table: pa.Table, name: str, kind: pa.DataType) -> pa.Array:
+    """A column as one array of ``kind`` (all null when the table has none)."""
+    if name not in table.column_names:
+        return pa.nulls(table.num_rows, kind)
+    column = table.column(name).combine_chunks()
+    return column if column.type == kind else pc.cast(column, kind)
 
 
 def _replaced(table: pa.Table, name: str, values: pa.Array) -> pa.Table:

@@ -199,7 +199,8 @@ def _equal_rewards(table: pa.Table, failed: list[bool]) -> list[bool]:
     two)."""
     if kept.GROUP not in table.column_names:
         return [False] * table.num_rows
-    keys = [None if bad else k for k, bad in zip(kept.group_keys(table), failed, strict=True)]
+    codes = kept.group_codes(table).tolist()
+    keys = [None if bad or k < 0 else k for k, bad in zip(codes, failed, strict=True)]
     rewards = _values(table, kept.REWARD)
     seen: dict[Any, set] = {}
     count: dict[Any, int] = {}

@@ -33,9 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -74,23 +72,39 @@ def number_columns(table: pa.Table) -> list[str]:
 def group_ids(table: pa.Table) -> np.ndarray:
     """Each row's group: runs of one prompt repeated back to back, cut into TRL's ``num_generations``,
     numbered from 0 at each step (a file of several steps, as a tracker keeps them, numbers them as TRL's
-    own file per step does)."""
-    prompts = table.column(PROMPT).to_pylist()
-    steps = table.column(STEP).to_pylist() if STEP in table.column_names else [None] * len(prompts)
-    starts = [
-        i for i in range(len(prompts)) if i == 0 or (prompts[i], steps[i]) != (prompts[i - 1], steps[i - 1])
-    ]
-    lengths = np.diff([*starts, len(prompts)])
-    size = int(np.gcd.reduce(lengths)) if len(lengths) else 1
-    first: dict[Any, int] = {}
-    step_start = np.array([first.setdefault(s, i) for i, s in enumerate(steps)], dtype=np.int64)
-    return (np.arange(len(prompts)) - step_start) // max(size, 1)
+    own file per step does). Worked out over whole columns: a row by row pass took ~0.5 us a row."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    steps = _step_codes(table)
+    changed = np.ones(n, dtype=bool)  # where a run of one prompt (at one step) starts
+    prompts = table.column(PROMPT)
+    if n > 1:
+        same = pc.equal(prompts.slice(1), prompts.slice(0, n - 1))
+        both_null = pc.and_(pc.is_null(prompts.slice(1)), pc.is_null(prompts.slice(0, n - 1)))
+        same = pc.or_kleene(pc.fill_null(same, False), both_null)
+        changed[1:] = ~same.to_numpy(zero_copy_only=False) | (steps[1:] != steps[:-1])
+    starts = np.flatnonzero(changed)
+    lengths = np.diff(np.append(starts, n))
+    size = max(int(np.gcd.reduce(lengths)), 1)
+    _, first_row, step_of_row = np.unique(steps, return_index=True, return_inverse=True)
+    step_start = first_row[step_of_row.reshape(-1)]
+    return (np.arange(n) - step_start) // size
+
+
+def _step_codes(table: pa.Table) -> np.ndarray:
+    """Each row's step as a code equal for equal steps (a missing step is a step of its own): the steps
+    themselves need not be numbers."""
+    if STEP not in table.column_names:
+        return np.zeros(table.num_rows, dtype=np.int64)
+    encoded = pc.dictionary_encode(table.column(STEP).combine_chunks(), null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _adapt(table: pa.Table, options: Options) -> Adapted:
     if GROUP not in table.column_names and table.num_rows:
         ids = group_ids(table)
-        table = table.append_column(GROUP, pa.array([str(i) for i in ids], pa.string()))
+        table = table.append_column(GROUP, pc.cast(pa.array(ids), pa.string()))
     if rewards.components_of(table.schema) is not None or table.column(REWARD).null_count < table.num_rows:
         return Adapted(table)  # a field map made or named the reward
     terms, how = reward_functions(table, options)
@@ -138,7 +152,7 @@ def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None
     logged = pc.cast(table.column(ADVANTAGE), pa.float64()).to_numpy(zero_copy_only=False)
     if not np.isfinite(logged).any():
         return None
-    groups = group_ids(table)
+    groups = _step_codes(table) * table.num_rows + group_ids(table)  # TRL's groups never span steps
     fits = None
     for k in range(1, len(candidates) + 1):
         reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(
@@ -155,22 +169,34 @@ def trl_advantages(reward: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
     ``(r - group mean) / (std + 1e-4)``, the std over the group ("group") or the batch ("batch"), or no
     division ("none"); NaN-aware, with NaN advantages (unscorable rows) set to 0, as TRL does.
     """
-    mean = _by_group(reward, groups, np.nanmean)
-    centred = reward - mean
-    outs = [centred, centred / (_by_group(reward, groups, _nanstd) + _EPS)]
-    if np.isfinite(reward).sum() > 1:
-        outs.append(centred / (_nanstd(reward) + _EPS))
+    mean, std = _group_stats(reward, groups)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as TRL's own
+        centred = reward - mean
+        outs = [centred, centred / (std + _EPS)]
+        if np.isfinite(reward).sum() > 1:
+            outs.append(centred / (_nanstd(reward) + _EPS))
     return [np.nan_to_num(a, nan=0.0) for a in outs]
 
 
-def _by_group(values: np.ndarray, groups: np.ndarray, fn: Callable[[np.ndarray], Any]) -> np.ndarray:
-    out = np.full(len(values), np.nan)
-    for g in np.unique(groups):
-        rows = groups == g
-        part = values[rows]
-        if np.isfinite(part).any():
-            out[rows] = fn(part)
-    return out
+def _group_stats(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group's NaN-aware mean and sample std (TRL's ``nanmean`` and ``nanstd``); NaN for a group
+    with no finite value, and the std NaN for a group of fewer than two numbers. Whole columns: one pass
+    per group cost ~50 us each, ~0.1 s for a TRL file of 20k samples."""
+    if not len(values):
+        return np.full(0, np.nan), np.full(0, np.nan)
+    _, row_group = np.unique(groups, return_inverse=True)
+    row_group = row_group.reshape(-1)
+    numbers = ~np.isnan(values)
+    count = np.bincount(row_group, weights=numbers)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(row_group, weights=np.where(numbers, values, 0.0)) / count
+        deviation = np.where(numbers, values - mean[row_group], 0.0)
+        std = np.sqrt(np.bincount(row_group, weights=deviation * deviation) / (count - 1))
+    std[count < 2] = np.nan
+    scored = np.bincount(row_group, weights=np.isfinite(values)) > 0
+    mean[~scored] = np.nan
+    std[~scored] = np.nan
+    return mean[row_group], std[row_group]
 
 
 def _nanstd(values: np.ndarray) -> float:

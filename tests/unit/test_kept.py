@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -88,3 +90,55 @@ def test_prime_effective_ids_found_beside_all(tmp_path: Path) -> None:
 def test_a_half_written_effective_line_is_not_counted(tmp_path: Path) -> None:
     data = b'{"id":"a1","env":{}}\n{"env":{},"id":"b2"}\n{"id":"c3","tra'
     assert prime.effective_ids(data) == ("a1", "b2")
+
+
+def _rule_row_by_row(table: pa.Table) -> tuple[list, list]:
+    """The zero-advantage rule as its docstring says it, one row at a time: what the whole-column rule is
+    held to."""
+    rows = table.to_pylist()
+    key = [None if r["group"] is None else (r.get("step"), str(r["group"])) for r in rows]
+    zero = [
+        r["advantage"] is not None and math.isfinite(r["advantage"]) and abs(r["advantage"]) <= 1e-6
+        for r in rows
+    ]
+    flat: dict = {}
+    for k, z in zip(key, zero, strict=True):
+        if k is not None:
+            flat[k] = flat.get(k, True) and z
+    kept_out, reasons = [], []
+    for r, k in zip(rows, key, strict=True):
+        if k is None or r["advantage"] is None or r.get("kept") is False:
+            kept_out.append(r.get("kept"))
+            reasons.append(r.get("dropped_reason"))
+        else:
+            kept_out.append(not flat[k])
+            reasons.append(kept.ZERO_ADVANTAGE if flat[k] else None)
+    return kept_out, reasons
+
+
+def test_the_rule_over_whole_columns_is_the_rule_row_by_row() -> None:
+    rng = random.Random(7)
+    for _ in range(400):
+        n = rng.randint(1, 24)
+        groups = [None if rng.random() < 0.1 else rng.randint(0, 3) for _ in range(n)]
+        values = [0.0, 1e-9, -0.0, 0.5, math.nan, math.inf, None]
+        columns: dict[str, pa.Array] = {
+            "group": pa.array(groups)
+            if rng.random() < 0.5
+            else pa.array([g if g is None else f"g{g}" for g in groups]),
+            "advantage": pa.array([rng.choice(values) for _ in range(n)], pa.float64()),
+        }
+        if rng.random() < 0.8:
+            columns["step"] = pa.array(
+                [None if rng.random() < 0.1 else rng.randint(0, 2) for _ in range(n)], pa.int64()
+            )
+        if rng.random() < 0.5:
+            columns["kept"] = pa.array([rng.choice([True, False, None]) for _ in range(n)], pa.bool_())
+            columns["dropped_reason"] = pa.array(
+                [rng.choice(["error: x", None]) for _ in range(n)], pa.string()
+            )
+        table = pa.table(columns)
+        if n > 2 and rng.random() < 0.3:  # read in two parts
+            table = pa.concat_tables([table.slice(0, n // 2), table.slice(n // 2)])
+        out = kept.zero_advantage(table).to_pydict()
+        assert (out["kept"], out["dropped_reason"]) == _rule_row_by_row(table), table.to_pydict()

@@ -96,6 +96,29 @@ def test_reward_functions_found_from_the_advantages(tmp_path: Path) -> None:
     assert math.isclose(summary["reward_mean"].iloc[0], np.nanmean(expected_reward()))  # NaN left out
 
 
+def test_the_groups_of_each_step_are_apart_in_a_table_of_several_steps() -> None:
+    """A tracker keeps TRL's rows of many steps in one table: the first group of one step is not the first
+    group of the next, so each step's advantages are reproduced from its own groups."""
+    acc2 = [0.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    fmt2 = [1.0, 0.0, 0.5, 0.5, math.nan, 0.0]
+    columns: dict[str, list] = {
+        "step": [1] * 6 + [2] * 6,
+        "prompt": PROMPTS * 2,
+        "completion": COMPLETIONS * 2,
+    }
+    columns["accuracy_reward"], columns["format_reward"] = ACC + acc2, FMT + fmt2
+    columns["length_bonus"] = EXTRA * 2
+    advantages = []
+    for acc, fmt in ((ACC, FMT), (acc2, fmt2)):
+        reward = np.nansum(np.column_stack([acc, fmt]), axis=1)
+        reward[np.isnan(acc) & np.isnan(fmt)] = np.nan  # no function could score it
+        advantages += trl_advantage(reward, 2).tolist()
+    columns["advantage"] = advantages
+    table = pa.table(columns)
+    assert trl.group_ids(table).tolist() == [0, 0, 1, 1, 2, 2] * 2  # numbered from 0 at each step
+    assert trl.prefix_from_advantages(table, ["accuracy_reward", "format_reward", "length_bonus"]) == 2
+
+
 def test_reward_functions_named_by_the_logged_metrics(tmp_path: Path) -> None:
     """The advantages cannot tell (all zero), the trainer state beside can."""
     out = tmp_path / "out"
@@ -271,3 +294,27 @@ def test_a_reward_off_from_trl_is_flagged_with_the_weights_that_fit(tmp_path: Pa
     assert not [
         f for f in check_rollouts(RolloutRun.from_store("out", store)) if f.rule == "trainer_reward_mismatch"
     ]
+
+
+def test_group_ids_over_whole_columns_are_the_row_by_row_ids() -> None:
+    """Runs of one prompt (and step) back to back, cut into the common run length, numbered from 0 at each
+    step: the definition, row by row, that the whole-column ids are held to (missing prompts and steps
+    included)."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        size = int(rng.integers(1, 4))
+        prompts = [
+            None if rng.random() < 0.1 else f"p{rng.integers(0, 3)}" for _ in range(rng.integers(0, 8))
+        ]
+        prompts = [p for p in prompts for _ in range(size)]
+        steps = [None if rng.random() < 0.1 else int(rng.integers(0, 3)) for _ in prompts]
+        table = pa.table({"step": pa.array(steps, pa.int64()), "prompt": pa.array(prompts, pa.string())})
+        starts = [
+            i
+            for i in range(len(prompts))
+            if i == 0 or (prompts[i], steps[i]) != (prompts[i - 1], steps[i - 1])
+        ]
+        common = int(np.gcd.reduce(np.diff([*starts, len(prompts)]))) if starts else 1
+        first: dict = {}
+        expected = [(i - first.setdefault(s, i)) // max(common, 1) for i, s in enumerate(steps)]
+        assert trl.group_ids(table).tolist() == expected, (prompts, steps)
