@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rl_board.formats import rewards
+from rl_board.formats import kept, rewards
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
 from rl_board.formats.flat import GROUP
 from rl_board.formats.schema import KNOWN_FIELDS, PROMPT, REWARD, STEP
@@ -152,7 +152,12 @@ def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None
     logged = pc.cast(table.column(ADVANTAGE), pa.float64()).to_numpy(zero_copy_only=False)
     if not np.isfinite(logged).any():
         return None
-    groups = _step_codes(table) * table.num_rows + group_ids(table)  # TRL's groups never span steps
+    if GROUP in table.column_names:  # made by ``_adapt`` (or the log's own): numbered per step
+        groups = kept.group_codes(table)
+        alone = groups < 0  # a row of no group is a group of its own
+        groups[alone] = len(groups) + np.flatnonzero(alone)
+    else:
+        groups = _step_codes(table) * table.num_rows + group_ids(table)  # TRL's groups never span steps
     fits = None
     for k in range(1, len(candidates) + 1):
         reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(
