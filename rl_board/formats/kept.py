@@ -55,7 +55,9 @@ def zero_advantage(table: pa.Table) -> pa.Table:
     kind = table.schema.field(ADVANTAGE).type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         return table
-    advantages = pc.cast(table.column(ADVANTAGE), pa.float64())
+    advantages = pc.cast(
+        table.column(ADVANTAGE), pa.float64(), safe=False
+    )  # (an int past 2**53: near enough)
     present = pc.is_valid(advantages).to_numpy(zero_copy_only=False)
     values = pc.fill_null(advantages, math.nan).to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore"):
@@ -78,8 +80,8 @@ def group_codes(table: pa.Table) -> np.ndarray:
             text = pc.cast(groups, pa.string())
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # (a list or a struct as the id)
             text = pa.array([None if g is None else str(g) for g in groups.to_pylist()], pa.string())
-    group = _codes(text, nulls=False)
-    step = _codes(table.column(STEP), nulls=True) if STEP in table.column_names else np.zeros_like(group)
+    group = value_codes(text, nulls=False)
+    step = value_codes(table.column(STEP), nulls=True) if STEP in table.column_names else np.zeros_like(group)
     pairs = step * (int(group.max(initial=-1)) + 1) + group
     out = np.full(len(group), -1, dtype=np.int64)
     grouped = group >= 0
@@ -87,7 +89,7 @@ def group_codes(table: pa.Table) -> np.ndarray:
     return out
 
 
-def _codes(column: pa.ChunkedArray | pa.Array, *, nulls: bool) -> np.ndarray:
+def value_codes(column: pa.ChunkedArray | pa.Array, *, nulls: bool) -> np.ndarray:
     """Dictionary codes of a column's values; a null is a value of its own (``nulls``) or -1."""
     whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     encoded = pc.dictionary_encode(whole, null_encoding="encode" if nulls else "mask")
@@ -120,7 +122,12 @@ def _column(table: pa.Table, name: str, kind: pa.DataType) -> pa.Array:
     if name not in table.column_names:
         return pa.nulls(table.num_rows, kind)
     column = table.column(name).combine_chunks()
-    return column if column.type == kind else pc.cast(column, kind)
+    if column.type == kind:
+        return column
+    try:
+        return pc.cast(column, kind)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a log's own odd column (structs, raw bytes)
+        return pa.array([None if v is None else str(v) for v in column.to_pylist()], kind)
 
 
 def _replaced(table: pa.Table, name: str, values: pa.Array) -> pa.Table:

@@ -97,8 +97,7 @@ def _step_codes(table: pa.Table) -> np.ndarray:
     themselves need not be numbers."""
     if STEP not in table.column_names:
         return np.zeros(table.num_rows, dtype=np.int64)
-    encoded = pc.dictionary_encode(table.column(STEP).combine_chunks(), null_encoding="encode")
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return kept.value_codes(table.column(STEP), nulls=True)
 
 
 def _adapt(table: pa.Table, options: Options) -> Adapted:
@@ -206,8 +205,8 @@ def _group_stats(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np
 
 def _nanstd(values: np.ndarray) -> float:
     """TRL's ``nanstd``: the sample std (Bessel) over the values that are not NaN."""
-    kept = values[~np.isnan(values)]
-    return float(np.std(kept, ddof=1)) if len(kept) > 1 else math.nan
+    numbers = values[~np.isnan(values)]
+    return float(np.std(numbers, ddof=1)) if len(numbers) > 1 else math.nan
 
 
 def _close(expected: np.ndarray, logged: np.ndarray) -> bool:

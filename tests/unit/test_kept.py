@@ -142,3 +142,18 @@ def test_the_rule_over_whole_columns_is_the_rule_row_by_row() -> None:
             table = pa.concat_tables([table.slice(0, n // 2), table.slice(n // 2)])
         out = kept.zero_advantage(table).to_pydict()
         assert (out["kept"], out["dropped_reason"]) == _rule_row_by_row(table), table.to_pydict()
+
+
+def test_a_logs_own_odd_columns_do_not_stop_the_rule() -> None:
+    """A ``dropped_reason`` of structs and integer advantages past float64's exact range are read, not
+    refused: the rule marks the rows as it marks any."""
+    table = pa.table(
+        {
+            "group": ["a", "a", "b"],
+            "advantage": pa.array([0, 0, 2**60], pa.int64()),
+            "dropped_reason": pa.array([{"x": 1}, None, None]),
+        }
+    )
+    out = kept.zero_advantage(table).to_pydict()
+    assert out["kept"] == [False, False, True]
+    assert out["dropped_reason"] == [kept.ZERO_ADVANTAGE, kept.ZERO_ADVANTAGE, None]

@@ -116,7 +116,12 @@ def test_the_groups_of_each_step_are_apart_in_a_table_of_several_steps() -> None
     columns["advantage"] = advantages
     table = pa.table(columns)
     assert trl.group_ids(table).tolist() == [0, 0, 1, 1, 2, 2] * 2  # numbered from 0 at each step
-    assert trl.prefix_from_advantages(table, ["accuracy_reward", "format_reward", "length_bonus"]) == 2
+    candidates = ["accuracy_reward", "format_reward", "length_bonus"]
+    assert trl.prefix_from_advantages(table, candidates) == 2
+    unread = table.append_column("reward", pa.nulls(table.num_rows, pa.float64()))  # as the reader hands it
+    read = trl._adapt(unread, {}).table  # with the group column TRL's order gives, and the reward made
+    assert read.column("group").to_pylist() == [str(g) for g in [0, 0, 1, 1, 2, 2] * 2]
+    assert trl.prefix_from_advantages(read, candidates) == 2
 
 
 def test_reward_functions_named_by_the_logged_metrics(tmp_path: Path) -> None:
