@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from rl_board import columns
 from rl_board.formats import schema as S
 from rl_board.lazy import pc
 
@@ -55,32 +56,25 @@ def zero_advantage(table: pa.Table) -> pa.Table:
     kind = table.schema.field(ADVANTAGE).type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         return table
-    advantages = pc.cast(
-        table.column(ADVANTAGE), pa.float64(), safe=False
-    )  # (an int past 2**53: near enough)
-    present = pc.is_valid(advantages).to_numpy(zero_copy_only=False)
-    values = pc.fill_null(advantages, math.nan).to_numpy(zero_copy_only=False)
+    # (an integer past 2**53 is cast near enough)
+    advantages = pc.cast(table.column(ADVANTAGE), pa.float64(), safe=False)
+    present = columns.to_numpy(pc.is_valid(advantages))
+    values = columns.to_numpy(pc.fill_null(advantages, math.nan))
     with np.errstate(invalid="ignore"):
         zero = present & np.isfinite(values) & (np.abs(values) <= ZERO_TOLERANCE)
     codes = group_codes(table)
     grouped = codes >= 0
-    others = np.bincount(codes[grouped], weights=~zero[grouped]) if grouped.any() else np.zeros(0)
-    flat = grouped & (others[np.where(grouped, codes, 0)] == 0) if grouped.any() else grouped
+    flat = np.zeros(len(codes), dtype=bool)  # every row of its group zero
+    if grouped.any():
+        not_zero = np.bincount(codes[grouped], weights=~zero[grouped])
+        flat[grouped] = not_zero[codes[grouped]] == 0
     return marked(table, grouped & present, flat)
 
 
 def group_codes(table: pa.Table) -> np.ndarray:
     """Each row's group within its step as a number from 0 (equal for rows of one group of one step); -1
     for a row without a group. Group ids are compared as text, as a log may write ``7`` or ``"7"``."""
-    groups = table.column(GROUP)
-    if pa.types.is_string(groups.type) or pa.types.is_large_string(groups.type):
-        text = groups
-    else:
-        try:
-            text = pc.cast(groups, pa.string())
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # (a list or a struct as the id)
-            text = pa.array([None if g is None else str(g) for g in groups.to_pylist()], pa.string())
-    group = value_codes(text, nulls=False)
+    group = value_codes(_as_text(table.column(GROUP)), nulls=False)
     step = value_codes(table.column(STEP), nulls=True) if STEP in table.column_names else np.zeros_like(group)
     pairs = step * (int(group.max(initial=-1)) + 1) + group
     out = np.full(len(group), -1, dtype=np.int64)
@@ -93,7 +87,7 @@ def value_codes(column: pa.ChunkedArray | pa.Array, *, nulls: bool) -> np.ndarra
     """Dictionary codes of a column's values; a null is a value of its own (``nulls``) or -1."""
     whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     encoded = pc.dictionary_encode(whole, null_encoding="encode" if nulls else "mask")
-    return pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return columns.to_numpy(pc.fill_null(encoded.indices, -1)).astype(np.int64)
 
 
 def marked(table: pa.Table, judged: np.ndarray, flat: np.ndarray) -> pa.Table:
@@ -102,9 +96,10 @@ def marked(table: pa.Table, judged: np.ndarray, flat: np.ndarray) -> pa.Table:
     column that is not booleans is left alone."""
     if KEPT in table.column_names and not pa.types.is_boolean(table.schema.field(KEPT).type):
         return table
-    before = _column(table, KEPT, pa.bool_())
-    why = _column(table, DROPPED, pa.string())
-    refused = pc.fill_null(pc.invert(before), False).to_numpy(zero_copy_only=False)  # a format said no
+    names, n = table.column_names, table.num_rows
+    before = table.column(KEPT).combine_chunks() if KEPT in names else pa.nulls(n, pa.bool_())
+    why = _as_text(table.column(DROPPED)) if DROPPED in names else pa.nulls(n, pa.string())
+    refused = columns.to_numpy(pc.fill_null(pc.invert(before), False))  # a format said no
     now = pa.array(judged & ~refused)
     reasons = pc.if_else(pa.array(flat), pa.scalar(ZERO_ADVANTAGE), pa.scalar(None, pa.string()))
     table = _replaced(table, KEPT, pc.if_else(now, pa.array(~flat), before))
@@ -117,17 +112,16 @@ def with_kept(table: pa.Table, kept: list[bool | None], reasons: list[str | None
     return _replaced(table, DROPPED, pa.array(reasons, pa.string()))
 
 
-def _column(table: pa.Table, name: str, kind: pa.DataType) -> pa.Array:
-    """A column as one array of ``kind`` (all null when the table has none)."""
-    if name not in table.column_names:
-        return pa.nulls(table.num_rows, kind)
-    column = table.column(name).combine_chunks()
-    if column.type == kind:
-        return column
+def _as_text(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one string array: text as it is, anything else cast, or written out by Python where
+    Arrow has no cast (a list or a struct as a group id, a log's own reasons as raw bytes)."""
+    whole = column.combine_chunks()
+    if pa.types.is_string(whole.type):
+        return whole
     try:
-        return pc.cast(column, kind)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a log's own odd column (structs, raw bytes)
-        return pa.array([None if v is None else str(v) for v in column.to_pylist()], kind)
+        return pc.cast(whole, pa.string())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in whole.to_pylist()], pa.string())
 
 
 def _replaced(table: pa.Table, name: str, values: pa.Array) -> pa.Table:

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rl_board import columns
 from rl_board.formats import kept, rewards
 from rl_board.formats.base import Adapted, Format, Options, Probe, Record
 from rl_board.formats.flat import GROUP
@@ -77,19 +78,13 @@ def group_ids(table: pa.Table) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     steps = _step_codes(table)
+    prompts = kept.value_codes(table.column(PROMPT), nulls=True)
     changed = np.ones(n, dtype=bool)  # where a run of one prompt (at one step) starts
-    prompts = table.column(PROMPT)
-    if n > 1:
-        same = pc.equal(prompts.slice(1), prompts.slice(0, n - 1))
-        both_null = pc.and_(pc.is_null(prompts.slice(1)), pc.is_null(prompts.slice(0, n - 1)))
-        same = pc.or_kleene(pc.fill_null(same, False), both_null)
-        changed[1:] = ~same.to_numpy(zero_copy_only=False) | (steps[1:] != steps[:-1])
-    starts = np.flatnonzero(changed)
-    lengths = np.diff(np.append(starts, n))
+    changed[1:] = (prompts[1:] != prompts[:-1]) | (steps[1:] != steps[:-1])
+    lengths = np.diff(np.append(np.flatnonzero(changed), n))
     size = max(int(np.gcd.reduce(lengths)), 1)
     _, first_row, step_of_row = np.unique(steps, return_index=True, return_inverse=True)
-    step_start = first_row[step_of_row.reshape(-1)]
-    return (np.arange(n) - step_start) // size
+    return (np.arange(n) - first_row[step_of_row.reshape(-1)]) // size
 
 
 def _step_codes(table: pa.Table) -> np.ndarray:
@@ -100,10 +95,16 @@ def _step_codes(table: pa.Table) -> np.ndarray:
     return kept.value_codes(table.column(STEP), nulls=True)
 
 
+def with_groups(table: pa.Table) -> pa.Table:
+    """The table with a ``group`` column (``group_ids`` as text) unless it has one."""
+    if GROUP in table.column_names or not table.num_rows:
+        return table
+    ids = columns.from_numpy(group_ids(table), pa.int64())
+    return table.append_column(GROUP, pc.cast(ids, pa.string()))
+
+
 def _adapt(table: pa.Table, options: Options) -> Adapted:
-    if GROUP not in table.column_names and table.num_rows:
-        ids = group_ids(table)
-        table = table.append_column(GROUP, pc.cast(pa.array(ids), pa.string()))
+    table = with_groups(table)
     if rewards.components_of(table.schema) is not None or table.column(REWARD).null_count < table.num_rows:
         return Adapted(table)  # a field map made or named the reward
     terms, how = reward_functions(table, options)
@@ -148,15 +149,12 @@ def prefix_from_advantages(table: pa.Table, candidates: list[str]) -> int | None
     """
     if ADVANTAGE not in table.column_names or not table.num_rows:
         return None
-    logged = pc.cast(table.column(ADVANTAGE), pa.float64()).to_numpy(zero_copy_only=False)
+    logged = columns.to_numpy(pc.cast(table.column(ADVANTAGE), pa.float64()))
     if not np.isfinite(logged).any():
         return None
-    if GROUP in table.column_names:  # made by ``_adapt`` (or the log's own): numbered per step
-        groups = kept.group_codes(table)
-        alone = groups < 0  # a row of no group is a group of its own
-        groups[alone] = len(groups) + np.flatnonzero(alone)
-    else:
-        groups = _step_codes(table) * table.num_rows + group_ids(table)  # TRL's groups never span steps
+    groups = kept.group_codes(with_groups(table))  # per step: TRL's groups never span steps
+    alone = groups < 0  # a row of no group (in a log's own group column) is a group of its own
+    groups[alone] = len(groups) + np.flatnonzero(alone)
     fits = None
     for k in range(1, len(candidates) + 1):
         reward = rewards.weighted_sum(table, dict.fromkeys(candidates[:k], 1.0)).to_numpy(
